@@ -1,0 +1,3 @@
+from pinset.cli import main
+
+raise SystemExit(main())

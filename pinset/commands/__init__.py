@@ -1,0 +1,1 @@
+"""One module per verb: each has add_parser(subparsers) and run(args) -> exit code."""

@@ -1,0 +1,64 @@
+"""`pinset sim`: the pin set on every build, in memory."""
+
+from __future__ import annotations
+
+from rich.table import Table
+
+from pinset.commands.common import add_config_args, open_config
+from pinset.output import console, write_json, write_text
+from pinset.sim.markdown import sim_markdown
+from pinset.sim.run import pick_builds, simulate
+
+STYLE = {"applied": "green", "upstream": "cyan", "conflict": "red", "skipped": "yellow", "error": "red"}
+
+
+def add_parser(sub):
+    p = sub.add_parser("sim", help="apply the pin set onto upstream builds in memory and check contracts")
+    add_config_args(p)
+    p.add_argument("--json", help="write the result JSON here")
+    p.add_argument("--markdown", help="write a markdown grid here")
+    return p
+
+
+def run(args) -> int:
+    pinset, store = open_config(args)
+    sim = simulate(pinset, pick_builds(pinset, args.builds), store)
+    result = sim.result
+    console.print(sim_table(result))
+    for b in result.builds:
+        for p in b.pins:
+            for problem in p.contract.problems:
+                console.print(f"  [red]{b.build}[/] {p.id}: {problem}")
+            if p.status in ("conflict", "error") and p.detail:
+                console.print(f"  [dim]{b.build} {p.id}: {p.detail}[/]")
+    verdict = "[green]ok[/]: every required pin applies with an intact contract" if result.ok \
+        else "[red]not ok[/]: a required pin failed or broke its contract"
+    console.print(verdict)
+    if args.json:
+        write_json(args.json, result.to_json())
+    if args.markdown:
+        write_text(args.markdown, sim_markdown(result.to_json()))
+    return 0 if result.ok else 1
+
+
+def sim_table(result) -> Table:
+    table = Table(title="pinset sim")
+    table.add_column("pin")
+    for b in result.builds:
+        table.add_column(f"{b.build}\n{b.commit[:12]}")
+    ids = [p.id for p in result.builds[0].pins] if result.builds else []
+    for i, pin_id in enumerate(ids):
+        cells = []
+        for b in result.builds:
+            p = b.pins[i]
+            text = f"[{STYLE[p.status]}]{p.status}[/]"
+            if p.conflict_with:
+                text += f" ← {p.conflict_with}"
+            if p.retire:
+                text += " (retire)"
+            if p.status == "applied" and not p.contract.ok:
+                text += " [red]contract broken[/]"
+            cells.append(text)
+        optional = "" if result.builds[0].pins[i].required else " [dim](optional)[/]"
+        table.add_row(pin_id + optional, *cells)
+    return table

@@ -1,0 +1,24 @@
+"""Errors that end a command with a one-line message instead of a traceback."""
+
+
+class PinsetError(Exception):
+    """Bad input (config, usage, unreachable upstream): exit 2, nothing changed."""
+
+    exit_code = 2
+
+
+class ConfigError(PinsetError):
+    """A problem in pins.yaml, reported as `file:line: key: message`."""
+
+    def __init__(self, path, line, key, message):
+        self.path, self.line, self.key = str(path), line, key
+        where = f"{self.path}:{line}" if line else self.path
+        super().__init__(f"{where}: {key}: {message}" if key else f"{where}: {message}")
+
+
+class UpstreamError(PinsetError):
+    """An upstream source could not give us the build or pin asked for."""
+
+
+class ToolchainError(PinsetError):
+    """A required external program (cmake, nvcc, nvidia-smi, ...) is missing."""

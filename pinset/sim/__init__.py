@@ -1,0 +1,1 @@
+"""`pinset sim`: apply the pin set onto builds in memory, attribute conflicts, check contracts."""

@@ -1,0 +1,128 @@
+"""What a pin changes, read from its patches: files, added lines, new files, feature symbols.
+
+Pure functions over patch text, so the contract and retirement logic can be tested without git.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+# Symbols whose appearance in a file marks a feature (a type, an op, an architecture...).
+FEATURE_SYMBOL_RE = re.compile(
+    r"\b(?:GGML_TYPE|GGML_OP|GGML_UNARY_OP|GGML_GLU_OP|GGML_FTYPE|LLM_ARCH|LLM_TENSOR|LLM_KV|"
+    r"LLAMA_FTYPE|LLAMA_VOCAB_PRE_TYPE|LLAMA_ROPE_TYPE|MMQ_TYPE|GGML_CUDA_MMQ)_[A-Z0-9_]+\b"
+)
+_TRIVIAL_LINES = {"break;", "return;", "continue;", "else", "else {", "} else {", "default:", "#else",
+                  "#endif", "});", "};", "},", "{", "}", "(", ")", ");", "]", "],", "[", "do {", "} while (0)"}
+
+
+def is_substantive(line: str) -> bool:
+    """A line that carries meaning: not blank, not lone punctuation/keywords, not a comment."""
+    s = line.strip()
+    if not s or s in _TRIVIAL_LINES or not re.search(r"[A-Za-z0-9]", s):
+        return False
+    if s.startswith(("//", "/*", "* ", "*/")) or s == "*":
+        return False
+    return len(s) >= 4
+
+
+@dataclass
+class FileChange:
+    path: str
+    added: list[str] = field(default_factory=list)     # stripped substantive added lines
+    removed: list[str] = field(default_factory=list)   # stripped substantive removed lines
+    new_file: bool = False
+    deleted: bool = False
+    symbols: set[str] = field(default_factory=set)     # feature symbols on added lines
+
+
+@dataclass
+class PinChange:
+    """The net change of one pin (a whole patch series or one PR diff)."""
+
+    patches: list[Path]                   # files to `git apply`, in order
+    files: dict[str, FileChange]
+
+    @property
+    def paths(self) -> list[str]:
+        return sorted(self.files)
+
+    @property
+    def added_lines(self) -> int:
+        return sum(len(f.added) for f in self.files.values())
+
+
+_DIFF_HEADER_RE = re.compile(r"^diff --git a/(.+?) b/(.+)$")
+
+
+def parse_patch(text: str) -> dict[str, FileChange]:
+    """Per-file added/removed lines of a unified git diff (format-patch or `git diff`)."""
+    files: dict[str, FileChange] = {}
+    current: FileChange | None = None
+    in_hunk = False
+    for raw in text.splitlines():
+        m = _DIFF_HEADER_RE.match(raw)
+        if m:
+            path = m.group(2)
+            current = files.setdefault(path, FileChange(path))
+            in_hunk = False
+            continue
+        if current is None:
+            continue
+        if not in_hunk:
+            if raw.startswith("new file mode"):
+                current.new_file = True
+            elif raw.startswith("deleted file mode"):
+                current.deleted = True
+            elif raw.startswith("+++ b/"):
+                pass
+            elif raw.startswith("@@"):
+                in_hunk = True
+            continue
+        if raw.startswith("@@"):
+            continue
+        if raw.startswith("-- ") and raw.strip() == "--":  # format-patch signature separator
+            current, in_hunk = None, False
+            continue
+        if raw.startswith("+") and not raw.startswith("+++ "):
+            if is_substantive(raw[1:]):
+                current.added.append(raw[1:].strip())
+                current.symbols.update(FEATURE_SYMBOL_RE.findall(raw[1:]))
+        elif raw.startswith("-") and not raw.startswith("--- "):
+            if is_substantive(raw[1:]):
+                current.removed.append(raw[1:].strip())
+        elif raw.startswith("diff ") or raw.startswith("From "):
+            in_hunk = False
+    return files
+
+
+def combine(series: list[dict[str, FileChange]]) -> dict[str, FileChange]:
+    """Net effect of consecutive patches: a line added then removed later is not part of the pin."""
+    net: dict[str, FileChange] = {}
+    for patch in series:
+        for path, change in patch.items():
+            acc = net.get(path)
+            if acc is None:
+                acc = net[path] = FileChange(path, new_file=change.new_file)
+            for line in change.removed:
+                if line in acc.added:
+                    acc.added.remove(line)
+                else:
+                    acc.removed.append(line)
+            acc.added.extend(change.added)
+            acc.deleted = change.deleted
+            acc.new_file = acc.new_file and not change.deleted
+            acc.symbols = set(FEATURE_SYMBOL_RE.findall("\n".join(acc.added)))
+    return net
+
+
+def line_counts(text: str | None) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    if text:
+        for line in text.splitlines():
+            s = line.strip()
+            if s:
+                counts[s] = counts.get(s, 0) + 1
+    return counts

@@ -1,0 +1,215 @@
+"""Apply the pin set onto each build without a work tree.
+
+Each build gets one temporary index in the mirror; every pin is a `git apply --cached --3way` onto
+it, rolled back (read-tree) when it fails. Conflicts are then attributed by replaying on the bare
+build: the pin fails there too -> `upstream`; otherwise the earlier pin it collides with.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pinset.config.schema import PinSet
+from pinset.sim.changes import PinChange, line_counts
+from pinset.sim.model import BuildResult, Contract, PinResult, SimResult
+from pinset.sim.pins import PreparedPin
+from pinset.upstream.builds import Build
+from pinset.upstream.mirror import Mirror
+
+CARRIED_THRESHOLD = 0.95
+
+_CONFLICT_PATTERNS = [
+    re.compile(r"^U (.+)$"),
+    re.compile(r"^error: patch failed: (.+):\d+$"),
+    re.compile(r"^error: (.+): does not exist in index$"),
+    re.compile(r"^error: (.+): already exists in index$"),
+    re.compile(r"^error: (.+): patch does not apply$"),
+    re.compile(r"^Applied patch to '(.+)' with conflicts\.$"),
+]
+
+
+@dataclass
+class ApplyOutcome:
+    ok: bool
+    conflict_files: list[str] = field(default_factory=list)
+    message: str = ""
+
+
+@dataclass
+class _Applied:
+    pin_id: str
+    change: PinChange
+    pre_tree: str
+
+
+class Simulator:
+    def __init__(self, pinset: PinSet, mirror: Mirror, prepared: dict[str, PreparedPin]):
+        self.pinset = pinset
+        self.mirror = mirror
+        self.prepared = prepared
+        self._scratch = mirror._tmp / "scratch-index"
+        self._blob_cache: dict[tuple[str, str], dict[str, int]] = {}
+
+    # --- git primitives -------------------------------------------------------------------
+    def _load(self, index: Path, tree: str) -> None:
+        self.mirror.git_ok("read-tree", tree, index=index)
+
+    def _apply(self, index: Path, change: PinChange) -> ApplyOutcome:
+        for patch in change.patches:
+            result = self.mirror.git("apply", "--cached", "--3way", "--whitespace=nowarn", str(patch), index=index)
+            if not result.ok:
+                files = _conflict_files(result.stdout + "\n" + result.stderr)
+                return ApplyOutcome(False, files or sorted(change.files), result.tail(1))
+        return ApplyOutcome(True)
+
+    def _applies_on(self, tree: str, *changes: PinChange) -> bool:
+        self._load(self._scratch, tree)
+        return all(self._apply(self._scratch, c).ok for c in changes)
+
+    def _counts(self, tree: str, path: str) -> dict[str, int]:
+        key = (tree, path)
+        if key not in self._blob_cache:
+            self._blob_cache[key] = line_counts(self.mirror.read_blob(tree, path))
+        return self._blob_cache[key]
+
+    # --- analysis -------------------------------------------------------------------------
+    def carried_fraction(self, change: PinChange, tree: str) -> float | None:
+        """Share of the pin's substantive added lines already present in `tree` (None: no such lines)."""
+        total = present = 0
+        for path, fc in change.files.items():
+            if fc.deleted:
+                continue
+            counts = self._counts(tree, path)
+            for line, n in _net_added(fc).items():
+                total += n
+                present += min(n, counts.get(line, 0))
+        return present / total if total else None
+
+    def _carried(self, prep: PreparedPin, build: Build) -> tuple[bool, float | None]:
+        spec = prep.spec
+        if spec.kind == "pr" and build.source == "git":
+            if self.mirror.git("merge-base", "--is-ancestor", spec.commit, build.oid).ok:
+                return True, 1.0
+        fraction = self.carried_fraction(prep.change, build.tree)
+        if fraction is not None:
+            return fraction >= CARRIED_THRESHOLD, fraction
+        # No substantive added lines (a pure removal): carried when applying changes nothing.
+        self._load(self._scratch, build.tree)
+        if self._apply(self._scratch, prep.change).ok:
+            return self.mirror.write_tree(self._scratch) == build.tree, None
+        return False, None
+
+    def _attribute(self, change: PinChange, conflict_files: list[str], build: Build,
+                   applied: list[_Applied]) -> str:
+        """`upstream` if the pin fails on the bare build too, else the earlier pin it collides with."""
+        if not self._applies_on(build.tree, change):
+            return "upstream"
+        touched = set(conflict_files) or set(change.files)
+        for earlier in reversed(applied):
+            if touched & set(earlier.change.files) and self._applies_on(build.tree, earlier.change) \
+                    and not self._applies_on(build.tree, earlier.change, change):
+                return earlier.pin_id
+        # The collision needs several earlier pins together: the first prefix after which it fails.
+        prefix: list[PinChange] = []
+        for earlier in applied:
+            prefix.append(earlier.change)
+            if not self._applies_on(build.tree, *prefix, change):
+                return earlier.pin_id
+        return applied[-1].pin_id if applied else "upstream"
+
+    def _contract(self, entry: _Applied, final_tree: str, later: list[_Applied]) -> Contract:
+        problems: list[str] = []
+        for path, fc in sorted(entry.change.files.items()):
+            final_text = self.mirror.read_blob(final_tree, path)
+            suspects = [a.pin_id for a in later if path in a.change.files]
+            by = f" (touched later by: {', '.join(suspects)})" if suspects else ""
+            if fc.deleted:
+                if final_text is not None:
+                    problems.append(f"{path}: file deleted by this pin is back{by}")
+                continue
+            if final_text is None:
+                what = "file added by this pin is missing" if fc.new_file else "file is gone"
+                problems.append(f"{path}: {what}{by}")
+                continue
+            counts = line_counts(final_text)
+            missing = [line for line, n in _net_added(fc).items() if counts.get(line, 0) < n]
+            if missing:
+                total = len(_net_added(fc))
+                problems.append(f"{path}: {len(missing)} of {total} added lines gone "
+                                f"(e.g. {missing[0][:80]!r}){by}")
+            before = self.mirror.read_blob(entry.pre_tree, path) or ""
+            for symbol in sorted(fc.symbols):
+                if re.search(rf"\b{symbol}\b", before):
+                    continue  # not introduced by this pin
+                if not re.search(rf"\b{symbol}\b", final_text):
+                    problems.append(f"{path}: feature symbol {symbol} no longer present{by}")
+        return Contract(not problems, problems)
+
+    # --- one build ------------------------------------------------------------------------
+    def simulate_build(self, build: Build) -> BuildResult:
+        index = self.mirror.new_index(build.tree)
+        current = build.tree
+        applied: list[_Applied] = []
+        results: list[PinResult] = []
+        for spec in self.pinset.pins:
+            prep = self.prepared[spec.id]
+            result = PinResult(spec.id, "error", spec.required)
+            results.append(result)
+            if prep.error or prep.change is None:
+                result.detail = prep.error
+                result.contract = Contract(False, [f"{spec.id}: {prep.error}"])
+                continue
+            result.files = prep.change.paths
+            if not prep.change.patches:
+                result.status, result.detail = "skipped", "the pin changes nothing"
+                continue
+            carried, fraction = self._carried(prep, build)
+            result.carried_fraction = fraction
+            if carried:
+                result.status, result.retire = "upstream", True
+                result.detail = ("build already carries this pin"
+                                 + (f" ({fraction:.0%} of its added lines present)" if fraction is not None else ""))
+                continue
+            outcome = self._apply(index, prep.change)
+            if outcome.ok:
+                new_tree = self.mirror.write_tree(index)
+                if new_tree == current:
+                    result.status, result.detail = "skipped", "no change on top of the earlier pins"
+                    continue
+                applied.append(_Applied(spec.id, prep.change, current))
+                current = new_tree
+                result.status = "applied"
+                continue
+            self._load(index, current)  # roll back the half-applied pin
+            result.status = "conflict"
+            result.files = outcome.conflict_files
+            result.conflict_with = self._attribute(prep.change, outcome.conflict_files, build, applied)
+            result.detail = outcome.message
+            result.contract = Contract(False, [f"{f}: does not apply (conflict with {result.conflict_with})"
+                                               for f in outcome.conflict_files])
+        by_id = {r.id: r for r in results}
+        for i, entry in enumerate(applied):
+            by_id[entry.pin_id].contract = self._contract(entry, current, applied[i + 1:])
+        return BuildResult(build.name, build.commit, results, tree=current, base_tree=build.tree)
+
+    def run(self, builds: list[Build]) -> SimResult:
+        return SimResult([self.simulate_build(b) for b in builds], self.pinset.digest)
+
+
+def _net_added(fc) -> Counter:
+    net = Counter(fc.added)
+    net.subtract(Counter(fc.removed))
+    return Counter({line: n for line, n in net.items() if n > 0})
+
+
+def _conflict_files(output: str) -> list[str]:
+    files: list[str] = []
+    for line in output.splitlines():
+        for pattern in _CONFLICT_PATTERNS:
+            m = pattern.match(line.strip())
+            if m and m.group(1) not in files:
+                files.append(m.group(1))
+    return sorted(files)

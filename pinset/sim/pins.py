@@ -1,0 +1,86 @@
+"""Prepare each pin once per run: its patch files and its net change (shared by every build)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from pinset.config.schema import PinSet, PinSpec
+from pinset.errors import UpstreamError
+from pinset.sim.changes import PinChange, combine, parse_patch
+from pinset.store import Store
+from pinset.upstream.builds import UPSTREAM_HEAD_REF, _upstream_url, fetch_head
+from pinset.upstream.mirror import Mirror
+
+
+@dataclass
+class PreparedPin:
+    spec: PinSpec
+    change: PinChange | None = None
+    error: str | None = None       # why the pin could not be prepared (e.g. commit not found)
+    fork_point: str | None = None  # PR pins: the upstream commit the PR branched from
+
+
+def prepare_pins(pinset: PinSet, store: Store, mirror: Mirror) -> dict[str, PreparedPin]:
+    prepared: dict[str, PreparedPin] = {}
+    head_fetched = False
+    for spec in pinset.pins:
+        if spec.patches is not None:
+            files = spec.patch_files()
+            texts = [f.read_text(encoding="utf-8", errors="replace") for f in files]
+            prepared[spec.id] = PreparedPin(spec, PinChange(files, combine([parse_patch(t) for t in texts])))
+            continue
+        url = _upstream_url(pinset.upstream, pinset.path.parent)
+        if not head_fetched:
+            fetch_head(url, mirror)
+            head_fetched = True
+        prepared[spec.id] = _prepare_pr(spec, url, store, mirror)
+    return prepared
+
+
+def _prepare_pr(spec: PinSpec, url: str, store: Store, mirror: Mirror) -> PreparedPin:
+    pr_ref = f"refs/pinset/pr/{spec.pr.owner}/{spec.pr.repo}/{spec.pr.number}"
+    if not mirror.has_commit(spec.commit):
+        mirror.fetch(url, [f"+{spec.pr.ref}:{pr_ref}"])
+    if not mirror.has_commit(spec.commit):
+        mirror.fetch(url, [spec.commit])
+    if not mirror.has_commit(spec.commit):
+        return PreparedPin(spec, error=f"commit {spec.commit[:12]} of {spec.pr.url} not found at {url} "
+                                        f"(neither on {spec.pr.ref} nor fetchable by sha)")
+    try:
+        fork = fork_point(mirror, spec.commit)
+    except UpstreamError as exc:
+        return PreparedPin(spec, error=str(exc))
+    diff_path = store.dir("pins") / f"{spec.pr.owner}-{spec.pr.repo}-{spec.pr.number}-{spec.commit[:12]}-{fork[:12]}.diff"
+    if not diff_path.exists():
+        text = mirror.git_ok("diff", "--binary", "--full-index", "--no-color", fork, spec.commit)
+        tmp = diff_path.with_suffix(".tmp")
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(diff_path)
+    text = diff_path.read_text(encoding="utf-8")
+    return PreparedPin(spec, PinChange([diff_path] if text.strip() else [], parse_patch(text)), fork_point=fork)
+
+
+def fork_point(mirror: Mirror, commit: str) -> str:
+    """Where the PR left upstream: its merge-base with upstream's default branch.
+
+    If upstream already merged the PR with a merge commit, the pin commit is an ancestor of HEAD;
+    then the fork point is its merge-base with the first parent of the merge that brought it in.
+    """
+    head = mirror.rev_parse(UPSTREAM_HEAD_REF)
+    if head is None:
+        raise UpstreamError(f"{commit[:12]}: upstream has no default branch to find the fork point against")
+    base = mirror.git("merge-base", commit, head)
+    if not base.ok:
+        raise UpstreamError(f"{commit[:12]}: shares no history with upstream's default branch")
+    fork = base.stdout.strip()
+    if fork == commit:
+        merges = mirror.git_ok("rev-list", "--ancestry-path", "--merges", "--reverse", f"{commit}..{head}").split()
+        if merges:
+            first_parent = mirror.git_ok("rev-parse", f"{merges[0]}^1").strip()
+            fork = mirror.git_ok("merge-base", commit, first_parent).strip()
+    return fork
+
+
+def patch_paths(change: PinChange) -> list[Path]:
+    return list(change.patches)

@@ -1,0 +1,52 @@
+"""The sim stage as one call: config -> builds -> prepared pins -> SimResult (used by sim, apply, verify)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pinset.config.schema import PYPI_BUILD_RE, BUILD_RE, PinSet
+from pinset.errors import PinsetError
+from pinset.sim.engine import Simulator
+from pinset.sim.model import SimResult
+from pinset.sim.pins import prepare_pins
+from pinset.store import Store
+from pinset.upstream.builds import Build, resolve_builds
+from pinset.upstream.mirror import Mirror
+
+
+@dataclass
+class Simulation:
+    pinset: PinSet
+    builds: list[Build]
+    result: SimResult
+    mirror: Mirror
+
+    def build(self, name: str):
+        """(Build, BuildResult) for one build name."""
+        for build, result in zip(self.builds, self.result.builds):
+            if build.name == name:
+                return build, result
+        raise PinsetError(f"build {name!r} is not among the simulated builds")
+
+
+def pick_builds(pinset: PinSet, selection: str | None) -> list[str]:
+    """The builds of pins.yaml, or those named by --builds (which may add new ones)."""
+    if not selection:
+        return list(pinset.builds)
+    names = [n.strip() for n in selection.split(",") if n.strip()]
+    if not names:
+        raise PinsetError("--builds: empty list")
+    for name in names:
+        if not (PYPI_BUILD_RE.match(name) or BUILD_RE.match(name)):
+            raise PinsetError(f"--builds: malformed build {name!r} (a tag, a commit sha or pypi:PACKAGE==VERSION)")
+        if not PYPI_BUILD_RE.match(name) and pinset.upstream is None:
+            raise PinsetError(f"--builds: {name!r} needs an `upstream:` in {pinset.path.name}")
+    return names
+
+
+def simulate(pinset: PinSet, build_names: list[str], store: Store) -> Simulation:
+    mirror = Mirror(store.mirror)
+    builds = resolve_builds(build_names, pinset.upstream, pinset.path.parent, store, mirror)
+    prepared = prepare_pins(pinset, store, mirror)
+    result = Simulator(pinset, mirror, prepared).run(builds)
+    return Simulation(pinset, builds, result, mirror)

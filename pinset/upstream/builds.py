@@ -1,0 +1,114 @@
+"""Turn the build names of pins.yaml into commits in the mirror."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from pinset.config.schema import PYPI_BUILD_RE, SHA_RE
+from pinset.errors import UpstreamError
+from pinset.store import Store
+from pinset.upstream import pypi
+from pinset.upstream.mirror import Mirror
+
+UPSTREAM_HEAD_REF = "refs/pinset/upstream/HEAD"
+
+
+@dataclass(frozen=True)
+class Build:
+    name: str      # as spelled in pins.yaml / --builds
+    commit: str    # the upstream llama.cpp commit (from git, or the sdist's CHANGELOG)
+    oid: str       # the commit in the mirror whose tree is the build
+    tree: str      # that commit's tree
+    source: str    # "git" or "pypi"
+
+
+def _upstream_url(upstream: str, base: Path) -> str:
+    if re.match(r"^(https?|ssh|git|file)://", upstream) or re.match(r"^[\w.-]+@[\w.-]+:", upstream):
+        return upstream
+    return str((base / upstream).expanduser().resolve())
+
+
+def resolve_builds(names: list[str], upstream: str | None, base: Path, store: Store, mirror: Mirror) -> list[Build]:
+    return [resolve_build(name, upstream, base, store, mirror) for name in names]
+
+
+def resolve_build(name: str, upstream: str | None, base: Path, store: Store, mirror: Mirror) -> Build:
+    m = PYPI_BUILD_RE.match(name)
+    if m:
+        return _pypi_build(name, m["package"], m["version"], store, mirror)
+    if upstream is None:
+        raise UpstreamError(f"build {name!r}: no upstream configured to fetch it from")
+    return _git_build(name, _upstream_url(upstream, base), mirror)
+
+
+def _pypi_build(name: str, package: str, version: str, store: Store, mirror: Mirror) -> Build:
+    ref = f"refs/pinset/pypi/{package}/{version}"
+    oid = mirror.rev_parse(ref)
+    if oid is None:
+        sdist = pypi.download_sdist(package, version, store.downloads)
+        tree_dir, upstream_commit = pypi.extract_vendored_tree(sdist, package, version)
+        try:
+            message = f"llama.cpp {upstream_commit} vendored in {package}=={version}\n\nupstream-commit: {upstream_commit}\n"
+            oid = mirror.import_directory(tree_dir, ref, message)
+        finally:
+            shutil.rmtree(tree_dir, ignore_errors=True)
+    commit = _trailer(mirror.commit_message(oid), "upstream-commit") or "unknown"
+    return Build(name, commit, oid, mirror.tree_of(oid), "pypi")
+
+
+def _trailer(message: str, key: str) -> str | None:
+    m = re.search(rf"^{key}: (\S+)$", message, re.M)
+    return m.group(1) if m else None
+
+
+def _git_build(name: str, url: str, mirror: Mirror) -> Build:
+    tag_ref = f"refs/pinset/upstream/tags/{name}"
+    oid = mirror.rev_parse(tag_ref)
+    if oid is None and SHA_RE.match(name):
+        oid = mirror.rev_parse(name)
+    if oid is None:
+        oid = _fetch_build(name, url, mirror, tag_ref)
+    return Build(name, oid, oid, mirror.tree_of(oid), "git")
+
+
+def _fetch_build(name: str, url: str, mirror: Mirror, tag_ref: str) -> str:
+    # Tags are immutable: keep them. Branches move: fetch them every time. Commits: fetch by sha.
+    attempts = [(f"+refs/tags/{name}:{tag_ref}", tag_ref),
+                (f"+refs/heads/{name}:refs/pinset/upstream/heads/{name}", f"refs/pinset/upstream/heads/{name}")]
+    if re.fullmatch(r"[0-9a-f]{40}", name):
+        attempts.append((name, name))
+    errors = []
+    for refspec, ref in attempts:
+        result = mirror.fetch(url, [refspec])
+        if result.ok:
+            oid = mirror.rev_parse(ref)
+            if oid:
+                return oid
+        errors.append(result.tail(1))
+        if _unreachable(result.stderr):
+            raise UpstreamError(f"upstream {url}: unreachable ({result.tail(1)})")
+    if SHA_RE.match(name):
+        # An abbreviated sha can only be found in history we already have.
+        fetch_head(url, mirror)
+        oid = mirror.rev_parse(name)
+        if oid:
+            return oid
+    raise UpstreamError(f"build {name!r}: no such tag, branch or commit at {url}")
+
+
+def _unreachable(stderr: str) -> bool:
+    text = stderr.lower()
+    return any(s in text for s in ("could not resolve host", "does not appear to be a git repository",
+                                   "unable to access", "connection refused", "not found",
+                                   "could not read from remote"))
+
+
+def fetch_head(url: str, mirror: Mirror) -> str | None:
+    """Fetch upstream's default branch (for PR fork points); None when upstream has none."""
+    result = mirror.fetch(url, [f"+HEAD:{UPSTREAM_HEAD_REF}"])
+    if not result.ok and _unreachable(result.stderr):
+        raise UpstreamError(f"upstream {url}: unreachable ({result.tail(1)})")
+    return mirror.rev_parse(UPSTREAM_HEAD_REF)
