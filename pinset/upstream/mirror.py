@@ -7,7 +7,6 @@ shares its objects with the same files fetched from GitHub and `git apply --3way
 
 from __future__ import annotations
 
-import os
 import tempfile
 from pathlib import Path
 
@@ -75,16 +74,16 @@ class Mirror:
             _, kind, _, data = self.repo.git.get_object_data(f"{tree}:{path}")
         except (ValueError, git.GitCommandError):
             return None
-        if kind != "blob":
+        if kind != b"blob":
             return None
         return data.decode("utf-8", errors="replace")
 
     def path_exists(self, tree: str, path: str) -> bool:
         try:
-            _, kind, _, _ = self.repo.git.get_object_info(f"{tree}:{path}")
+            _, kind, _ = self.repo.git.get_object_header(f"{tree}:{path}")
         except (ValueError, git.GitCommandError):
             return False
-        return kind == "blob"
+        return kind == b"blob"
 
     # --- fetching -------------------------------------------------------------------------
     def fetch(self, url: str, refspecs: list[str], timeout: float = 900) -> runner.Completed:
@@ -120,8 +119,11 @@ class Mirror:
         """Write the files of `tree` into the (new or empty) folder `dest`."""
         dest.mkdir(parents=True, exist_ok=True)
         index = self.new_index(tree)
-        prefix = str(dest.resolve()) + os.sep
-        self.git_ok("checkout-index", "-a", "-f", f"--prefix={prefix}", index=index)
+        runner_result = runner.run(["git", "--git-dir", str(self.path), "--work-tree", str(dest.resolve()),
+                                    "checkout-index", "-a", "-f"], env={"GIT_INDEX_FILE": str(index)},
+                                   cwd=dest, timeout=900)
+        if not runner_result.ok:
+            raise UpstreamError(f"writing tree {tree[:12]} to {dest}: {runner_result.tail(2)}")
 
     def close(self) -> None:
         import shutil
