@@ -1,35 +1,53 @@
-"""Thin entry point: parse arguments, dispatch to a command module, map errors to exit codes."""
+"""Thin entry point: parse arguments, dispatch to a command module, map errors to exit codes.
+
+Only the chosen verb's module is imported, so `pinset sim` does not pay for pandas/scipy/matplotlib.
+"""
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.util
 import sys
 
 from pinset import __version__
 from pinset.errors import PinsetError
 
-COMMANDS = ["sim", "apply", "verify", "kld", "bench", "model", "report"]
+COMMANDS = {
+    "sim": "apply the pin set onto upstream builds in memory and check contracts",
+    "apply": "materialise the pinned tree of one build into a folder",
+    "verify": "build the pinned tree and prove it: CPU gate, CUDA build, tests, feature checks",
+    "kld": "KL divergence of base and head CUDA paths against a CPU reference",
+    "bench": "interleaved llama-bench of base vs head with statistics",
+    "model": "write synthetic GGUF models that run anywhere",
+    "report": "combine results into one verdict and PR comment",
+}
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _available(name: str) -> bool:
+    return importlib.util.find_spec(f"pinset.commands.{name}") is not None
+
+
+def build_parser(chosen: str | None = None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="pinset", description="Keep a llama.cpp pin set alive on moving upstream builds.")
     parser.add_argument("--version", action="version", version=f"pinset {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
-    for name in COMMANDS:
-        try:
+    for name, help_text in COMMANDS.items():
+        if not _available(name):
+            continue
+        if name == chosen:
             module = importlib.import_module(f"pinset.commands.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name == f"pinset.commands.{name}":
-                continue  # verb not built yet
-            raise
-        module.add_parser(sub).set_defaults(_run=module.run)
+            module.add_parser(sub).set_defaults(_run=module.run)
+        else:
+            sub.add_parser(name, help=help_text, add_help=False)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    chosen = next((a for a in argv if not a.startswith("-")), None)
+    parser = build_parser(chosen if chosen in COMMANDS else None)
     args = parser.parse_args(argv)
     try:
         return args._run(args)
