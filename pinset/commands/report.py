@@ -1,0 +1,80 @@
+"""`pinset report`: sim/verify/kld/bench results (from one or many machines) -> one verdict and PR comment."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from pinset.config.schema import load_pinset
+from pinset.errors import PinsetError
+from pinset.output import write_json, write_text
+from pinset.report import build_report
+from pinset.report.github import DEFAULT_API_URL, GitHub, PostError, describe_dry_run, parse_target
+from pinset.report.markdown import marker
+from pinset.store import Store
+
+
+def add_parser(sub):
+    p = sub.add_parser("report", help="combine sim/verify/kld/bench results into one verdict and PR comment")
+    p.add_argument("results", nargs="*", help="JSON result files written by sim, verify, kld and bench")
+    p.add_argument("-c", "--config", help="pins.yaml: adds the pin set's and pins' descriptions "
+                                          "(must be the pin set the results were made with)")
+    p.add_argument("--markdown", help="write the PR comment here (default: print it)")
+    p.add_argument("--json", help="write the verdict as JSON here")
+    p.add_argument("--post", metavar="OWNER/REPO#N", help="post or update the comment on this PR (token: $GITHUB_TOKEN)")
+    p.add_argument("--dry-run", action="store_true", help="with --post: print the requests instead of sending them")
+    p.add_argument("--api-url", default=os.environ.get("GITHUB_API_URL") or DEFAULT_API_URL,
+                   help="GitHub REST API base URL (default: $GITHUB_API_URL or https://api.github.com)")
+    p.add_argument("--cache", help="cache folder, where the report is kept if posting fails "
+                                   "(default: $PINSET_CACHE or $XDG_CACHE_HOME/pinset)")
+    return p
+
+
+def run(args) -> int:
+    target = parse_target(args.post) if args.post else None
+    if args.dry_run and not target:
+        raise PinsetError("--dry-run only applies to --post")
+    token = os.environ.get("GITHUB_TOKEN") or None
+    if target and not args.dry_run and not token:
+        raise PinsetError("--post needs a token in GITHUB_TOKEN (or use --dry-run)")
+
+    pinset = load_pinset(args.config, require_pins=False) if args.config else None
+    report = build_report(args.results, pinset)
+
+    if args.markdown:
+        write_text(args.markdown, report.markdown)
+    if args.json:
+        write_json(args.json, report.to_json())
+    if not args.markdown and not target:
+        sys.stdout.write(report.markdown)
+        sys.stdout.flush()
+    else:
+        print(report.verdict.line().replace("**", ""))
+
+    status = 0 if report.verdict.ok else 1
+    if target:
+        if not report.digest:
+            raise PinsetError("--post: no sim or verify result and no -c pins.yaml, so the pin set (and its "
+                              "comment marker) is unknown")
+        github = GitHub(token, args.api_url)
+        if args.dry_run:
+            sys.stdout.write(describe_dry_run(github.plan(target, report.markdown), token))
+            return status
+        try:
+            posted = github.post(target, marker(report.digest), report.markdown)
+        except PostError as exc:
+            kept = args.markdown or _keep(args, report)
+            # plain prints: one unwrapped line each, so CI logs can be grepped
+            print(f"pinset report: posting to {target} failed: {exc}", file=sys.stderr)
+            print(f"pinset report: the rendered report is in {kept}", file=sys.stderr)
+            return 1
+        print(f"{posted.action} comment on {target}: {posted.url}")
+    return status
+
+
+def _keep(args, report) -> str:
+    """Posting failed and no --markdown was given: keep the report in the cache, not the user's checkout."""
+    path = Store.open(args.cache).dir("reports") / f"report-{report.digest}.md"
+    write_text(path, report.markdown)
+    return str(path)
+

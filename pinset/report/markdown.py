@@ -1,0 +1,373 @@
+"""The PR comment: merged results -> GitHub-flavoured markdown, byte-for-byte deterministic.
+
+Nothing here reads the clock, the environment or file paths: the same results give the same bytes,
+so a re-run that changes nothing does not re-post a comment, and golden files can pin the format.
+"""
+
+from __future__ import annotations
+
+from statistics import fmean
+
+from pinset.report.merge import Merged, VerifyRun
+from pinset.report.verdict import (BACKEND_OP_GATES, Verdict, backend_op_totals, check_totals, machine_labels,
+                                   run_label)
+from pinset.sim.markdown import cell as sim_cell
+from pinset.sim.markdown import sim_markdown
+
+GATE_ICON = {"passed": "✅", "failed": "❌", "not-run": "⏭️", "unchecked": "➖"}
+VERDICT_ICON = {"faster": "🚀", "slower": "🐢", "no change": "🟰", "too noisy": "〰️", "insufficient data": "❔"}
+
+
+def marker(digest: str) -> str:
+    """Hidden line that finds this pin set's comment again when updating it."""
+    return f"<!-- pinset:{digest} -->"
+
+
+def esc(text) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def table(header: list[str], rows: list[list[str]]) -> list[str]:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(esc(c) for c in row) + " |" for row in rows]
+    return lines
+
+
+def render(m: Merged, verdict: Verdict, pins_info: dict[str, dict] | None = None,
+           description: str | None = None) -> str:
+    """pins_info: pin id -> {"description", "required", "unchecked"} from pins.yaml, when given."""
+    labels = machine_labels(m.verify)
+    out: list[str] = []
+    if m.pinset:
+        out += [marker(m.pinset)]
+    out += [f"## pinset report{f' — pin set `{m.pinset}`' if m.pinset else ''}", "", verdict.line(), ""]
+    out += _summary(m, verdict, labels, pins_info or {}, description)
+    out += _correctness(m, labels)
+    out += _speed(m)
+    out += _pinset(m)
+    out += ["### Not tested", ""]
+    out += [f"- {item}" for item in verdict.not_tested] or ["Everything the pin set declares was tested."]
+    out += [""]
+    out += _provenance(m, labels)
+    return "\n".join(out).rstrip("\n") + "\n"
+
+
+# --- summary ----------------------------------------------------------------------------------
+def _pin_ids(m: Merged) -> list[tuple[str, bool | None]]:
+    ids: dict[str, bool | None] = {}
+    if m.sim:
+        for b in m.sim["builds"]:
+            for p in b["pins"]:
+                ids.setdefault(p["id"], p["required"])
+    for run in m.verify:
+        for p in run.build["pins"]:
+            ids.setdefault(p["id"], None)
+    return list(ids.items())
+
+
+def _summary(m: Merged, verdict: Verdict, labels, pins_info, description) -> list[str]:
+    out = ["### Summary", ""]
+    pins = _pin_ids(m)
+    builds = list(m.sim["builds"]) if m.sim else []
+    build_names = [b["build"] for b in builds] or sorted({r.build["build"] for r in m.verify})
+    what = description or "This pin set"
+    out.append(f"{what.rstrip('.')}: {len(pins)} pin{'s' if len(pins) != 1 else ''} on "
+               f"{len(build_names)} build{'s' if len(build_names) != 1 else ''} "
+               f"({', '.join(build_names) if build_names else 'none reported'}).")
+    out.append("")
+    if pins and any(pins_info.get(pid, {}).get("description") for pid, _ in pins):
+        rows = []
+        for pin_id, required in pins:
+            info = pins_info.get(pin_id, {})
+            req = info.get("required", required)
+            rows.append([f"`{pin_id}`" + (" (optional)" if req is False else ""), info.get("description") or "—"])
+        out += table(["pin", "what it does"], rows) + [""]
+    elif pins:
+        out += ["Pins: " + ", ".join(f"`{pid}`" + (" (optional)" if req is False else "") for pid, req in pins)
+                + " (pass `-c pins.yaml` for their descriptions).", ""]
+
+    head: list[str] = []
+    if m.sim:
+        n_builds = len(m.sim["builds"])
+        everywhere = [pid for pid, _ in pins if all(_sim_pin(b, pid) and _sim_pin(b, pid)["status"] in ("applied", "upstream")
+                                                    and _sim_pin(b, pid)["contract"]["ok"] for b in m.sim["builds"])]
+        retire = _retire_everywhere(m)
+        on = "the build" if n_builds == 1 else "both builds" if n_builds == 2 else f"all {n_builds} builds"
+        text = f"{len(everywhere)} of {len(pins)} pins apply cleanly on {on}"
+        if retire:
+            text += f"; {len(retire)} already upstream everywhere (retire: {', '.join(f'`{r}`' for r in retire)})"
+        head.append(f"**Pin set:** {text}.")
+    for run in m.verify:
+        passed, total, n_ops = backend_op_totals(run)
+        parts = []
+        if total:
+            parts.append(f"test-backend-ops {passed}/{total} cases passed ({n_ops} op{'s' if n_ops != 1 else ''})")
+        cp, cr = check_totals(run)
+        if cr:
+            on = "on GPU" if run.machine.get("gpu") else "on CPU"
+            parts.append(f"feature checks {cp}/{cr} {on}")
+        gates = [g for g in run.build["gates"] if g["status"] != "not-run"]
+        green = sum(g["status"] == "passed" for g in gates)
+        parts.append(f"{green}/{len(gates)} gates passed")
+        head.append(f"**Correctness on {run_label(run, labels)}:** {', '.join(parts)}.")
+    for study in m.kld:
+        v = study.doc["verdict"]
+        head.append(f"**KLD vs CPU ({study.doc['model']['name']}):** head {v['text']} "
+                    f"(head − base mean KLD {v['head_minus_base_kld']:+.6f}, {v['sigma']:.1f}σ).")
+    for study in m.bench:
+        gpu = study.doc["gpu"]["name"] if study.doc["gpu"] else "CPU"
+        calls = [f"{r['test']} {r['ratio']:.3f}× ({r['verdict']})" for r in study.rows]
+        head.append(f"**Speed on {gpu} ({study.doc['model']['name']}):** head/base {', '.join(calls)}.")
+    out += [f"- {h}" for h in head]
+    out += [f"- ⚠️ {w}" for w in verdict.warnings]
+    return out + [""]
+
+
+def _sim_pin(build: dict, pin_id: str) -> dict | None:
+    return next((p for p in build["pins"] if p["id"] == pin_id), None)
+
+
+def _retire_everywhere(m: Merged) -> list[str]:
+    if not m.sim or not m.sim["builds"]:
+        return []
+    first = m.sim["builds"][0]["pins"]
+    return [p["id"] for p in first
+            if all((_sim_pin(b, p["id"]) or {}).get("retire") for b in m.sim["builds"])]
+
+
+# --- correctness ------------------------------------------------------------------------------
+def _correctness(m: Merged, labels) -> list[str]:
+    out = ["### Correctness", ""]
+    runs = m.verify
+    if not runs:
+        out += ["_No verify result._", ""]
+    else:
+        cols = [run_label(r, labels) for r in runs]
+        gate_names = _ordered(g["name"] for r in runs for g in r.build["gates"])
+        rows = []
+        for name in gate_names:
+            row = [f"`{name}`"]
+            for r in runs:
+                g = next((g for g in r.build["gates"] if g["name"] == name), None)
+                row.append(_gate_cell(g))
+            rows.append(row)
+        out += ["**Gates**", ""] + table(["gate", *cols], rows) + [""]
+        out += _backend_ops(runs, cols)
+        out += _feature_checks(runs, cols)
+    out += _kld(m)
+    return out
+
+
+def _ordered(items) -> list:
+    return list(dict.fromkeys(items))
+
+
+def _gate_cell(g: dict | None) -> str:
+    if g is None:
+        return "—"
+    text = f"{GATE_ICON[g['status']]} {g['status']}"
+    if g["status"] != "not-run":
+        text += f" ({g['seconds']:.0f} s)"
+    return text
+
+
+def _with(runs, cols, has):
+    """The runs (and their column names) that have at least one gate for which has(gate) holds."""
+    keep = [(r, c) for r, c in zip(runs, cols) if any(has(g) for g in r.build["gates"])]
+    return [r for r, _ in keep], [c for _, c in keep]
+
+
+def _backend_ops(runs: list[VerifyRun], cols: list[str]) -> list[str]:
+    keys = _ordered((g["name"], o["op"], o["backend"]) for r in runs for g in r.build["gates"]
+                    if g["name"] in BACKEND_OP_GATES for o in g.get("ops") or [])
+    if not keys:
+        return []
+    runs, cols = _with(runs, cols, lambda g: g["name"] in BACKEND_OP_GATES and g.get("ops"))
+    rows, failures = [], []
+    for gate, op, backend in sorted(keys, key=lambda k: (BACKEND_OP_GATES.index(k[0]), k[1], k[2])):
+        row = [f"`{op}`", backend]
+        for r, col in zip(runs, cols):
+            o = next((o for g in r.build["gates"] if g["name"] == gate for o in g.get("ops") or []
+                      if o["op"] == op and o["backend"] == backend), None)
+            if o is None:
+                row.append("—")
+                continue
+            icon = "✅" if o["passed"] == o["total"] else "❌"
+            text = f"{icon} {o['passed']}/{o['total']}"
+            if o["not_supported"]:
+                text += f" ({o['not_supported']} not supported)"
+            row.append(text)
+            for case in o["failures"][:5]:
+                failures.append(f"- {op} on {col}: `{case}`")
+            if len(o["failures"]) > 5:
+                failures.append(f"- {op} on {col}: … and {len(o['failures']) - 5} more failing cases")
+        rows.append(row)
+    out = ["**test-backend-ops** (cases passed per op; the CPU backend is the reference)", ""]
+    out += table(["op", "backend", *cols], rows) + [""]
+    if failures:
+        out += ["Failing cases:", "", *failures, ""]
+    return out
+
+
+def _feature_checks(runs: list[VerifyRun], cols: list[str]) -> list[str]:
+    keys = _ordered((c["pin"], c["check"]) for r in runs for g in r.build["gates"]
+                    if g["name"] == "feature-checks" for c in g.get("checks") or [])
+    if not keys:
+        return []
+    runs, cols = _with(runs, cols, lambda g: g["name"] == "feature-checks" and g.get("checks"))
+    lines = []
+    for r, col in zip(runs, cols):
+        passed, ran = check_totals(r)
+        if ran:
+            where = "on GPU" if r.machine.get("gpu") else "on CPU"
+            lines.append(f"- {col}: {passed}/{ran} {where}")
+    rows = []
+    for pin, check in keys:
+        row = [f"`{pin}`", check]
+        for r in runs:
+            c = next((c for g in r.build["gates"] if g["name"] == "feature-checks" for c in g.get("checks") or []
+                      if c["pin"] == pin and c["check"] == check), None)
+            if c is None:
+                row.append("—")
+            elif c["status"] in ("passed", "failed"):
+                row.append(f"{GATE_ICON[c['status']]} {c['status']} ({c['cases']} case{'s' if c['cases'] != 1 else ''})")
+            else:
+                row.append(f"{GATE_ICON[c['status']]} {c['status']}")
+        rows.append(row)
+    return ["**Feature checks**", "", *lines, ""] + table(["pin", "check", *cols], rows) + [""]
+
+
+def _kld(m: Merged) -> list[str]:
+    out = []
+    for study in m.kld:
+        d = study.doc
+        ref = d["reference"]
+        out += [f"**KLD vs CPU reference** — {d['model']['name']}, ctx {d['ctx']}, {d['chunks']} chunks; "
+                f"reference: {ref['backend']} on {ref['build']} (`{ref['commit'][:9]}`)"
+                + (", cached logits" if ref["cached"] else ""), ""]
+        rows = []
+        for r in study.runs:
+            k = r["kld"]
+            rows.append([r["label"], f"{r['build']} (`{r['commit'][:9]}`)", r["backend"],
+                         f"{r['ppl']['value']:.4f} ± {r['ppl']['err']:.4f}",
+                         f"{k['mean']:.6f} ± {k['err']:.6f}", f"{k['median']:.6f}", f"{k['p99']:.6f}",
+                         f"{k['p99_9']:.6f}", f"{k['max']:.6f}",
+                         f"{r['same_top_p']['value']:.3f} ± {r['same_top_p']['err']:.3f} %",
+                         f"{r['rms_dp']['value']:.3f} ± {r['rms_dp']['err']:.3f} %",
+                         "✅" if r["ok"] else f"❌ {r.get('detail') or ''}".rstrip()])
+        out += table(["run", "build", "backend", "PPL", "mean KLD", "median", "p99", "p99.9", "max",
+                      "same top p", "RMS Δp", "ok"], rows) + [""]
+        v = d["verdict"]
+        out += [f"Verdict: head {v['text']} (head − base mean KLD {v['head_minus_base_kld']:+.6f}, "
+                f"{v['sigma']:.1f}σ).", ""]
+    return out
+
+
+# --- speed ------------------------------------------------------------------------------------
+def _tps(values: list[float]) -> str:
+    if not values:
+        return "—"
+    return f"**{fmean(values):.2f}** ({', '.join(f'{x:.2f}' for x in values)})"
+
+
+def _speed(m: Merged) -> list[str]:
+    out = ["### Speed", ""]
+    if not m.bench:
+        return out + ["_Not measured (no bench result)._", ""]
+    for study in m.bench:
+        d = study.doc
+        gpu = d["gpu"]["name"] if d["gpu"] else "CPU"
+        warm = d["warmup_rounds"]
+        out += [f"**{d['model']['name']} on {gpu}** — base {d['base']['build']} (`{d['base']['commit'][:9]}`) vs "
+                f"head {d['head']['build']} (`{d['head']['commit'][:9]}`); {d['rounds']} rounds × "
+                f"{d['repetitions']} repetitions, alternating order, {warm} warm-up round{'s' if warm != 1 else ''} "
+                f"discarded. t/s: mean over kept rounds (per-round means).", ""]
+        rows = []
+        for r in study.rows:
+            p = "—" if r["p_value"] is None else f"{r['p_value']:.3g}"
+            aa = "—" if r["aa_spread"] is None else f"{r['aa_spread']:.2%}"
+            lo, hi = r["ci95"]
+            rows.append([r["test"], _tps(r["base_tps"]), _tps(r["head_tps"]), f"{r['ratio']:.3f}×",
+                         f"{lo:.3f}–{hi:.3f}", p, aa, f"{VERDICT_ICON.get(r['verdict'], '')} {r['verdict']}"])
+        out += table(["test", "base t/s", "head t/s", "head/base", "95% CI", "p", "A/A spread", "verdict"], rows)
+        out += [""]
+        excluded = [f"- {r['test']}: {e}" for r in study.rows for e in r["excluded"]]
+        noisy_rounds = [f"- round {x['round']}: other GPU processes were running" for x in d["round_log"]
+                        if x.get("other_gpu_processes") and not x["warmup"]]
+        if excluded or noisy_rounds:
+            out += ["Excluded as noisy:", "", *excluded, *noisy_rounds, ""]
+        else:
+            out += ["Nothing was excluded as noisy.", ""]
+    return out
+
+
+# --- pin set ----------------------------------------------------------------------------------
+def _pinset(m: Merged) -> list[str]:
+    out = ["### Pin set", ""]
+    if not m.sim:
+        return out + ["_Not simulated (no sim result)._", ""]
+    out += sim_markdown(m.sim).rstrip("\n").split("\n") + [""]
+    conflicts = []
+    for b in m.sim["builds"]:
+        for p in b["pins"]:
+            if p["status"] in ("conflict", "error"):
+                files = ", ".join(f"`{f}`" for f in p["files"]) or "—"
+                cause = f" — {p['detail']}" if p.get("detail") else ""
+                conflicts.append(f"- **{b['build']}** `{p['id']}`: {sim_cell(p)} in {files}{cause}")
+    if conflicts:
+        out += ["Conflicts and errors (cause):", "", *conflicts, ""]
+    retire = []
+    for pin_id in _ordered(p["id"] for b in m.sim["builds"] for p in b["pins"]):
+        up = [b["build"] for b in m.sim["builds"] if (_sim_pin(b, pin_id) or {}).get("retire")]
+        if not up:
+            continue
+        still = [b["build"] for b in m.sim["builds"] if b["build"] not in up]
+        text = f"- `{pin_id}`: already upstream on {', '.join(up)}"
+        text += f"; still needed on {', '.join(still)}" if still else "; retire it"
+        retire.append(text)
+    out += ["Pins to retire:", "", *retire, ""] if retire else ["No pin is upstream yet.", ""]
+    return out
+
+
+# --- provenance -------------------------------------------------------------------------------
+def _provenance(m: Merged, labels) -> list[str]:
+    out = ["<details><summary>Provenance</summary>", ""]
+    out += table(["build", "commit"], [[b, f"`{c}`"] for b, c in sorted(m.commits.items())]) + [""]
+    if m.verify:
+        machines = {}
+        for r in m.verify:
+            machines.setdefault(r.machine_key, r.machine)
+        rows = []
+        for key, mach in machines.items():
+            gpu = mach.get("gpu") or {}
+            rows.append([labels[key], mach["hostname"], gpu.get("name", "—"), gpu.get("compute_capability", "—"),
+                         f"{gpu['memory_mib']} MiB" if gpu else "—", gpu.get("driver", "—"),
+                         mach.get("cuda_version") or "—", mach.get("compiler") or "—", mach.get("cmake") or "—"])
+        out += ["Machines:", ""]
+        out += table(["machine", "host", "GPU", "compute capability", "memory", "driver", "CUDA", "compiler", "cmake"],
+                     rows) + [""]
+        rows = []
+        for r in m.verify:
+            pins = ", ".join(f"`{p['id']}`@`{p['ref'][:12]}` ({p['status']})" for p in r.build["pins"]) or "—"
+            flags = " ".join(f"`{f}`" for f in r.build["cmake_flags"]) or "—"
+            rows.append([run_label(r, labels), f"`{r.build['commit'][:12]}`", r.build.get("cuda_architectures") or "—",
+                         flags, pins])
+        out += ["Builds verified:", ""]
+        out += table(["run", "commit", "CUDA architectures", "cmake flags", "pins (ref)"], rows) + [""]
+    for study in m.kld:
+        d = study.doc
+        out += [f"KLD: model `{d['model']['name']}` ({d['model']['size_bytes']} bytes), text sha256 "
+                f"`{d['text']['sha256'][:16]}`, ctx {d['ctx']}, {d['chunks']} chunks.", ""]
+    for study in m.bench:
+        d = study.doc
+        gpu = f"{d['gpu']['name']}, driver {d['gpu']['driver']}" if d["gpu"] else "no GPU"
+        clocks = sorted({x["gpu_clock_mhz"] for x in d["round_log"] if x.get("gpu_clock_mhz") is not None})
+        clock = "" if not clocks else f"; GPU clock {clocks[0]} MHz" if len(clocks) == 1 \
+            else f"; GPU clock {clocks[0]}–{clocks[-1]} MHz"
+        out += [f"Bench: model `{d['model']['name']}` on {gpu}; llama-bench "
+                + " ".join(f"`{a}`" for a in d["llama_bench_args"])
+                + f"; round orders {' '.join(x['order'] for x in d['round_log'])}{clock}.", ""]
+    out += ["Inputs:", ""]
+    out += [f"- `{f.name}` ({f.kind}, sha256 `{f.sha256[:12]}`)" for f in m.files]
+    out += ["", "</details>"]
+    return out

@@ -1,0 +1,263 @@
+"""Combining result files from one or many machines into one view, refusing contradictions.
+
+Every result is broken into cells (e.g. verify x build x machine x gate). The same cell may come from
+several files (a CI matrix re-run, a copied artifact): identical values merge silently, different values
+are an error naming both files, because a report that picks one of two answers would hide a flaky run.
+A gate or check that was `not-run` in one file and run in another is not a contradiction: the run wins.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+from pinset.errors import PinsetError
+from pinset.report.load import KINDS, ResultFile
+
+
+@dataclass
+class VerifyRun:
+    """One build verified on one machine (gates merged over every file that reported them)."""
+
+    machine: dict
+    machine_key: tuple
+    build: dict
+    sources: list[str] = field(default_factory=list)
+
+
+@dataclass
+class KldStudy:
+    """KLD runs against one CPU reference (one model, text and context)."""
+
+    doc: dict
+    runs: list[dict]
+    sources: list[str] = field(default_factory=list)
+
+
+@dataclass
+class BenchStudy:
+    """llama-bench rows of one base/head pair on one GPU and model."""
+
+    doc: dict
+    rows: list[dict]
+    sources: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Merged:
+    files: list[ResultFile]
+    pinset: str | None
+    sim: dict | None
+    verify: list[VerifyRun]
+    kld: list[KldStudy]
+    bench: list[BenchStudy]
+    commits: dict[str, str]  # build name -> longest commit seen
+
+    def kinds(self) -> set[str]:
+        return {f.kind for f in self.files}
+
+
+def machine_key(machine: dict) -> tuple:
+    gpu = machine.get("gpu")
+    return (machine["hostname"], gpu["name"] if gpu else None)
+
+
+def _canonical(data) -> str:
+    return json.dumps(data, sort_keys=True, separators=(",", ":"))
+
+
+def order_files(files: list[ResultFile]) -> list[ResultFile]:
+    """A fixed order independent of the command line (same inputs -> same report), duplicates dropped."""
+    seen: dict[str, ResultFile] = {}
+    for f in sorted(files, key=lambda f: (KINDS.index(f.kind), _canonical(f.data), f.name)):
+        seen.setdefault(_canonical(f.data), f)
+    return list(seen.values())
+
+
+# --- cells ----------------------------------------------------------------------------------
+NOT_RUN = object()  # a cell that says nothing: merges with anything
+
+
+def _cells(f: ResultFile):
+    d = f.data
+    if f.kind == "sim":
+        for b in d["builds"]:
+            for p in b["pins"]:
+                yield (("sim", b["build"], p["id"]),
+                       {k: p[k] for k in ("status", "conflict_with", "retire", "required")} | {"contract_ok": p["contract"]["ok"]})
+    elif f.kind == "verify":
+        mk = machine_key(d["machine"])
+        host = f"{mk[1] or 'no GPU'} on {mk[0]}"
+        for b in d["builds"]:
+            for g in b["gates"]:
+                run = g["status"] != "not-run"
+                yield ("verify", b["build"], host, g["name"]), (g["status"] if run else NOT_RUN)
+                for op in g.get("ops") or []:
+                    yield (("verify", b["build"], host, g["name"], op["op"], op["backend"]),
+                           {k: op[k] for k in ("passed", "total", "not_supported")})
+                for c in g.get("checks") or []:
+                    yield (("verify", b["build"], host, "feature check", c["pin"], c["check"]),
+                           NOT_RUN if c["status"] == "not-run" else {k: c[k] for k in ("status", "cases")})
+    elif f.kind == "kld":
+        study = (d["model"]["name"], d["text"]["sha256"][:12], f"ctx {d['ctx']}", f"{d['chunks']} chunks")
+        for r in d["runs"]:
+            yield (("kld", *study, r["label"], r["build"], r["backend"]),
+                   {k: r[k] for k in ("ppl", "kld", "same_top_p", "rms_dp", "ok")})
+        yield ("kld", *study, "verdict"), d["verdict"]["text"]
+    elif f.kind == "bench":
+        gpu = d["gpu"]["name"] if d["gpu"] else "no GPU"
+        for r in d["rows"]:
+            yield (("bench", d["model"]["name"], gpu, f"{d['base']['build']} -> {d['head']['build']}", r["test"],
+                    _canonical(r["params"])),
+                   {k: r[k] for k in ("base_tps", "head_tps", "ratio", "verdict")})
+
+
+def _builds_with_commits(f: ResultFile):
+    d = f.data
+    if f.kind in ("sim", "verify"):
+        for b in d["builds"]:
+            yield b["build"], b["commit"]
+    elif f.kind == "kld":
+        yield d["reference"]["build"], d["reference"]["commit"]
+        for r in d["runs"]:
+            yield r["build"], r["commit"]
+    elif f.kind == "bench":
+        for side in ("base", "head"):
+            yield d[side]["build"], d[side]["commit"]
+
+
+def _show(value) -> str:
+    return json.dumps(value, sort_keys=True) if not isinstance(value, str) else value
+
+
+def check_consistent(files: list[ResultFile]) -> tuple[str | None, dict[str, str]]:
+    """Raise PinsetError on the first contradiction; return the pin set digest and build commits."""
+    digest_from: tuple[str, str] | None = None
+    for f in files:
+        digest = f.data.get("pinset") if f.kind in ("sim", "verify") else None
+        if digest is None:
+            continue
+        if digest_from is None:
+            digest_from = (digest, str(f.path))
+        elif digest != digest_from[0]:
+            raise PinsetError(f"{digest_from[1]} and {f.path} are results of different pin sets "
+                              f"({digest_from[0]} vs {digest}); report one pin set at a time")
+
+    commits: dict[str, tuple[str, str]] = {}
+    for f in files:
+        for build, commit in _builds_with_commits(f):
+            if build in commits:
+                known, where = commits[build]
+                if not (known.startswith(commit) or commit.startswith(known)):
+                    raise PinsetError(f"{where} and {f.path} disagree on build {build}: "
+                                      f"commit {known[:12]} vs {commit[:12]}")
+                if len(commit) > len(known):
+                    commits[build] = (commit, where)
+            else:
+                commits[build] = (commit, str(f.path))
+
+    cells: dict[tuple, tuple[object, str]] = {}
+    for f in files:
+        for key, value in _cells(f):
+            if value is NOT_RUN:
+                continue
+            if key in cells and cells[key][0] != value:
+                other_value, other = cells[key]
+                raise PinsetError(f"{other} and {f.path} disagree on {' / '.join(map(str, key))}: "
+                                  f"{_show(other_value)} vs {_show(value)}")
+            cells.setdefault(key, (value, str(f.path)))
+    return (digest_from[0] if digest_from else None), {b: c for b, (c, _) in commits.items()}
+
+
+# --- merging --------------------------------------------------------------------------------
+def merge(files: list[ResultFile]) -> Merged:
+    files = order_files(files)
+    digest, commits = check_consistent(files)
+    return Merged(files, digest, _merge_sim(files), _merge_verify(files), _merge_kld(files),
+                  _merge_bench(files), commits)
+
+
+def _merge_sim(files: list[ResultFile]) -> dict | None:
+    sims = [f for f in files if f.kind == "sim"]
+    if not sims:
+        return None
+    builds: dict[str, dict] = {}
+    for f in sims:
+        for b in f.data["builds"]:
+            builds.setdefault(b["build"], b)
+    first = sims[0].data
+    return {**first, "builds": list(builds.values()), "ok": all(b["ok"] for b in builds.values())}
+
+
+def _prefer_run(old: dict, new: dict) -> dict:
+    return new if old["status"] == "not-run" and new["status"] != "not-run" else old
+
+
+def _merge_gate(old: dict, new: dict) -> dict:
+    gate = dict(_prefer_run(old, new))
+    if "ops" in old or "ops" in new:
+        ops = {(o["op"], o["backend"]): o for o in (old.get("ops") or [])}
+        for o in new.get("ops") or []:
+            ops.setdefault((o["op"], o["backend"]), o)
+        gate["ops"] = list(ops.values())
+    if "checks" in old or "checks" in new:
+        checks = {(c["pin"], c["check"]): c for c in (old.get("checks") or [])}
+        for c in new.get("checks") or []:
+            key = (c["pin"], c["check"])
+            checks[key] = _prefer_run(checks[key], c) if key in checks else c
+        gate["checks"] = list(checks.values())
+    return gate
+
+
+def _merge_verify(files: list[ResultFile]) -> list[VerifyRun]:
+    runs: dict[tuple, VerifyRun] = {}
+    for f in files:
+        if f.kind != "verify":
+            continue
+        machine = f.data["machine"]
+        mk = machine_key(machine)
+        for b in f.data["builds"]:
+            key = (mk, b["build"])
+            if key not in runs:
+                runs[key] = VerifyRun(machine, mk, {**b, "gates": list(b["gates"]),
+                                                    "not_tested": list(b["not_tested"])}, [f.name])
+                continue
+            run = runs[key]
+            run.sources.append(f.name)
+            gates = {g["name"]: g for g in run.build["gates"]}
+            for g in b["gates"]:
+                gates[g["name"]] = _merge_gate(gates[g["name"]], g) if g["name"] in gates else g
+            run.build["gates"] = list(gates.values())
+            for item in b["not_tested"]:
+                if item not in run.build["not_tested"]:
+                    run.build["not_tested"].append(item)
+            run.build["ok"] = run.build["ok"] and b["ok"]
+    return list(runs.values())
+
+
+def _merge_kld(files: list[ResultFile]) -> list[KldStudy]:
+    studies: dict[tuple, KldStudy] = {}
+    for f in files:
+        if f.kind != "kld":
+            continue
+        d = f.data
+        key = (d["model"]["name"], d["text"]["sha256"], d["ctx"], d["chunks"], d["reference"]["build"])
+        study = studies.setdefault(key, KldStudy(d, [], []))
+        study.sources.append(f.name)
+        have = {(r["label"], r["build"], r["backend"]) for r in study.runs}
+        study.runs += [r for r in d["runs"] if (r["label"], r["build"], r["backend"]) not in have]
+    return list(studies.values())
+
+
+def _merge_bench(files: list[ResultFile]) -> list[BenchStudy]:
+    studies: dict[tuple, BenchStudy] = {}
+    for f in files:
+        if f.kind != "bench":
+            continue
+        d = f.data
+        key = (d["model"]["name"], d["gpu"]["name"] if d["gpu"] else None, d["base"]["build"], d["head"]["build"])
+        study = studies.setdefault(key, BenchStudy(d, [], []))
+        study.sources.append(f.name)
+        have = {(r["test"], _canonical(r["params"])) for r in study.rows}
+        study.rows += [r for r in d["rows"] if (r["test"], _canonical(r["params"])) not in have]
+    return list(studies.values())

@@ -1,0 +1,289 @@
+"""What blocks shipping, what was not tested, and the headline numbers: pure functions of merged results.
+
+The verdict names each blocker concretely (which pin, which build, which op or test) so the PR comment's
+first line is actionable; everything that could not be checked is listed rather than silently passed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from pinset.report.load import KINDS
+from pinset.report.merge import Merged, VerifyRun
+
+BACKEND_OP_GATES = ("backend-ops", "cpu-backend-ops")
+GPU_GATES = ("cuda-build", "backend-ops", "test-chat", "feature-checks")
+
+
+@dataclass
+class Verdict:
+    blockers: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)     # red but not blocking (optional pins)
+    not_tested: list[str] = field(default_factory=list)
+    missing_kinds: list[str] = field(default_factory=list)  # verbs with no result at all
+
+    @property
+    def ok(self) -> bool:
+        return not self.blockers
+
+    def line(self) -> str:
+        if self.blockers:
+            return "**❌ blocked:** " + "; ".join(self.blockers)
+        if self.missing_kinds:
+            return ("**⏳ no blockers so far, not ready:** no " + ", ".join(self.missing_kinds)
+                    + " result yet (see [Not tested](#not-tested))")
+        text = "**✅ ready to ship:** no blockers in the results given"
+        if self.not_tested:
+            n = len(self.not_tested)
+            text += f" ({n} thing{'s' if n != 1 else ''} not tested, see [Not tested](#not-tested))"
+        return text
+
+
+# --- labels ---------------------------------------------------------------------------------
+def machine_labels(runs: list[VerifyRun]) -> dict[tuple, str]:
+    """Short, unique names for machines: the GPU, with the host only where two share a GPU model."""
+    base: dict[tuple, str] = {}
+    for run in runs:
+        gpu = run.machine.get("gpu")
+        base[run.machine_key] = gpu["name"] if gpu else "CPU only"
+    counts: dict[str, int] = {}
+    for label in base.values():
+        counts[label] = counts.get(label, 0) + 1
+    return {key: (label if counts[label] == 1 else f"{label} @{key[0]}") for key, label in base.items()}
+
+
+def run_label(run: VerifyRun, labels: dict[tuple, str]) -> str:
+    return f"{run.build['build']} on {labels[run.machine_key]}"
+
+
+def join_builds(builds: list[str]) -> str:
+    return ", ".join(builds)
+
+
+def ratio_text(row: dict) -> str:
+    lo, hi = row["ci95"]
+    return f"{row['ratio']:.3f}× (95% CI {lo:.3f}–{hi:.3f})"
+
+
+# --- verdict ----------------------------------------------------------------------------------
+def judge(m: Merged) -> Verdict:
+    v = Verdict()
+    explained = {"sim": _judge_sim(m, v), "verify": _judge_verify(m, v), "kld": _judge_kld(m, v),
+                 "bench": _judge_bench(m, v)}
+    for f in m.files:  # a producer said "not ok" but nothing above explains it: still block
+        if not f.data["ok"] and not explained[f.kind]:
+            v.blockers.append(f"{f.kind} reported not ok ({f.name})")
+    v.not_tested = not_tested(m)
+    v.missing_kinds = [k for k in KINDS if k not in m.kinds()]
+    return v
+
+
+def _grouped(items: list[tuple[str, str]], style: str = "on") -> list[str]:
+    """(message, build) pairs -> one message per distinct text, listing its builds in order
+    ("TEXT on B1, B2" for blockers, "TEXT (B1, B2)" for the not-tested list)."""
+    order: dict[str, list[str]] = {}
+    for text, build in items:
+        order.setdefault(text, [])
+        if build not in order[text]:
+            order[text].append(build)
+    if style == "on":
+        return [f"{text} on {join_builds(builds)}" for text, builds in order.items()]
+    return [f"{text} ({join_builds(builds)})" for text, builds in order.items()]
+
+
+def _judge_sim(m: Merged, v: Verdict) -> bool:
+    if not m.sim:
+        return False
+    blocking, optional = [], []
+    for b in m.sim["builds"]:
+        for p in b["pins"]:
+            text = None
+            if p["status"] == "conflict":
+                with_ = p["conflict_with"]
+                text = (f"`{p['id']}` no longer applies (conflicts with upstream changes)" if with_ in (None, "upstream")
+                        else f"`{p['id']}` conflicts with `{with_}`")
+            elif p["status"] == "error":
+                text = f"`{p['id']}` could not be applied ({p.get('detail') or 'error'})"
+            elif p["status"] == "applied" and not p["contract"]["ok"]:
+                first = p["contract"]["problems"][0] if p["contract"]["problems"] else "contract broken"
+                text = f"`{p['id']}` contract broken ({first})"
+            if text:
+                (blocking if p["required"] else optional).append((text, b["build"]))
+    v.blockers += _grouped(blocking)
+    v.warnings += [f"optional pin {t}" for t in _grouped(optional)]
+    return bool(blocking or optional)
+
+
+def _judge_verify(m: Merged, v: Verdict) -> bool:
+    labels = machine_labels(m.verify)
+    blocked = False
+    simulated = {b["build"] for b in m.sim["builds"]} if m.sim else set()
+    unapplied = [(f"`{p['id']}` did not apply ({p['status']} in verify)", run.build["build"])
+                 for run in m.verify if run.build["build"] not in simulated
+                 for p in run.build["pins"] if p["status"] in ("conflict", "error")]
+    if unapplied:  # without a sim result for the build, verify's own pin status is the only word on it
+        blocked = True
+        v.blockers += _grouped(unapplied)
+    for run in m.verify:
+        where = run_label(run, labels)
+        for gate in run.build["gates"]:
+            if gate["status"] != "failed":
+                continue
+            blocked = True
+            if gate["name"] in BACKEND_OP_GATES and any(o["passed"] < o["total"] for o in gate.get("ops") or []):
+                bad = [f"{o['op']} {o['passed']}/{o['total']}" for o in gate.get("ops") or [] if o["passed"] < o["total"]]
+                v.blockers.append(f"{gate['name']} failed on {where}: {', '.join(bad)}")
+            elif gate["name"] == "feature-checks" and any(c["status"] == "failed" for c in gate.get("checks") or []):
+                for c in gate["checks"]:
+                    if c["status"] == "failed":
+                        v.blockers.append(f"feature check `{c['pin']}` {c['check']} failed on {where}"
+                                          + (f": {c['detail']}" if c.get("detail") else ""))
+            else:
+                v.blockers.append(f"{gate['name']} failed on {where}" + (f": {gate['detail']}" if gate.get("detail") else ""))
+    return blocked
+
+
+def _judge_kld(m: Merged, v: Verdict) -> bool:
+    blocked = False
+    for study in m.kld:
+        model = study.doc["model"]["name"]
+        for r in study.runs:
+            if not r["ok"]:
+                blocked = True
+                v.blockers.append(f"KLD run {r['label']} ({r['build']}, {r['backend']}) on {model} failed"
+                                  + (f": {r['detail']}" if r.get("detail") else ""))
+        verdict = study.doc["verdict"]
+        if verdict["text"].startswith("further"):
+            blocked = True
+            v.blockers.append(f"KLD on {model}: head {verdict['text']} "
+                              f"(+{verdict['head_minus_base_kld']:.6f}, {verdict['sigma']:.1f}σ)")
+    return blocked
+
+
+def _judge_bench(m: Merged, v: Verdict) -> bool:
+    blocked = False
+    for study in m.bench:
+        gpu = study.doc["gpu"]["name"] if study.doc["gpu"] else "CPU"
+        for row in study.rows:
+            if row["verdict"] == "slower":
+                blocked = True
+                v.blockers.append(f"{row['test']} slower on {gpu}: {ratio_text(row)}")
+    return blocked
+
+
+# --- not tested -------------------------------------------------------------------------------
+def not_tested(m: Merged) -> list[str]:
+    out: list[str] = []
+    kinds = m.kinds()
+    if "sim" not in kinds:
+        out.append("Pin set: not simulated (no sim result)")
+    if "verify" not in kinds:
+        out.append("Correctness: not tested (no verify result)")
+    if "kld" not in kinds:
+        out.append("KLD vs CPU reference: not measured (no kld result)")
+    if "bench" not in kinds:
+        out.append("Speed: not measured (no bench result)")
+
+    verified_builds = {run.build["build"] for run in m.verify}
+    if m.sim:
+        for b in m.sim["builds"]:
+            if m.verify and b["build"] not in verified_builds:
+                out.append(f"{b['build']}: simulated only (no verify result for this build)")
+
+    gpu_builds = {run.build["build"] for run in m.verify if run.machine.get("gpu")}
+    for build in sorted(verified_builds - gpu_builds):
+        out.append(f"{build}: no GPU run (verified on CPU only)")
+
+    # gates no machine ran for a build, with the reasons given
+    ran: set[tuple[str, str]] = set()
+    reasons: dict[tuple[str, str], list[str]] = {}
+    for run in m.verify:
+        for g in run.build["gates"]:
+            key = (run.build["build"], g["name"])
+            if g["status"] != "not-run":
+                ran.add(key)
+            elif g.get("detail") and g["detail"] not in reasons.setdefault(key, []):
+                reasons[key].append(g["detail"])
+            else:
+                reasons.setdefault(key, [])
+    gate_items = [(f"gate `{gate}` not run" + (f": {'; '.join(why)}" if why else ""), build)
+                  for (build, gate), why in reasons.items() if (build, gate) not in ran]
+    out += _grouped(gate_items, style="()")
+
+    # not_tested entries and checks not run
+    items: list[tuple[str, str]] = []
+    run_checks: set[tuple[str, str, str]] = set()
+    for run in m.verify:
+        for g in run.build["gates"]:
+            for c in g.get("checks") or []:
+                if c["status"] in ("passed", "failed"):
+                    run_checks.add((run.build["build"], c["pin"], c["check"]))
+    for run in m.verify:
+        for item in run.build["not_tested"]:
+            items.append((f"{item['what']}: {item['why']}", run.build["build"]))
+        for g in run.build["gates"]:
+            for c in g.get("checks") or []:
+                if c["status"] == "unchecked":
+                    items.append((f"`{c['pin']}` has no feature check" + (f": {c['detail']}" if c.get("detail") else ""),
+                                  run.build["build"]))
+                elif c["status"] == "not-run" and (run.build["build"], c["pin"], c["check"]) not in run_checks:
+                    items.append((f"feature check `{c['pin']}` {c['check']} not run"
+                                  + (f": {c['detail']}" if c.get("detail") else ""), run.build["build"]))
+    out += _grouped(items, style="()")
+
+    # hardware coverage: say what the results do not show
+    gpus = [run.machine["gpu"] for run in m.verify if run.machine.get("gpu")]
+    bench_gpus = [s.doc["gpu"]["name"] for s in m.bench if s.doc["gpu"]]
+    names = [g["name"] for g in gpus] + bench_gpus
+    if m.verify and not gpus:
+        out.append("GPU: no result (every verify ran without a GPU)")
+    if names:
+        if not any(_is_amd(n) for n in names):
+            out.append("AMD/ROCm: no result")
+        if all(n.upper().startswith("NVIDIA") for n in names):
+            out.append("Vulkan, Metal, SYCL backends: no result")
+    ccs = sorted({g["compute_capability"] for g in gpus})
+    if ccs:
+        archs = sorted({run.build["cuda_architectures"] for run in m.verify
+                        if run.machine.get("gpu") and run.build.get("cuda_architectures")})
+        built = f" (built for CMAKE_CUDA_ARCHITECTURES={', '.join(archs)})" if archs else ""
+        out.append(f"CUDA architectures other than {', '.join(ccs)}: no result{built}")
+
+    for study in m.bench:
+        gpu = study.doc["gpu"]["name"] if study.doc["gpu"] else "CPU"
+        for row in study.rows:
+            if row["verdict"] in ("too noisy", "insufficient data"):
+                spread = f", A/A spread {row['aa_spread']:.1%}" if row.get("aa_spread") is not None else ""
+                out.append(f"Speed of {row['test']} on {gpu}: {row['verdict']}{spread}")
+    return out
+
+
+def _is_amd(name: str) -> bool:
+    upper = name.upper()
+    return "AMD" in upper or "RADEON" in upper or "INSTINCT" in upper
+
+
+# --- headline ---------------------------------------------------------------------------------
+def backend_op_totals(run: VerifyRun, gates=BACKEND_OP_GATES) -> tuple[int, int, int]:
+    """(passed, total, number of ops) over the backend-op gates of one run."""
+    passed = total = 0
+    ops = set()
+    for g in run.build["gates"]:
+        if g["name"] in gates and g["status"] != "not-run":
+            for o in g.get("ops") or []:
+                passed += o["passed"]
+                total += o["total"]
+                ops.add(o["op"])
+    return passed, total, len(ops)
+
+
+def check_totals(run: VerifyRun) -> tuple[int, int]:
+    """(passed, run) feature checks of one run; not-run and unchecked ones are not counted as run."""
+    passed = ran = 0
+    for g in run.build["gates"]:
+        if g["name"] == "feature-checks":
+            for c in g.get("checks") or []:
+                if c["status"] in ("passed", "failed"):
+                    ran += 1
+                    passed += c["status"] == "passed"
+    return passed, ran
