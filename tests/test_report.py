@@ -54,7 +54,7 @@ def test_blocked_verdict_names_every_blocker(tmp_path):
                            "pypi:llama-cpp-python==0.3.36, pypi:llama-cpp-python==0.3.35; ")
     assert "feature check `cuda-mmq-iq1m` backend-op MUL_MAT_ID /type_a=iq1_m/ failed on " \
            "pypi:llama-cpp-python==0.3.36 on NVIDIA H200" in line
-    assert "tg128 slower on NVIDIA H200: 0.973×" in line
+    assert "tg128 slower on NVIDIA H200: 0.972× (95% CI 0.970–0.975)" in line
     assert "pp512" not in line  # faster is not a blocker
 
 
@@ -291,3 +291,33 @@ def test_verify_pin_conflict_blocks_without_sim(tmp_path):
     assert "**❌ blocked:** `iq1-moe-tiles` did not apply (conflict in verify) on pypi:llama-cpp-python==0.3.36, " \
            "pypi:llama-cpp-python==0.3.35; feature check `cuda-mmq-iq1m`" in text
     assert "- Pin set: not simulated (no sim result)" in text
+
+
+def test_stopped_verify_blocks_with_its_reason(tmp_path):
+    """Required pins missing from the tree: verify runs no gate and says not ok; the report says why."""
+    data = load(FIX / "blocked/verify-h200.json")
+    why = "required pins not in the tree: iq1-moe-tiles"
+    for b in data["builds"]:
+        b["ok"] = False
+        for g in b["gates"]:
+            g.update(status="not-run", detail=why, seconds=0.0)
+            g.pop("ops", None)
+            g.pop("checks", None)
+        b["not_tested"] = [{"what": "all gates", "why": why}]
+    data["ok"] = False
+    rc, text = report([dump(tmp_path / "v.json", data)], tmp_path)
+    assert rc == 1
+    assert "verify stopped on NVIDIA H200 (cpu-build, cpu-backend-ops, cpu-test-chat, cuda-build, test-chat, " \
+           f"backend-ops, feature-checks): {why} on pypi:llama-cpp-python==0.3.36, pypi:llama-cpp-python==0.3.35" in text
+    assert f"- gate `backend-ops` not run: {why} (pypi:llama-cpp-python==0.3.36, pypi:llama-cpp-python==0.3.35)" in text
+
+
+def test_cpu_only_verify_is_not_gpu_coverage(tmp_path):
+    rc, text = report([FIX / "green/sim.json", FIX / "green/verify-cpu.json"], tmp_path)
+    assert rc == 0
+    assert "- pypi:llama-cpp-python==0.3.35: no GPU run (verified on CPU only)" in text
+    assert "- GPU: no result (no verify ran its GPU gates)" in text
+    assert "- gate `cuda-build` not run: --cuda not given (pypi:llama-cpp-python==0.3.36, " \
+           "pypi:llama-cpp-python==0.3.35)" in text
+    assert "feature checks 2/2 on CPU" in text
+    assert "AMD/ROCm" not in text and "- CUDA architectures other than" not in text

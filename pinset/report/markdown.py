@@ -6,11 +6,12 @@ so a re-run that changes nothing does not re-post a comment, and golden files ca
 
 from __future__ import annotations
 
+import math
 from statistics import fmean
 
 from pinset.report.merge import Merged, VerifyRun
-from pinset.report.verdict import (BACKEND_OP_GATES, Verdict, backend_op_totals, check_totals, machine_labels,
-                                   run_label)
+from pinset.report.verdict import (BACKEND_OP_GATES, Verdict, backend_op_totals, check_totals, checks_where,
+                                   machine_labels, run_label)
 from pinset.sim.markdown import cell as sim_cell
 from pinset.sim.markdown import sim_markdown
 
@@ -104,8 +105,7 @@ def _summary(m: Merged, verdict: Verdict, labels, pins_info, description) -> lis
             parts.append(f"test-backend-ops {passed}/{total} cases passed ({n_ops} op{'s' if n_ops != 1 else ''})")
         cp, cr = check_totals(run)
         if cr:
-            on = "on GPU" if run.machine.get("gpu") else "on CPU"
-            parts.append(f"feature checks {cp}/{cr} {on}")
+            parts.append(f"feature checks {cp}/{cr} {checks_where(run)}")
         gates = [g for g in run.build["gates"] if g["status"] != "not-run"]
         green = sum(g["status"] == "passed" for g in gates)
         parts.append(f"{green}/{len(gates)} gates passed")
@@ -219,8 +219,7 @@ def _feature_checks(runs: list[VerifyRun], cols: list[str]) -> list[str]:
     for r, col in zip(runs, cols):
         passed, ran = check_totals(r)
         if ran:
-            where = "on GPU" if r.machine.get("gpu") else "on CPU"
-            lines.append(f"- {col}: {passed}/{ran} {where}")
+            lines.append(f"- {col}: {passed}/{ran} {checks_where(r)}")
     rows = []
     for pin, check in keys:
         row = [f"`{pin}`", check]
@@ -285,7 +284,7 @@ def _speed(m: Merged) -> list[str]:
         rows = []
         for r in study.rows:
             p = "—" if r["p_value"] is None else f"{r['p_value']:.3g}"
-            aa = "—" if r["aa_spread"] is None else f"{r['aa_spread']:.2%}"
+            aa = "—" if r["aa_spread"] is None else f"±{math.expm1(r['aa_spread']):.2%}"
             lo, hi = r["ci95"]
             rows.append([r["test"], _tps(r["base_tps"]), _tps(r["head_tps"]), f"{r['ratio']:.3f}×",
                          f"{lo:.3f}–{hi:.3f}", p, aa, f"{VERDICT_ICON.get(r['verdict'], '')} {r['verdict']}"])

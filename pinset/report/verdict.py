@@ -6,13 +6,14 @@ first line is actionable; everything that could not be checked is listed rather 
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from pinset.report.load import KINDS
 from pinset.report.merge import Merged, VerifyRun
 
 BACKEND_OP_GATES = ("backend-ops", "cpu-backend-ops")
-GPU_GATES = ("cuda-build", "backend-ops", "test-chat", "feature-checks")
+GPU_GATES = ("cuda-build", "backend-ops", "test-chat")
 
 
 @dataclass
@@ -40,6 +41,20 @@ class Verdict:
 
 
 # --- labels ---------------------------------------------------------------------------------
+def ran_on_gpu(run: VerifyRun) -> bool:
+    """The machine has a GPU and a GPU gate actually ran (verify without --cuda on a GPU host does not count)."""
+    return bool(run.machine.get("gpu")) and any(g["name"] in GPU_GATES and g["status"] != "not-run"
+                                                for g in run.build["gates"])
+
+
+def checks_where(run: VerifyRun) -> str:
+    """Where the feature checks ran: verify's own `where` when it says, else by the GPU gates."""
+    gate = next((g for g in run.build["gates"] if g["name"] == "feature-checks"), None)
+    where = gate.get("where") if gate else None
+    return f"on {where}" if where in ("GPU", "CPU") else ("on GPU" if ran_on_gpu(run) else "on CPU")
+
+
+
 def machine_labels(runs: list[VerifyRun]) -> dict[tuple, str]:
     """Short, unique names for machines: the GPU, with the host only where two share a GPU model."""
     base: dict[tuple, str] = {}
@@ -71,7 +86,7 @@ def judge(m: Merged) -> Verdict:
     explained = {"sim": _judge_sim(m, v), "verify": _judge_verify(m, v), "kld": _judge_kld(m, v),
                  "bench": _judge_bench(m, v)}
     for f in m.files:  # a producer said "not ok" but nothing above explains it: still block
-        if not f.data["ok"] and not explained[f.kind]:
+        if f.kind != "verify" and not f.data["ok"] and not explained[f.kind]:
             v.blockers.append(f"{f.kind} reported not ok ({f.name})")
     v.not_tested = not_tested(m)
     v.missing_kinds = [k for k in KINDS if k not in m.kinds()]
@@ -140,6 +155,22 @@ def _judge_verify(m: Merged, v: Verdict) -> bool:
                                           + (f": {c['detail']}" if c.get("detail") else ""))
             else:
                 v.blockers.append(f"{gate['name']} failed on {where}" + (f": {gate['detail']}" if gate.get("detail") else ""))
+    stopped_items = []
+    for run in m.verify:  # not ok without a failed gate: gates were stopped (unless another machine ran them)
+        if run.build["ok"] or any(g["status"] == "failed" for g in run.build["gates"]):
+            continue
+        build = run.build["build"]
+        ran_elsewhere = {g["name"] for other in m.verify if other.build["build"] == build
+                         for g in other.build["gates"] if g["status"] == "passed"}
+        stopped = [g for g in run.build["gates"] if g["status"] == "not-run" and not g.get("not_requested")
+                   and g["name"] not in ran_elsewhere]
+        if stopped or not ran_elsewhere:
+            blocked = True
+            reasons = "; ".join(dict.fromkeys(g["detail"] for g in stopped if g.get("detail")))
+            names = ", ".join(g["name"] for g in stopped) or "no gate passed"
+            stopped_items.append((f"verify stopped on {labels[run.machine_key]} ({names})"
+                                  + (f": {reasons}" if reasons else ""), build))
+    v.blockers += _grouped(stopped_items)
     return blocked
 
 
@@ -190,7 +221,7 @@ def not_tested(m: Merged) -> list[str]:
             if m.verify and b["build"] not in verified_builds:
                 out.append(f"{b['build']}: simulated only (no verify result for this build)")
 
-    gpu_builds = {run.build["build"] for run in m.verify if run.machine.get("gpu")}
+    gpu_builds = {run.build["build"] for run in m.verify if ran_on_gpu(run)}
     for build in sorted(verified_builds - gpu_builds):
         out.append(f"{build}: no GPU run (verified on CPU only)")
 
@@ -210,7 +241,8 @@ def not_tested(m: Merged) -> list[str]:
                   for (build, gate), why in reasons.items() if (build, gate) not in ran]
     out += _grouped(gate_items, style="()")
 
-    # not_tested entries and checks not run
+    # verify's own not_tested entries and checks not run: per machine, since another machine may cover them
+    labels = machine_labels(m.verify)
     items: list[tuple[str, str]] = []
     run_checks: set[tuple[str, str, str]] = set()
     for run in m.verify:
@@ -219,8 +251,9 @@ def not_tested(m: Merged) -> list[str]:
                 if c["status"] in ("passed", "failed"):
                     run_checks.add((run.build["build"], c["pin"], c["check"]))
     for run in m.verify:
+        where = run_label(run, labels)
         for item in run.build["not_tested"]:
-            items.append((f"{item['what']}: {item['why']}", run.build["build"]))
+            items.append((f"{item['what']}: {item['why']}", where))
         for g in run.build["gates"]:
             for c in g.get("checks") or []:
                 if c["status"] == "unchecked":
@@ -232,11 +265,11 @@ def not_tested(m: Merged) -> list[str]:
     out += _grouped(items, style="()")
 
     # hardware coverage: say what the results do not show
-    gpus = [run.machine["gpu"] for run in m.verify if run.machine.get("gpu")]
+    gpus = [run.machine["gpu"] for run in m.verify if ran_on_gpu(run)]
     bench_gpus = [s.doc["gpu"]["name"] for s in m.bench if s.doc["gpu"]]
     names = [g["name"] for g in gpus] + bench_gpus
     if m.verify and not gpus:
-        out.append("GPU: no result (every verify ran without a GPU)")
+        out.append("GPU: no result (no verify ran its GPU gates)")
     if names:
         if not any(_is_amd(n) for n in names):
             out.append("AMD/ROCm: no result")
@@ -245,7 +278,7 @@ def not_tested(m: Merged) -> list[str]:
     ccs = sorted({g["compute_capability"] for g in gpus})
     if ccs:
         archs = sorted({run.build["cuda_architectures"] for run in m.verify
-                        if run.machine.get("gpu") and run.build.get("cuda_architectures")})
+                        if ran_on_gpu(run) and run.build.get("cuda_architectures")})
         built = f" (built for CMAKE_CUDA_ARCHITECTURES={', '.join(archs)})" if archs else ""
         out.append(f"CUDA architectures other than {', '.join(ccs)}: no result{built}")
 
@@ -253,7 +286,7 @@ def not_tested(m: Merged) -> list[str]:
         gpu = study.doc["gpu"]["name"] if study.doc["gpu"] else "CPU"
         for row in study.rows:
             if row["verdict"] in ("too noisy", "insufficient data"):
-                spread = f", A/A spread {row['aa_spread']:.1%}" if row.get("aa_spread") is not None else ""
+                spread = f", A/A spread ±{math.expm1(row['aa_spread']):.1%}" if row.get("aa_spread") is not None else ""
                 out.append(f"Speed of {row['test']} on {gpu}: {row['verdict']}{spread}")
     return out
 
