@@ -27,10 +27,14 @@ def run(args) -> int:
     console.print(sim_table(result))
     for b in result.builds:
         for p in b.pins:
-            for problem in p.contract.problems:
-                console.print(f"  [red]{b.build}[/] {p.id}: {problem}")
-            if p.status in ("conflict", "error") and p.detail:
-                console.print(f"  [dim]{b.build} {p.id}: {p.detail}[/]")
+            if p.status == "conflict":
+                shown = ", ".join(p.files[:4]) + (f", … ({len(p.files)} files)" if len(p.files) > 4 else "")
+                console.print(f"  [red]{p.id}[/] on {short_build(b.build)}: conflicts with {p.conflict_with} in {shown}")
+            elif p.status == "error":
+                console.print(f"  [red]{p.id}[/] on {short_build(b.build)}: {p.detail}")
+            else:
+                for problem in p.contract.problems:
+                    console.print(f"  [red]{p.id}[/] on {short_build(b.build)}: {problem}")
     verdict = "[green]ok[/]: every required pin applies with an intact contract" if result.ok \
         else "[red]not ok[/]: a required pin failed or broke its contract"
     console.print(verdict)
@@ -45,7 +49,7 @@ def sim_table(result) -> Table:
     table = Table(title="pinset sim")
     table.add_column("pin")
     for b in result.builds:
-        table.add_column(f"{b.build}\n{b.commit[:12]}")
+        table.add_column(f"{short_build(b.build)}\n{b.commit[:9]}")
     ids = [p.id for p in result.builds[0].pins] if result.builds else []
     for i, pin_id in enumerate(ids):
         cells = []
@@ -62,3 +66,10 @@ def sim_table(result) -> Table:
         optional = "" if result.builds[0].pins[i].required else " [dim](optional)[/]"
         table.add_row(pin_id + optional, *cells)
     return table
+
+
+def short_build(name: str) -> str:
+    """`pypi:llama-cpp-python==0.3.36` -> `lcp 0.3.36`: table columns stay readable on 80 columns."""
+    if name.startswith("pypi:llama-cpp-python=="):
+        return "lcp " + name.split("==", 1)[1]
+    return name
