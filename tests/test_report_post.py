@@ -275,3 +275,9 @@ def test_client_refuses_body_without_marker(github):
     with pytest.raises(PostError, match="no pin set marker"):
         GitHub(TOKEN, github.url).post(Target("o", "r", 7), MARK, "no marker here")
     assert github.requests == []
+
+
+def test_client_refuses_body_over_githubs_limit(github):
+    with pytest.raises(PostError, match="more than GitHub's 65536"):
+        GitHub(TOKEN, github.url).post(Target("o", "r", 7), MARK, MARK + "\n" + "x" * 65536)
+    assert github.requests == []

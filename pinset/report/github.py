@@ -20,6 +20,7 @@ from pinset.errors import PinsetError
 DEFAULT_API_URL = "https://api.github.com"
 TARGET_RE = re.compile(r"^(?P<owner>[A-Za-z0-9_.-]+)/(?P<repo>[A-Za-z0-9_.-]+)#(?P<number>[1-9][0-9]*)$")
 REDACTED = "***"
+MAX_BODY = 65536  # GitHub refuses longer comment bodies (422)
 TIMEOUT = 30
 
 
@@ -179,6 +180,9 @@ class GitHub:
     def post(self, t: Target, mark: str, body: str) -> Posted:
         if mark not in body:
             raise PostError("the report has no pin set marker; refusing to post a comment that cannot be updated later")
+        if len(body) > MAX_BODY:
+            raise PostError(f"the report is {len(body)} characters, more than GitHub's {MAX_BODY} for a comment; "
+                            "post fewer results at once (e.g. one comment per build)")
         existing = self.find_comment(t, mark)
         if existing:
             if existing.get("body") == body:
