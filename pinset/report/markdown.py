@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from statistics import fmean
 
-from pinset.report.merge import Merged, VerifyRun
+from pinset.report.merge import Merged, VerifyRun, op_key
 from pinset.report.verdict import (BACKEND_OP_GATES, Verdict, backend_op_totals, check_totals, checks_where,
                                    machine_labels, run_label)
 from pinset.sim.markdown import cell as sim_cell
@@ -178,17 +178,18 @@ def _with(runs, cols, has):
 
 
 def _backend_ops(runs: list[VerifyRun], cols: list[str]) -> list[str]:
-    keys = _ordered((g["name"], o["op"], o["backend"]) for r in runs for g in r.build["gates"]
+    keys = _ordered((g["name"], *op_key(o)) for r in runs for g in r.build["gates"]
                     if g["name"] in BACKEND_OP_GATES for o in g.get("ops") or [])
     if not keys:
         return []
     runs, cols = _with(runs, cols, lambda g: g["name"] in BACKEND_OP_GATES and g.get("ops"))
     rows, failures = [], []
-    for gate, op, backend in sorted(keys, key=lambda k: (BACKEND_OP_GATES.index(k[0]), k[1], k[2])):
-        row = [f"`{op}`", backend]
+    for key in sorted(keys, key=lambda k: (BACKEND_OP_GATES.index(k[0]), *k[1:])):
+        gate, op, backend, params = key
+        row = [f"`{op}`" + (f" `/{params}/`" if params else ""), backend]
         for r, col in zip(runs, cols):
             o = next((o for g in r.build["gates"] if g["name"] == gate for o in g.get("ops") or []
-                      if o["op"] == op and o["backend"] == backend), None)
+                      if op_key(o) == (op, backend, params)), None)
             if o is None:
                 row.append("—")
                 continue
@@ -202,7 +203,7 @@ def _backend_ops(runs: list[VerifyRun], cols: list[str]) -> list[str]:
             if len(o["failures"]) > 5:
                 failures.append(f"- {op} on {col}: … and {len(o['failures']) - 5} more failing cases")
         rows.append(row)
-    out = ["**test-backend-ops** (cases passed per op; the CPU backend is the reference)", ""]
+    out = ["**test-backend-ops** (cases passed per op, `/filter/` where one was used)", ""]
     out += table(["op", "backend", *cols], rows) + [""]
     if failures:
         out += ["Failing cases:", "", *failures, ""]

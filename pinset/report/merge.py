@@ -62,6 +62,11 @@ def machine_key(machine: dict) -> tuple:
     return (machine["hostname"], gpu["name"] if gpu else None)
 
 
+def op_key(op: dict) -> tuple[str, str, str]:
+    """An op count is one (op, backend, -p filter): the CPU gate may run MUL_MAT under two filters."""
+    return op["op"], op["backend"], op.get("params") or ""
+
+
 def _canonical(data) -> str:
     return json.dumps(data, sort_keys=True, separators=(",", ":"))
 
@@ -93,7 +98,7 @@ def _cells(f: ResultFile):
                 run = g["status"] != "not-run"
                 yield ("verify", b["build"], host, g["name"]), (g["status"] if run else NOT_RUN)
                 for op in g.get("ops") or []:
-                    yield (("verify", b["build"], host, g["name"], op["op"], op["backend"]),
+                    yield (("verify", b["build"], host, g["name"], *op_key(op)),
                            {k: op[k] for k in ("passed", "total", "not_supported")})
                 for c in g.get("checks") or []:
                     yield (("verify", b["build"], host, "feature check", c["pin"], c["check"]),
@@ -196,9 +201,9 @@ def _prefer_run(old: dict, new: dict) -> dict:
 def _merge_gate(old: dict, new: dict) -> dict:
     gate = dict(_prefer_run(old, new))
     if "ops" in old or "ops" in new:
-        ops = {(o["op"], o["backend"]): o for o in (old.get("ops") or [])}
+        ops = {op_key(o): o for o in (old.get("ops") or [])}
         for o in new.get("ops") or []:
-            ops.setdefault((o["op"], o["backend"]), o)
+            ops.setdefault(op_key(o), o)
         gate["ops"] = list(ops.values())
     if "checks" in old or "checks" in new:
         checks = {(c["pin"], c["check"]): c for c in (old.get("checks") or [])}
