@@ -321,3 +321,16 @@ def test_cpu_only_verify_is_not_gpu_coverage(tmp_path):
            "pypi:llama-cpp-python==0.3.35)" in text
     assert "feature checks 2/2 on CPU" in text
     assert "AMD/ROCm" not in text and "- CUDA architectures other than" not in text
+
+
+def test_same_op_under_two_filters_is_two_cells(tmp_path):
+    """The CPU gate runs MUL_MAT with the pins' types and again with a check's own filter."""
+    data = load(FIX / "green/verify-cpu.json")
+    gate = next(g for g in data["builds"][0]["gates"] if g["name"] == "cpu-backend-ops")
+    gate["ops"].append({**gate["ops"][0], "params": "type_a=iq1_m", "passed": 13, "total": 14})
+    rc, text = report([FIX / "green/sim.json", dump(tmp_path / "v.json", data)], tmp_path)
+    assert rc == 1  # the gate says passed, but a red count is never shipped
+    assert "**❌ blocked:** cpu-backend-ops failed on pypi:llama-cpp-python==0.3.36 on CPU only: " \
+           "MUL_MAT /type_a=iq1_m/ 13/14" in text
+    assert "| `MUL_MAT` `/type_a=(iq1_m),/` | CPU | ✅ 14/14 | ✅ 14/14 |" in text
+    assert "| `MUL_MAT` `/type_a=iq1_m/` | CPU | ❌ 13/14 | — |" in text

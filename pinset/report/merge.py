@@ -98,7 +98,8 @@ def _cells(f: ResultFile):
                 run = g["status"] != "not-run"
                 yield ("verify", b["build"], host, g["name"]), (g["status"] if run else NOT_RUN)
                 for op in g.get("ops") or []:
-                    yield (("verify", b["build"], host, g["name"], *op_key(op)),
+                    name, backend, params = op_key(op)
+                    yield (("verify", b["build"], host, g["name"], name, backend) + ((f"/{params}/",) if params else ()),
                            {k: op[k] for k in ("passed", "total", "not_supported")})
                 for c in g.get("checks") or []:
                     yield (("verify", b["build"], host, "feature check", c["pin"], c["check"]),

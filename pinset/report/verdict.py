@@ -142,18 +142,19 @@ def _judge_verify(m: Merged, v: Verdict) -> bool:
     for run in m.verify:
         where = run_label(run, labels)
         for gate in run.build["gates"]:
-            if gate["status"] != "failed":
+            # counts are checked even under a gate that says "passed": a red cell never ships
+            bad_ops = [f"{o['op']}{' /' + o['params'] + '/' if o.get('params') else ''} {o['passed']}/{o['total']}"
+                       for o in gate.get("ops") or [] if o["passed"] < o["total"]]
+            bad_checks = [c for c in gate.get("checks") or [] if c["status"] == "failed"]
+            if gate["status"] != "failed" and not bad_ops and not bad_checks:
                 continue
             blocked = True
-            if gate["name"] in BACKEND_OP_GATES and any(o["passed"] < o["total"] for o in gate.get("ops") or []):
-                bad = [f"{o['op']} {o['passed']}/{o['total']}" for o in gate.get("ops") or [] if o["passed"] < o["total"]]
-                v.blockers.append(f"{gate['name']} failed on {where}: {', '.join(bad)}")
-            elif gate["name"] == "feature-checks" and any(c["status"] == "failed" for c in gate.get("checks") or []):
-                for c in gate["checks"]:
-                    if c["status"] == "failed":
-                        v.blockers.append(f"feature check `{c['pin']}` {c['check']} failed on {where}"
-                                          + (f": {c['detail']}" if c.get("detail") else ""))
-            else:
+            if bad_ops:
+                v.blockers.append(f"{gate['name']} failed on {where}: {', '.join(bad_ops)}")
+            for c in bad_checks:
+                v.blockers.append(f"feature check `{c['pin']}` {c['check']} failed on {where}"
+                                  + (f": {c['detail']}" if c.get("detail") else ""))
+            if not bad_ops and not bad_checks:
                 v.blockers.append(f"{gate['name']} failed on {where}" + (f": {gate['detail']}" if gate.get("detail") else ""))
     stopped_items = []
     for run in m.verify:  # not ok without a failed gate: gates were stopped (unless another machine ran them)
