@@ -96,3 +96,73 @@ def write_log(log: Path, result: Completed, cwd=None, env=None) -> None:
         if result.stderr:
             fh.write("# --- stderr ---\n")
             fh.write(result.stderr if result.stderr.endswith("\n") else result.stderr + "\n")
+
+
+def run_streaming(
+    argv: Sequence[str | os.PathLike],
+    *,
+    cwd: str | os.PathLike | None = None,
+    env: Mapping[str, str] | None = None,
+    timeout: float | None = None,
+    on_line=None,
+    log: Path | None = None,
+) -> Completed:
+    """Run argv and hand each output line to on_line as it comes (for progress bars of long builds).
+
+    stderr is merged into stdout (a build log reads in order); on timeout the whole process group
+    is killed, so compilers started by ninja go too.
+    """
+    import threading
+
+    args = tuple(str(a) for a in argv)
+    full_env = None
+    if env is not None:
+        full_env = dict(os.environ)
+        full_env.update(env)
+    started = time.monotonic()
+    try:
+        proc = subprocess.Popen(
+            args, cwd=cwd, env=full_env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT, text=True, errors="replace", bufsize=1, start_new_session=True,
+        )
+    except FileNotFoundError:
+        result = Completed(args, 127, "", f"{args[0]}: command not found", time.monotonic() - started)
+        if log is not None:
+            write_log(log, result, cwd=cwd, env=env)
+        return result
+    lines: list[str] = []
+
+    def pump() -> None:
+        for line in proc.stdout:
+            lines.append(line)
+            if on_line is not None:
+                try:
+                    on_line(line.rstrip("\n"))
+                except Exception:  # a broken progress display must not break the build
+                    pass
+
+    reader = threading.Thread(target=pump, daemon=True)
+    reader.start()
+    timed_out = False
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        timed_out = True
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        proc.wait()
+    except BaseException:
+        try:
+            os.killpg(proc.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+        proc.wait()
+        raise
+    reader.join(timeout=10)
+    result = Completed(args, None if timed_out else proc.returncode, "".join(lines), "",
+                       time.monotonic() - started, timed_out=timed_out)
+    if log is not None:
+        write_log(log, result, cwd=cwd, env=env)
+    return result

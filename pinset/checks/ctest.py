@@ -1,0 +1,92 @@
+"""ctest's console output -> per-test results, and the verdict (at least one test must have run)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from pinset.checks.text import strip_ansi
+
+# "1/1 Test #23: test-chat ........................   Passed    5.21 sec"
+# "1/1 Test #23: test-chat ........................***Failed    0.12 sec"
+# "1/1 Test #2: abort .............................Subprocess aborted***Exception:   0.01 sec"
+RESULT_RE = re.compile(
+    r"^\s*(?P<i>\d+)/(?P<n>\d+) Test\s+#(?P<num>\d+): (?P<name>\S+) \.*\s*(?P<status>.*?)\s+(?P<sec>[\d.]+) sec\s*$")
+TOTAL_RE = re.compile(r"^(?P<pct>\d+)% tests passed, (?P<failed>\d+) tests? failed out of (?P<total>\d+)")
+NO_TESTS_RE = re.compile(r"^No tests were found")
+
+
+@dataclass
+class CtestCase:
+    name: str
+    status: str        # passed | failed | timeout | crashed | not-run
+    raw_status: str    # ctest's own words ("***Failed", "Subprocess aborted***Exception:")
+    seconds: float
+
+
+@dataclass
+class CtestOutput:
+    cases: list[CtestCase] = field(default_factory=list)
+    total: int | None = None
+    failed: int | None = None
+    no_tests: bool = False
+
+
+def _status(raw: str) -> str:
+    text = raw.strip()
+    if text == "Passed":
+        return "passed"
+    if "Timeout" in text:
+        return "timeout"
+    if "Not Run" in text or "Unable to find" in text:
+        return "not-run"
+    if "Exception" in text or "aborted" in text.lower() or "SegFault" in text:
+        return "crashed"
+    return "failed"
+
+
+def parse_ctest(text: str) -> CtestOutput:
+    out = CtestOutput()
+    for line in strip_ansi(text).splitlines():
+        m = RESULT_RE.match(line)
+        if m:
+            out.cases.append(CtestCase(m["name"], _status(m["status"]), m["status"].strip(), float(m["sec"])))
+            continue
+        m = TOTAL_RE.match(line.strip())
+        if m:
+            out.total, out.failed = int(m["total"]), int(m["failed"])
+            continue
+        if NO_TESTS_RE.match(line.strip()):
+            out.no_tests = True
+    return out
+
+
+@dataclass
+class CtestVerdict:
+    ok: bool
+    cases: int
+    problems: list[str]
+
+    @property
+    def detail(self) -> str | None:
+        return "; ".join(self.problems) if self.problems else None
+
+
+def judge_ctest(output: CtestOutput, *, returncode: int | None, timed_out: bool = False,
+                expected: str | None = None) -> CtestVerdict:
+    """Green only when ≥ 1 test ran (the named one, if given) and every test passed."""
+    problems: list[str] = []
+    if timed_out:
+        problems.append("ctest timed out")
+    if output.no_tests or not output.cases:
+        problems.append(f"no test matched{f' {expected!r}' if expected else ''} (zero tests run)")
+    if expected and output.cases and not any(c.name == expected for c in output.cases):
+        problems.append(f"test {expected!r} did not run (ran: {', '.join(c.name for c in output.cases)})")
+    for case in output.cases:
+        if case.status != "passed":
+            problems.append(f"{case.name}: {case.raw_status} ({case.status})")
+    if output.total is not None and output.total != len(output.cases):
+        problems.append(f"ctest counted {output.total} tests but {len(output.cases)} result lines were read")
+    if returncode not in (0, None) and not problems:
+        problems.append(f"ctest exit {returncode}")
+    return CtestVerdict(not problems, len(output.cases), problems)

@@ -1,0 +1,294 @@
+"""The gates of `pinset verify` for one build, in order, stopping at the first red one.
+
+    cpu-build -> cpu-backend-ops -> cpu-test-chat            (cheap: before any GPU time)
+    cuda-build -> test-chat -> backend-ops                    (--cuda)
+    feature-checks                                            (on the GPU with --cuda, else on the CPU build)
+
+Each gate returns a GateResult; the program output of every step goes to a log file.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pinset import runner
+from pinset.build.cmake import BuildFailed, BuiltTree, ensure_build
+from pinset.checks.backend_ops import OpCount, judge_backend_ops, parse_backend_ops
+from pinset.checks.ctest import judge_ctest, parse_ctest
+from pinset.checks.text import last_lines, strip_ansi
+from pinset.config.schema import FeatureCheck, PinSet
+from pinset.verify import plan
+from pinset.verify.model import GATES, GPU_GATES, BuildVerification, CheckResult, GateResult, PinRef
+
+
+@dataclass
+class VerifyOptions:
+    cuda: bool
+    ops: list[str]
+    backend: str = "CUDA0"
+    cuda_architectures: str | None = None
+    jobs: int | None = None
+    op_timeout: float = 1800.0
+    ctest_timeout: float = 1200.0
+    cpu_params: str | None = None
+    cuda_flags: list[str] = field(default_factory=list)   # extra CMake flags for the CUDA build only
+    log_dir: Path = Path("verify-logs")
+    progress: bool = True
+
+
+@dataclass
+class BuildInput:
+    """What the sim stage gives verify for one build."""
+
+    name: str
+    commit: str
+    tree: str | None
+    pin_status: dict[str, str]
+    required_failed: list[str]
+    symbols: set[str] = field(default_factory=set)
+
+
+class Gates:
+    def __init__(self, pinset: PinSet, store, mirror, options: VerifyOptions, say=print):
+        self.pinset, self.store, self.mirror, self.options = pinset, store, mirror, options
+        self.say = say
+        self.checks = [c for p in pinset.pins for c in p.checks]
+
+    # --- one build ------------------------------------------------------------------------
+    def verify(self, item: BuildInput) -> BuildVerification:
+        o = self.options
+        logs = o.log_dir / _slug(item.name)
+        logs.mkdir(parents=True, exist_ok=True)
+        result = BuildVerification(
+            item.name, item.commit,
+            [PinRef(p.id, item.pin_status.get(p.id, "error"), plan.pin_ref(p)) for p in self.pinset.pins],
+            [GateResult(name) for name in GATES], tree=item.tree,
+            cuda_architectures=o.cuda_architectures if o.cuda else None)
+        if not o.cuda:
+            for name in GPU_GATES:
+                gate = result.gate(name)
+                gate.detail, gate.extra["not_requested"] = "--cuda not given", True
+            result.not_tested.append({"what": "GPU gates (cuda-build, test-chat, backend-ops)", "why": "--cuda not given"})
+        if item.required_failed or item.tree is None:
+            why = f"required pins not in the tree: {', '.join(item.required_failed)}" if item.required_failed \
+                else "the sim produced no tree"
+            for gate in result.gates:
+                if not gate.extra.get("not_requested"):
+                    gate.detail = why
+            result.not_tested.append({"what": "all gates", "why": why})
+            return result
+
+        types = plan.pin_types(item.symbols, plan.ggml_type_names(self.mirror.read_blob(item.tree, "ggml/src/ggml.c")))
+        check_targets = sorted({t for c in self.checks if c.kind == "command" for t in plan.command_targets(c)})
+        cpu_targets = plan.BASE_TARGETS + ([] if o.cuda else check_targets)
+
+        steps = [
+            ("cpu-build", lambda g: self._build(g, item, cuda=False, targets=cpu_targets, logs=logs, out=result)),
+            ("cpu-backend-ops", lambda g: self._cpu_backend_ops(g, types, logs)),
+            ("cpu-test-chat", lambda g: self._ctest_gate(g, self._cpu, "test-chat", logs / "cpu-test-chat.log")),
+        ]
+        if o.cuda:
+            steps += [
+                ("cuda-build", lambda g: self._build(g, item, cuda=True, targets=plan.BASE_TARGETS + check_targets,
+                                                     logs=logs, out=result)),
+                ("test-chat", lambda g: self._ctest_gate(g, self._gpu, "test-chat", logs / "test-chat.log")),
+                ("backend-ops", lambda g: self._gpu_backend_ops(g, logs)),
+            ]
+        steps.append(("feature-checks", lambda g: self._feature_checks(g, item, logs, result)))
+
+        self._cpu = self._gpu = None
+        failed_at = None
+        for name, step in steps:
+            gate = result.gate(name)
+            if failed_at:
+                gate.detail = f"not run: gate {failed_at} failed"
+                continue
+            self.say(f"[bold]{item.name}[/]: {name} ...")
+            started = time.monotonic()
+            step(gate)
+            gate.seconds = time.monotonic() - started
+            style = {"passed": "green", "failed": "red"}.get(gate.status, "yellow")
+            self.say(f"[bold]{item.name}[/]: {name} [{style}]{gate.status}[/] ({gate.seconds:.0f} s)"
+                     + (f" — {gate.detail}" if gate.detail else ""))
+            if gate.status == "failed":
+                failed_at = name
+        return result
+
+    # --- builds ---------------------------------------------------------------------------
+    def _build(self, gate: GateResult, item: BuildInput, *, cuda: bool, targets: list[str], logs: Path,
+               out: BuildVerification) -> None:
+        o = self.options
+        label = f"{item.name} {'cuda' if cuda else 'cpu'}"
+        kwargs = dict(label=label, commit=item.commit, pinset_digest=self.pinset.digest, cuda=cuda,
+                      cuda_architectures=o.cuda_architectures if cuda else None, jobs=o.jobs,
+                      progress=o.progress, log_dir=logs, extra_flags=o.cuda_flags if cuda else [])
+        try:
+            built = ensure_build(self.store, self.mirror, item.tree, targets=targets, **kwargs)
+            extra = self._ctest_targets(built, cuda)
+            missing = [t for t in extra if t not in targets]
+            if missing:
+                again = ensure_build(self.store, self.mirror, item.tree, targets=targets + missing, **kwargs)
+                built = BuiltTree(again.source_dir, again.build_dir, again.bin_dir, again.cmake_flags,
+                                  built.seconds + again.seconds, built.cached and again.cached)
+                targets = targets + missing
+        except BuildFailed as exc:
+            gate.status = "failed"
+            gate.detail = f"{exc} — {exc.stage} log: {exc.log}"
+            gate.extra["error"] = exc.tail.splitlines()[:25]
+            return
+        from pinset.build.cmake import cmake_cache_value
+
+        if cuda:
+            self._gpu = built
+        else:
+            self._cpu = built
+        if cuda or not o.cuda:
+            out.cmake_flags = built.cmake_flags
+            out.ccache = cmake_cache_value(built.build_dir, "GGML_CCACHE_FOUND")
+        missing_bins = [t for t in targets if not (built.bin_dir / t).is_file()]
+        if missing_bins:
+            gate.status, gate.detail = "failed", f"built, but {', '.join(missing_bins)} not in {built.bin_dir}"
+            return
+        gate.status = "passed"
+        gate.detail = f"{len(targets)} targets, " + ("cached (ninja: no work to do)" if built.cached else "built")
+        gate.extra.update({"cached": built.cached, "targets": targets, "build_dir": str(built.build_dir),
+                           "cmake_flags": built.cmake_flags})
+
+    def _ctest_targets(self, built: BuiltTree, cuda: bool) -> list[str]:
+        """Binaries the pins' ctest checks need, read from ctest's own test list."""
+        names = [c.name for c in self.checks if c.kind == "ctest"]
+        if not names or (self.options.cuda and not cuda):
+            return []
+        listing = runner.run(["ctest", "--show-only=json-v1"], cwd=built.build_dir, timeout=120)
+        return plan.ctest_targets(listing.stdout, names) if listing.ok else []
+
+    # --- test-backend-ops -----------------------------------------------------------------
+    def _backend_ops(self, built: BuiltTree, op: str, backend: str, params: str | None, mode: str, log: Path):
+        argv = [str(built.bin_dir / "test-backend-ops"), mode, "-o", op, "-b", backend]
+        if params:
+            argv += ["-p", params]
+        done = runner.run(argv, cwd=built.build_dir, timeout=self.options.op_timeout, log=log)
+        output = parse_backend_ops(done.stdout)
+        verdict = judge_backend_ops(output, backend, returncode=done.returncode, signal_name=done.signal_name,
+                                    timed_out=done.timed_out, raw_text=done.stdout + "\n" + done.stderr, mode=mode)
+        return verdict, done
+
+    def _op_gate(self, gate: GateResult, built: BuiltTree, runs: list[tuple[str, str | None]], backend: str,
+                 log: Path) -> None:
+        gate.ops, problems = [], []
+        log.unlink(missing_ok=True)
+        for op, params in runs:
+            verdict, _ = self._backend_ops(built, op, backend, params, "test", log)
+            counts = [c for c in verdict.ops if c.op == op] or [OpCount(op, backend, 0, 0, verdict.not_supported, [])]
+            for count in counts:
+                count.params = params
+                gate.ops.append(count)
+            if verdict.device:
+                gate.extra["device"] = verdict.device
+            if not verdict.ok:
+                problems.append(f"{op}: {verdict.detail}")
+        gate.status = "failed" if problems else "passed"
+        summary = ", ".join(c.short() for c in gate.ops)
+        gate.detail = summary + (f" — {'; '.join(problems)}" if problems else "")
+        gate.extra["log"] = str(log)
+
+    def _cpu_backend_ops(self, gate: GateResult, types: list[str], logs: Path) -> None:
+        runs = plan.cpu_gate_runs(types, self.checks, self.options.cpu_params)
+        gate.extra["types"] = types
+        self._op_gate(gate, self._cpu, runs, "CPU", logs / "cpu-backend-ops.log")
+
+    def _gpu_backend_ops(self, gate: GateResult, logs: Path) -> None:
+        self._op_gate(gate, self._gpu, [(op, None) for op in self.options.ops], self.options.backend,
+                      logs / "backend-ops.log")
+
+    # --- ctest ----------------------------------------------------------------------------
+    def _ctest(self, built: BuiltTree, name: str, log: Path):
+        argv = ["ctest", "-R", f"^{plan.ctest_regex_escape(name)}$", "--output-on-failure",
+                "--timeout", str(int(self.options.ctest_timeout))]
+        done = runner.run(argv, cwd=built.build_dir, timeout=self.options.ctest_timeout + 60, log=log)
+        return judge_ctest(parse_ctest(done.stdout), returncode=done.returncode, timed_out=done.timed_out,
+                           expected=name), done
+
+    def _ctest_gate(self, gate: GateResult, built: BuiltTree, name: str, log: Path) -> None:
+        log.unlink(missing_ok=True)
+        verdict, done = self._ctest(built, name, log)
+        gate.status = "passed" if verdict.ok else "failed"
+        gate.detail = f"{name}: {verdict.cases} test run, passed" if verdict.ok else \
+            f"{name}: {verdict.detail} — last lines: {' | '.join(last_lines(done.stdout, 4).splitlines())}"
+        gate.extra["log"] = str(log)
+
+    # --- feature checks -------------------------------------------------------------------
+    def _feature_checks(self, gate: GateResult, item: BuildInput, logs: Path, out: BuildVerification) -> None:
+        o = self.options
+        built, backend, where = (self._gpu, o.backend, "GPU") if o.cuda else (self._cpu, "CPU", "CPU")
+        log = logs / "feature-checks.log"
+        log.unlink(missing_ok=True)
+        gate.checks = []
+        for pin in self.pinset.pins:
+            if pin.unchecked:
+                gate.checks.append(CheckResult(pin.id, "unchecked", "unchecked", 0, pin.unchecked))
+                continue
+            if not pin.checks:
+                out.not_tested.append({"what": f"pin {pin.id}", "why": "declares no feature check and no `unchecked:` reason"})
+                continue
+            status = item.pin_status.get(pin.id)
+            for check in pin.checks:
+                if status not in ("applied", "upstream"):
+                    gate.checks.append(CheckResult(pin.id, check.describe(), "not-run", 0, f"pin is {status} on this build"))
+                    continue
+                started = time.monotonic()
+                result = self._run_check(pin.id, check, built, backend, log)
+                result.seconds = time.monotonic() - started
+                gate.checks.append(result)
+        ran = [c for c in gate.checks if c.status != "unchecked"]
+        passed = [c for c in ran if c.status == "passed"]
+        unchecked = [c for c in gate.checks if c.status == "unchecked"]
+        gate.extra.update({"where": where, "backend": backend, "log": str(log)})
+        if not ran:
+            gate.status, gate.extra["not_requested"] = "not-run", True
+            gate.detail = "no pin declares a feature check" + (f" ({len(unchecked)} unchecked)" if unchecked else "")
+            out.not_tested.append({"what": "feature checks", "why": "no pin declares one"})
+            return
+        gate.status = "passed" if len(passed) == len(ran) else "failed"
+        gate.detail = f"{len(passed)}/{len(ran)} feature checks on {where}"
+        if unchecked:
+            gate.detail += f"; {len(unchecked)} pin(s) unchecked: " + ", ".join(f"{c.pin} ({c.detail})" for c in unchecked)
+        bad = [c for c in ran if c.status != "passed"]
+        if bad:
+            gate.detail += " — " + "; ".join(f"{c.pin} {c.check}: {c.detail}" for c in bad)
+
+    def _run_check(self, pin_id: str, check: FeatureCheck, built: BuiltTree, backend: str, log: Path) -> CheckResult:
+        name = check.describe()
+        if check.kind == "backend-op":
+            verdict, _ = self._backend_ops(built, check.op, backend, check.params, check.mode, log)
+            cases = verdict.measured if check.mode == "perf" else verdict.cases_run
+            problems = list(verdict.problems)
+            if verdict.not_supported and not problems:
+                problems.append(f"{verdict.not_supported} matching cases not supported on {backend}")
+            if problems:
+                return CheckResult(pin_id, name, "failed", cases, "; ".join(problems))
+            counts = ", ".join(c.short() for c in verdict.ops)
+            return CheckResult(pin_id, name, "passed", cases, f"{counts} on {backend}" if check.mode == "test"
+                               else f"{cases} cases measured on {backend}")
+        if check.kind == "ctest":
+            verdict, _ = self._ctest(built, check.name, log)
+            return CheckResult(pin_id, name, "passed" if verdict.ok else "failed", verdict.cases, verdict.detail)
+        argv = plan.substitute(check.argv, bin_dir=built.bin_dir, build_dir=built.build_dir,
+                               source_dir=built.source_dir)
+        done = runner.run(argv, cwd=built.source_dir, timeout=check.timeout, log=log)
+        text = strip_ansi(done.stdout + "\n" + done.stderr)
+        matches = len(re.findall(check.expect, text, re.M))
+        if not done.ok:
+            return CheckResult(pin_id, name, "failed", matches,
+                               f"{done.describe()}: {' | '.join(last_lines(text, 4).splitlines())}")
+        if matches == 0:
+            return CheckResult(pin_id, name, "failed", 0,
+                               f"output does not match /{check.expect}/: {' | '.join(last_lines(text, 3).splitlines())}")
+        return CheckResult(pin_id, name, "passed", matches, f"{matches} match(es) of /{check.expect}/")
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", text).strip("_")

@@ -1,0 +1,132 @@
+"""What to test for a pin set: the types the pins touch, the targets the gates need, check argv.
+
+Pure functions, so the choices can be tested without building anything.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from pathlib import Path
+
+from pinset.config.schema import FeatureCheck, PinSpec
+
+BASE_TARGETS = ["test-backend-ops", "test-chat"]
+CPU_GATE_OPS = ["MUL_MAT", "MUL_MAT_ID"]
+DEFAULT_GPU_OPS = ["MUL_MAT", "MUL_MAT_ID", "PAD", "GET_ROWS"]
+TYPE_SYMBOL_RE = re.compile(r"^GGML_TYPE_([A-Z0-9_]+)$")
+NOT_TYPES = {"COUNT"}
+TYPE_NAME_RE = re.compile(r"\[GGML_TYPE_(?P<sym>[A-Z0-9_]+)\]\s*=\s*\{[^{}]*?\.type_name\s*=\s*\"(?P<name>[^\"]+)\"", re.S)
+
+# Placeholders a `command` check's argv may use; see docs/verify.md.
+PLACEHOLDERS = ("bin", "build", "src")
+
+
+def ggml_type_names(ggml_c: str | None) -> dict[str, str]:
+    """GGML_TYPE_* suffix -> the name test-backend-ops prints (type_traits in ggml/src/ggml.c)."""
+    if not ggml_c:
+        return {}
+    return {m["sym"]: m["name"] for m in TYPE_NAME_RE.finditer(ggml_c)}
+
+
+def pin_types(symbols: set[str], names: dict[str, str]) -> list[str]:
+    """The test-backend-ops type names of the GGML_TYPE_* symbols on the pins' added lines.
+
+    F32 is dropped when other types are there: nearly every mat-mul line names it as the
+    activation type (type_b), and f32 weights are the bulk of the MUL_MAT cases.
+    """
+    found = set()
+    for symbol in symbols:
+        m = TYPE_SYMBOL_RE.match(symbol)
+        if m and m.group(1) not in NOT_TYPES:
+            found.add(m.group(1))
+    if len(found) > 1:
+        found.discard("F32")
+    return sorted(names.get(t, t.lower()) for t in found)
+
+
+def types_params_regex(types: list[str]) -> str | None:
+    """A `-p` filter selecting MUL_MAT / MUL_MAT_ID cases whose weight type is one of `types`."""
+    if not types:
+        return None
+    return "type_a=(" + "|".join(re.escape(t) for t in types) + "),"
+
+
+def cpu_gate_runs(types: list[str], checks: list[FeatureCheck], params_override: str | None = None) -> list[tuple[str, str | None]]:
+    """(op, params regex) pairs for the CPU gate: MUL_MAT/MUL_MAT_ID with the pins' types, then
+    the ops of the pins' backend-op checks with their own filters (test mode only)."""
+    params = params_override if params_override is not None else types_params_regex(types)
+    runs: list[tuple[str, str | None]] = [(op, params) for op in CPU_GATE_OPS]
+    for check in checks:
+        if check.kind == "backend-op" and check.mode == "test" and (check.op, check.params) not in runs:
+            runs.append((check.op, check.params))
+    return runs
+
+
+def parse_ops(text: str | None) -> list[str]:
+    if not text:
+        return list(DEFAULT_GPU_OPS)
+    ops = [o.strip() for o in text.split(",") if o.strip()]
+    for op in ops:
+        if not re.fullmatch(r"[A-Z][A-Z0-9_]*", op):
+            from pinset.errors import PinsetError
+
+            raise PinsetError(f"--ops: malformed op name {op!r} (e.g. MUL_MAT,PAD)")
+    if not ops:
+        from pinset.errors import PinsetError
+
+        raise PinsetError("--ops: empty list")
+    return ops
+
+
+def command_targets(check: FeatureCheck) -> list[str]:
+    """Programs a command check runs from the build: argv items `{bin}/NAME` -> target NAME."""
+    targets = []
+    for arg in check.argv:
+        m = re.fullmatch(r"\{bin\}/([A-Za-z0-9_.+-]+)", arg)
+        if m:
+            targets.append(m.group(1))
+    return targets
+
+
+def substitute(argv: tuple[str, ...], *, bin_dir: Path, build_dir: Path, source_dir: Path) -> list[str]:
+    """Replace {bin}, {build} and {src} in each argument; other braces are left alone."""
+    values = {"bin": str(bin_dir), "build": str(build_dir), "src": str(source_dir)}
+    return [re.sub(r"\{(bin|build|src)\}", lambda m: values[m.group(1)], arg) for arg in argv]
+
+
+def pin_ref(spec: PinSpec) -> str:
+    """PR pins: the reviewed commit. Patch pins: sha256 of the series (file bytes in order), 12 hex."""
+    if spec.patches is None:
+        return spec.commit or ""
+    h = hashlib.sha256()
+    for patch in spec.patch_files():
+        h.update(patch.read_bytes())
+    return h.hexdigest()[:12]
+
+
+def ctest_regex_escape(name: str) -> str:
+    """Escape a test name for ctest -R (CMake regex: no \\Q, escape metacharacters one by one)."""
+    return re.sub(r"([.+*?\[\]()^$|\\])", r"\\\1", name)
+
+
+def ctest_targets(show_only_json: str, names: list[str]) -> list[str]:
+    """The executables (= CMake targets) that the named tests run, from `ctest --show-only=json-v1`.
+
+    ctest lists a test's command only once its executable exists; before the first build the
+    test's own name is the target (llama_build_and_test names both alike).
+    """
+    import json
+
+    try:
+        tests = json.loads(show_only_json).get("tests", [])
+    except ValueError:
+        return []
+    targets = []
+    for test in tests:
+        if test.get("name") not in names:
+            continue
+        target = Path(test["command"][0]).name if test.get("command") else test["name"]
+        if target not in targets:
+            targets.append(target)
+    return targets

@@ -1,0 +1,136 @@
+"""test-backend-ops parser and verdict on real captured output (tests/fixtures/backend-ops/README.md)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pinset.checks.backend_ops import judge_backend_ops, parse_backend_ops
+from pinset.checks.text import strip_ansi
+
+FIX = Path(__file__).parent / "fixtures" / "backend-ops"
+
+
+def load(name: str) -> str:
+    return (FIX / name).read_text(encoding="utf-8", errors="replace")
+
+
+def judge(name: str, backend: str, returncode=0, mode="test", **kw):
+    text = load(name)
+    return judge_backend_ops(parse_backend_ops(text), backend, returncode=returncode, raw_text=text, mode=mode, **kw)
+
+
+@pytest.mark.parametrize("op,passed,not_supported", [
+    ("MUL_MAT", 1304, 385), ("MUL_MAT_ID", 931, 14), ("PAD", 34, 0), ("GET_ROWS", 216, 24)])
+def test_h200_passes(op, passed, not_supported):
+    out = parse_backend_ops(load(f"h200-test-{op}.log"))
+    cuda = out.backend("CUDA0")
+    assert cuda.description == "NVIDIA H200" and cuda.status == "OK" and cuda.summary == (passed, passed)
+    assert out.backend("CPU").skipped == "Skipping"
+    assert out.cuda_devices == [{"index": 0, "name": "NVIDIA H200", "compute_capability": "9.0"}]
+    assert out.backends_passed == (2, 2) and out.final == "OK"
+    verdict = judge(f"h200-test-{op}.log", "CUDA0")
+    assert verdict.ok, verdict.problems
+    assert [(o.op, o.passed, o.total, o.not_supported, o.failures) for o in verdict.ops] == \
+        [(op, passed, passed, not_supported, [])]
+    assert verdict.device == "NVIDIA H200"
+
+
+def test_a_backend_that_was_skipped_is_not_a_pass():
+    # the same H200 run, asked about CPU: that section only says "Skipping"
+    verdict = judge("h200-test-PAD.log", "CPU")
+    assert not verdict.ok and "skipped" in verdict.detail and verdict.cases_run == 0
+
+
+def test_perf_counts_measured_cases():
+    verdict = judge("h200-perf-mm-iq1_s.log", "CUDA0", mode="perf")
+    assert verdict.ok and verdict.measured == 7 and verdict.ops[0].short() == "MUL_MAT 7/7"
+
+
+def test_truncated_output_is_not_a_pass():
+    # an excerpt that ends before `Backend CUDA0: OK` (the run was cut short)
+    verdict = judge("h200-perf-mm-iq2_xs.log", "CUDA0", mode="perf")
+    assert not verdict.ok and "no `Backend CUDA0: OK` line" in verdict.detail
+
+
+def test_timeout_is_red_and_shows_the_last_lines():
+    verdict = judge("h200-test-PAD.log", "CUDA0", returncode=None, timed_out=True)
+    assert not verdict.ok and "timed out" in verdict.detail and "last output:" in verdict.detail
+
+
+def test_ansi_codes_are_stripped():
+    raw = "  MUL_MAT(type_a=f32): \x1b[1;32mOK\x1b[0m\n"
+    assert strip_ansi(raw) == "  MUL_MAT(type_a=f32): OK\n"
+
+
+# --- CPU captures (this machine's CPU build of 0c1e570, raw output with ANSI colour codes) -------
+
+def test_cpu_pass_with_ansi_codes():
+    raw = load("cpu-test-MUL_MAT-iq1-pass.log")
+    assert "\x1b[1;32mOK" in raw
+    out = parse_backend_ops(raw)
+    cpu = out.backend("CPU")
+    assert cpu.status == "OK" and cpu.summary == (28, 28) and cpu.description == "AMD EPYC"
+    assert {c.params.split(",")[0] for c in cpu.cases} == {"type_a=iq1_s", "type_a=iq1_m"}
+    verdict = judge("cpu-test-MUL_MAT-iq1-pass.log", "CPU")
+    assert verdict.ok and verdict.ops[0].short() == "MUL_MAT 28/28"
+
+
+def test_missing_backend_is_red_although_the_program_says_ok():
+    # `-b CUDA0` on a CPU-only build: every device "Skipping", "1/1 backends passed", OK, exit 0
+    out = parse_backend_ops(load("cpu-build-b-CUDA0-missing-backend.log"))
+    assert out.final == "OK" and out.backends_passed == (1, 1)
+    verdict = judge("cpu-build-b-CUDA0-missing-backend.log", "CUDA0")
+    assert not verdict.ok and "backend CUDA0 not found (devices listed: CPU)" in verdict.detail
+
+
+def test_zero_cases_is_red_although_the_program_says_ok():
+    verdict = judge("cpu-zero-cases.log", "CPU")
+    assert not verdict.ok and verdict.cases_run == 0 and "zero tests run" in verdict.detail
+
+
+def test_not_supported_cases_are_not_run_cases():
+    out = parse_backend_ops(load("cpu-not-supported.log"))
+    cases = out.backend("CPU").cases
+    assert len(cases) == 33 and all(c.status == "not-supported" for c in cases)
+    verdict = judge("cpu-not-supported.log", "CPU")
+    assert not verdict.ok and verdict.not_supported == 33
+    assert "zero tests run (33 not supported)" in verdict.detail
+    assert verdict.ops[0].not_supported == 33 and verdict.ops[0].total == 0
+
+
+def test_abort_before_any_output_reached_the_pipe():
+    # an invalid -p regex: std::regex_error -> terminate -> SIGABRT; stdout was still buffered
+    stdout, stderr = load("cpu-abort-regex.stdout"), load("cpu-abort-regex.stderr")
+    verdict = judge_backend_ops(parse_backend_ops(stdout), "CPU", returncode=-6, signal_name="SIGABRT",
+                                raw_text=stdout + "\n" + stderr)
+    assert not verdict.ok
+    assert "killed by SIGABRT" in verdict.detail and "regex_error" in verdict.detail
+
+
+def test_killed_mid_run_has_no_summary_and_is_red():
+    text = load("cpu-killed-sigabrt.stdout")
+    out = parse_backend_ops(text)
+    cpu = out.backend("CPU")
+    assert cpu.summary is None and cpu.status is None and len(cpu.cases) > 100
+    verdict = judge_backend_ops(out, "CPU", returncode=-6, signal_name="SIGABRT", raw_text=text)
+    assert not verdict.ok and "killed by SIGABRT" in verdict.detail and "last output:" in verdict.detail
+
+
+def test_failures_with_err_prefix_and_failing_tests_block():
+    # a test-backend-ops whose IQ1_M tolerance was made negative (see README): real ERR/FAIL output
+    raw = load("cpu-fail-err-iq1_m.log")
+    out = parse_backend_ops(raw)
+    cpu = out.backend("CPU")
+    assert cpu.summary == (23, 28) and cpu.status == "FAIL" and out.final == "FAIL"
+    assert len(out.failing_tests) == 5 and all(t.startswith("MUL_MAT(type_a=iq1_m,") for t in out.failing_tests)
+    failed = [c for c in cpu.cases if c.status == "failed"]
+    assert [c.name for c in failed] == out.failing_tests          # the ERR text ahead of the name is not the name
+    assert failed[0].detail == "[MUL_MAT] ERR = 0.000000000 > -1.000000000"
+    verdict = judge("cpu-fail-err-iq1_m.log", "CPU", returncode=1)
+    assert not verdict.ok and "5 failing tests" in verdict.detail
+    (count,) = verdict.ops
+    assert (count.passed, count.total, len(count.failures)) == (23, 28, 5)
+    assert count.failures[0].endswith(": [MUL_MAT] ERR = 0.000000000 > -1.000000000")
+    assert count.failures[0].startswith("MUL_MAT(type_a=iq1_m,type_b=f32,m=16,n=8,k=256,")

@@ -1,0 +1,49 @@
+"""ctest output parser on real ctest runs (tests/fixtures/ctest/README: how each was captured)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pinset.checks.ctest import judge_ctest, parse_ctest
+
+FIX = Path(__file__).parent / "fixtures" / "ctest"
+
+
+def load(name: str) -> str:
+    return (FIX / name).read_text()
+
+
+def test_pass():
+    out = parse_ctest(load("ctest-pass.log"))
+    assert [(c.name, c.status) for c in out.cases] == [("test-pass", "passed")]
+    assert (out.total, out.failed) == (1, 0)
+    verdict = judge_ctest(out, returncode=0, expected="test-pass")
+    assert verdict.ok and verdict.cases == 1
+
+
+@pytest.mark.parametrize("name,status,words", [
+    ("ctest-fail.log", "failed", "***Failed"),
+    ("ctest-abort.log", "crashed", "Subprocess aborted"),
+    ("ctest-segv.log", "crashed", "SegFault"),
+    ("ctest-timeout.log", "timeout", "***Timeout"),
+    ("ctest-missing.log", "not-run", "***Not Run"),
+])
+def test_red_outcomes(name, status, words):
+    out = parse_ctest(load(name))
+    assert len(out.cases) == 1 and out.cases[0].status == status
+    verdict = judge_ctest(out, returncode=8)
+    assert not verdict.ok and words in verdict.detail
+
+
+def test_no_test_matched_is_red_although_ctest_exits_0():
+    out = parse_ctest(load("ctest-none.log"))
+    assert out.no_tests and not out.cases
+    verdict = judge_ctest(out, returncode=0, expected="test-chat")
+    assert not verdict.ok and "zero tests run" in verdict.detail
+
+
+def test_the_named_test_must_be_the_one_that_ran():
+    verdict = judge_ctest(parse_ctest(load("ctest-pass.log")), returncode=0, expected="test-chat")
+    assert not verdict.ok and "did not run" in verdict.detail

@@ -1,0 +1,167 @@
+"""The gate pipeline end to end on a stand-in tree: real git, real CMake/Ninja/ctest builds, and
+programs that replay real captured test-backend-ops output (fixtures/verify/stand-in/replay.c).
+
+What is under test is verify's orchestration: gate order, stop at the first red gate, the other
+builds still verified, feature checks (all three kinds + unchecked), JSON/markdown, exit codes.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from pinset.cli import main
+from conftest import write_pins
+
+FIX = Path(__file__).parent / "fixtures"
+STAND_IN = FIX / "verify" / "stand-in"
+OPS = FIX / "backend-ops"
+
+pytestmark = pytest.mark.skipif(not (shutil.which("cmake") and shutil.which("ninja") and shutil.which("cc")
+                                     and shutil.which("ctest")), reason="cmake, ninja, ctest and cc are needed")
+
+
+def stand_in_files(mul_mat="cpu-test-MUL_MAT-iq1_s.log", chat_exit=None, mul_mat_exit=None) -> dict:
+    files = {name: (STAND_IN / name).read_text() for name in ("CMakeLists.txt", "replay.c", "chat.c")}
+    files["replay/test-MUL_MAT-CPU.log"] = (OPS / mul_mat).read_text()
+    files["replay/test-MUL_MAT_ID-CPU.log"] = (OPS / "cpu-test-MUL_MAT_ID-iq1_s.log").read_text()
+    files["replay/chat.exit"] = chat_exit
+    files["replay/test-MUL_MAT-CPU.exit"] = mul_mat_exit
+    return files
+
+
+@pytest.fixture
+def upstream(make_repo):
+    repo = make_repo("upstream")
+    repo.commit("v1", {k: v for k, v in stand_in_files().items() if v is not None})
+    repo.tag("v1")
+    repo.commit("v2: test-chat broken", {"replay/chat.exit": "1\n"})
+    repo.tag("v2")
+    repo.git("checkout", "-q", "v1")
+    repo.commit("v3: test-backend-ops aborts", {"replay/test-MUL_MAT-CPU.log": (OPS / "cpu-killed-sigabrt.stdout").read_text(),
+                                               "replay/test-MUL_MAT-CPU.exit": "ABRT\n"})
+    repo.tag("v3")
+    repo.git("checkout", "-q", "master")
+    return repo
+
+
+@pytest.fixture
+def pin_set(tmp_path, make_repo, upstream):
+    work = make_repo("work")
+    work.commit("base", {"README": "x\n"})
+    work.commit("feature", {"feature.txt": "feature on\nfeature on again\n"})
+    work.format_patch("HEAD~1..HEAD", tmp_path / "patches" / "feature")
+    work.commit("docs", {"docs/notes.md": "how pinned builds are configured\n"})
+    work.format_patch("HEAD~1..HEAD", tmp_path / "patches" / "docs")
+    return write_pins(tmp_path / "pins.yaml", """
+        upstream: upstream
+        builds: [v1, v2, v3]
+        pins:
+          - id: feature
+            patches: patches/feature
+            checks:
+              - backend-op: {op: MUL_MAT, params: "type_a=iq1_s,"}
+              - ctest: {name: test-grammar-parser}
+              - command: {argv: ["cat", "{src}/feature.txt"], expect: "^feature on", timeout: 30}
+          - id: docs
+            patches: patches/docs
+            unchecked: documentation only
+        """)
+
+
+def run_verify(pins: Path, tmp_path: Path, *extra: str) -> tuple[int, dict]:
+    out = tmp_path / "verify.json"
+    code = main(["verify", "-c", str(pins), "--json", str(out), "--markdown", str(tmp_path / "verify.md"),
+                 "--no-progress", "-j", "2", *extra])
+    return code, json.loads(out.read_text())
+
+
+def gates(build: dict) -> dict:
+    return {g["name"]: g for g in build["gates"]}
+
+
+def test_gates_stop_per_build_and_every_build_is_verified(pin_set, tmp_path):
+    code, doc = run_verify(pin_set, tmp_path)
+    assert code == 1 and doc["kind"] == "verify" and doc["schema"] == 1 and not doc["ok"]
+    v1, v2, v3 = doc["builds"]
+
+    # v1: every CPU gate and every feature check green; the GPU gates not requested
+    g = gates(v1)
+    assert v1["ok"], v1
+    assert [g[n]["status"] for n in ("cpu-build", "cpu-backend-ops", "cpu-test-chat", "feature-checks")] == ["passed"] * 4
+    assert all(g[n]["status"] == "not-run" and g[n]["not_requested"] for n in ("cuda-build", "test-chat", "backend-ops"))
+    # MUL_MAT and MUL_MAT_ID (no GGML_TYPE_* in these pins: no -p filter), then the backend-op check's op
+    assert [(o["op"], o.get("params"), o["passed"], o["total"]) for o in g["cpu-backend-ops"]["ops"]] == \
+        [("MUL_MAT", None, 14, 14), ("MUL_MAT_ID", None, 4, 4), ("MUL_MAT", "type_a=iq1_s,", 14, 14)]
+    checks = {c["check"].split()[0]: c for c in g["feature-checks"]["checks"]}
+    assert checks["backend-op"]["status"] == "passed" and checks["backend-op"]["cases"] == 14
+    assert checks["ctest"]["status"] == "passed" and checks["ctest"]["cases"] == 1
+    assert checks["command"]["status"] == "passed" and checks["command"]["cases"] == 2
+    assert checks["unchecked"]["status"] == "unchecked" and checks["unchecked"]["detail"] == "documentation only"
+    assert g["feature-checks"]["detail"].startswith("3/3 feature checks on CPU; 1 pin(s) unchecked")
+    assert "test-grammar-parser" in g["cpu-build"]["targets"]          # found through ctest --show-only
+    assert [p["id"] for p in v1["pins"]] == ["feature", "docs"] and all(len(p["ref"]) == 12 for p in v1["pins"])
+    assert "-DGGML_NATIVE=OFF" in v1["cmake_flags"]
+
+    # v2: red at cpu-test-chat, the rest not run (and says why)
+    g = gates(v2)
+    assert not v2["ok"] and g["cpu-test-chat"]["status"] == "failed" and "Failed" in g["cpu-test-chat"]["detail"]
+    assert g["feature-checks"]["status"] == "not-run" and "cpu-test-chat failed" in g["feature-checks"]["detail"]
+
+    # v3: test-backend-ops dies by SIGABRT -> red at cpu-backend-ops with the last output lines
+    g = gates(v3)
+    assert g["cpu-backend-ops"]["status"] == "failed"
+    assert "killed by SIGABRT" in g["cpu-backend-ops"]["detail"] and "last output:" in g["cpu-backend-ops"]["detail"]
+    assert g["cpu-test-chat"]["status"] == "not-run"
+
+    md = (tmp_path / "verify.md").read_text()
+    assert "| cpu-test-chat | failed |" in md and "3/3 feature checks on CPU" in md
+
+
+def test_unchanged_reverify_does_not_rebuild(pin_set, tmp_path):
+    write_pins(pin_set, pin_set.read_text().replace("builds: [v1, v2, v3]", "builds: [v1]"))
+    code, first = run_verify(pin_set, tmp_path)
+    assert code == 0 and first["ok"] and gates(first["builds"][0])["cpu-build"]["cached"] is False
+    code, again = run_verify(pin_set, tmp_path)
+    build = gates(again["builds"][0])["cpu-build"]
+    assert code == 0 and build["cached"] is True and "no work to do" in build["detail"]
+
+
+def test_a_check_that_matches_nothing_is_red(pin_set, tmp_path):
+    text = pin_set.read_text().replace("builds: [v1, v2, v3]", "builds: [v1]").replace('"^feature on"', '"^feature off"')
+    write_pins(pin_set, text)
+    code, doc = run_verify(pin_set, tmp_path)
+    fc = gates(doc["builds"][0])["feature-checks"]
+    assert code == 1 and fc["status"] == "failed" and fc["detail"].startswith("2/3 feature checks on CPU")
+    bad = [c for c in fc["checks"] if c["status"] == "failed"]
+    assert len(bad) == 1 and bad[0]["cases"] == 0 and "does not match" in bad[0]["detail"]
+
+
+def test_required_pin_that_does_not_apply_means_nothing_is_built(pin_set, tmp_path, make_repo):
+    other = make_repo("other")
+    other.commit("base", {"chat.c": "different\n"})
+    other.commit("conflicting", {"chat.c": "different and changed\n"})
+    other.format_patch("HEAD~1..HEAD", tmp_path / "patches" / "conflict")
+    text = pin_set.read_text().replace("builds: [v1, v2, v3]", "builds: [v1]") + \
+        "  - id: conflict\n    patches: patches/conflict\n    unchecked: test\n"
+    write_pins(pin_set, text)
+    code, doc = run_verify(pin_set, tmp_path)
+    build = doc["builds"][0]
+    assert code == 1 and not build["ok"]
+    assert all(g["status"] == "not-run" for g in build["gates"])
+    assert "required pins not in the tree: conflict" in gates(build)["cpu-build"]["detail"]
+
+
+def test_toolchain_and_usage_errors_are_one_line_exit_2(pin_set, tmp_path, capsys, monkeypatch):
+    assert main(["verify", "-c", str(pin_set), "--ops", "mul_mat"]) == 2
+    assert main(["verify", "-c", str(pin_set), "--cuda-flags=-DGGML_CUDA_FA=OFF"]) == 2
+    empty = tmp_path / "empty-bin"
+    empty.mkdir()
+    monkeypatch.setenv("PATH", str(empty))
+    assert main(["verify", "-c", str(pin_set)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1] == "pinset verify: error: cmake not found on PATH (install CMake >= 3.14)"
+    assert not (tmp_path / "cache" / "builds").exists()
