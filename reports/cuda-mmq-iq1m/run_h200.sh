@@ -12,7 +12,10 @@
 # then the final head's MUL_MAT set, and a second base sweep for the A/A noise if time is left.
 # Device-only change: test-backend-ops' perf loop runs >= 0.5 s per case instead of >= 1 s (both binaries).
 #
-# usage (repo root, on the device): bash reports/cuda-mmq-iq1m/run_h200.sh      output: $OUT
+# MODE=final (second call): only the head with the committed 0001+0002+0003 is built; its whole MUL_MAT and
+# MUL_MAT_ID sets are run (test-*-final.log), then a head perf sweep if time is left.
+#
+# usage (repo root, on the device): [MODE=final] bash reports/cuda-mmq-iq1m/run_h200.sh      output: $OUT
 set -uo pipefail
 
 REPO=$(pwd)
@@ -62,7 +65,7 @@ run_test() { # run_test <bin label> <op> <log name>
     local t=$(el)
     "$W/tbo-$1" test -b CUDA0 -o "$2" -j 4 > "$OUT/$3" 2>&1
     local rc=$?
-    log "test $2 ($1) rc=$rc in $(( $(el) - t ))s: $(grep -E 'tests passed' "$OUT/$3" | tail -1 | xargs) | $(grep -c 'Backend CUDA0: OK' "$OUT/$3") x 'Backend CUDA0: OK'"
+    log "test $2 ($1) rc=$rc in $(( $(el) - t ))s: $(grep -E 'tests passed' "$OUT/$3" | tail -1 | xargs) | $(sed 's/\x1b\[[0-9;]*m//g' "$OUT/$3" | grep -c 'Backend CUDA0: OK') x 'Backend CUDA0: OK'"
     grep -E "FAIL|ERR =" "$OUT/$3" | head -20 >> "$OUT/run.log"
 }
 
@@ -92,6 +95,19 @@ P1=$(ls "$PD"/0001-*.patch); P2=$(ls "$PD"/0002-*.patch); P3=$(ls "$PD"/0003-*.p
 
 # ---------------------------------------------------------------- base (+ tests) and head builds
 apply_patch "$P2"
+if [ "${MODE:-full}" = final ]; then
+    sed -i 's|} while (total_time_us < 1000\*1000); // run for at least 1 second|} while (total_time_us < 500*1000); // device run: at least 0.5 s|' tests/test-backend-ops.cpp
+    apply_patch "$P1"
+    [ -n "$P3" ] || { log "MODE=final needs 0003"; exit 1; }
+    apply_patch "$P3"
+    build head3
+    run_test head3 MUL_MAT    test-MUL_MAT-final.log
+    run_test head3 MUL_MAT_ID test-MUL_MAT_ID-final.log
+    fits 70 && run_perf head3-c head3 "$DENSE_RE" "$MOE_RE"
+    log "done (MODE=final)"
+    grep -E "^\[" "$OUT/run.log" | tail -20
+    exit 0
+fi
 sed -i 's|} while (total_time_us < 1000\*1000); // run for at least 1 second|} while (total_time_us < 500*1000); // device run: at least 0.5 s|' tests/test-backend-ops.cpp
 grep -q 'total_time_us < 500\*1000' tests/test-backend-ops.cpp && log "perf loop: >= 0.5 s per case" || log "WARN: perf loop sed did not apply"
 build base "$TOOLS"      # the tools' own objects are built once here; later builds relink them
