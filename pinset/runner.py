@@ -131,10 +131,14 @@ def run_streaming(
             write_log(log, result, cwd=cwd, env=env)
         return result
     lines: list[str] = []
+    live = _open_live_log(log, args, cwd, env)
 
     def pump() -> None:
         for line in proc.stdout:
             lines.append(line)
+            if live is not None:
+                live.write(line)
+                live.flush()
             if on_line is not None:
                 try:
                     on_line(line.rstrip("\n"))
@@ -163,6 +167,23 @@ def run_streaming(
     reader.join(timeout=10)
     result = Completed(args, None if timed_out else proc.returncode, "".join(lines), "",
                        time.monotonic() - started, timed_out=timed_out)
-    if log is not None:
-        write_log(log, result, cwd=cwd, env=env)
+    if live is not None:
+        live.write(f"# {result.describe()} in {result.seconds:.1f} s\n")
+        live.close()
     return result
+
+
+def _open_live_log(log: Path | None, args: tuple[str, ...], cwd, env):
+    """A log that grows while the program runs (a long build can be followed with tail -f)."""
+    import shlex
+
+    if log is None:
+        return None
+    log.parent.mkdir(parents=True, exist_ok=True)
+    fh = log.open("a", encoding="utf-8")
+    prefix = " ".join(f"{k}={shlex.quote(v)}" for k, v in (env or {}).items())
+    fh.write(f"$ {(prefix + ' ') if prefix else ''}{shlex.join(args)}\n")
+    if cwd:
+        fh.write(f"# cwd: {cwd}\n")
+    fh.flush()
+    return fh

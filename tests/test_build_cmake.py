@@ -8,7 +8,7 @@ import time
 import pytest
 
 from pinset.build.cmake import (BuildFailed, NINJA_STEP_RE, build_key, cmake_cache_value, cmake_flags,
-                                ensure_build, parse_compute_caps)
+                                configured_compilers, ensure_build, parse_compute_caps)
 from pinset.errors import ToolchainError
 from pinset.store import Store
 from pinset.upstream.mirror import Mirror
@@ -83,6 +83,7 @@ def test_flags_come_from_the_tree_and_key_the_cache(tiny):
     assert {"-DBUILD_SHARED_LIBS=OFF", "-DGGML_NATIVE=OFF", "-DCMAKE_BUILD_TYPE=Release",
             "-DLLAMA_CURL=OFF", "-DLLAMA_BUILD_SERVER=OFF"} <= set(built.cmake_flags)
     assert cmake_cache_value(built.build_dir, "CMAKE_BUILD_TYPE") == "Release"
+    assert configured_compilers(built.build_dir)["C"].split()[0] in ("GNU", "Clang")
     assert built.build_dir.parent.name == build_key(tree, built.cmake_flags)
     # another tree (a pin changed a file) -> another folder
     repo.commit("change", {"hello.c": '#include <stdio.h>\nint main(void) { puts("pinned"); return 0; }\n'})

@@ -31,3 +31,27 @@ def test_a_broken_callback_does_not_break_the_run():
     def boom(_line):
         raise RuntimeError("display failed")
     assert run_streaming(["sh", "-c", "echo x"], on_line=boom).ok
+
+
+def test_interrupt_stops_the_program_group():
+    # what `timeout -s INT` on `pinset verify` does during a build: ninja and its compilers must go too
+    import os
+    import signal
+    import threading
+
+    import pytest
+
+    pids = []
+
+    def on_line(line):
+        pids.append(int(line))
+        threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGINT)).start()
+
+    with pytest.raises(KeyboardInterrupt):
+        run_streaming(["sh", "-c", "sleep 30 & echo $!; wait"], on_line=on_line, timeout=20)
+    assert pids
+    import time
+    time.sleep(0.3)
+    stat = f"/proc/{pids[0]}/stat"
+    state = open(stat).read().rsplit(")", 1)[1].split()[0] if os.path.exists(stat) else "gone"
+    assert state in ("gone", "Z", "X")   # the grandchild (the "compiler") is dead (a zombie until reaped)

@@ -134,3 +134,10 @@ def test_failures_with_err_prefix_and_failing_tests_block():
     assert (count.passed, count.total, len(count.failures)) == (23, 28, 5)
     assert count.failures[0].endswith(": [MUL_MAT] ERR = 0.000000000 > -1.000000000")
     assert count.failures[0].startswith("MUL_MAT(type_a=iq1_m,type_b=f32,m=16,n=8,k=256,")
+
+
+def test_a_killed_run_never_counts_as_complete():
+    text = load("cpu-killed-sigabrt.stdout")
+    verdict = judge_backend_ops(parse_backend_ops(text), "CPU", returncode=-6, signal_name="SIGABRT", raw_text=text)
+    (count,) = verdict.ops
+    assert count.passed == count.total - 1 and count.failures == ["run killed by SIGABRT before finishing"]

@@ -131,6 +131,19 @@ def cmake_cache_value(build_dir: Path, name: str) -> str | None:
     return m.group(1)
 
 
+def configured_compilers(build_dir: Path) -> dict[str, str]:
+    """{"CXX": "GNU 12.2.0", "CUDA": "NVIDIA 13.0.88"}: what CMake found, from CMakeFiles/<ver>/CMake*Compiler.cmake."""
+    found: dict[str, str] = {}
+    for lang in ("C", "CXX", "CUDA"):
+        for path in sorted(Path(build_dir).glob(f"CMakeFiles/*/CMake{lang}Compiler.cmake")):
+            text = path.read_text(errors="replace")
+            ident = re.search(rf'^set\(CMAKE_{lang}_COMPILER_ID "([^"]*)"\)', text, re.M)
+            version = re.search(rf'^set\(CMAKE_{lang}_COMPILER_VERSION "([^"]*)"\)', text, re.M)
+            if ident or version:
+                found[lang] = " ".join(m.group(1) for m in (ident, version) if m and m.group(1))
+    return found
+
+
 # --- the build ------------------------------------------------------------------------------
 
 @contextmanager
@@ -182,7 +195,6 @@ def ensure_build(store: Store, mirror, tree: str, *, label: str, commit: str, pi
         meta_path = root / "key.json"
         if not (build_dir / "build.ninja").is_file() or _meta_flags(meta_path) != flags:
             log = logs / f"{slug}-configure.log"
-            log.unlink(missing_ok=True)
             configure = runner.run(["cmake", "-S", str(source_dir), "-B", str(build_dir), *flags],
                                    env=env, timeout=CONFIGURE_TIMEOUT, log=log)
             if not configure.ok:
@@ -192,7 +204,6 @@ def ensure_build(store: Store, mirror, tree: str, *, label: str, commit: str, pi
                                              "label": label, "flags": flags}, indent=2) + "\n")
             did_work = True
         log = logs / f"{slug}-build.log"
-        log.unlink(missing_ok=True)
         compiled = _ninja(build_dir, targets, jobs or os.cpu_count() or 1, label, progress, env, log)
         if not compiled.ok:
             raise BuildFailed("build", f"build of {', '.join(targets)} failed ({compiled.describe()})",

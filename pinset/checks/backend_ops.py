@@ -275,5 +275,10 @@ def judge_backend_ops(output: BackendOpsOutput, backend: str, *, returncode: int
         problems.append(f"exit {returncode}")
     if (timed_out or signal_name) and raw_text:
         problems.append("last output: " + " | ".join(last_lines(raw_text, 5).splitlines()))
+    if (timed_out or signal_name) and ops and not any(c.status == "incomplete" for c in cases):
+        # killed between two cases: the counts read so far must not look complete
+        last = ops[-1]
+        last.total += 1
+        last.failures.append(f"run {'timed out' if timed_out else 'killed by ' + signal_name} before finishing")
     device = section.description if section is not None else None
     return BackendOpsVerdict(not problems, ops, problems, run, measured, not_supported, device)

@@ -36,6 +36,8 @@ def add_parser(sub):
                    "(e.g. \"-DGGML_CUDA_FA=OFF\"; part of the build's cache key and of the JSON)")
     p.add_argument("-j", "--jobs", type=int, help="parallel compile jobs (default: all cores)")
     p.add_argument("--op-timeout", type=float, default=1800.0, help="seconds per test-backend-ops run (default 1800)")
+    p.add_argument("--op-jobs", type=int, default=1,
+                   help="test-backend-ops -j N (parallel workers) for the GPU runs (default 1)")
     p.add_argument("--json", help="write the result JSON here")
     p.add_argument("--markdown", help="write a markdown summary here")
     p.add_argument("--logs", help="folder for program output (default: next to --json, else in the cache)")
@@ -58,12 +60,15 @@ def run(args) -> int:
     build_names = pick_builds(pinset, args.builds)
     # Toolchain first: a missing program is one line and exit 2, before any download or build.
     require_toolchain(args.cuda)
-    arch = None
+    arch = gpu_arch = None
     if args.cuda:
         gpu_arch = cuda_architectures_from_gpu()
         if gpu_arch is None:
             raise ToolchainError("--cuda: no NVIDIA GPU visible (nvidia-smi is missing or lists no GPU)")
-        arch = pinset.cuda_architectures or gpu_arch
+        arch = (pinset.cuda_architectures or gpu_arch).replace(",", ";")
+        if pinset.cuda_architectures and not set(gpu_arch.split(";")) <= set(arch.replace(",", ";").split(";")):
+            console.print(f"[yellow]warning:[/] pins.yaml builds for CUDA architectures {arch}, "
+                          f"the GPU here is {gpu_arch}: the GPU gates may fail with 'no kernel image'")
     machine = probe_machine(find_nvcc() if args.cuda else None)
 
     mirror = Mirror(store.mirror)
@@ -73,7 +78,7 @@ def run(args) -> int:
         sim = Simulator(pinset, mirror, prepared).run(builds)
         options = VerifyOptions(cuda=args.cuda, ops=ops, backend=args.backend, cuda_architectures=arch,
                                 jobs=args.jobs, op_timeout=args.op_timeout, cpu_params=args.cpu_params,
-                                cuda_flags=cuda_flags,
+                                cuda_flags=cuda_flags, op_jobs=args.op_jobs,
                                 log_dir=_log_dir(args, store), progress=not args.no_progress)
         gates = Gates(pinset, store, mirror, options, say=console.print)
         verified = [gates.verify(_build_input(b, prepared)) for b in sim.builds]
@@ -81,7 +86,9 @@ def run(args) -> int:
         mirror.close()
     result = VerifyResult(pinset.digest, machine.to_json(), verified, args.cuda,
                           {"ops": ops, "backend": args.backend if args.cuda else "CPU",
-                           "cpu_params": args.cpu_params, "cuda_architectures": arch, "cuda_flags": cuda_flags})
+                           "cpu_params": args.cpu_params, "cuda_architectures": arch,
+                           "gpu_architectures": gpu_arch, "cuda_flags": cuda_flags,
+                           "op_jobs": args.op_jobs})
     doc = result.to_json()
     console.print(_table(doc))
     console.print("[green]ok[/]: all gates green" if result.ok else "[red]not ok[/]: a gate is red (or did not run)")

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pinset import runner
-from pinset.build.cmake import BuildFailed, BuiltTree, ensure_build
+from pinset.build.cmake import BuildFailed, BuiltTree, cmake_cache_value, configured_compilers, ensure_build
 from pinset.checks.backend_ops import OpCount, judge_backend_ops, parse_backend_ops
 from pinset.checks.ctest import judge_ctest, parse_ctest
 from pinset.checks.text import last_lines, strip_ansi
@@ -32,6 +32,7 @@ class VerifyOptions:
     cuda_architectures: str | None = None
     jobs: int | None = None
     op_timeout: float = 1800.0
+    op_jobs: int = 1            # test-backend-ops -j (parallel workers, test mode) on the GPU backend
     ctest_timeout: float = 1200.0
     cpu_params: str | None = None
     cuda_flags: list[str] = field(default_factory=list)   # extra CMake flags for the CUDA build only
@@ -139,8 +140,6 @@ class Gates:
             gate.detail = f"{exc} — {exc.stage} log: {exc.log}"
             gate.extra["error"] = exc.tail.splitlines()[:25]
             return
-        from pinset.build.cmake import cmake_cache_value
-
         if cuda:
             self._gpu = built
         else:
@@ -155,7 +154,7 @@ class Gates:
         gate.status = "passed"
         gate.detail = f"{len(targets)} targets, " + ("cached (ninja: no work to do)" if built.cached else "built")
         gate.extra.update({"cached": built.cached, "targets": targets, "build_dir": str(built.build_dir),
-                           "cmake_flags": built.cmake_flags})
+                           "cmake_flags": built.cmake_flags, "compilers": configured_compilers(built.build_dir)})
 
     def _ctest_targets(self, built: BuiltTree, cuda: bool) -> list[str]:
         """Binaries the pins' ctest checks need, read from ctest's own test list."""
@@ -170,6 +169,8 @@ class Gates:
         argv = [str(built.bin_dir / "test-backend-ops"), mode, "-o", op, "-b", backend]
         if params:
             argv += ["-p", params]
+        if mode == "test" and backend != "CPU" and self.options.op_jobs > 1:
+            argv += ["-j", str(self.options.op_jobs)]
         done = runner.run(argv, cwd=built.build_dir, timeout=self.options.op_timeout, log=log)
         output = parse_backend_ops(done.stdout)
         verdict = judge_backend_ops(output, backend, returncode=done.returncode, signal_name=done.signal_name,
@@ -217,7 +218,7 @@ class Gates:
         verdict, done = self._ctest(built, name, log)
         gate.status = "passed" if verdict.ok else "failed"
         gate.detail = f"{name}: {verdict.cases} test run, passed" if verdict.ok else \
-            f"{name}: {verdict.detail} — last lines: {' | '.join(last_lines(done.stdout, 4).splitlines())}"
+            f"{verdict.detail} — last lines: {' | '.join(last_lines(done.stdout, 4).splitlines())}"
         gate.extra["log"] = str(log)
 
     # --- feature checks -------------------------------------------------------------------
