@@ -47,3 +47,9 @@ def test_no_test_matched_is_red_although_ctest_exits_0():
 def test_the_named_test_must_be_the_one_that_ran():
     verdict = judge_ctest(parse_ctest(load("ctest-pass.log")), returncode=0, expected="test-chat")
     assert not verdict.ok and "did not run" in verdict.detail
+
+
+def test_llama_cpp_test_chat_pass():
+    out = parse_ctest(load("test-chat-pass.log"))
+    assert [(c.name, c.status) for c in out.cases] == [("test-chat", "passed")] and out.total == 1
+    assert judge_ctest(out, returncode=0, expected="test-chat").ok

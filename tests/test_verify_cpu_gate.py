@@ -4,7 +4,8 @@ a patch adding four IQ1_S MUL_MAT cases to test-backend-ops (+ its three feature
 documentation patch that is `unchecked`.
 
 It builds test-backend-ops, test-chat and test-grammar-parser for real (CPU only, static,
-GGML_NATIVE=OFF), so it takes a while on 2 cores: measured 2026-11-30, see docs/verify.md.
+GGML_NATIVE=OFF), so it takes a while: 16.6 min on the 2-core dev VM (cpu-build 14.7 min without
+ccache, CPU gates 50 s, the no-rebuild re-verify 53 s), measured 2026-11-30 (reports/verify/cpu-gate-ci-vm.md).
 The sdist comes from PINSET_SDIST_CACHE (default ~/.cache/pinset-sdists) or PyPI.
 """
 
