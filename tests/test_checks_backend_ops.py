@@ -141,3 +141,11 @@ def test_a_killed_run_never_counts_as_complete():
     verdict = judge_backend_ops(parse_backend_ops(text), "CPU", returncode=-6, signal_name="SIGABRT", raw_text=text)
     (count,) = verdict.ops
     assert count.passed == count.total - 1 and count.failures == ["run killed by SIGABRT before finishing"]
+
+
+def test_h200_raw_output_with_stderr_merged_into_a_case_line():
+    raw = load("h200-pinned-j4-merged-test-MUL_MAT.log")
+    assert "warmup reset\n\x1b[1;32mOK" in raw                   # the split case line
+    verdict = judge("h200-pinned-j4-merged-test-MUL_MAT.log", "CUDA0")
+    assert verdict.ok, verdict.problems
+    assert verdict.ops[0].short() == "MUL_MAT 1364/1364" and verdict.not_supported == 385

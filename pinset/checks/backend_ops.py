@@ -97,6 +97,12 @@ def _classify(result: str, prefix: str) -> tuple[str, str]:
     return "incomplete", " ".join(s for s in (prefix.strip(), text) if s)
 
 
+def _is_result(line: str) -> bool:
+    text = line.strip()
+    return text in ("OK", "FAIL") or text.startswith("not supported") or bool(PERF_RE.match(text)) \
+        or (text.endswith(" FAIL") and ERROR_TEXT_RE.search(text) is not None)
+
+
 def parse_backend_ops(text: str) -> BackendOpsOutput:
     """Parse the console output (stdout, or stdout+stderr merged) of test-backend-ops test/perf/support."""
     out = BackendOpsOutput()
@@ -159,8 +165,13 @@ def parse_backend_ops(text: str) -> BackendOpsOutput:
             if m:
                 status, detail = _classify(m["result"], line[:m.start()])
                 current.cases.append(Case(m["op"], m["params"], status, current.name, detail))
-                if status in ("failed", "incomplete") and detail:
+                if status == "failed" and detail:
                     out.error_lines.append(line.strip())
+                continue
+            if current.cases and current.cases[-1].status == "incomplete" and _is_result(line):
+                # stderr merged into stdout (2>&1) can split a case line: the result comes on the next line
+                case = current.cases[-1]
+                case.status, case.detail = _classify(line.strip(), "")
                 continue
         if re.search(r"\b(ERR|NMSE|MAA) = |NaN at index|inf mismatch|sentinel mismatch", line):
             out.error_lines.append(line.strip())
