@@ -1,0 +1,87 @@
+"""`pinset model synth`: a random-weight GGUF of a real architecture's shape, quantized by a build's own tools."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from pinset.errors import PinsetError
+from pinset.models.pipeline import DEFAULT_TEXT, LlamaBin, synthesize
+from pinset.models.synth import ARCHS, PRESETS, preset
+from pinset.output import console, write_json
+
+OVERRIDES = [("layers", "n_layer"), ("embd", "n_embd"), ("heads", "n_head"), ("heads-kv", "n_head_kv"),
+             ("head-dim", "head_dim"), ("ff", "n_ff"), ("experts", "n_expert"), ("experts-used", "n_expert_used"),
+             ("expert-ff", "expert_ff")]
+
+
+def add_parser(sub):
+    p = sub.add_parser("model", help="models that work anywhere (random weights, real shapes)")
+    verbs = p.add_subparsers(dest="model_verb", metavar="VERB")
+    verbs.required = True
+    s = verbs.add_parser("synth", help="write a random-weight GGUF, make an imatrix, quantize it",
+                         description="sizes: " + "; ".join(f"{a} {z}: {sh.describe()}" for (a, z), sh in PRESETS.items()))
+    s.add_argument("--arch", choices=ARCHS, required=True)
+    s.add_argument("--size", required=True, help="a named size (see above)")
+    s.add_argument("--quant", default="IQ1_M", help="llama-quantize type (IQ1_M, IQ1_S, Q4_K_M, F16...; default IQ1_M)")
+    s.add_argument("--bin", type=Path, help="folder with llama-imatrix and llama-quantize (build/bin); "
+                                            "default: the base build of -c/--build")
+    s.add_argument("-c", "--config", default=None, help="pin set file: use (and build) its bare build's tools")
+    s.add_argument("--build", help="which build of pins.yaml (default: the first)")
+    s.add_argument("--cache", help="cache folder")
+    s.add_argument("--cuda", action="store_true", help="with -c: build with CUDA (for -ngl > 0 imatrix)")
+    s.add_argument("--cuda-architectures", help="with -c --cuda: CMAKE_CUDA_ARCHITECTURES")
+    s.add_argument("-j", "--jobs", type=int, help="with -c: build jobs")
+    s.add_argument("-o", "--out", type=Path, required=True, help="output folder")
+    s.add_argument("--name", help="file name stem (default synth-<arch>-<size>)")
+    s.add_argument("--vocab", help="tokenizer: models/ggml-vocab-<NAME>.gguf of the llama.cpp tree, or a GGUF path")
+    s.add_argument("--llama-tree", type=Path, help="llama.cpp source tree (for models/ vocab files and gguf-py); "
+                                                   "default: $PINSET_LLAMA_TREE or the tree above --bin")
+    s.add_argument("--tie-embeddings", action="store_const", const=True, default=None,
+                   help="share token_embd as the output matrix")
+    for flag, field in OVERRIDES:
+        s.add_argument(f"--{flag}", type=int, dest=field, help=f"override {field}")
+    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("-f", "--text", type=Path, default=DEFAULT_TEXT, help="text for llama-imatrix (default: pinset prose)")
+    s.add_argument("--imatrix-chunks", type=int, default=8)
+    s.add_argument("-ngl", "--gpu-layers", type=int, default=0, help="layers on the GPU for llama-imatrix (default 0)")
+    s.add_argument("-t", "--threads", type=int, help="threads for generation, imatrix and quantize")
+    s.add_argument("--force", action="store_true", help="rebuild even if the same recipe exists")
+    s.add_argument("--drop-f16", action="store_true", help="delete the F16 file after quantizing")
+    s.add_argument("--json", type=Path, help="write a description of the model here")
+    return p
+
+
+def run(args) -> int:
+    if args.model_verb != "synth":
+        raise PinsetError(f"unknown model verb {args.model_verb}")
+    overrides = {field: getattr(args, field) for _, field in OVERRIDES}
+    if args.vocab:
+        overrides["vocab"] = args.vocab
+    if args.tie_embeddings is not None:
+        overrides["tie_embeddings"] = True
+    shape = preset(args.arch, args.size, **overrides)
+    trees = [args.llama_tree] if args.llama_tree else []
+    if args.bin is None:
+        if not args.config:
+            raise PinsetError("give --bin DIR (llama.cpp build/bin) or -c pins.yaml [--build B]")
+        from pinset.measures.sides import built_base
+
+        side = built_base(args, ["llama-imatrix", "llama-quantize"], cuda=args.cuda)
+        args.bin = side.bin_dir
+        trees.append(side.source_dir)
+    if not args.bin.is_dir():
+        raise PinsetError(f"--bin {args.bin}: not a folder")
+    console.print(f"synth {shape.describe()} -> {args.quant}")
+    result = synthesize(shape, args.quant, args.out, LlamaBin(args.bin.resolve()),
+                        name=args.name or f"synth-{args.arch}-{args.size}", text=args.text, seed=args.seed,
+                        gpu_layers=args.gpu_layers, imatrix_chunks=args.imatrix_chunks, threads=args.threads,
+                        trees=trees, keep_f16=not args.drop_f16,
+                        force=args.force)
+    doc = {"schema": 1, "kind": "model", **result.to_json()}
+    cached = " (cached: same recipe)" if result.seconds.get("cached") else ""
+    console.print(f"[green]{result.path}[/] {result.size_bytes / 2**20:,.1f} MiB{cached} "
+                  f"{json.dumps(result.seconds)}")
+    if args.json:
+        write_json(args.json, doc)
+    return 0

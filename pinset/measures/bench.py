@@ -1,0 +1,224 @@
+"""Interleaved llama-bench rounds for base and head, and their analysis into bench rows.
+
+Round r runs both binaries back to back, base first on even rounds (BH) and head first on odd ones
+(HB), so slow drift and "second run is warmer" effects cancel in the per-round ratio. Round 0 is a
+warm-up (clocks ramp, page cache fills) and is recorded but never used. Rounds where another process
+used the GPU, or where a run failed, are excluded from the statistics and listed.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pinset import SCHEMA_VERSION, runner
+from pinset.measures import gpu as gpu_mod
+from pinset.measures.llama_bench import BenchLine, BenchParseError, parse_jsonl
+from pinset.measures.sides import Side
+from pinset.measures.stats import compare
+
+CPU_ENV = {"CUDA_VISIBLE_DEVICES": ""}
+
+
+@dataclass
+class SideRun:
+    label: str
+    ok: bool
+    lines: list[BenchLine]
+    detail: str | None
+    seconds: float
+
+
+@dataclass
+class Round:
+    index: int
+    order: str                      # "BH" | "HB"
+    warmup: bool
+    runs: dict[str, SideRun] = field(default_factory=dict)
+    gpu_before: gpu_mod.GpuSnapshot | None = None
+    gpu_after: gpu_mod.GpuSnapshot | None = None
+
+    @property
+    def other_gpu_processes(self) -> bool | None:
+        snaps = [s for s in (self.gpu_before, self.gpu_after) if s is not None]
+        if not snaps:
+            return None
+        return any(s.other_processes for s in snaps)
+
+    def to_json(self) -> dict:
+        clock = self.gpu_after.sm_clock_mhz if self.gpu_after else (self.gpu_before.sm_clock_mhz if self.gpu_before else None)
+        return {
+            "round": self.index, "order": self.order, "warmup": self.warmup, "gpu_clock_mhz": clock,
+            "other_gpu_processes": self.other_gpu_processes,
+            "gpu_before": self.gpu_before.to_json() if self.gpu_before else None,
+            "gpu_after": self.gpu_after.to_json() if self.gpu_after else None,
+            "runs": {label: {"ok": r.ok, "detail": r.detail, "seconds": round(r.seconds, 2),
+                             "tests": [{"test": line.test, "params": line.params, "avg_ts": line.avg_ts,
+                                        "stddev_ts": line.stddev_ts, "samples_ts": list(line.samples_ts)}
+                                       for line in r.lines]}
+                     for label, r in self.runs.items()},
+        }
+
+
+def run_side(side: Side, model: Path, bench_args: list[str], repetitions: int, *, cpu: bool,
+             log: Path | None = None, timeout: float = 1800) -> tuple[SideRun, runner.Completed]:
+    argv = [side.exe("llama-bench"), "-m", model, "-o", "jsonl", "-r", str(repetitions), *bench_args]
+    done = runner.run(argv, env=CPU_ENV if cpu else None, timeout=timeout, log=log)
+    lines, detail = [], None
+    try:
+        lines = parse_jsonl(done.stdout)
+    except BenchParseError as exc:
+        detail = f"unreadable llama-bench output: {exc}"
+    if not done.ok:
+        detail = f"llama-bench {done.describe()}: {done.tail(3)}"
+    elif not lines and detail is None:
+        detail = "llama-bench printed no test line"
+    return SideRun(side.label, detail is None, lines, detail, done.seconds), done
+
+
+def run_rounds(base: Side, head: Side, model: Path, bench_args: list[str], *, rounds: int, repetitions: int,
+               cpu: bool, log_dir: Path | None = None, on_round=None) -> list[Round]:
+    sides = {"base": base, "head": head}
+    out = []
+    for i in range(rounds):
+        order = "BH" if i % 2 == 0 else "HB"
+        rnd = Round(i, order, warmup=(i == 0))
+        rnd.gpu_before = None if cpu else gpu_mod.snapshot()
+        for letter in order:
+            label = "base" if letter == "B" else "head"
+            log = (log_dir / f"bench-round{i}-{label}.log") if log_dir else None
+            rnd.runs[label], _ = run_side(sides[label], model, bench_args, repetitions, cpu=cpu, log=log)
+        rnd.gpu_after = None if cpu else gpu_mod.snapshot()
+        out.append(rnd)
+        if on_round:
+            on_round(rnd)
+    return out
+
+
+def _key(params: dict) -> tuple:
+    return tuple(sorted((k, repr(v)) for k, v in params.items()))
+
+
+def analyse(rounds: list[dict], *, keep_busy_rounds: bool = False) -> list[dict]:
+    """Bench rows from recorded rounds (the JSON form of Round, so recorded files re-analyse the same way)."""
+    order: list[tuple] = []
+    names: dict[tuple, tuple[str, dict]] = {}
+    for rnd in rounds:
+        for run in rnd["runs"].values():
+            for t in run["tests"]:
+                k = _key(t["params"])
+                if k not in names:
+                    names[k] = (t["test"], t["params"])
+                    order.append(k)
+    rows = []
+    for k in order:
+        test, params = names[k]
+        base_tps, head_tps, kept_rounds, excluded = [], [], [], []
+        for rnd in rounds:
+            if rnd["warmup"]:
+                excluded.append(f"round {rnd['round']}: warm-up")
+                continue
+            if rnd.get("other_gpu_processes") and not keep_busy_rounds:
+                excluded.append(f"round {rnd['round']}: another process used the GPU")
+                continue
+            vals = {}
+            for label in ("base", "head"):
+                run = rnd["runs"].get(label)
+                match = [t for t in (run or {}).get("tests", []) if _key(t["params"]) == k]
+                if not run or not run["ok"] or not match or not (match[0]["avg_ts"] > 0):
+                    vals = None
+                    excluded.append(f"round {rnd['round']}: {label} has no result"
+                                    + (f" ({run['detail']})" if run and run.get("detail") else ""))
+                    break
+                vals[label] = match[0]["avg_ts"]
+            if vals:
+                base_tps.append(vals["base"])
+                head_tps.append(vals["head"])
+                kept_rounds.append(rnd["round"])
+        st = compare(base_tps, head_tps) if base_tps else None
+        eff = st.effect if st else None
+        rows.append({
+            "test": test, "params": params, "rounds": kept_rounds,
+            "base_tps": base_tps, "head_tps": head_tps,
+            "ratio": eff.ratio if eff else None,
+            "ci95": list(eff.ci_ratio) if eff else None,
+            "ci_method": eff.ci_method if eff else None,
+            "p_value": eff.p_value if eff else None,
+            "aa_spread": (math.exp(st.aa_spread) - 1.0) if st and st.aa_spread is not None else None,
+            "threshold": (math.exp(st.threshold) - 1.0) if st else None,
+            "verdict": st.verdict if st else "insufficient data",
+            "excluded": excluded,
+        })
+    return rows
+
+
+def bench_document(model: Path, bench_args: list[str], rounds: list[Round], repetitions: int, base: Side,
+                   head: Side, *, keep_busy_rounds: bool = False) -> dict:
+    recorded = [r.to_json() for r in rounds]
+    rows = analyse(recorded, keep_busy_rounds=keep_busy_rounds)
+    snap = next((s for r in rounds for s in (r.gpu_before, r.gpu_after) if s), None)
+    run_failed = any(not run.ok for r in rounds for run in r.runs.values())
+    return {
+        "schema": SCHEMA_VERSION, "kind": "bench",
+        "ok": bool(rows) and not run_failed and all(r["verdict"] in ("faster", "no change") for r in rows),
+        "model": {"path": str(model), "name": model.name},
+        "llama_bench_args": list(bench_args), "rounds": len(rounds), "repetitions": repetitions,
+        "warmup_rounds": 1,
+        "base": {"build": base.build, "commit": _commit(base, rounds, "base")},
+        "head": {"build": head.build, "commit": _commit(head, rounds, "head")},
+        "gpu": {"name": snap.name, "driver": snap.driver} if snap else None,
+        "round_log": recorded,
+        "rows": rows,
+        "method": "per-round log(head/base), Hodges-Lehmann effect, 95 % CI (Wilcoxon inversion, t with <6 rounds), "
+                  "Wilcoxon signed-rank p; no change = CI inside ±max(1 %, A/A spread)",
+    }
+
+
+def _commit(side: Side, rounds: list[Round], label: str) -> str:
+    """The side's commit; for explicit folders, llama-bench's own build_commit when it knows it."""
+    if side.commit != "unknown":
+        return side.commit
+    for r in rounds:
+        run = r.runs.get(label)
+        for line in (run.lines if run else []):
+            if line.build_commit and line.build_commit != "unknown":
+                return line.build_commit
+    return "unknown"
+
+
+def _pct(x: float | None) -> str:
+    return "—" if x is None else f"{(x - 1.0) * 100:+.1f} %"
+
+
+def row_cells(row: dict) -> list[str]:
+    n = len(row["base_tps"])
+    med = lambda xs: sorted(xs)[len(xs) // 2] if xs else None  # noqa: E731
+    b, h = med(row["base_tps"]), med(row["head_tps"])
+    ci = row["ci95"]
+    return [row["test"], _params_text(row["params"]), str(n),
+            "—" if b is None else f"{b:,.1f}", "—" if h is None else f"{h:,.1f}", _pct(row["ratio"]),
+            "—" if not ci else f"{_pct(ci[0])} … {_pct(ci[1])}",
+            "—" if row["p_value"] is None else f"{row['p_value']:.3g}",
+            "—" if row["aa_spread"] is None else f"±{row['aa_spread'] * 100:.1f} %", row["verdict"]]
+
+
+HEADERS = ["test", "params", "rounds", "base t/s", "head t/s", "head vs base", "95 % CI", "p", "A/A", "verdict"]
+
+
+def _params_text(params: dict) -> str:
+    keep = {"n_ubatch": "ub", "n_batch": "b", "n_gpu_layers": "ngl", "flash_attn": "fa", "n_threads": "t"}
+    return " ".join(f"{short}={params[k]}" for k, short in keep.items() if k in params)
+
+
+def bench_markdown(doc: dict, plot_name: str | None = None) -> str:
+    lines = [f"### llama-bench: head vs base on {doc['model']['name']}", "",
+             f"base {doc['base']['build']} ({doc['base']['commit'][:12]}), head {doc['head']['build']} "
+             f"({doc['head']['commit'][:12]}); GPU: {doc['gpu']['name'] if doc['gpu'] else 'none (CPU)'}; "
+             f"{doc['rounds']} interleaved rounds (first = warm-up) of `-r {doc['repetitions']}`; "
+             f"args `{' '.join(doc['llama_bench_args'])}`. Speeds are medians over kept rounds.", "",
+             "| " + " | ".join(HEADERS) + " |", "|" + "---|" * len(HEADERS)]
+    lines += ["| " + " | ".join(row_cells(r)) + " |" for r in doc["rows"]]
+    if plot_name:
+        lines += ["", f"![per-round t/s]({plot_name})"]
+    return "\n".join(lines) + "\n"

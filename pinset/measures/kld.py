@@ -1,0 +1,163 @@
+"""KL divergence of base and head device paths against the CPU reference of the same GGUF.
+
+Methodology (the seed's): the reference is the model run on the CPU backend (CUDA_VISIBLE_DEVICES=
+and -ngl 0) with --kl-divergence-base, which saves its log-probabilities; then base's and head's device
+paths run --kl-divergence against that file with the same context size and chunks. A pin that changes
+a device kernel should leave head "as close to the CPU result as base".
+
+The reference is cached per (model identity, text, ctx, chunks, reference build commit) in
+store.dir("kld-ref"): it is the slow, device-independent part.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from pinset import SCHEMA_VERSION, runner
+from pinset.errors import PinsetError
+from pinset.measures.perplexity import PerplexityOutput, base_problem, kld_problem, parse_perplexity
+from pinset.measures.sides import Side
+
+CPU_ENV = {"CUDA_VISIBLE_DEVICES": ""}
+SIGMAS = 2.0  # head is "further" when its mean KLD exceeds base's by more than 2 combined std errors
+
+
+def file_sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def model_identity(path: Path) -> str:
+    """Size + mtime + name: hashing a multi-GB GGUF every run would cost more than the KLD itself."""
+    st = path.stat()
+    return f"{path.resolve()}:{st.st_size}:{int(st.st_mtime)}"
+
+
+@dataclass(frozen=True)
+class Reference:
+    logits: Path
+    output: PerplexityOutput
+    cached: bool
+    key: str
+    build: str
+    commit: str
+
+
+@dataclass(frozen=True)
+class DeviceRun:
+    label: str
+    side: Side
+    backend: str
+    output: PerplexityOutput
+    returncode: int | None
+    problem: str | None
+    seconds: float
+
+    @property
+    def ok(self) -> bool:
+        return self.problem is None
+
+
+def reference(side: Side, model: Path, text: Path, ctx: int, chunks: int, store, *, threads: int | None = None,
+              extra: list[str] = (), log_dir: Path | None = None) -> Reference:
+    key_parts = [model_identity(model), file_sha256(text), str(ctx), str(chunks), side.commit,
+                 str(side.bin_dir) if side.commit == "unknown" else "", " ".join(extra)]
+    key = hashlib.sha256("\0".join(key_parts).encode()).hexdigest()[:16]
+    folder = store.dir("kld-ref", key)
+    logits, meta = folder / "logits.bin", folder / "reference.json"
+    if logits.is_file() and meta.is_file():
+        data = json.loads(meta.read_text())
+        out = parse_perplexity(data["stdout"], data["stderr"])
+        return Reference(logits, out, True, key, side.build, side.commit)
+    tmp = folder / "logits.bin.part"
+    argv = [side.exe("llama-perplexity"), "-m", model, "-f", text, "-c", str(ctx), "--chunks", str(chunks),
+            "-ngl", "0", "--kl-divergence-base", tmp, *extra]
+    if threads:
+        argv += ["-t", str(threads)]
+    done = runner.run(argv, env=CPU_ENV, timeout=7200, log=(log_dir / "kld-reference.log") if log_dir else None)
+    out = parse_perplexity(done.stdout, done.stderr)
+    problem = base_problem(out, done.returncode)
+    if problem is None and not tmp.is_file():
+        problem = "no logits file written"
+    if problem:
+        tmp.unlink(missing_ok=True)
+        raise PinsetError(f"CPU reference run failed: {problem}\n{done.tail(10)}")
+    os.replace(tmp, logits)
+    meta.write_text(json.dumps({"key_parts": key_parts, "argv": list(done.argv), "stdout": done.stdout,
+                                "stderr": done.stderr}, indent=1) + "\n")
+    return Reference(logits, out, False, key, side.build, side.commit)
+
+
+def device_run(side: Side, model: Path, ref: Reference, ctx: int, chunks: int, *, cpu: bool,
+               gpu_layers: int = 99, threads: int | None = None, extra: list[str] = (),
+               log_dir: Path | None = None) -> DeviceRun:
+    ngl = "0" if cpu else str(gpu_layers)
+    argv = [side.exe("llama-perplexity"), "-m", model, "-c", str(ctx), "--chunks", str(chunks), "-ngl", ngl,
+            "--kl-divergence-base", ref.logits, "--kl-divergence", *extra]
+    if threads:
+        argv += ["-t", str(threads)]
+    done = runner.run(argv, env=CPU_ENV if cpu else None, timeout=7200,
+                      log=(log_dir / f"kld-{side.label}.log") if log_dir else None)
+    out = parse_perplexity(done.stdout, done.stderr)
+    backend = "CPU" if cpu else (out.devices[0].split()[0] if out.devices else "CUDA0")
+    return DeviceRun(side.label, side, backend, out, done.returncode, kld_problem(out, done.returncode), done.seconds)
+
+
+def verdict(base: DeviceRun, head: DeviceRun) -> dict:
+    """Head's mean KLD vs base's, with their ± uncertainties combined in quadrature."""
+    if not (base.ok and head.ok):
+        return {"text": "no verdict: a KLD run failed", "head_minus_base_kld": None, "sigma": None}
+    b, h = base.output.kld.kld_mean, head.output.kld.kld_mean
+    diff = h.value - b.value
+    sigma = math.hypot(h.err, b.err)
+    if diff > SIGMAS * sigma:
+        text = "further from the CPU result than base"
+    elif diff < -SIGMAS * sigma:
+        text = "closer to the CPU result than base"
+    else:
+        text = "as close to the CPU result as base"
+    return {"text": text, "head_minus_base_kld": diff, "sigma": sigma,
+            "sigmas": (diff / sigma) if sigma > 0 else None}
+
+
+def run_json(run: DeviceRun) -> dict:
+    k = run.output.kld
+    ppl = k.ppl_q if k else run.output.final_ppl
+    return {
+        "label": run.label, "build": run.side.build, "commit": run.side.commit, "backend": run.backend,
+        "ppl": ppl.to_json() if ppl else None,
+        "kld": ({"mean": k.kld_mean.value, "err": k.kld_mean.err, "median": k.kld_median,
+                 "p99": k.kld_percentiles.get("99.0"), "p99_9": k.kld_percentiles.get("99.9"),
+                 "max": k.kld_percentiles.get("max")} if k else None),
+        "same_top_p": k.same_top_p_pct.to_json() if k else None,
+        "rms_dp": k.rms_dp_pct.to_json() if k else None,
+        "ln_ppl_ratio": k.ln_ppl_ratio.to_json() if k and k.ln_ppl_ratio else None,
+        "units": {"same_top_p": "%", "rms_dp": "%"},
+        "ok": run.ok, "detail": run.problem, "seconds": round(run.seconds, 1),
+        "devices": run.output.devices,
+    }
+
+
+def kld_document(model: Path, text: Path, ctx: int, chunks: int, ref: Reference, runs: list[DeviceRun]) -> dict:
+    base = next(r for r in runs if r.label == "base")
+    head = next(r for r in runs if r.label == "head")
+    v = verdict(base, head)
+    ok = base.ok and head.ok and v["text"] != "further from the CPU result than base"
+    return {
+        "schema": SCHEMA_VERSION, "kind": "kld", "ok": ok,
+        "model": {"path": str(model), "name": model.name, "size_bytes": model.stat().st_size},
+        "text": {"path": str(text), "sha256": file_sha256(text)},
+        "ctx": ctx, "chunks": chunks,
+        "reference": {"backend": "CPU", "build": ref.build, "commit": ref.commit, "cached": ref.cached,
+                      "key": ref.key, "ppl": ref.output.final_ppl.to_json() if ref.output.final_ppl else None},
+        "runs": [run_json(r) for r in runs],
+        "verdict": v,
+    }

@@ -1,0 +1,287 @@
+"""Write a random-weight F16 GGUF with real tensor names and metadata for an architecture.
+
+Why random weights: KLD and speed comparisons between two builds of the same kernels need a model
+of the right *shape* (expert count, hidden size, quant type), not a trained one, and a synthetic model
+runs on any machine with no download. The vocabulary is copied from a real tokenizer GGUF that ships
+in the llama.cpp tree (models/ggml-vocab-*.gguf) so tokenization of real text works.
+
+Weights are scaled so that activations stay O(1) through the layers and the logits have a standard
+deviation of about 3: the output distribution is peaked enough that quantization error shows up in KLD.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+
+import numpy as np
+
+from pinset.errors import PinsetError
+from pinset.models.gguf_module import candidate_trees, import_gguf
+
+ARCHS = ("qwen3moe", "llama")
+
+
+@dataclass(frozen=True)
+class Shape:
+    arch: str
+    n_layer: int
+    n_embd: int
+    n_head: int
+    n_head_kv: int
+    head_dim: int
+    n_ff: int = 0              # dense FFN width (llama); for qwen3moe the nominal feed_forward_length
+    n_expert: int = 0
+    n_expert_used: int = 0
+    expert_ff: int = 0
+    vocab: str = "qwen2"       # models/ggml-vocab-<vocab>.gguf, or a path to any tokenizer GGUF
+    tie_embeddings: bool = False
+    ctx_train: int = 32768
+    rope_freq_base: float = 1_000_000.0
+    rms_eps: float = 1e-6
+
+    def describe(self) -> str:
+        moe = f", {self.n_expert} experts ({self.n_expert_used} used, ff {self.expert_ff})" if self.n_expert else f", ff {self.n_ff}"
+        return (f"{self.arch}: {self.n_layer} layers, embd {self.n_embd}, heads {self.n_head}/{self.n_head_kv}"
+                f" x {self.head_dim}{moe}, vocab {self.vocab}")
+
+
+# Named sizes. "a3b-4l" is the Qwen3-30B-A3B layer shape cut to 4 layers (the IQ1_M MMQ anchor model);
+# "1b-4l" is Llama-3.2-1B's layer shape cut to 4 layers; "tiny" ones are for CPU tests (rows of 256 so
+# every k-quant and IQ1 type applies).
+PRESETS: dict[tuple[str, str], Shape] = {
+    ("qwen3moe", "a3b-4l"): Shape("qwen3moe", n_layer=4, n_embd=2048, n_head=32, n_head_kv=4, head_dim=128,
+                                  n_ff=6144, n_expert=128, n_expert_used=8, expert_ff=768, vocab="qwen2",
+                                  ctx_train=40960),
+    ("qwen3moe", "tiny"): Shape("qwen3moe", n_layer=2, n_embd=256, n_head=4, n_head_kv=2, head_dim=64,
+                                n_ff=512, n_expert=8, n_expert_used=2, expert_ff=256, vocab="llama-spm",
+                                tie_embeddings=True, ctx_train=4096),
+    ("llama", "1b-4l"): Shape("llama", n_layer=4, n_embd=2048, n_head=32, n_head_kv=8, head_dim=64, n_ff=8192,
+                              vocab="llama-bpe", tie_embeddings=True, ctx_train=131072, rope_freq_base=500000.0,
+                              rms_eps=1e-5),
+    ("llama", "tiny"): Shape("llama", n_layer=2, n_embd=256, n_head=4, n_head_kv=2, head_dim=64, n_ff=512,
+                             vocab="llama-spm", tie_embeddings=True, ctx_train=4096, rope_freq_base=10000.0,
+                             rms_eps=1e-5),
+}
+
+
+def preset(arch: str, size: str, **overrides) -> Shape:
+    if arch not in ARCHS:
+        raise PinsetError(f"--arch: {arch!r} is not one of {', '.join(ARCHS)}")
+    key = (arch, size)
+    if key not in PRESETS:
+        sizes = ", ".join(s for a, s in PRESETS if a == arch)
+        raise PinsetError(f"--size: {size!r} is not a known {arch} size ({sizes})")
+    shape = replace(PRESETS[key], **{k: v for k, v in overrides.items() if v is not None})
+    _check_shape(shape)
+    return shape
+
+
+def _check_shape(s: Shape) -> None:
+    if s.arch == "qwen3moe" and (s.n_expert <= 0 or not 0 < s.n_expert_used <= s.n_expert or s.expert_ff <= 0):
+        raise PinsetError("qwen3moe needs experts: n_expert > 0, 0 < n_expert_used <= n_expert, expert_ff > 0")
+    if s.arch == "llama" and s.n_ff <= 0:
+        raise PinsetError("llama needs n_ff > 0")
+    if s.n_head % s.n_head_kv:
+        raise PinsetError(f"n_head {s.n_head} is not a multiple of n_head_kv {s.n_head_kv}")
+
+
+def find_vocab(vocab: str, trees: list[Path | str | None] = ()) -> Path:
+    """A tokenizer GGUF: a path, or models/ggml-vocab-<name>.gguf of a llama.cpp tree."""
+    as_path = Path(vocab).expanduser()
+    if as_path.suffix == ".gguf" or os.sep in vocab:
+        if not as_path.is_file():
+            raise PinsetError(f"vocab file {vocab} does not exist")
+        return as_path
+    for tree in candidate_trees(list(trees)):
+        cand = tree / "models" / f"ggml-vocab-{vocab}.gguf"
+        if cand.is_file():
+            return cand
+    raise PinsetError(f"no models/ggml-vocab-{vocab}.gguf found: give --llama-tree (a llama.cpp source tree)"
+                      " or --vocab PATH.gguf")
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    name: str
+    shape: tuple[int, ...]  # numpy order (slowest first): the reverse of ggml's ne
+    dtype: type
+    std: float              # 0 means all ones (norm weights)
+
+
+def tensor_specs(s: Shape, n_vocab: int, names) -> list[TensorSpec]:
+    """Tensor list in llama.cpp's names, in the order convert_hf_to_gguf writes them."""
+    f16, f32 = np.float16, np.float32
+    e = s.n_embd
+    out_std = 3.0 / math.sqrt(e)  # logits ~ N(0, 3^2) after the final RMS norm
+    specs = [TensorSpec(names("token_embd"), (n_vocab, e), f16, out_std if s.tie_embeddings else 1.0)]
+    for i in range(s.n_layer):
+        q, kv = s.n_head * s.head_dim, s.n_head_kv * s.head_dim
+        specs += [
+            TensorSpec(names("attn_norm", i), (e,), f32, 0.0),
+            TensorSpec(names("attn_q", i), (q, e), f16, 1 / math.sqrt(e)),
+            TensorSpec(names("attn_k", i), (kv, e), f16, 1 / math.sqrt(e)),
+            TensorSpec(names("attn_v", i), (kv, e), f16, 1 / math.sqrt(e)),
+            TensorSpec(names("attn_output", i), (e, q), f16, 1 / math.sqrt(q)),
+        ]
+        if s.arch == "qwen3moe":
+            specs += [
+                TensorSpec(names("attn_q_norm", i), (s.head_dim,), f32, 0.0),
+                TensorSpec(names("attn_k_norm", i), (s.head_dim,), f32, 0.0),
+            ]
+        specs.append(TensorSpec(names("ffn_norm", i), (e,), f32, 0.0))
+        if s.n_expert:
+            x, f = s.n_expert, s.expert_ff
+            specs += [
+                TensorSpec(names("ffn_gate_inp", i), (x, e), f32, 2 / math.sqrt(e)),
+                TensorSpec(names("ffn_gate_exps", i), (x, f, e), f16, 1 / math.sqrt(e)),
+                TensorSpec(names("ffn_down_exps", i), (x, e, f), f16, 1 / math.sqrt(f)),
+                TensorSpec(names("ffn_up_exps", i), (x, f, e), f16, 1 / math.sqrt(e)),
+            ]
+        else:
+            specs += [
+                TensorSpec(names("ffn_gate", i), (s.n_ff, e), f16, 1 / math.sqrt(e)),
+                TensorSpec(names("ffn_down", i), (e, s.n_ff), f16, 1 / math.sqrt(s.n_ff)),
+                TensorSpec(names("ffn_up", i), (s.n_ff, e), f16, 1 / math.sqrt(e)),
+            ]
+    specs.append(TensorSpec(names("output_norm"), (e,), f32, 0.0))
+    if not s.tie_embeddings:
+        specs.append(TensorSpec(names("output"), (n_vocab, e), f16, out_std))
+    return specs
+
+
+def _name_lookup(gguf):
+    """Tensor names from gguf's own tables (the names llama.cpp loads), keyed by our short names."""
+    T = gguf.MODEL_TENSOR
+    table = {
+        "token_embd": T.TOKEN_EMBD, "output_norm": T.OUTPUT_NORM, "output": T.OUTPUT,
+        "attn_norm": T.ATTN_NORM, "attn_q": T.ATTN_Q, "attn_k": T.ATTN_K, "attn_v": T.ATTN_V,
+        "attn_output": T.ATTN_OUT, "attn_q_norm": T.ATTN_Q_NORM, "attn_k_norm": T.ATTN_K_NORM,
+        "ffn_norm": T.FFN_NORM, "ffn_gate_inp": T.FFN_GATE_INP, "ffn_gate_exps": T.FFN_GATE_EXP,
+        "ffn_down_exps": T.FFN_DOWN_EXP, "ffn_up_exps": T.FFN_UP_EXP,
+        "ffn_gate": T.FFN_GATE, "ffn_down": T.FFN_DOWN, "ffn_up": T.FFN_UP,
+    }
+
+    def names(short: str, bid: int | None = None) -> str:
+        base = gguf.TENSOR_NAMES[table[short]]
+        return (base.format(bid=bid) if bid is not None else base) + ".weight"
+
+    return names
+
+
+def _fill(spec: TensorSpec, seed: int, threads: int) -> np.ndarray:
+    """Random N(0, std^2) tensor in spec.dtype, generated in parallel slices (numpy releases the GIL)."""
+    out = np.empty(spec.shape, dtype=spec.dtype)
+    if spec.std == 0.0:
+        out.fill(1)
+        return out
+    flat = out.reshape(-1)
+    n = flat.size
+    step = max(1 << 20, -(-n // max(1, threads * 4)))
+    starts = list(range(0, n, step))
+    seeds = np.random.SeedSequence([seed, len(spec.name)] + [ord(c) for c in spec.name]).spawn(len(starts))
+
+    def work(k: int) -> None:
+        lo, hi = starts[k], min(n, starts[k] + step)
+        rng = np.random.default_rng(seeds[k])
+        buf = rng.standard_normal(hi - lo, dtype=np.float32)
+        buf *= spec.std
+        flat[lo:hi] = buf
+
+    if len(starts) == 1:
+        work(0)
+    else:
+        with ThreadPoolExecutor(max_workers=threads) as pool:
+            list(pool.map(work, range(len(starts))))
+    return out
+
+
+def _copy_tokenizer(gguf, writer, vocab_path: Path) -> int:
+    """Copy every tokenizer.* key of a vocab GGUF into writer; return the vocabulary size."""
+    reader = gguf.GGUFReader(str(vocab_path))
+    n_vocab = 0
+    for key, field in reader.fields.items():
+        if not key.startswith("tokenizer."):
+            continue
+        vtype = field.types[0]
+        value = field.contents()
+        if key == "tokenizer.ggml.tokens":
+            n_vocab = len(value)
+        if vtype == gguf.GGUFValueType.ARRAY:
+            writer.add_key_value(key, value, vtype, sub_type=field.types[-1])
+        else:
+            writer.add_key_value(key, value, vtype)
+    if not n_vocab:
+        raise PinsetError(f"{vocab_path} has no tokenizer.ggml.tokens")
+    return n_vocab
+
+
+@dataclass(frozen=True)
+class SynthResult:
+    path: Path
+    shape: Shape
+    n_vocab: int
+    n_params: int
+    size_bytes: int
+    vocab_path: Path
+    seed: int
+
+    def to_json(self) -> dict:
+        return {"path": str(self.path), "shape": asdict(self.shape), "n_vocab": self.n_vocab,
+                "n_params": self.n_params, "size_bytes": self.size_bytes, "vocab_path": str(self.vocab_path),
+                "seed": self.seed}
+
+
+def write_synthetic_gguf(shape: Shape, dest: Path, *, vocab_path: Path, seed: int = 0, name: str | None = None,
+                         trees: list[Path | str | None] = (), threads: int | None = None) -> SynthResult:
+    """Write the F16 model to dest (via a temp file renamed at the end, so a crash leaves no half model)."""
+    gguf = import_gguf(list(trees) + [vocab_path.parent.parent])
+    threads = threads or min(16, os.cpu_count() or 1)
+    dest = Path(dest)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = dest.with_name(dest.name + ".part")
+    writer = gguf.GGUFWriter(str(tmp), shape.arch)
+    a = shape.arch
+    writer.add_name(name or f"pinset-synth-{a}")
+    writer.add_string("general.description", "random weights written by `pinset model synth` (not a trained model)")
+    writer.add_uint32("general.file_type", 1)  # LLAMA_FTYPE_MOSTLY_F16
+    writer.add_uint32(f"{a}.context_length", shape.ctx_train)
+    writer.add_uint32(f"{a}.embedding_length", shape.n_embd)
+    writer.add_uint32(f"{a}.block_count", shape.n_layer)
+    writer.add_uint32(f"{a}.feed_forward_length", shape.n_ff)
+    writer.add_uint32(f"{a}.attention.head_count", shape.n_head)
+    writer.add_uint32(f"{a}.attention.head_count_kv", shape.n_head_kv)
+    writer.add_uint32(f"{a}.attention.key_length", shape.head_dim)
+    writer.add_uint32(f"{a}.attention.value_length", shape.head_dim)
+    writer.add_float32(f"{a}.rope.freq_base", shape.rope_freq_base)
+    writer.add_float32(f"{a}.attention.layer_norm_rms_epsilon", shape.rms_eps)
+    if a == "llama":
+        writer.add_uint32(f"{a}.rope.dimension_count", shape.head_dim)
+    if shape.n_expert:
+        writer.add_uint32(f"{a}.expert_count", shape.n_expert)
+        writer.add_uint32(f"{a}.expert_used_count", shape.n_expert_used)
+        writer.add_uint32(f"{a}.expert_feed_forward_length", shape.expert_ff)
+    n_vocab = _copy_tokenizer(gguf, writer, vocab_path)
+    if a == "llama":
+        writer.add_uint32(f"{a}.vocab_size", n_vocab)
+
+    specs = tensor_specs(shape, n_vocab, _name_lookup(gguf))
+    for spec in specs:
+        nbytes = int(np.prod(spec.shape)) * np.dtype(spec.dtype).itemsize
+        writer.add_tensor_info(spec.name, spec.shape, np.dtype(spec.dtype), nbytes)
+    try:
+        writer.write_header_to_file(tmp)
+        writer.write_kv_data_to_file()
+        writer.write_ti_data_to_file()
+        for spec in specs:
+            writer.write_tensor_data(_fill(spec, seed, threads))
+        writer.close()
+        os.replace(tmp, dest)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+    n_params = sum(int(np.prod(s.shape)) for s in specs)
+    return SynthResult(dest, shape, n_vocab, n_params, dest.stat().st_size, vocab_path, seed)

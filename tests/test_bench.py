@@ -1,0 +1,54 @@
+"""`pinset bench` end to end on a real CPU build (slow), and its argument checks."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from pinset.cli import main
+
+LLAMA_BIN = os.environ.get("PINSET_TEST_LLAMA_BIN")
+
+
+def test_owned_llama_bench_options_are_refused(tmp_path, capsys):
+    model = tmp_path / "m.gguf"
+    model.write_bytes(b"GGUF")
+    rc = main(["bench", "--base-bin", str(tmp_path), "--head-bin", str(tmp_path), "-m", str(model), "--", "-r", "5"])
+    assert rc == 2
+    assert "-r" in capsys.readouterr().err
+
+
+def test_missing_binaries_is_a_toolchain_error(tmp_path, capsys):
+    model = tmp_path / "m.gguf"
+    model.write_bytes(b"GGUF")
+    rc = main(["bench", "--base-bin", str(tmp_path), "--head-bin", str(tmp_path), "-m", str(model)])
+    assert rc == 2
+    assert "no llama-bench there" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not LLAMA_BIN, reason="PINSET_TEST_LLAMA_BIN is not set: no llama.cpp build with llama-bench, "
+                                          "llama-imatrix and llama-quantize to run end to end")
+def test_bench_end_to_end_on_cpu(tmp_path):
+    from pinset.models.pipeline import LlamaBin, synthesize
+    from pinset.models.synth import preset
+
+    model = synthesize(preset("llama", "tiny"), "Q4_K_M", tmp_path / "model", LlamaBin(Path(LLAMA_BIN)),
+                       name="tiny", threads=2).path
+    out = tmp_path / "out"
+    rc = main(["bench", "--base-bin", LLAMA_BIN, "--head-bin", LLAMA_BIN, "--cpu", "-m", str(model),
+               "--rounds", "4", "-r", "2", "--json", str(out / "bench.json"), "--markdown", str(out / "bench.md"),
+               "--plot", str(out / "bench.png"), "--", "-p", "32", "-n", "4", "-t", "2", "-ngl", "0"])
+    assert rc in (0, 1)  # an A/A run on a shared CPU may be "too noisy"; it must never be an error
+    doc = json.loads((out / "bench.json").read_text())
+    assert doc["kind"] == "bench" and doc["schema"] == 1 and doc["warmup_rounds"] == 1
+    assert [r["order"] for r in doc["round_log"]] == ["BH", "HB", "BH", "HB"]
+    assert [r["test"] for r in doc["rows"]] == ["pp32", "tg4"]
+    for row in doc["rows"]:
+        assert len(row["base_tps"]) == len(row["head_tps"]) == 3
+        assert row["verdict"] in ("no change", "too noisy")  # same binary on both sides
+    assert (out / "bench.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "![per-round t/s](bench.png)" in (out / "bench.md").read_text()

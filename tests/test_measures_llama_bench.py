@@ -1,0 +1,46 @@
+"""llama-bench -o jsonl parser on real output captured from the CPU build (tests/fixtures/README-llama-bench.md)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pinset.measures.llama_bench import BenchParseError, parse_jsonl
+from pinset.measures.llama_bench import test_name as name_of
+
+FIX = Path(__file__).parent / "fixtures" / "llama-bench"
+
+
+def test_parse_captured_jsonl():
+    lines = parse_jsonl((FIX / "cpu-tiny-moe-iq1m.jsonl").read_text())
+    assert [l.test for l in lines] == ["pp64", "pp128", "tg16", "pp64", "pp128", "tg16"]
+    assert [l.params["n_ubatch"] for l in lines] == [64, 64, 64, 128, 128, 128]
+    first = lines[0]
+    assert first.avg_ts == pytest.approx(126.975303)
+    assert first.samples_ts == (126.998, 126.953)
+    assert first.params["n_batch"] == 128 and first.params["n_gpu_layers"] == 0
+    assert first.backends == "CPU" and first.build_commit == "unknown"
+    assert first.model_type.startswith("qwen3moe") and "IQ1_M" in first.model_type
+    # distinct tests have distinct keys; the same test parsed twice has the same key
+    assert len({l.key for l in lines}) == 6
+    again = parse_jsonl((FIX / "cpu-tiny-moe-iq1m.jsonl").read_text())
+    assert [l.key for l in again] == [l.key for l in lines]
+
+
+def test_failed_run_prints_nothing_on_stdout():
+    assert parse_jsonl((FIX / "missing-model.stdout").read_text()) == []
+    assert "failed to load model" in (FIX / "missing-model.stderr").read_text()
+
+
+def test_broken_line_is_an_error():
+    text = (FIX / "cpu-tiny-moe-iq1m.jsonl").read_text().splitlines()[0]
+    with pytest.raises(BenchParseError):
+        parse_jsonl(text[:-10])
+
+
+def test_names_follow_llama_bench():
+    assert name_of(512, 0) == "pp512"
+    assert name_of(0, 128) == "tg128"
+    assert name_of(512, 128) == "pp512+tg128"
+    assert name_of(512, 0, 4096) == "pp512 @ d4096"

@@ -1,0 +1,124 @@
+"""Bench statistics on simulated and recorded rounds (scipy.stats underneath)."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy import stats as sps
+
+from pinset.measures.bench import analyse
+from pinset.measures.stats import (compare, estimate, hodges_lehmann, verdict_for, walsh_averages,
+                                   wilcoxon_ci, wilcoxon_p)
+from pinset.measures.stats_sim import verdict_rates
+
+FIX = Path(__file__).parent / "fixtures" / "llama-bench"
+
+
+def test_hodges_lehmann_is_the_median_of_walsh_averages():
+    d = np.array([0.1, -0.2, 0.4, 0.0])
+    w = walsh_averages(d)
+    assert len(w) == 10
+    assert hodges_lehmann(d) == pytest.approx(float(np.median(w)))
+    assert hodges_lehmann(np.array([1.0, 2.0, 3.0])) == pytest.approx(2.0)
+
+
+def test_wilcoxon_ci_is_the_acceptance_region_of_scipys_test():
+    rng = np.random.default_rng(5)
+    d = rng.normal(0.02, 0.01, 10)
+    lo, hi = wilcoxon_ci(d)
+    assert lo < hodges_lehmann(d) < hi
+    eps = 1e-9
+    # just inside: scipy's signed-rank test does not reject; just outside: it does
+    assert sps.wilcoxon(d - (lo + eps)).pvalue >= 0.05
+    assert sps.wilcoxon(d - (hi - eps)).pvalue >= 0.05
+    assert sps.wilcoxon(d - (lo - eps)).pvalue < 0.05
+    assert sps.wilcoxon(d - (hi + eps)).pvalue < 0.05
+    assert lo in walsh_averages(d) and hi in walsh_averages(d)
+
+
+def test_five_rounds_cannot_reach_95_percent_with_signed_ranks_so_t_is_used():
+    d = np.array([0.01, 0.012, 0.008, 0.011, 0.009])
+    assert wilcoxon_ci(d) is None
+    e = estimate(d)
+    assert e.ci_method == "t"
+    t = sps.ttest_1samp(d, 0).confidence_interval(0.95)
+    assert e.ci_log == pytest.approx((t.low, t.high))
+    assert e.p_value == pytest.approx(sps.wilcoxon(d).pvalue)
+
+
+def test_too_few_rounds_is_insufficient_data():
+    assert compare([100.0, 101.0], [99.0, 100.0]).verdict == "insufficient data"
+    assert verdict_for(None, 0.01) == "insufficient data"
+    assert wilcoxon_p(np.array([0.0, 0.0, 0.0])) is None
+
+
+def test_verdict_rules():
+    thr = math.log(1.01)
+    e = estimate(np.array([0.001, -0.002, 0.0015, 0.0, -0.001]))
+    assert verdict_for(e, thr) == "no change"
+    slow = estimate(np.log(np.array([0.90, 0.91, 0.895, 0.905, 0.9])))
+    assert verdict_for(slow, thr) == "slower"
+    fast = estimate(np.log(np.array([1.10, 1.11, 1.095, 1.105, 1.1])))
+    assert verdict_for(fast, thr) == "faster"
+    noisy = estimate(np.log(np.array([0.8, 1.2, 0.9, 1.15, 1.0])))
+    assert verdict_for(noisy, thr) == "too noisy"
+    # a band wider than 5 % means a noisy machine: a CI inside it is not "no change"
+    assert verdict_for(e, math.log(1.08)) == "too noisy"
+
+
+@pytest.mark.parametrize("rounds,sigma,drift", [(5, 0.002, 0.0), (5, 0.005, 0.0), (5, 0.003, 0.005),
+                                                (12, 0.005, 0.0)])
+def test_simulated_aa_runs_say_no_change_at_least_95_percent(rounds, sigma, drift):
+    rates = verdict_rates(rounds, sigma, 1.0, drift=drift, trials=300, seed=11)
+    assert rates.get("no change", 0) >= 0.95, rates
+    assert rates.get("faster", 0) + rates.get("slower", 0) <= 0.03, rates
+
+
+@pytest.mark.parametrize("rounds,sigma,heavy", [(5, 0.005, False), (5, 0.01, False), (5, 0.01, True), (8, 0.01, True)])
+def test_simulated_10_percent_slowdown_says_slower(rounds, sigma, heavy):
+    rates = verdict_rates(rounds, sigma, 0.9, heavy_tails=heavy, trials=200, seed=12)
+    assert rates.get("slower", 0) >= 0.95, rates
+    assert rates.get("faster", 0) == 0
+
+
+def test_noisy_aa_never_claims_a_difference_often():
+    rates = verdict_rates(5, 0.02, 1.0, trials=300, seed=13)
+    assert rates.get("faster", 0) + rates.get("slower", 0) <= 0.05, rates
+
+
+def test_recorded_aa_rounds_reanalyse_and_do_not_claim_a_difference():
+    """A/A recorded on the shared 2-core CI machine (same binary as base and head): very noisy."""
+    doc = json.loads((FIX / "aa-cpu-recorded.json").read_text())
+    rows = analyse(doc["round_log"])
+    assert [r["test"] for r in rows] == [r["test"] for r in doc["rows"]]
+    for new, old in zip(rows, doc["rows"]):
+        assert new["base_tps"] == old["base_tps"] and new["verdict"] == old["verdict"]
+        assert new["verdict"] in ("no change", "too noisy")
+        assert len(new["base_tps"]) == doc["rounds"] - 1  # warm-up dropped
+        assert "round 0: warm-up" in new["excluded"]
+
+
+def test_recorded_rounds_with_a_strong_slowdown_injected_say_slower():
+    doc = json.loads((FIX / "aa-cpu-recorded.json").read_text())
+    for rnd in doc["round_log"]:
+        for t in rnd["runs"]["head"]["tests"]:
+            t["avg_ts"] *= 0.5
+    rows = analyse(doc["round_log"])
+    assert all(r["verdict"] == "slower" for r in rows), [(r["verdict"], r["ci95"]) for r in rows]
+
+
+def test_busy_and_failed_rounds_are_excluded():
+    doc = json.loads((FIX / "aa-cpu-recorded.json").read_text())
+    log = doc["round_log"]
+    log[1]["other_gpu_processes"] = True
+    log[2]["runs"]["head"]["ok"] = False
+    log[2]["runs"]["head"]["detail"] = "llama-bench killed by SIGSEGV"
+    row = analyse(log)[0]
+    assert 1 not in row["rounds"] and 2 not in row["rounds"]
+    assert any("another process used the GPU" in e for e in row["excluded"])
+    assert any("SIGSEGV" in e for e in row["excluded"])
+    assert 1 in analyse(log, keep_busy_rounds=True)[0]["rounds"]
