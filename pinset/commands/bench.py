@@ -28,6 +28,8 @@ def add_parser(sub):
     p.add_argument("--rounds", type=int, default=6, help="rounds, the first one a discarded warm-up (default 6)")
     p.add_argument("-r", "--repetitions", type=int, default=3, help="llama-bench -r per run (default 3)")
     p.add_argument("--cpu", action="store_true", help="hide GPUs (CUDA_VISIBLE_DEVICES=): for tests without a GPU")
+    p.add_argument("--aa", action="store_true",
+                   help="A/A check: run the base build against itself (every row should say \"no change\")")
     p.add_argument("--keep-busy-rounds", action="store_true",
                    help="keep rounds during which another process used the GPU (excluded by default)")
     p.add_argument("--json", type=Path, help="write the bench JSON here")
@@ -52,6 +54,10 @@ def run(args) -> int:
     if not args.model.is_file():
         raise PinsetError(f"--model {args.model}: no such file")
     base, head, _store = resolve_sides(args, TARGETS, cuda=not args.cpu)
+    if args.aa:
+        from dataclasses import replace
+
+        head = replace(base, label="head")
 
     def progress(rnd):
         parts = []
@@ -67,6 +73,7 @@ def run(args) -> int:
                         cpu=args.cpu, log_dir=args.log_dir, on_round=progress)
     doc = bench_document(args.model, bench_args, rounds, args.repetitions, base, head,
                          keep_busy_rounds=args.keep_busy_rounds)
+    doc["aa_check"] = bool(args.aa)  # head is the base build itself
     console.print(bench_table(doc))
     if args.json:
         write_json(args.json, doc)
