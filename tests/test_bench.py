@@ -52,3 +52,14 @@ def test_bench_end_to_end_on_cpu(tmp_path):
         assert row["verdict"] in ("no change", "too noisy")  # same binary on both sides
     assert (out / "bench.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "![per-round t/s](bench.png)" in (out / "bench.md").read_text()
+
+
+def test_markdown_and_plot_from_recorded_rounds(tmp_path):
+    from pinset.measures.bench import bench_markdown
+    from pinset.measures.plot import plot_bench
+
+    doc = json.loads((Path(__file__).parent / "fixtures" / "llama-bench" / "aa-cpu-recorded.json").read_text())
+    md = bench_markdown(doc, "bench.png")
+    assert "| pp128 | ub=512 b=2048 ngl=0 fa=-1 t=1 | 7 |" in md and "too noisy" in md
+    png = plot_bench(doc, tmp_path / "bench.png")
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
