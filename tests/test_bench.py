@@ -63,3 +63,53 @@ def test_markdown_and_plot_from_recorded_rounds(tmp_path):
     assert "| pp128 | ub=512 b=2048 ngl=0 fa=-1 t=1 | 7 |" in md and "too noisy" in md
     png = plot_bench(doc, tmp_path / "bench.png")
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+CMAKELISTS = """\
+cmake_minimum_required(VERSION 3.14)
+project(fake_llama NONE)
+# Stands in for llama.cpp: "builds" llama-bench by copying a real one, so the pins.yaml route
+# (sim -> bare and pinned trees -> cached CMake/Ninja builds) runs in seconds.
+file(MAKE_DIRECTORY ${CMAKE_BINARY_DIR}/bin)
+add_custom_target(llama-bench ALL COMMAND ${CMAKE_COMMAND} -E copy
+    $ENV{PINSET_TEST_LLAMA_BIN}/llama-bench ${CMAKE_BINARY_DIR}/bin/llama-bench)
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not LLAMA_BIN, reason="PINSET_TEST_LLAMA_BIN is not set: no llama-bench to stand in for a build")
+def test_bench_from_pins_yaml_builds_bare_and_pinned_trees(make_repo, tmp_path):
+    import shutil
+
+    from conftest import write_pins
+
+    if not (shutil.which("cmake") and shutil.which("ninja")):
+        pytest.skip("cmake or ninja not on PATH: cannot build the stand-in trees")
+    up = make_repo("upstream")
+    b1 = up.commit("base", {"CMakeLists.txt": CMAKELISTS, "README": "upstream\n"})
+    up.tag("b1")
+    up.git("checkout", "-q", "-b", "pin", b1)
+    up.commit("note", {"README": "upstream\npinned\n"})
+    up.format_patch(f"{b1}..pin", tmp_path / "patches" / "note")
+    up.git("checkout", "-q", "master")
+    cfg = write_pins(tmp_path / "pins.yaml", f"""
+        upstream: {up.path}
+        builds: [b1]
+        pins:
+          - id: note
+            patches: {tmp_path / 'patches' / 'note'}
+        """)
+    from pinset.models.pipeline import LlamaBin, synthesize
+    from pinset.models.synth import preset
+
+    model = synthesize(preset("llama", "tiny"), "Q4_K_M", tmp_path / "model", LlamaBin(Path(LLAMA_BIN)),
+                       name="tiny", threads=2).path
+    out = tmp_path / "bench.json"
+    rc = main(["bench", "-c", str(cfg), "--build", "b1", "--cpu", "-m", str(model), "--rounds", "3", "-r", "1",
+               "--json", str(out), "--", "-p", "16", "-n", "0", "-t", "2"])
+    assert rc in (0, 1)
+    doc = json.loads(out.read_text())
+    assert doc["base"]["build"] == doc["head"]["build"] == "b1"
+    assert doc["base"]["commit"] == b1
+    assert [r["test"] for r in doc["rows"]] == ["pp16"]
+    assert len(doc["rows"][0]["base_tps"]) == 2
