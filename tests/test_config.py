@@ -38,7 +38,7 @@ def test_valid_file_loads(tmp_path, patch_dir):
     cfg = write_pins(tmp_path / "pins.yaml", f"""
         upstream: https://github.com/ggml-org/llama.cpp
         builds: [b11756, pypi:llama-cpp-python==0.3.36]
-        cuda: {{architectures: "90"}}
+        cuda: {{architectures: "90", flags: ["-DGGML_CUDA_FA=OFF"]}}
         pins:
           - id: cuda-mmq-iq1m
             patches: patches/series
@@ -58,7 +58,7 @@ def test_valid_file_loads(tmp_path, patch_dir):
     assert ps.pins[0].patches == patch_dir.resolve() and ps.pins[0].required is True
     assert [c.kind for c in ps.pins[0].checks] == ["backend-op", "ctest", "command"]
     assert ps.pins[1].pr.number == 25731 and ps.pins[1].pr.owner == "ggml-org" and ps.pins[1].required is False
-    assert ps.cuda_architectures == "90"
+    assert ps.cuda_architectures == "90" and ps.cuda_flags == ("-DGGML_CUDA_FA=OFF",)
 
 
 @pytest.mark.parametrize("body, expected", [
@@ -87,6 +87,8 @@ def test_valid_file_loads(tmp_path, patch_dir):
      "pins.yaml:6: pins[0].checks[0].command.expect: bad regular expression"),
     ("builds: [b1]\npins:\n  - id: a\n", "pins.yaml:3: pins[0]: give exactly one of `patches:`"),
     ("builds: [b1]\npins: [\n", "pins.yaml:3: not valid YAML"),
+    ("builds: [b1]\ncuda: {flags: [GGML_CUDA_FA=OFF]}\npins: []\n",
+     "pins.yaml:2: cuda.flags[]: malformed CMake flag 'GGML_CUDA_FA=OFF'"),
 ])
 def test_bad_config(tmp_path, patch_dir, capsys, body, expected):
     err = fails(tmp_path, "upstream: https://github.com/ggml-org/llama.cpp\n" + body, capsys)

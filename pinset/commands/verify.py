@@ -57,6 +57,8 @@ def run(args) -> int:
     # when the wait is interrupted.
     signal.signal(signal.SIGTERM, _interrupt)
     pinset, store = open_config(args, require_pins=False)
+    if args.cuda:  # pins.yaml's cuda.flags first, so kld/bench/model find the same cached build
+        cuda_flags = list(pinset.cuda_flags) + [f for f in cuda_flags if f not in pinset.cuda_flags]
     build_names = pick_builds(pinset, args.builds)
     # Toolchain first: a missing program is one line and exit 2, before any download or build.
     require_toolchain(args.cuda)

@@ -24,7 +24,7 @@ BUILD_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_./+-]*$")
 
 TOP_KEYS = {"upstream", "builds", "pins", "cuda", "description"}
 PIN_KEYS = {"id", "patches", "pr", "commit", "required", "checks", "unchecked", "description"}
-CUDA_KEYS = {"architectures"}
+CUDA_KEYS = {"architectures", "flags"}
 CHECK_KINDS = {
     "backend-op": ({"op"}, {"op", "params", "mode"}),
     "ctest": ({"name"}, {"name"}),
@@ -95,6 +95,7 @@ class PinSet:
     cuda_architectures: str | None = None
     description: str | None = None
     text: str = field(default="", repr=False)
+    cuda_flags: tuple[str, ...] = ()  # extra CMake -D flags of every CUDA build (verify, kld, bench, model)
 
     @property
     def digest(self) -> str:
@@ -213,8 +214,14 @@ def load_pinset(path: str | Path, *, require_pins: bool = True) -> PinSet:
         r.fail(top["builds"], "builds", "empty list")
 
     cuda_arch = None
+    cuda_flags: list[str] = []
     if "cuda" in top:
         cuda = r.mapping(top["cuda"], "cuda", CUDA_KEYS)
+        for node in (r.sequence(cuda["flags"], "cuda.flags") if "flags" in cuda else []):
+            flag = r.string(node, "cuda.flags[]")
+            if not re.fullmatch(r"-D[A-Za-z_][A-Za-z0-9_]*(:[A-Z]+)?=\S*", flag):
+                r.fail(node, "cuda.flags[]", f"malformed CMake flag {flag!r} (e.g. -DGGML_CUDA_FA=OFF)")
+            cuda_flags.append(flag)
         if "architectures" in cuda:
             cuda_arch = r.string(cuda["architectures"], "cuda.architectures")
             if not re.fullmatch(r"[0-9a-z;,_-]+", cuda_arch):
@@ -233,7 +240,8 @@ def load_pinset(path: str | Path, *, require_pins: bool = True) -> PinSet:
         r.fail(top.get("pins", root), "pins", "no pins listed (this command needs at least one)")
 
     description = r.string(top["description"], "description") if "description" in top else None
-    return PinSet(path.resolve(), upstream, tuple(builds), tuple(pins), cuda_arch, description, text)
+    return PinSet(path.resolve(), upstream, tuple(builds), tuple(pins), cuda_arch, description, text,
+                  tuple(cuda_flags))
 
 
 def _check_upstream(r: _Reader, node, value: str, base: Path) -> None:

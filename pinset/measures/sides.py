@@ -91,7 +91,8 @@ def _built_sides(args, targets: list[str], cuda: bool, labels=("base", "head")):
         try:
             built = ensure_build(store, sim.mirror, tree, label=f"{name}-{label}", commit=build.commit,
                                  pinset_digest=pinset.digest, cuda=cuda, cuda_architectures=arch,
-                                 targets=targets, jobs=args.jobs)
+                                 targets=targets, jobs=args.jobs,
+                                 extra_flags=list(pinset.cuda_flags) if cuda else [])
         except BuildFailed as exc:
             raise PinsetError(f"{label} build of {name} failed at {exc.stage} (log: {exc.log})\n{exc.tail}") from None
         sides.append(Side(label, name, build.commit, built.bin_dir, built.source_dir))
