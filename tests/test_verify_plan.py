@@ -56,6 +56,12 @@ def test_cpu_gate_runs():
               FeatureCheck("ctest", name="test-chat")]
     runs = plan.cpu_gate_runs(["iq1_m"], checks)
     assert runs == [("MUL_MAT", "type_a=(iq1_m),"), ("MUL_MAT_ID", "type_a=(iq1_m),"), ("MUL_MAT_ID", "n_mats=128")]
+    # a check on one of the pins' types is inside the types run already; other filters are not
+    covered = [FeatureCheck("backend-op", op="MUL_MAT_ID", params="type_a=iq1_m"),
+               FeatureCheck("backend-op", op="MUL_MAT", params="type_a=iq1_m,type_b=f32,m=512"),
+               FeatureCheck("backend-op", op="MUL_MAT", params="type_a=q4_0"),
+               FeatureCheck("backend-op", op="PAD", params="type_a=iq1_m")]
+    assert plan.cpu_gate_runs(["iq1_m"], covered)[2:] == [("MUL_MAT", "type_a=q4_0"), ("PAD", "type_a=iq1_m")]
     assert plan.cpu_gate_runs([], [])[0] == ("MUL_MAT", None)
     assert plan.cpu_gate_runs(["iq1_m"], [], params_override="k=2048")[0] == ("MUL_MAT", "k=2048")
 

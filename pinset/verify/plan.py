@@ -58,9 +58,20 @@ def cpu_gate_runs(types: list[str], checks: list[FeatureCheck], params_override:
     params = params_override if params_override is not None else types_params_regex(types)
     runs: list[tuple[str, str | None]] = [(op, params) for op in CPU_GATE_OPS]
     for check in checks:
-        if check.kind == "backend-op" and check.mode == "test" and (check.op, check.params) not in runs:
-            runs.append((check.op, check.params))
+        if check.kind != "backend-op" or check.mode != "test" or (check.op, check.params) in runs:
+            continue
+        if params_override is None and _covered(check, types):
+            continue
+        runs.append((check.op, check.params))
     return runs
+
+
+def _covered(check: FeatureCheck, types: list[str]) -> bool:
+    """A MUL_MAT/MUL_MAT_ID check on one of the pins' types is already inside the types run."""
+    if check.op not in CPU_GATE_OPS or not check.params or not types:
+        return False
+    m = re.fullmatch(r"type_a=([A-Za-z0-9_]+)(?:,.*)?", check.params)
+    return bool(m) and m.group(1) in types
 
 
 def parse_ops(text: str | None) -> list[str]:
