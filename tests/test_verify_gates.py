@@ -165,3 +165,54 @@ def test_toolchain_and_usage_errors_are_one_line_exit_2(pin_set, tmp_path, capsy
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-1] == "pinset verify: error: cmake not found on PATH (install CMake >= 3.14)"
     assert not (tmp_path / "cache" / "builds").exists()
+
+
+def test_cuda_gates_with_stand_ins(pin_set, tmp_path, upstream, monkeypatch):
+    """The --cuda path end to end, GPU programs replaced: an `nvidia-smi` stand-in that answers the two
+    queries verify makes (values of the H200 in shared/captured's README), the stand-in tree's
+    test-backend-ops replaying the real H200 captures for CUDA0. nvcc must be real (the CUDA toolkit)."""
+    from pinset.build.cmake import find_nvcc
+
+    if find_nvcc() is None:
+        pytest.skip("no CUDA toolkit (nvcc) here")
+    upstream.git("checkout", "-q", "v1")
+    for op in ("MUL_MAT", "MUL_MAT_ID", "PAD", "GET_ROWS"):
+        upstream.write(f"replay/test-{op}-CUDA0.log", (OPS / f"h200-test-{op}.log").read_text())
+    upstream.write("replay/test-PAD-CPU.log", (OPS / "cpu-test-PAD.log").read_text())
+    upstream.git("add", "replay")
+    upstream.git("commit", "-q", "-m", "GPU replays")
+    upstream.git("tag", "-f", "v1")
+    smi = tmp_path / "gpu-bin" / "nvidia-smi"
+    smi.parent.mkdir()
+    smi.write_text('#!/bin/sh\ncase "$*" in\n  *compute_cap,*) echo "NVIDIA H200, 580.159.04, 9.0, 143771";;\n'
+                   '  *compute_cap*) echo "9.0";;\nesac\n')
+    smi.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{smi.parent}:{__import__('os').environ['PATH']}")
+    # the replay ignores -p: check an op whose whole capture has no "not supported" case (PAD)
+    write_pins(pin_set, pin_set.read_text().replace("builds: [v1, v2, v3]", "builds: [v1]")
+               .replace('{op: MUL_MAT, params: "type_a=iq1_s,"}', '{op: PAD, params: "type=f32"}'))
+    code, doc = run_verify(pin_set, tmp_path, "--cuda", "--op-jobs", "4")
+    build = doc["builds"][0]
+    g = gates(build)
+    assert code == 0 and doc["ok"], json.dumps(g, indent=1)[:3000]
+    assert doc["machine"]["gpu"]["name"] == "NVIDIA H200" and doc["options"]["cuda_architectures"] == "90"
+    assert [g[n]["status"] for n in ("cpu-build", "cpu-backend-ops", "cpu-test-chat", "cuda-build", "test-chat",
+                                     "backend-ops", "feature-checks")] == ["passed"] * 7
+    assert "-DGGML_CUDA=ON" in build["cmake_flags"] and "-DCMAKE_CUDA_ARCHITECTURES=90" in build["cmake_flags"]
+    assert g["cuda-build"]["build_dir"] != g["cpu-build"]["build_dir"]
+    assert [o["op"] + f" {o['passed']}/{o['total']}" for o in g["backend-ops"]["ops"]] == \
+        ["MUL_MAT 1304/1304", "MUL_MAT_ID 931/931", "PAD 34/34", "GET_ROWS 216/216"]
+    assert g["backend-ops"]["device"] == "NVIDIA H200"
+    assert g["feature-checks"]["where"] == "GPU" and g["feature-checks"]["detail"].startswith("3/3 feature checks on GPU")
+    log = Path(g["backend-ops"]["log"]).read_text()
+    assert "-b CUDA0 -j 4" in log                                        # --op-jobs reaches test-backend-ops
+    md = (tmp_path / "verify.md").read_text()
+    assert "MUL_MAT 1304/1304" in md and "NVIDIA H200 (driver 580.159.04, compute capability 9.0" in md
+
+    # a feature check whose matching cases the GPU backend does not support is red, not a pass
+    write_pins(pin_set, pin_set.read_text().replace('{op: PAD, params: "type=f32"}', '{op: MUL_MAT, params: "type_a=iq1_s,"}'))
+    code, doc = run_verify(pin_set, tmp_path, "--cuda")
+    g = gates(doc["builds"][0])
+    assert code == 1 and g["cuda-build"]["cached"] is True and g["backend-ops"]["status"] == "passed"
+    assert g["feature-checks"]["status"] == "failed"
+    assert "385 matching cases not supported on CUDA0" in g["feature-checks"]["detail"]
