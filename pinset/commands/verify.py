@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import signal
 from pathlib import Path
 
@@ -62,6 +63,8 @@ def run(args) -> int:
     build_names = pick_builds(pinset, args.builds)
     # Toolchain first: a missing program is one line and exit 2, before any download or build.
     require_toolchain(args.cuda)
+    if shutil.which("ctest") is None:
+        raise ToolchainError("ctest not found on PATH (it comes with CMake)")
     arch = gpu_arch = None
     if args.cuda:
         gpu_arch = cuda_architectures_from_gpu()
