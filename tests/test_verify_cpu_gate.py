@@ -4,8 +4,9 @@ a patch adding four IQ1_S MUL_MAT cases to test-backend-ops (+ its three feature
 documentation patch that is `unchecked`.
 
 It builds test-backend-ops, test-chat and test-grammar-parser for real (CPU only, static,
-GGML_NATIVE=OFF), so it takes a while: 16.6 min on the 2-core dev VM (cpu-build 14.7 min without
-ccache, CPU gates 50 s, the no-rebuild re-verify 53 s), measured 2026-11-30 (reports/verify/cpu-gate-ci-vm.md).
+GGML_NATIVE=OFF), so it takes a while on 2 cores (dev VM, 2026-11-30, cold cache): 7.4 min when the
+machine was otherwise idle (cpu-build 6.5 min, CPU gates 25 s, the no-rebuild re-verify 24 s;
+reports/verify/cpu-gate-ci-vm.md), 16.6 min while other builds shared the cores (cpu-build 14.7 min).
 The sdist comes from PINSET_SDIST_CACHE (default ~/.cache/pinset-sdists) or PyPI.
 """
 
