@@ -6,7 +6,6 @@ so a re-run that changes nothing does not re-post a comment, and golden files ca
 
 from __future__ import annotations
 
-import math
 from statistics import fmean
 
 from pinset.report.merge import Merged, VerifyRun, op_key
@@ -285,7 +284,7 @@ def _speed(m: Merged) -> list[str]:
         rows = []
         for r in study.rows:
             p = "—" if r["p_value"] is None else f"{r['p_value']:.3g}"
-            aa = "—" if r["aa_spread"] is None else f"±{math.expm1(r['aa_spread']):.2%}"
+            aa = "—" if r["aa_spread"] is None else f"±{r['aa_spread']:.2%}"  # bench JSON: a fraction
             lo, hi = r["ci95"]
             rows.append([r["test"], _tps(r["base_tps"]), _tps(r["head_tps"]), f"{r['ratio']:.3f}×",
                          f"{lo:.3f}–{hi:.3f}", p, aa, f"{VERDICT_ICON.get(r['verdict'], '')} {r['verdict']}"])

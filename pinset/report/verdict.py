@@ -6,7 +6,6 @@ first line is actionable; everything that could not be checked is listed rather 
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 
 from pinset.report.load import KINDS
@@ -193,14 +192,17 @@ def _judge_kld(m: Merged, v: Verdict) -> bool:
 
 
 def _judge_bench(m: Merged, v: Verdict) -> bool:
-    blocked = False
+    """Slower rows block; rows too noisy to call explain a bench's not-ok too (listed under Not tested)."""
+    explained = False
     for study in m.bench:
         gpu = study.doc["gpu"]["name"] if study.doc["gpu"] else "CPU"
         for row in study.rows:
             if row["verdict"] == "slower":
-                blocked = True
+                explained = True
                 v.blockers.append(f"{row['test']} slower on {gpu}: {ratio_text(row)}")
-    return blocked
+            elif row["verdict"] in ("too noisy", "insufficient data"):
+                explained = True
+    return explained
 
 
 # --- not tested -------------------------------------------------------------------------------
@@ -287,8 +289,10 @@ def not_tested(m: Merged) -> list[str]:
         gpu = study.doc["gpu"]["name"] if study.doc["gpu"] else "CPU"
         for row in study.rows:
             if row["verdict"] in ("too noisy", "insufficient data"):
-                spread = f", A/A spread ±{math.expm1(row['aa_spread']):.1%}" if row.get("aa_spread") is not None else ""
-                out.append(f"Speed of {row['test']} on {gpu}: {row['verdict']}{spread}")
+                spread = f", A/A spread ±{row['aa_spread']:.1%}" if row.get("aa_spread") is not None else ""
+                ub = row.get("params", {}).get("n_ubatch")
+                where = f"{study.doc['model']['name']}, {gpu}" + (f", ub {ub}" if ub else "")
+                out.append(f"Speed of {row['test']} ({where}): {row['verdict']}{spread}")
     return out
 
 
