@@ -149,3 +149,27 @@ def test_h200_raw_output_with_stderr_merged_into_a_case_line():
     verdict = judge("h200-pinned-j4-merged-test-MUL_MAT.log", "CUDA0")
     assert verdict.ok, verdict.problems
     assert verdict.ops[0].short() == "MUL_MAT 1364/1364" and verdict.not_supported == 385
+
+
+def _runs(log: str) -> list[tuple[str, str]]:
+    """(command line, stdout) of each run in a pinset log (runner.write_log format)."""
+    runs = []
+    for block in log.split("\n$ ")[1:] if not log.startswith("$ ") else ("\n" + log).split("\n$ ")[1:]:
+        argv, rest = block.split("\n", 1)
+        body = "\n".join(line for line in rest.split("\n") if not line.startswith("# ") or line.startswith("# ---"))
+        runs.append((argv, body.split("# --- stderr ---")[0]))
+    return runs
+
+
+def test_h200_feature_check_runs_from_verify_itself():
+    # verify's own log of the pin set's three checks on the H200 (stdout and stderr kept apart, -j 4)
+    runs = _runs(load("h200-verify-feature-checks.log"))
+    assert [a.split(" -o ")[1] for a, _ in runs] == ["MUL_MAT -b CUDA0 -p type_a=iq1_m -j 4",
+                                                     "MUL_MAT_ID -b CUDA0 -p type_a=iq1_m -j 4",
+                                                     "MUL_MAT_ID -b CUDA0 -p type_a=iq1_s -j 4"]
+    shorts = []
+    for _, stdout in runs:
+        verdict = judge_backend_ops(parse_backend_ops(stdout), "CUDA0", returncode=0)
+        assert verdict.ok and verdict.not_supported == 0 and verdict.device == "NVIDIA H200"
+        shorts += [o.short() for o in verdict.ops]
+    assert shorts == ["MUL_MAT 44/44", "MUL_MAT_ID 38/38", "MUL_MAT_ID 38/38"]

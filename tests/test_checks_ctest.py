@@ -53,3 +53,10 @@ def test_llama_cpp_test_chat_pass():
     out = parse_ctest(load("test-chat-pass.log"))
     assert [(c.name, c.status) for c in out.cases] == [("test-chat", "passed")] and out.total == 1
     assert judge_ctest(out, returncode=0, expected="test-chat").ok
+
+
+def test_cmake4_summary_line_on_the_h200():
+    # ctest of CMake 4.4.3 (the H200 image) writes "100% tests passed out of 1"
+    out = parse_ctest(load("test-chat-pass-h200-cmake4.log"))
+    assert (out.total, out.failed) == (1, 0) and out.cases[0].name == "test-chat"
+    assert judge_ctest(out, returncode=0, expected="test-chat").ok

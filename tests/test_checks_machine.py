@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 from pinset.checks.machine import (parse_cc_version, parse_cmake_version, parse_nvcc_version, parse_nvidia_smi,
                                    probe_machine)
 
@@ -22,13 +20,13 @@ def test_compiler_and_cmake():
 
 
 def test_nvidia_smi_csv():
-    # the query probe_machine runs, captured on the H200 (see fixtures/README)
-    h200 = FIX / "nvidia-smi-h200.csv"
-    if not h200.exists():
-        pytest.skip("no H200 nvidia-smi capture yet")
-    gpus = parse_nvidia_smi(h200.read_text())
-    assert gpus and gpus[0].name == "NVIDIA H200" and gpus[0].compute_capability == "9.0"
-    assert gpus[0].memory_mib > 100_000 and gpus[0].driver
+    # real output on the H200 x2 machine (reports/h200/results/machine.txt): --format=csv with a header,
+    # units and two more columns than verify asks for
+    gpus = parse_nvidia_smi((FIX / "nvidia-smi-h200x2-header.csv").read_text())
+    assert len(gpus) == 2
+    assert (gpus[0].name, gpus[0].driver, gpus[0].compute_capability, gpus[0].memory_mib) == \
+        ("NVIDIA H200", "580.159.04", "9.0", 143771)
+    assert parse_nvidia_smi("") == []
 
 
 def test_probe_machine_runs_without_a_gpu():

@@ -12,7 +12,8 @@ from pinset.checks.text import strip_ansi
 # "1/1 Test #2: abort .............................Subprocess aborted***Exception:   0.01 sec"
 RESULT_RE = re.compile(
     r"^\s*(?P<i>\d+)/(?P<n>\d+) Test\s+#(?P<num>\d+): (?P<name>\S+) \.*\s*(?P<status>.*?)\s+(?P<sec>[\d.]+) sec\s*$")
-TOTAL_RE = re.compile(r"^(?P<pct>\d+)% tests passed, (?P<failed>\d+) tests? failed out of (?P<total>\d+)")
+# CMake 3: "100% tests passed, 0 tests failed out of 1"; CMake 4 drops the zero: "100% tests passed out of 1"
+TOTAL_RE = re.compile(r"^(?P<pct>\d+)% tests passed(?:, (?P<failed>\d+) tests? failed)? out of (?P<total>\d+)")
 NO_TESTS_RE = re.compile(r"^No tests were found")
 
 
@@ -54,7 +55,7 @@ def parse_ctest(text: str) -> CtestOutput:
             continue
         m = TOTAL_RE.match(line.strip())
         if m:
-            out.total, out.failed = int(m["total"]), int(m["failed"])
+            out.total, out.failed = int(m["total"]), int(m["failed"] or 0)
             continue
         if NO_TESTS_RE.match(line.strip()):
             out.no_tests = True

@@ -19,14 +19,26 @@ class GpuInfo:
 
 
 def parse_nvidia_smi(text: str) -> list[GpuInfo]:
-    """`nvidia-smi --query-gpu=name,driver_version,compute_cap,memory.total --format=csv,noheader,nounits`."""
+    """`nvidia-smi --query-gpu=name,driver_version,compute_cap,memory.total --format=csv,noheader,nounits`.
+
+    Also reads `--format=csv` output (a header line names the columns, values carry units) with
+    these four columns among others.
+    """
+    columns = ["name", "driver_version", "compute_cap", "memory.total"]
     gpus = []
     for line in text.splitlines():
         parts = [p.strip() for p in line.split(",")]
-        if len(parts) != 4 or not re.fullmatch(r"\d+\.\d+", parts[2]):
+        if parts and parts[0] == "name":
+            columns = [re.sub(r"\s*\[.*\]$", "", p) for p in parts]
             continue
-        memory = re.match(r"\d+", parts[3])
-        gpus.append(GpuInfo(parts[0], parts[1], parts[2], int(memory.group(0)) if memory else 0))
+        if len(parts) != len(columns):
+            continue
+        row = dict(zip(columns, parts))
+        if not re.fullmatch(r"\d+\.\d+", row.get("compute_cap", "")):
+            continue
+        memory = re.match(r"\d+", row.get("memory.total", ""))
+        gpus.append(GpuInfo(row["name"], row.get("driver_version", ""), row["compute_cap"],
+                            int(memory.group(0)) if memory else 0))
     return gpus
 
 
