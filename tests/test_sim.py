@@ -345,3 +345,21 @@ def test_markdown_grid(world, tmp_path):
     assert main(["sim", "-c", str(cfg), "--markdown", str(md)]) == 1
     text = md.read_text()
     assert "| `feat-iq1m` | ✅ applied | ❌ conflict with `upstream` |" in text
+
+
+def test_duplicate_pin_is_skipped(world, tmp_path):
+    up, pins = world
+    cfg = write_pins(tmp_path / "pins.yaml", f"""
+        upstream: {up.path}
+        builds: [b1]
+        pins:
+          - id: readme-note
+            patches: {pins / 'readme-note'}
+          - id: readme-note-again
+            patches: {pins / 'readme-note'}
+    """)
+    code, data = run_sim(tmp_path, cfg)
+    again = by_id(data["builds"][0])["readme-note-again"]
+    assert again["status"] == "skipped" and again["detail"] == "no change on top of the earlier pins"
+    assert by_id(data["builds"][0])["readme-note"]["status"] == "applied"
+    assert code == 1  # a required pin that adds nothing is not ok: the set has a redundant entry

@@ -42,7 +42,6 @@ class ApplyOutcome:
 class _Applied:
     pin_id: str
     change: PinChange
-    pre_tree: str
 
 
 class Simulator:
@@ -120,7 +119,8 @@ class Simulator:
                 return earlier.pin_id
         return applied[-1].pin_id if applied else "upstream"
 
-    def _contract(self, entry: _Applied, final_tree: str, later: list[_Applied]) -> Contract:
+    def _contract(self, entry: _Applied, final_tree: str, base_tree: str, later: list[_Applied]) -> Contract:
+        """The pin's files, added lines and feature symbols (those new to upstream's file) survived."""
         problems: list[str] = []
         for path, fc in sorted(entry.change.files.items()):
             final_text = self.mirror.read_blob(final_tree, path)
@@ -140,10 +140,10 @@ class Simulator:
                 total = len(_net_added(fc))
                 problems.append(f"{path}: {len(missing)} of {total} added lines gone "
                                 f"(e.g. {missing[0][:80]!r}){by}")
-            before = self.mirror.read_blob(entry.pre_tree, path) or ""
+            upstream_text = self.mirror.read_blob(base_tree, path) or ""
             for symbol in sorted(fc.symbols):
-                if re.search(rf"\b{symbol}\b", before):
-                    continue  # not introduced by this pin
+                if re.search(rf"\b{symbol}\b", upstream_text):
+                    continue  # upstream's own symbol, not introduced by the pin
                 if not re.search(rf"\b{symbol}\b", final_text):
                     problems.append(f"{path}: feature symbol {symbol} no longer present{by}")
         return Contract(not problems, problems)
@@ -151,7 +151,6 @@ class Simulator:
     # --- one build ------------------------------------------------------------------------
     def simulate_build(self, build: Build) -> BuildResult:
         index = self.mirror.new_index(build.tree)
-        current = build.tree
         applied: list[_Applied] = []
         results: list[PinResult] = []
         for spec in self.pinset.pins:
@@ -173,27 +172,29 @@ class Simulator:
                 result.detail = ("build already carries this pin"
                                  + (f" ({fraction:.0%} of its added lines present)" if fraction is not None else ""))
                 continue
+            # The index file itself is the snapshot: restoring its bytes rolls a failed pin back, and
+            # unchanged bytes mean the pin changed nothing (no write-tree per pin).
+            before = index.read_bytes()
             outcome = self._apply(index, prep.change)
             if outcome.ok:
-                new_tree = self.mirror.write_tree(index)
-                if new_tree == current:
+                if index.read_bytes() == before:
                     result.status, result.detail = "skipped", "no change on top of the earlier pins"
                     continue
-                applied.append(_Applied(spec.id, prep.change, current))
-                current = new_tree
+                applied.append(_Applied(spec.id, prep.change))
                 result.status = "applied"
                 continue
-            self._load(index, current)  # roll back the half-applied pin
+            index.write_bytes(before)  # roll back the half-applied pin
             result.status = "conflict"
             result.files = outcome.conflict_files
             result.conflict_with = self._attribute(prep.change, outcome.conflict_files, build, applied)
             result.detail = outcome.message
             result.contract = Contract(False, [f"{f}: does not apply (conflict with {result.conflict_with})"
                                                for f in outcome.conflict_files])
+        merged = self.mirror.write_tree(index) if applied else build.tree
         by_id = {r.id: r for r in results}
         for i, entry in enumerate(applied):
-            by_id[entry.pin_id].contract = self._contract(entry, current, applied[i + 1:])
-        return BuildResult(build.name, build.commit, results, tree=current, base_tree=build.tree)
+            by_id[entry.pin_id].contract = self._contract(entry, merged, build.tree, applied[i + 1:])
+        return BuildResult(build.name, build.commit, results, tree=merged, base_tree=build.tree)
 
     def run(self, builds: list[Build]) -> SimResult:
         return SimResult([self.simulate_build(b) for b in builds], self.pinset.digest)
