@@ -57,10 +57,7 @@ def run(
 ) -> Completed:
     """Run argv, capture text output, optionally append a log with the command line."""
     args = tuple(str(a) for a in argv)
-    full_env = None
-    if env is not None:
-        full_env = dict(os.environ)
-        full_env.update(env)
+    full_env = _full_env(env)
     started = time.monotonic()
     try:
         proc = subprocess.run(
@@ -78,6 +75,11 @@ def run(
     if log is not None:
         write_log(log, result, cwd=cwd, env=env)
     return result
+
+
+def _full_env(env: Mapping[str, str] | None) -> dict[str, str] | None:
+    """The caller's variables on top of ours (None: inherit unchanged)."""
+    return None if env is None else {**os.environ, **env}
 
 
 def write_log(log: Path, result: Completed, cwd=None, env=None) -> None:
@@ -115,10 +117,7 @@ def run_streaming(
     import threading
 
     args = tuple(str(a) for a in argv)
-    full_env = None
-    if env is not None:
-        full_env = dict(os.environ)
-        full_env.update(env)
+    full_env = _full_env(env)
     started = time.monotonic()
     try:
         proc = subprocess.Popen(

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
 
 import pytest
 
@@ -74,6 +73,14 @@ def world(make_repo, tmp_path):
     up.tag("b3")
     up.git("checkout", "-q", "master")
     return up, pins
+
+
+def on_top_of_feat(up, pins) -> str:
+    """A branch `stack` = b1 + the feat-iq1m series (git am); returns its head."""
+    up.git("checkout", "-q", "-b", "stack", "b1")
+    for patch in sorted((pins / "feat-iq1m").iterdir()):
+        up.git("am", "-q", str(patch))
+    return up.head()
 
 
 def run_sim(tmp_path, pins_yaml, *extra):
@@ -192,10 +199,7 @@ def test_squash_merged_pin_is_upstream_and_retired(world, tmp_path):
 def test_clobbered_contract_detected_even_when_merges_are_clean(world, tmp_path):
     up, pins = world
     # 'cleanup' is made on top of feat-iq1m and silently drops its MMQ case: every apply is clean.
-    up.git("checkout", "-q", "-b", "stack", "b1")
-    for patch in sorted((pins / "feat-iq1m").iterdir()):
-        up.git("am", "-q", str(patch))
-    stacked = up.head()
+    stacked = on_top_of_feat(up, pins)
     series(up, stacked, [("cleanup", {"src/mmq.cu": MMQ_CU.replace("#include \"types.h\"\n", "#include \"types.h\"\nstatic int mmq_cleaned_up = 1;\n")})], pins / "cleanup")
     cfg = write_pins(tmp_path / "pins.yaml", f"""
         upstream: {up.path}
@@ -219,10 +223,7 @@ def test_clobbered_contract_detected_even_when_merges_are_clean(world, tmp_path)
 
 def test_deleted_new_file_breaks_contract(world, tmp_path):
     up, pins = world
-    up.git("checkout", "-q", "-b", "stack", "b1")
-    for patch in sorted((pins / "feat-iq1m").iterdir()):
-        up.git("am", "-q", str(patch))
-    series(up, up.head(), [("drop loader", {"src/iq1m.cu": None})], pins / "drop")
+    series(up, on_top_of_feat(up, pins), [("drop loader", {"src/iq1m.cu": None})], pins / "drop")
     cfg = write_pins(tmp_path / "pins.yaml", f"""
         upstream: {up.path}
         builds: [b1]

@@ -81,6 +81,3 @@ def fork_point(mirror: Mirror, commit: str) -> str:
             fork = mirror.git_ok("merge-base", commit, first_parent).strip()
     return fork
 
-
-def patch_paths(change: PinChange) -> list[Path]:
-    return list(change.patches)
