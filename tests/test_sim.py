@@ -106,7 +106,7 @@ def by_id(build):
 
 def test_clean_pins_apply_with_intact_contracts(world, tmp_path):
     up, pins = world
-    cfg = pin_set(tmp_path, up, ["b1""], pins, "feat-iq1m", "readme-note")
+    cfg = pin_set(tmp_path, up, ["b1"], pins, "feat-iq1m", "readme-note")
     code, data = run_sim(tmp_path, cfg)
     assert code == 0 and data["ok"] is True
     b1 = data["builds"][0]
@@ -120,7 +120,7 @@ def test_clean_pins_apply_with_intact_contracts(world, tmp_path):
 
 def test_conflict_with_upstream_and_keep_going(world, tmp_path):
     up, pins = world
-    cfg = pin_set(tmp_path, up, ["b1", "b2""], pins, "feat-iq1m", "readme-note")
+    cfg = pin_set(tmp_path, up, ["b1", "b2"], pins, "feat-iq1m", "readme-note")
     code, data = run_sim(tmp_path, cfg)
     assert code == 1 and data["ok"] is False
     b1, b2 = data["builds"]
@@ -136,7 +136,7 @@ def test_conflict_with_upstream_and_keep_going(world, tmp_path):
 
 def test_conflict_attributed_to_earlier_pin(world, tmp_path):
     up, pins = world
-    cfg = pin_set(tmp_path, up, ["b1""], pins, "readme-note", "feat-iq1m", "rival")
+    cfg = pin_set(tmp_path, up, ["b1"], pins, "readme-note", "feat-iq1m", "rival")
     code, data = run_sim(tmp_path, cfg)
     assert code == 1
     rival = by_id(data["builds"][0])["rival"]
@@ -147,7 +147,7 @@ def test_conflict_attributed_to_earlier_pin(world, tmp_path):
 
 def test_optional_pin_failure_does_not_fail_the_build(world, tmp_path):
     up, pins = world
-    cfg = pin_set(tmp_path, up, ["b1""], pins, "feat-iq1m", "rival", optional=("rival",))
+    cfg = pin_set(tmp_path, up, ["b1"], pins, "feat-iq1m", "rival", optional=("rival",))
     code, data = run_sim(tmp_path, cfg)
     assert code == 0 and data["ok"] is True
     rival = by_id(data["builds"][0])["rival"]
@@ -156,7 +156,7 @@ def test_optional_pin_failure_does_not_fail_the_build(world, tmp_path):
 
 def test_squash_merged_pin_is_upstream_and_retired(world, tmp_path):
     up, pins = world
-    cfg = pin_set(tmp_path, up, ["b1", "b3""], pins, "readme-note")
+    cfg = pin_set(tmp_path, up, ["b1", "b3"], pins, "readme-note")
     code, data = run_sim(tmp_path, cfg)
     assert code == 0
     b1, b3 = data["builds"]
@@ -171,7 +171,7 @@ def test_clobbered_contract_detected_even_when_merges_are_clean(world, tmp_path)
     # 'cleanup' is made on top of feat-iq1m and silently drops its MMQ case: every apply is clean.
     stacked = on_top_of_feat(up, pins)
     series(up, stacked, [("cleanup", {"src/mmq.cu": MMQ_CU.replace("#include \"types.h\"\n", "#include \"types.h\"\nstatic int mmq_cleaned_up = 1;\n")})], pins / "cleanup")
-    cfg = pin_set(tmp_path, up, ["b1""], pins, "feat-iq1m", "cleanup")
+    cfg = pin_set(tmp_path, up, ["b1"], pins, "feat-iq1m", "cleanup")
     code, data = run_sim(tmp_path, cfg)
     assert code == 1
     pins_ = by_id(data["builds"][0])
@@ -186,7 +186,7 @@ def test_clobbered_contract_detected_even_when_merges_are_clean(world, tmp_path)
 def test_deleted_new_file_breaks_contract(world, tmp_path):
     up, pins = world
     series(up, on_top_of_feat(up, pins), [("drop loader", {"src/iq1m.cu": None})], pins / "drop")
-    cfg = pin_set(tmp_path, up, ["b1""], pins, "feat-iq1m", "drop")
+    cfg = pin_set(tmp_path, up, ["b1"], pins, "feat-iq1m", "drop")
     code, data = run_sim(tmp_path, cfg)
     assert code == 1
     problems = by_id(data["builds"][0])["feat-iq1m"]["contract"]["problems"]
@@ -254,7 +254,7 @@ def test_user_checkout_is_never_touched(world, tmp_path):
     up, pins = world
     (up.path / "README").write_text("local edit\n")  # uncommitted work in the user's checkout
     before = (up.git("status", "--porcelain"), up.git("show-ref"), up.head(), up.git("stash", "list"))
-    cfg = pin_set(tmp_path, up, ["b1", "b2""], pins, "feat-iq1m")
+    cfg = pin_set(tmp_path, up, ["b1", "b2"], pins, "feat-iq1m")
     run_sim(tmp_path, cfg)
     assert (up.git("status", "--porcelain"), up.git("show-ref"), up.head(), up.git("stash", "list")) == before
     assert (up.path / "README").read_text() == "local edit\n"
@@ -262,7 +262,7 @@ def test_user_checkout_is_never_touched(world, tmp_path):
 
 def test_apply_materialises_merged_tree(world, tmp_path, capsys):
     up, pins = world
-    cfg = pin_set(tmp_path, up, ["b1""], pins, "feat-iq1m")
+    cfg = pin_set(tmp_path, up, ["b1"], pins, "feat-iq1m")
     out = tmp_path / "tree"
     assert main(["apply", "-c", str(cfg), "--build", "b1", "--out", str(out)]) == 0
     assert "case GGML_TYPE_IQ1_M:" in (out / "src/mmq.cu").read_text()
@@ -277,7 +277,7 @@ def test_apply_materialises_merged_tree(world, tmp_path, capsys):
 
 def test_markdown_grid(world, tmp_path):
     up, pins = world
-    cfg = pin_set(tmp_path, up, ["b1", "b2""], pins, "feat-iq1m")
+    cfg = pin_set(tmp_path, up, ["b1", "b2"], pins, "feat-iq1m")
     md = tmp_path / "sim.md"
     assert main(["sim", "-c", str(cfg), "--markdown", str(md)]) == 1
     text = md.read_text()
@@ -286,7 +286,7 @@ def test_markdown_grid(world, tmp_path):
 
 def test_duplicate_pin_is_skipped(world, tmp_path):
     up, pins = world
-    cfg = pin_set(tmp_path, up, ["b1""], pins, "readme-note", ("readme-note-again", "readme-note"))
+    cfg = pin_set(tmp_path, up, ["b1"], pins, "readme-note", ("readme-note-again", "readme-note"))
     code, data = run_sim(tmp_path, cfg)
     again = by_id(data["builds"][0])["readme-note-again"]
     assert again["status"] == "skipped" and again["detail"] == "no change on top of the earlier pins"
