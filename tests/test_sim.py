@@ -129,6 +129,7 @@ def test_conflict_with_upstream_and_keep_going(world, tmp_path):
     assert feat["status"] == "conflict"
     assert feat["conflict_with"] == "upstream"
     assert feat["files"] == ["src/mmq.cu"]
+    assert feat["detail"].startswith("0001-add-IQ1_M.patch: ") and "src/mmq.cu" in feat["detail"]
     assert feat["contract"]["ok"] is False and "src/mmq.cu" in feat["contract"]["problems"][0]
     # The failing pin is left out and the next one is still applied.
     assert by_id(b2)["readme-note"]["status"] == "applied"

@@ -60,8 +60,9 @@ class Simulator:
         for patch in change.patches:
             result = self.mirror.git("apply", "--cached", "--3way", "--whitespace=nowarn", str(patch), index=index)
             if not result.ok:
-                files = _conflict_files(result.stdout + "\n" + result.stderr)
-                return ApplyOutcome(False, files or sorted(change.files), result.tail(1))
+                output = result.stdout + "\n" + result.stderr
+                files = _conflict_files(output)
+                return ApplyOutcome(False, files or sorted(change.files), _first_error(output, patch.name))
         return ApplyOutcome(True)
 
     def _applies_on(self, tree: str, *changes: PinChange) -> bool:
@@ -204,6 +205,14 @@ def _net_added(fc) -> Counter:
     net = Counter(fc.added)
     net.subtract(Counter(fc.removed))
     return Counter({line: n for line, n in net.items() if n > 0})
+
+
+def _first_error(output: str, patch_name: str) -> str:
+    """The line that says why `git apply` failed (its last line is often only 'Falling back...')."""
+    lines = [line.strip() for line in output.splitlines() if line.strip()]
+    reason = next((line for line in lines if line.startswith("error:") or "with conflicts" in line),
+                  lines[-1] if lines else "git apply failed")
+    return f"{patch_name}: {reason}"
 
 
 def _conflict_files(output: str) -> list[str]:
