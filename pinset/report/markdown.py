@@ -9,7 +9,7 @@ from __future__ import annotations
 from statistics import fmean
 
 from pinset.report.merge import Merged, VerifyRun, op_key
-from pinset.report.verdict import (BACKEND_OP_GATES, Verdict, backend_op_totals, check_totals, checks_where,
+from pinset.report.verdict import (BACKEND_OP_GATES, Verdict, row_label, backend_op_totals, check_totals, checks_where,
                                    machine_labels, run_label)
 from pinset.sim.markdown import cell as sim_cell
 from pinset.sim.markdown import sim_markdown
@@ -115,7 +115,7 @@ def _summary(m: Merged, verdict: Verdict, labels, pins_info, description) -> lis
                     f"(head − base mean KLD {v['head_minus_base_kld']:+.6f}, {v['sigma']:.1f}σ).")
     for study in m.bench:
         gpu = study.doc["gpu"]["name"] if study.doc["gpu"] else "CPU"
-        calls = [f"{r['test']} {r['ratio']:.3f}× ({r['verdict']})" for r in study.rows]
+        calls = [f"{row_label(r, study.rows)} {r['ratio']:.3f}× ({r['verdict']})" for r in study.rows]
         head.append(f"**Speed on {gpu} ({study.doc['model']['name']}):** head/base {', '.join(calls)}.")
     out += [f"- {h}" for h in head]
     out += [f"- ⚠️ {w}" for w in verdict.warnings]
@@ -286,7 +286,7 @@ def _speed(m: Merged) -> list[str]:
             p = "—" if r["p_value"] is None else f"{r['p_value']:.3g}"
             aa = "—" if r["aa_spread"] is None else f"±{r['aa_spread']:.2%}"  # bench JSON: a fraction
             lo, hi = r["ci95"]
-            rows.append([r["test"], _tps(r["base_tps"]), _tps(r["head_tps"]), f"{r['ratio']:.3f}×",
+            rows.append([row_label(r, study.rows), _tps(r["base_tps"]), _tps(r["head_tps"]), f"{r['ratio']:.3f}×",
                          f"{lo:.3f}–{hi:.3f}", p, aa, f"{VERDICT_ICON.get(r['verdict'], '')} {r['verdict']}"])
         out += table(["test", "base t/s", "head t/s", "head/base", "95% CI", "p", "A/A spread", "verdict"], rows)
         out += [""]

@@ -74,6 +74,13 @@ def join_builds(builds: list[str]) -> str:
     return ", ".join(builds)
 
 
+def row_label(row: dict, rows: list[dict]) -> str:
+    """The test name, with the ubatch size when the same test appears more than once (-ub 512,2048)."""
+    ub = row.get("params", {}).get("n_ubatch")
+    repeated = sum(r["test"] == row["test"] for r in rows) > 1
+    return f"{row['test']} ub {ub}" if repeated and ub else row["test"]
+
+
 def ratio_text(row: dict) -> str:
     lo, hi = row["ci95"]
     return f"{row['ratio']:.3f}× (95% CI {lo:.3f}–{hi:.3f})"
@@ -199,7 +206,7 @@ def _judge_bench(m: Merged, v: Verdict) -> bool:
         for row in study.rows:
             if row["verdict"] == "slower":
                 explained = True
-                v.blockers.append(f"{row['test']} slower on {gpu}: {ratio_text(row)}")
+                v.blockers.append(f"{row_label(row, study.rows)} slower on {gpu}: {ratio_text(row)}")
             elif row["verdict"] in ("too noisy", "insufficient data"):
                 explained = True
     return explained
