@@ -11,6 +11,7 @@ def plot_bench(doc: dict, dest: Path) -> Path:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
 
     rows = doc["rows"]
     n = max(1, len(rows))
@@ -26,6 +27,7 @@ def plot_bench(doc: dict, dest: Path) -> Path:
                           if k in ("n_ubatch", "n_batch", "flash_attn"))
         ax.set_title(f"{row['test']} {params}\n{row['verdict']}{ratio}", fontsize=9)
         ax.set_xlabel("round")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_ylabel("t/s")
         ax.grid(alpha=0.3)
         lo = min(row["base_tps"] + row["head_tps"], default=0)
