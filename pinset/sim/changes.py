@@ -44,6 +44,7 @@ class PinChange:
 
     patches: list[Path]                   # files to `git apply`, in order
     files: dict[str, FileChange]
+    touched: frozenset[str] | None = None  # every path the patches name (renames' sources too); None: unknown
 
     @property
     def paths(self) -> list[str]:
@@ -55,6 +56,20 @@ class PinChange:
 
 
 _DIFF_HEADER_RE = re.compile(r"^diff --git a/(.+?) b/(.+)$")
+_RENAME_RE = re.compile(r"^(?:rename|copy) (?:from|to) (.+)$")
+
+
+def touched_paths(texts: list[str]) -> frozenset[str] | None:
+    """Every path the patches read or write; None when a header is quoted (unusual characters)."""
+    paths: set[str] = set()
+    for text in texts:
+        for line in text.splitlines():
+            if line.startswith('diff --git "'):
+                return None
+            m = _DIFF_HEADER_RE.match(line) or _RENAME_RE.match(line)
+            if m:
+                paths.update(m.groups())
+    return frozenset(paths)
 
 
 def parse_patch(text: str) -> dict[str, FileChange]:

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from pinset.config.schema import PinSet, PinSpec
 from pinset.errors import UpstreamError
-from pinset.sim.changes import PinChange, combine, parse_patch
+from pinset.sim.changes import PinChange, combine, parse_patch, touched_paths
 from pinset.store import Store
 from pinset.upstream.builds import UPSTREAM_HEAD_REF, _upstream_url, fetch_head
 from pinset.upstream.mirror import Mirror
@@ -27,7 +27,8 @@ def prepare_pins(pinset: PinSet, store: Store, mirror: Mirror) -> dict[str, Prep
         if spec.patches is not None:
             files = spec.patch_files()
             texts = [f.read_text(encoding="utf-8", errors="replace") for f in files]
-            prepared[spec.id] = PreparedPin(spec, PinChange(files, combine([parse_patch(t) for t in texts])))
+            change = PinChange(files, combine([parse_patch(t) for t in texts]), touched_paths(texts))
+            prepared[spec.id] = PreparedPin(spec, change)
             continue
         url = _upstream_url(pinset.upstream, pinset.path.parent)
         if not head_fetched:
@@ -57,7 +58,8 @@ def _prepare_pr(spec: PinSpec, url: str, store: Store, mirror: Mirror) -> Prepar
         tmp.write_text(text, encoding="utf-8")
         tmp.replace(diff_path)
     text = diff_path.read_text(encoding="utf-8")
-    return PreparedPin(spec, PinChange([diff_path] if text.strip() else [], parse_patch(text)), fork_point=fork)
+    change = PinChange([diff_path] if text.strip() else [], parse_patch(text), touched_paths([text]))
+    return PreparedPin(spec, change, fork_point=fork)
 
 
 def fork_point(mirror: Mirror, commit: str) -> str:
