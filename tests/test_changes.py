@@ -1,6 +1,6 @@
 """Pure parsing of what a pin changes."""
 
-from pinset.sim.changes import combine, is_substantive, parse_patch
+from pinset.sim.changes import combine, is_substantive, parse_patch, touched_paths
 
 PATCH_1 = """\
 From 1111 Mon Sep 17 00:00:00 2001
@@ -60,3 +60,10 @@ def test_combine_drops_lines_a_later_patch_removes():
     assert net["src/mmq.cu"].added == ["case GGML_TYPE_IQ1_M: // moved"]
     assert net["src/mmq.cu"].removed == ["return old_value();"]
     assert net["src/new.cu"].new_file
+
+
+def test_touched_paths_include_rename_sources():
+    text = ("diff --git a/docs/old.md b/docs/new.md\nsimilarity index 90%\nrename from docs/old.md\n"
+            "rename to docs/new.md\n" + PATCH_2)
+    assert touched_paths([text, PATCH_1]) == {"docs/old.md", "docs/new.md", "src/mmq.cu", "src/new.cu"}
+    assert touched_paths(['diff --git "a/sp ace" "b/sp ace"\n']) is None

@@ -293,3 +293,20 @@ def test_duplicate_pin_is_skipped(world, tmp_path):
     assert again["status"] == "skipped" and again["detail"] == "no change on top of the earlier pins"
     assert by_id(data["builds"][0])["readme-note"]["status"] == "applied"
     assert code == 1  # a required pin that adds nothing is not ok: the set has a redundant entry
+
+
+def test_renaming_pin_applies_and_keeps_its_contract(world, tmp_path):
+    up, pins = world
+    up.git("checkout", "-q", "-b", "mv", "b1")
+    up.git("mv", "src/types.h", "src/ggml-types.h")
+    up.commit("rename types.h")
+    up.git("format-patch", "-q", "-M", "-o", str(pins / "rename"), "b1..mv")
+    up.git("checkout", "-q", "master")
+    assert "rename from src/types.h" in next((pins / "rename").iterdir()).read_text()
+    cfg = pin_set(tmp_path, up, ["b1"], pins, "rename", "readme-note")
+    code, data = run_sim(tmp_path, cfg)
+    assert code == 0, data
+    out = tmp_path / "tree"
+    assert main(["apply", "-c", str(cfg), "--build", "b1", "--out", str(out)]) == 0
+    assert (out / "src/ggml-types.h").read_text() == TYPES_H and not (out / "src/types.h").exists()
+    assert (out / "src/mmq.cu").read_text() == MMQ_CU  # untouched files come through from the build
