@@ -50,10 +50,6 @@ class PinChange:
     def paths(self) -> list[str]:
         return sorted(self.files)
 
-    @property
-    def added_lines(self) -> int:
-        return sum(len(f.added) for f in self.files.values())
-
 
 _DIFF_HEADER_RE = re.compile(r"^diff --git a/(.+?) b/(.+)$")
 _RENAME_RE = re.compile(r"^(?:rename|copy) (?:from|to) (.+)$")

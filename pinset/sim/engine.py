@@ -49,7 +49,7 @@ class Simulator:
         self.pinset = pinset
         self.mirror = mirror
         self.prepared = prepared
-        self._scratch = mirror._tmp / "scratch-index"
+        self._scratch = mirror.temp_path("scratch-index")
         self._blob_cache: dict[tuple[str, str], dict[str, int]] = {}
         # The indexes we apply to hold only the paths some pin names: `git apply` then reads and
         # writes a few entries instead of the whole tree (thousands), which is most of its cost.
@@ -181,7 +181,7 @@ class Simulator:
 
     # --- one build ------------------------------------------------------------------------
     def simulate_build(self, build: Build) -> BuildResult:
-        index = self.mirror._tmp / f"build-index-{build.tree[:12]}"
+        index = self.mirror.temp_path(f"build-index-{build.tree[:12]}")
         self._load(index, build.tree)
         applied: list[_Applied] = []
         results: list[PinResult] = []

@@ -6,7 +6,6 @@ from dataclasses import asdict, dataclass, field
 
 from pinset import SCHEMA_VERSION
 
-STATUSES = ("applied", "conflict", "upstream", "skipped", "error")
 
 
 @dataclass

@@ -35,12 +35,16 @@ class Mirror:
 
     # --- plumbing -------------------------------------------------------------------------
     def git(self, *args: str, index: Path | None = None, input: str | None = None,
-            timeout: float = 600, env: dict | None = None) -> runner.Completed:
+            timeout: float = 600, env: dict | None = None, work_tree: Path | None = None) -> runner.Completed:
+        """git on the mirror; `index` is a temporary index file, `work_tree` a folder to read or write."""
         full_env = dict(env or {})
         if index is not None:
             full_env["GIT_INDEX_FILE"] = str(index)
-        return runner.run(["git", "--git-dir", str(self.path), *args], env=full_env or None,
-                          input=input, timeout=timeout)
+        prefix = ["git", "--git-dir", str(self.path)]
+        if work_tree is not None:
+            prefix += ["--work-tree", str(work_tree)]
+        return runner.run([*prefix, *args], env=full_env or None, input=input, timeout=timeout,
+                          cwd=work_tree)
 
     def git_ok(self, *args: str, **kw) -> str:
         result = self.git(*args, **kw)
@@ -48,10 +52,14 @@ class Mirror:
             raise UpstreamError(f"git {' '.join(args[:3])}: {result.tail(3) or result.describe()}")
         return result.stdout
 
+    def temp_path(self, name: str) -> Path:
+        """A path in the mirror's temporary folder (index files), removed by close()."""
+        return self._tmp / name
+
     def new_index(self, tree: str) -> Path:
         """A temporary index file loaded with `tree` (for in-memory applies)."""
         self._index_seq += 1
-        index = self._tmp / f"index-{self._index_seq}"
+        index = self.temp_path(f"index-{self._index_seq}")
         self.git_ok("read-tree", tree, index=index)
         return index
 
@@ -78,13 +86,6 @@ class Mirror:
             return None
         return data.decode("utf-8", errors="replace")
 
-    def path_exists(self, tree: str, path: str) -> bool:
-        try:
-            _, kind, _ = self.repo.git.get_object_header(f"{tree}:{path}")
-        except (ValueError, git.GitCommandError):
-            return False
-        return kind == b"blob"
-
     # --- fetching -------------------------------------------------------------------------
     def fetch(self, url: str, refspecs: list[str], timeout: float = 900) -> runner.Completed:
         return self.git("fetch", "--no-tags", "--quiet", url, *refspecs, timeout=timeout,
@@ -93,24 +94,16 @@ class Mirror:
     # --- imports --------------------------------------------------------------------------
     def import_directory(self, directory: Path, ref: str, message: str) -> str:
         """Commit the files of `directory` as a root commit at `ref`; return the commit id."""
-        index = self._tmp / "import-index"
+        index = self.temp_path("import-index")
         if index.exists():
             index.unlink()
-        add = runner.run(["git", "--git-dir", str(self.path), "--work-tree", str(directory),
-                          "add", "-A", "-f", "."], env={"GIT_INDEX_FILE": str(index)}, cwd=directory,
-                         timeout=900)
+        add = self.git("add", "-A", "-f", ".", index=index, work_tree=directory, timeout=900)
         if not add.ok:
             raise UpstreamError(f"importing {directory}: {add.tail(3)}")
         tree = self.write_tree(index)
         commit = self.git_ok("commit-tree", tree, "-m", message, env=_IDENTITY).strip()
         self.git_ok("update-ref", ref, commit)
         return commit
-
-    def commit_tree(self, tree: str, parent: str | None, message: str) -> str:
-        args = ["commit-tree", tree, "-m", message]
-        if parent:
-            args += ["-p", parent]
-        return self.git_ok(*args, env=_IDENTITY).strip()
 
     def commit_message(self, commit: str) -> str:
         return self.git_ok("log", "-1", "--format=%B", commit)
@@ -119,11 +112,9 @@ class Mirror:
         """Write the files of `tree` into the (new or empty) folder `dest`."""
         dest.mkdir(parents=True, exist_ok=True)
         index = self.new_index(tree)
-        runner_result = runner.run(["git", "--git-dir", str(self.path), "--work-tree", str(dest.resolve()),
-                                    "checkout-index", "-a", "-f"], env={"GIT_INDEX_FILE": str(index)},
-                                   cwd=dest, timeout=900)
-        if not runner_result.ok:
-            raise UpstreamError(f"writing tree {tree[:12]} to {dest}: {runner_result.tail(2)}")
+        checkout = self.git("checkout-index", "-a", "-f", index=index, work_tree=dest.resolve(), timeout=900)
+        if not checkout.ok:
+            raise UpstreamError(f"writing tree {tree[:12]} to {dest}: {checkout.tail(2)}")
 
     def close(self) -> None:
         import shutil
