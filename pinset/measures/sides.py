@@ -6,6 +6,7 @@ import argparse
 from dataclasses import dataclass
 from pathlib import Path
 
+from pinset.build.programs import LlamaBin
 from pinset.errors import PinsetError, ToolchainError
 
 
@@ -18,10 +19,7 @@ class Side:
     source_dir: Path | None
 
     def exe(self, name: str) -> Path:
-        path = self.bin_dir / name
-        if not path.is_file():
-            raise ToolchainError(f"{self.label}: {name} not found in {self.bin_dir}")
-        return path
+        return LlamaBin(self.bin_dir).exe(name, who=self.label)
 
     def to_json(self) -> dict:
         return {"build": self.build, "commit": self.commit, "bin_dir": str(self.bin_dir)}

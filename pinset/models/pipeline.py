@@ -13,25 +13,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pinset import runner
-from pinset.errors import PinsetError, ToolchainError
+from pinset.build.programs import LlamaBin
+from pinset.errors import PinsetError
 from pinset.models.synth import Shape, SynthResult, find_vocab, write_synthetic_gguf
 
 # Types llama-quantize will not make without --imatrix.
 NEEDS_IMATRIX = {"IQ1_S", "IQ1_M", "IQ2_XXS", "IQ2_XS", "IQ2_S"}
 DEFAULT_TEXT = Path(__file__).resolve().parent.parent / "data" / "prose.txt"
-
-
-@dataclass(frozen=True)
-class LlamaBin:
-    """A folder of llama.cpp programs (build/bin)."""
-
-    bin_dir: Path
-
-    def exe(self, name: str) -> Path:
-        path = self.bin_dir / name
-        if not (path.is_file() and os.access(path, os.X_OK)):
-            raise ToolchainError(f"{name} not found in {self.bin_dir} (build the {name} target)")
-        return path
 
 
 @dataclass(frozen=True)
