@@ -158,10 +158,16 @@ def parse_perplexity(stdout: str, stderr: str) -> PerplexityOutput:
     )
 
 
-def kld_problem(out: PerplexityOutput, returncode: int | None) -> str | None:
-    """Why a --kl-divergence run did not give a result (None when it did)."""
+def _exit_problem(out: PerplexityOutput, returncode: int | None) -> str | None:
     if returncode != 0:
         return f"llama-perplexity exited {returncode}" + (f": {out.errors[-1]}" if out.errors else "")
+    return None
+
+
+def kld_problem(out: PerplexityOutput, returncode: int | None) -> str | None:
+    """Why a --kl-divergence run did not give a result (None when it did)."""
+    if problem := _exit_problem(out, returncode):
+        return problem
     if out.kld is None:
         why = out.errors[-1] if out.errors else "no error printed (fewer than 100 evaluated tokens?)"
         return f"no KL divergence block in the output although the program exited 0: {why}"
@@ -170,8 +176,8 @@ def kld_problem(out: PerplexityOutput, returncode: int | None) -> str | None:
 
 def base_problem(out: PerplexityOutput, returncode: int | None) -> str | None:
     """Why a --kl-divergence-base (reference) run did not give a result."""
-    if returncode != 0:
-        return f"llama-perplexity exited {returncode}" + (f": {out.errors[-1]}" if out.errors else "")
+    if problem := _exit_problem(out, returncode):
+        return problem
     if out.final_ppl is None:
         why = out.errors[-1] if out.errors else "no error printed"
         return f"no final perplexity estimate in the output: {why}"
