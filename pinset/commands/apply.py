@@ -25,9 +25,11 @@ def run(args) -> int:
         raise PinsetError(f"--out {out}: exists and is not an empty folder (nothing was written)")
     pinset, store = open_config(args)
     sim = simulate(pinset, pick_builds(pinset, args.build), store)
-    build, result = sim.build(args.build)
-    tree = build.tree if args.bare else result.tree
-    sim.mirror.materialize(tree, out)
+    try:
+        build, result = sim.build(args.build)
+        sim.mirror.materialize(build.tree if args.bare else result.tree, out)
+    finally:
+        sim.mirror.close()
     applied = [p.id for p in result.pins if p.status == "applied"]
     console.print(f"wrote {build.name} ({build.commit[:12]})"
                   + ("" if args.bare else f" + {len(applied)} pins ({', '.join(applied) or 'none'})") + f" to {out}")

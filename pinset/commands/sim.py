@@ -23,6 +23,7 @@ def add_parser(sub):
 def run(args) -> int:
     pinset, store = open_config(args)
     sim = simulate(pinset, pick_builds(pinset, args.builds), store)
+    sim.mirror.close()
     result = sim.result
     console.print(sim_table(result))
     for b in result.builds:

@@ -13,11 +13,7 @@ from pinset.checks.machine import probe_machine
 from pinset.commands.common import add_config_args, open_config
 from pinset.errors import PinsetError, ToolchainError
 from pinset.output import console, write_json, write_text
-from pinset.sim.engine import Simulator
-from pinset.sim.pins import prepare_pins
-from pinset.sim.run import pick_builds
-from pinset.upstream.builds import resolve_builds
-from pinset.upstream.mirror import Mirror
+from pinset.sim.run import pick_builds, simulate
 from pinset.verify.gates import BuildInput, Gates, VerifyOptions
 from pinset.verify.markdown import verify_markdown
 from pinset.verify.model import VerifyResult
@@ -76,19 +72,16 @@ def run(args) -> int:
                           f"the GPU here is {gpu_arch}: the GPU gates may fail with 'no kernel image'")
     machine = probe_machine(find_nvcc() if args.cuda else None)
 
-    mirror = Mirror(store.mirror)
+    sim = simulate(pinset, build_names, store)
     try:
-        builds = resolve_builds(build_names, pinset.upstream, pinset.path.parent, store, mirror)
-        prepared = prepare_pins(pinset, store, mirror)
-        sim = Simulator(pinset, mirror, prepared).run(builds)
         options = VerifyOptions(cuda=args.cuda, ops=ops, backend=args.backend, cuda_architectures=arch,
                                 jobs=args.jobs, op_timeout=args.op_timeout, cpu_params=args.cpu_params,
                                 cuda_flags=cuda_flags, op_jobs=args.op_jobs,
                                 log_dir=_log_dir(args, store), progress=not args.no_progress)
-        gates = Gates(pinset, store, mirror, options, say=console.print)
-        verified = [gates.verify(_build_input(b, prepared)) for b in sim.builds]
+        gates = Gates(pinset, store, sim.mirror, options, say=console.print)
+        verified = [gates.verify(_build_input(b, sim.prepared)) for b in sim.result.builds]
     finally:
-        mirror.close()
+        sim.mirror.close()
     result = VerifyResult(pinset.digest, machine.to_json(), verified, args.cuda,
                           {"ops": ops, "backend": args.backend if args.cuda else "CPU",
                            "cpu_params": args.cpu_params, "cuda_architectures": arch,

@@ -78,20 +78,23 @@ def _built_sides(args, targets: list[str], cuda: bool, labels=("base", "head")):
     if not name:
         raise PinsetError("no build: give --build")
     sim = simulate(pinset, [name], store)
-    build, result = sim.build(name)
-    if not result.ok:
-        raise PinsetError(f"build {name}: the pin set does not apply (run `pinset sim`)")
-    arch = args.cuda_architectures or pinset.cuda_architectures or (cuda_architectures_from_gpu() if cuda else None)
-    sides = []
-    for label, tree in (("base", build.tree), ("head", result.tree)):
-        if label not in labels:
-            continue
-        try:
-            built = ensure_build(store, sim.mirror, tree, label=f"{name}-{label}", commit=build.commit,
-                                 pinset_digest=pinset.digest, cuda=cuda, cuda_architectures=arch,
-                                 targets=targets, jobs=args.jobs,
-                                 extra_flags=list(pinset.cuda_flags) if cuda else [])
-        except BuildFailed as exc:
-            raise PinsetError(f"{label} build of {name} failed at {exc.stage} (log: {exc.log})\n{exc.tail}") from None
-        sides.append(Side(label, name, build.commit, built.bin_dir, built.source_dir))
+    try:
+        build, result = sim.build(name)
+        if not result.ok:
+            raise PinsetError(f"build {name}: the pin set does not apply (run `pinset sim`)")
+        arch = args.cuda_architectures or pinset.cuda_architectures or (cuda_architectures_from_gpu() if cuda else None)
+        sides = []
+        for label, tree in (("base", build.tree), ("head", result.tree)):
+            if label not in labels:
+                continue
+            try:
+                built = ensure_build(store, sim.mirror, tree, label=f"{name}-{label}", commit=build.commit,
+                                     pinset_digest=pinset.digest, cuda=cuda, cuda_architectures=arch,
+                                     targets=targets, jobs=args.jobs,
+                                     extra_flags=list(pinset.cuda_flags) if cuda else [])
+            except BuildFailed as exc:
+                raise PinsetError(f"{label} build of {name} failed at {exc.stage} (log: {exc.log})\n{exc.tail}") from None
+            sides.append(Side(label, name, build.commit, built.bin_dir, built.source_dir))
+    finally:
+        sim.mirror.close()
     return (*sides, store)

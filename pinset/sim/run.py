@@ -8,7 +8,7 @@ from pinset.config.schema import PYPI_BUILD_RE, BUILD_RE, PinSet
 from pinset.errors import PinsetError
 from pinset.sim.engine import Simulator
 from pinset.sim.model import SimResult
-from pinset.sim.pins import prepare_pins
+from pinset.sim.pins import PreparedPin, prepare_pins
 from pinset.store import Store
 from pinset.upstream.builds import Build, resolve_builds
 from pinset.upstream.mirror import Mirror
@@ -19,7 +19,8 @@ class Simulation:
     pinset: PinSet
     builds: list[Build]
     result: SimResult
-    mirror: Mirror
+    mirror: Mirror                      # still open: the caller closes it (sim.mirror.close())
+    prepared: dict[str, PreparedPin]
 
     def build(self, name: str):
         """(Build, BuildResult) for one build name."""
@@ -46,7 +47,11 @@ def pick_builds(pinset: PinSet, selection: str | None) -> list[str]:
 
 def simulate(pinset: PinSet, build_names: list[str], store: Store) -> Simulation:
     mirror = Mirror(store.mirror)
-    builds = resolve_builds(build_names, pinset.upstream, pinset.path.parent, store, mirror)
-    prepared = prepare_pins(pinset, store, mirror)
-    result = Simulator(pinset, mirror, prepared).run(builds)
-    return Simulation(pinset, builds, result, mirror)
+    try:
+        builds = resolve_builds(build_names, pinset.upstream, pinset.path.parent, store, mirror)
+        prepared = prepare_pins(pinset, store, mirror)
+        result = Simulator(pinset, mirror, prepared).run(builds)
+    except BaseException:
+        mirror.close()
+        raise
+    return Simulation(pinset, builds, result, mirror, prepared)
