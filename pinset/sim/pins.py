@@ -8,7 +8,7 @@ from pinset.config.schema import PinSet, PinSpec
 from pinset.errors import UpstreamError
 from pinset.sim.changes import PinChange, combine, parse_patch, touched_paths
 from pinset.store import Store
-from pinset.upstream.builds import UPSTREAM_HEAD_REF, _upstream_url, fetch_head
+from pinset.upstream.builds import UPSTREAM_HEAD_REF, upstream_url, fetch_head
 from pinset.upstream.mirror import Mirror
 
 
@@ -30,7 +30,7 @@ def prepare_pins(pinset: PinSet, store: Store, mirror: Mirror) -> dict[str, Prep
             change = PinChange(files, combine([parse_patch(t) for t in texts]), touched_paths(texts))
             prepared[spec.id] = PreparedPin(spec, change)
             continue
-        url = _upstream_url(pinset.upstream, pinset.path.parent)
+        url = upstream_url(pinset.upstream, pinset.path.parent)
         if not head_fetched:
             fetch_head(url, mirror)
             head_fetched = True

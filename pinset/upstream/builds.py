@@ -25,7 +25,7 @@ class Build:
     source: str    # "git" or "pypi"
 
 
-def _upstream_url(upstream: str, base: Path) -> str:
+def upstream_url(upstream: str, base: Path) -> str:
     if re.match(r"^(https?|ssh|git|file)://", upstream) or re.match(r"^[\w.-]+@[\w.-]+:", upstream):
         return upstream
     return str((base / upstream).expanduser().resolve())
@@ -41,7 +41,7 @@ def resolve_build(name: str, upstream: str | None, base: Path, store: Store, mir
         return _pypi_build(name, m["package"], m["version"], store, mirror)
     if upstream is None:
         raise UpstreamError(f"build {name!r}: no upstream configured to fetch it from")
-    return _git_build(name, _upstream_url(upstream, base), mirror)
+    return _git_build(name, upstream_url(upstream, base), mirror)
 
 
 def _pypi_build(name: str, package: str, version: str, store: Store, mirror: Mirror) -> Build:
