@@ -1,8 +1,12 @@
 #!/usr/bin/env python3
-"""Desk-check of ggml_cuda_mmq_load_tiles_iq1_m (numpy emulation of its per-thread indexing and the
-q8_0_16 tile contract: value k = int8 x_qs[k] * float x_df[k/16]) against
+"""Desk-check of ggml_cuda_mmq_load_tiles_iq1_m (numpy emulation of its per-thread indexing, its __byte_perm lookups
+and both tile contracts: value k = int8 x_qs[k] * float x_df[k/16] for dp4a/AMD, and
+int8 x_qs[k] * (x_sc[k/16] & 0xFFFF) * fp16(x_sc[k/16] >> 16)/8 for NVIDIA tensor cores) against
   (a) ggml's CPU dequantize_row_iq1_m on blocks produced by ggml_quantize_chunk (file argument), and
-  (b) a numpy port of CUDA dequantize_iq1_m (dequantize.cuh) on random bit patterns (every field value).
+  (b) a numpy port of CUDA dequantize_iq1_m (dequantize.cuh) on random bit patterns (every field value);
+and of the arithmetic of ggml_cuda_mmq_vec_dot_iq1_m_q8_1_mma: (c) the int-to-float conversion by adding 1.5*2^23
+is exact over the whole range of the int32 combination of two per-16 results, and (d) its order of operations
+(int combine per 32, float per 32, d per 128) matches a float64 dot product against q8_1 activations.
 Usage: desk_iq1m.py ggml-common.h quantized.bin   (quantized.bin.f32 = ggml's dequantized output)"""
 import re, sys
 import numpy as np
@@ -12,17 +16,26 @@ m = re.search(r'GGML_TABLE_BEGIN\(uint32_t, iq1s_grid_gpu, NGRID_IQ1S\)(.*?)GGML
 GRID = [int(v, 16) for v in re.findall(r'0x[0-9a-fA-F]+', m.group(1))]
 assert len(GRID) == 2048
 
-def vsub4(a, b):
-    return sum(((((a >> 8*k) & 0xFF) - ((b >> 8*k) & 0xFF)) & 0xFF) << 8*k for k in range(4))
+def byte_perm(x, y, s):
+    """CUDA __byte_perm: output byte n = byte (s >> 4n) & 7 of the pair y:x (the selectors used here are < 8)."""
+    pool = (x & 0xFFFFFFFF) | ((y & 0xFFFFFFFF) << 32)
+    out = 0
+    for n in range(4):
+        sel = (s >> 4*n) & 0xF
+        assert sel < 8
+        out |= ((pool >> 8*sel) & 0xFF) << 8*n
+    return out
 
 def f16(u):
     return np.float32(np.array([u], dtype=np.uint16).view(np.float16)[0])
 
-def loader(b):
-    """One tile row as written by the 8 threads kqsx = 0..7 of ggml_cuda_mmq_load_tiles_iq1_m."""
+def loader(b, mma=False):
+    """One tile row as written by the 8 threads kqsx = 0..7 of ggml_cuda_mmq_load_tiles_iq1_m, as float values;
+    mma=True: the NVIDIA tensor-core layout (returns the int8 values and the 16 packed scale slots too)."""
     b = bytes(b)
     x_qs = [0]*64
     x_df = [np.float32(0)]*16
+    x_sc = [0]*16
     sc01 = int.from_bytes(b[48:52], 'little'); sc23 = int.from_bytes(b[52:56], 'little')
     for kqsx in range(8):
         qs = b[4*kqsx:4*kqsx+4]                                   # get_int_b4(bxi->qs, kqsx)
@@ -30,17 +43,28 @@ def loader(b):
         for l in range(4):
             qhl = qh >> (4*l)
             grid = GRID[qs[l] | ((qhl & 0x07) << 8)]
-            off = 0x09090909 if (qhl & 0x08) else 0x07070707
-            x_qs[8*kqsx + 2*l + 0] = vsub4((grid << 3) & 0x78787878, off)
-            x_qs[8*kqsx + 2*l + 1] = vsub4((grid >> 1) & 0x78787878, off)
+            sel = (grid + (0 if (qhl & 0x08) else 0x44444444)) & 0xFFFFFFFF
+            v0415 = byte_perm(0x0007FFF7, 0x000901F9, sel >> 0)
+            v2637 = byte_perm(0x0007FFF7, 0x000901F9, sel >> 16)
+            x_qs[8*kqsx + 2*l + 0] = byte_perm(v0415, v2637, 0x6420)
+            x_qs[8*kqsx + 2*l + 1] = byte_perm(v0415, v2637, 0x7531)
         u16 = ((sc01 >> 12) & 0x000F) | ((sc01 >> 24) & 0x00F0) | ((sc23 >> 4) & 0x0F00) | ((sc23 >> 16) & 0xF000)
-        d = f16(u16) * np.float32(0.125)
         sc_word = sc01 if kqsx < 4 else sc23
         tmp = sc_word >> (16*((kqsx//2) % 2) + 6*(kqsx % 2))
-        x_df[2*kqsx+0] = d * np.float32(2*((tmp >> 0) & 7) + 1)
-        x_df[2*kqsx+1] = d * np.float32(2*((tmp >> 3) & 7) + 1)
+        m0, m1 = 2*((tmp >> 0) & 7) + 1, 2*((tmp >> 3) & 7) + 1
+        x_sc[2*kqsx+0] = (m0 | (u16 << 16)) & 0xFFFFFFFF
+        x_sc[2*kqsx+1] = (m1 | (u16 << 16)) & 0xFFFFFFFF
+        d = f16(u16) * np.float32(0.125)
+        x_df[2*kqsx+0] = d * np.float32(m0)
+        x_df[2*kqsx+1] = d * np.float32(m1)
     q8 = np.array(x_qs, dtype=np.uint32).view(np.int8).astype(np.int32)
     assert set(np.unique(q8).tolist()) <= {-9, -7, -1, 1, 7, 9}
+    if mma:
+        m = np.array([v & 0xFFFF for v in x_sc], dtype=np.int32)
+        d = np.array([f16(v >> 16) for v in x_sc], dtype=np.float32) * np.float32(0.125)
+        assert len(set(d.tolist())) == 1
+        vals = (q8 * m[np.arange(256)//16]).astype(np.float32) * d[0]
+        return vals, q8, m, d[0]
     return q8.astype(np.float32) * np.array(x_df, dtype=np.float32)[np.arange(256)//16]
 
 def cuda_dequant(b):
@@ -79,6 +103,40 @@ sc16 = rb[:, 48:56].copy().view('<u2').astype(np.int32)
 cover = sorted(set(((sc16[:, :, None] >> (3*np.arange(4))) & 7).ravel().tolist()))
 print(f"(b) 512 random blocks: loader == CUDA dequantize_iq1_m port: {b_ok}; sub-scale values covered: {cover}")
 ok &= b_ok
-print("per-16 int dot bound 9*127*16 =", 9*127*16, "(no int32 overflow)")
+c_ok = True
+for mb in rb:
+    c_ok &= np.array_equal(loader(mb, mma=True)[0], cuda_dequant(mb))
+print(f"(b) 512 random blocks, tensor-core layout: int8 * (2s+1) * d/8 == CUDA dequantize_iq1_m port: {c_ok}")
+ok &= c_ok
+
+# (c) exact int -> float conversion of ci = C0*m0 + C1*m1 over its whole range
+bound = 2*15*16*9*127
+ci = np.arange(-bound, bound + 1, dtype=np.int64)
+conv = (ci + 0x4B400000).astype(np.uint32).view(np.float32) - np.float32(12582912.0)
+c_exact = np.array_equal(conv.astype(np.int64), ci)
+print(f"(c) |C0*m0 + C1*m1| <= 2*15*16*9*127 = {bound} < 2^22: {bound < 2**22}; bit conversion exact over the range: {c_exact}")
+ok &= c_exact and bound < 2**22
+
+# (d) the vec-dot's order of operations on real quantized rows against random q8_1 activations
+worst = 0.0
+for blk in blocks[:256]:
+    vals, q8, m, dA = loader(blk, mma=True)
+    a = rng.integers(-127, 128, size=256).astype(np.int32)         # q8_1 values
+    dB = rng.uniform(0.001, 0.05, size=8).astype(np.float32)        # one q8_1 scale per 32 values
+    ref = float(np.sum(vals.astype(np.float64) * a * np.repeat(dB.astype(np.float64), 32)))
+    total = np.float32(0)
+    for k00 in (0, 128):                                            # two calls per tile (k00 = 0, MMQ_TILE_NE_K)
+        acc = np.float32(0)
+        for k32 in range(k00, k00 + 128, 32):
+            c0 = int(np.dot(q8[k32:k32+16], a[k32:k32+16])); c1 = int(np.dot(q8[k32+16:k32+32], a[k32+16:k32+32]))
+            ci_ = c0*int(m[k32//16]) + (c1*int(m[k32//16 + 1]) + 0x4B400000)
+            f = np.array([ci_], dtype=np.int64).astype(np.uint32).view(np.float32)[0] - np.float32(12582912.0)
+            acc = np.float32(acc + dB[k32//32]*f)
+        total = np.float32(total + acc*dA)
+    scale = float(np.sum(np.abs(vals.astype(np.float64) * a * np.repeat(dB.astype(np.float64), 32)))) or 1.0
+    worst = max(worst, abs(float(total) - ref)/scale)
+d_ok = worst < 1e-5
+print(f"(d) 256 rows x random q8_1 activations: vec-dot order of operations vs float64: worst |diff|/sum|terms| = {worst:.2e}: {d_ok}")
+ok &= d_ok
 print("DESK CHECK", "PASS" if ok else "FAIL")
 sys.exit(0 if ok else 1)

@@ -12,6 +12,9 @@
 # then the final head's MUL_MAT set, and a second base sweep for the A/A noise if time is left.
 # Device-only change: test-backend-ops' perf loop runs >= 0.5 s per case instead of >= 1 s (both binaries).
 #
+# RECUT=1: ignore a committed 0003 and derive the cut from this run's sweep again (after a kernel change).
+# TOOLS_BUILD=0: skip building llama-bench/perplexity/quantize/imatrix (end to end runs elsewhere).
+#
 # MODE=final (second call): only the head with the committed 0001+0002+0003 is built; its whole MUL_MAT and
 # MUL_MAT_ID sets are run (test-*-final.log), then a head perf sweep if time is left.
 #
@@ -92,6 +95,8 @@ log "sources extracted"
 cd "$W/llama.cpp" || exit 1
 git init -q . 2> /dev/null && git add -A > /dev/null 2>&1 && git -c user.name=x -c user.email=x@x commit -qm base > /dev/null 2>&1
 P1=$(ls "$PD"/0001-*.patch); P2=$(ls "$PD"/0002-*.patch); P3=$(ls "$PD"/0003-*.patch 2> /dev/null || true)
+[ "${RECUT:-0}" = 1 ] && [ "${MODE:-full}" != final ] && { log "RECUT=1: the cut is derived from this run, committed 0003 not used"; P3=; }
+[ "${TOOLS_BUILD:-1}" = 0 ] && TOOLS=
 
 # ---------------------------------------------------------------- base (+ tests) and head builds
 apply_patch "$P2"
@@ -144,7 +149,9 @@ if [ -n "$P3" ]; then
     fits 120 && run_test head3 MUL_MAT_ID test-MUL_MAT_ID-final.log
 fi
 # the tools of the patched tree (final head): only relinks, their objects come from the base build
-if ninja -C build -j "$NJ" $TOOLS > "$W/build-tools.log" 2>&1; then
+if [ -z "$TOOLS" ]; then
+    log "tools not built (TOOLS_BUILD=0)"
+elif ninja -C build -j "$NJ" $TOOLS > "$W/build-tools.log" 2>&1; then
     log "tools built with the series ($FINAL): $(cd build/bin && ls $TOOLS | xargs)"
 else
     grep -B2 -A10 -m3 "error" "$W/build-tools.log" >> "$OUT/run.log"; log "tools build FAILED"
