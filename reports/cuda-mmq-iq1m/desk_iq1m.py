@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Desk-check of ggml_cuda_mmq_load_tiles_iq1_m (numpy emulation of its per-thread indexing, its __byte_perm lookups
 and both tile contracts: value k = int8 x_qs[k] * float x_df[k/16] for dp4a/AMD, and
-int8 x_qs[k] * (x_sc[k/16] & 0xFFFF) * fp16(x_sc[k/16] >> 16)/8 for NVIDIA tensor cores) against
+int8 x_qs[k] * int x_sc[k/16] * float x_df[16] for NVIDIA tensor cores) against
   (a) ggml's CPU dequantize_row_iq1_m on blocks produced by ggml_quantize_chunk (file argument), and
   (b) a numpy port of CUDA dequantize_iq1_m (dequantize.cuh) on random bit patterns (every field value);
 and of the arithmetic of ggml_cuda_mmq_vec_dot_iq1_m_q8_1_mma: (c) the int-to-float conversion by adding 1.5*2^23
@@ -43,28 +43,27 @@ def loader(b, mma=False):
         for l in range(4):
             qhl = qh >> (4*l)
             grid = GRID[qs[l] | ((qhl & 0x07) << 8)]
-            sel = (grid + (0 if (qhl & 0x08) else 0x44444444)) & 0xFFFFFFFF
-            v0415 = byte_perm(0x0007FFF7, 0x000901F9, sel >> 0)
-            v2637 = byte_perm(0x0007FFF7, 0x000901F9, sel >> 16)
+            table = 0x0007FFF7 if (qhl & 0x08) else 0x000901F9
+            v0415 = byte_perm(table, table, grid >> 0)
+            v2637 = byte_perm(table, table, grid >> 16)
             x_qs[8*kqsx + 2*l + 0] = byte_perm(v0415, v2637, 0x6420)
             x_qs[8*kqsx + 2*l + 1] = byte_perm(v0415, v2637, 0x7531)
         u16 = ((sc01 >> 12) & 0x000F) | ((sc01 >> 24) & 0x00F0) | ((sc23 >> 4) & 0x0F00) | ((sc23 >> 16) & 0xF000)
         sc_word = sc01 if kqsx < 4 else sc23
         tmp = sc_word >> (16*((kqsx//2) % 2) + 6*(kqsx % 2))
         m0, m1 = 2*((tmp >> 0) & 7) + 1, 2*((tmp >> 3) & 7) + 1
-        x_sc[2*kqsx+0] = (m0 | (u16 << 16)) & 0xFFFFFFFF
-        x_sc[2*kqsx+1] = (m1 | (u16 << 16)) & 0xFFFFFFFF
         d = f16(u16) * np.float32(0.125)
+        x_sc[2*kqsx+0] = m0
+        x_sc[2*kqsx+1] = m1
+        x_d16 = d                                                 # slot QK_K/16, written by all 8 threads
         x_df[2*kqsx+0] = d * np.float32(m0)
         x_df[2*kqsx+1] = d * np.float32(m1)
     q8 = np.array(x_qs, dtype=np.uint32).view(np.int8).astype(np.int32)
     assert set(np.unique(q8).tolist()) <= {-9, -7, -1, 1, 7, 9}
     if mma:
-        m = np.array([v & 0xFFFF for v in x_sc], dtype=np.int32)
-        d = np.array([f16(v >> 16) for v in x_sc], dtype=np.float32) * np.float32(0.125)
-        assert len(set(d.tolist())) == 1
-        vals = (q8 * m[np.arange(256)//16]).astype(np.float32) * d[0]
-        return vals, q8, m, d[0]
+        m = np.array(x_sc, dtype=np.int32)
+        vals = (q8 * m[np.arange(256)//16]).astype(np.float32) * x_d16
+        return vals, q8, m, x_d16
     return q8.astype(np.float32) * np.array(x_df, dtype=np.float32)[np.arange(256)//16]
 
 def cuda_dequant(b):
