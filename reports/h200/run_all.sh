@@ -6,7 +6,8 @@
 #   3. pinset kld             base vs head CUDA path against the CPU reference
 #   4. pinset bench           interleaved base/head llama-bench
 #   5. IQ1_S of the same model (same F16 + imatrix) benched base vs head, for the IQ1_M-vs-IQ1_S comparison
-#   6. a dense llama model (IQ1_M): synth + bench, if time is left
+#   6. test-backend-ops perf of the MoE cases (IQ1_M and IQ1_S) twice more with the head build, for their spread
+#   7. a dense llama model (IQ1_M): synth + bench, if time is left
 # Every step runs under a deadline (LIMIT s after start) and the results are packed into $OUT after each
 # step, so whatever finished comes back even if a later step is cut.
 # usage (repo root on the device; carry .carry and .whl):  bash reports/h200/run_all.sh
@@ -67,6 +68,15 @@ step quant-moe-iq1s 40 "$QUANTIZE" --imatrix "$M/$MOE.imatrix.gguf" "$M/$MOE-F16
 step bench-moe-iq1s 50 $P bench -c pins.yaml --build $B -j "$J" -m "$M/$MOE-IQ1_S.gguf" --rounds 4 -r 3 \
   --json "$R/bench-$MOE-IQ1_S.json" --markdown "$R/bench-$MOE-IQ1_S.md" --plot "$R/bench-$MOE-IQ1_S.png" \
   --log-dir "$L/bench-moe-iq1s" -- -p 512,2048 -n 128 -ub 512,2048 -b 2048 -ngl 99
+# The MoE perf cases of test-backend-ops once more, from the head CUDA build that verify made (the series applied):
+# IQ1_M and IQ1_S in the same binary, two rounds, for the run-to-run spread of the IQ1_M/IQ1_S ratio.
+MOE_RE='type_a=iq1_[ms],type_b=f32,n_mats=128,n_used=8,b=0,m=768,n=[0-9]+,k=2048'
+TBO=
+for b in $(find "$PINSET_CACHE/builds" -path '*/build/bin/test-backend-ops'); do
+  r=${b%/build/bin/test-backend-ops}
+  [ -f "$r/src/ggml/src/ggml-cuda/template-instances/mmq-instance-iq1_m.cu" ] && grep -q "GGML_CUDA:BOOL=ON" "$r/build/CMakeCache.txt" && TBO=$b
+done
+[ -n "$TBO" ] && step perf-moe-repeat 70 bash -c 'for r in 1 2; do echo "### RUN head-r$r head"; "$0" perf -b CUDA0 -o MUL_MAT_ID -p "$1"; echo "### END head-r$r"; done' "$TBO" "$MOE_RE"
 DENSE=synth-llama-1b-4l
 step synth-dense 60 $P model synth --arch llama --size 1b-4l --vocab qwen2 --quant IQ1_M -c pins.yaml --build $B --cuda \
   -j "$J" -ngl 99 -t "$J" -o "$M" --name $DENSE --json "$R/model-$DENSE-IQ1_M.json"
