@@ -185,12 +185,12 @@ def test_failing_op_blocks_with_counts(tmp_path):
 def test_kld_further_from_cpu_blocks(tmp_path):
     data = load(FIX / "green/kld-h200.json")
     data["ok"] = False
-    data["verdict"] = {"text": "further from the CPU result than base", "head_minus_base_kld": 0.00091, "sigma": 6.3}
+    data["verdict"] = {"text": "further from the CPU result than base", "head_minus_base_kld": 0.00091, "sigma": 0.00014}
     files = [p for p in GREEN if p.name != "kld-h200.json"] + [dump(tmp_path / "kld.json", data)]
     rc, text = report(files, tmp_path)
     assert rc == 1
     assert "**❌ blocked:** KLD on Llama-3.2-1B-Instruct-IQ1_M.gguf: head further from the CPU result than base " \
-           "(+0.000910, 6.3σ)" in text
+           "(head − base mean KLD +0.000910 ± 0.000140, +6.5σ)" in text
 
 
 def test_not_ok_without_a_known_cause_still_blocks(tmp_path):

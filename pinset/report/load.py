@@ -46,6 +46,17 @@ KLD = {"ok": bool, "model": {"path": str, "name": str, "size_bytes": int},
                  "same_top_p": VALUE_ERR, "rms_dp": VALUE_ERR, "ok": bool, "detail": OPT_STR}],
        "verdict": {"text": str, "head_minus_base_kld": NUM, "sigma": NUM}}
 
+
+def kld_delta_text(verdict: dict) -> str:
+    """head − base mean KLD with its standard error and how many of them it is: `sigma` in the KLD JSON is the
+    standard error of the difference, not a count of them."""
+    diff, sigma = verdict["head_minus_base_kld"], verdict["sigma"]
+    if diff is None:
+        return "head − base mean KLD unknown"
+    if not sigma:
+        return f"head − base mean KLD {diff:+.6f}"
+    return f"head − base mean KLD {diff:+.6f} ± {sigma:.6f}, {diff / sigma:+.1f}σ"
+
 BENCH = {"ok": bool, "model": {"path": str, "name": str}, "llama_bench_args": list, "rounds": int,
          "repetitions": int, "warmup_rounds": int,
          "base": {"build": str, "commit": str}, "head": {"build": str, "commit": str},

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from statistics import fmean
 
+from pinset.report.load import kld_delta_text
 from pinset.report.merge import Merged, VerifyRun, op_key
 from pinset.report.verdict import (BACKEND_OP_GATES, Verdict, row_label, backend_op_totals, check_totals, checks_where,
                                    machine_labels, run_label)
@@ -112,7 +113,7 @@ def _summary(m: Merged, verdict: Verdict, labels, pins_info, description) -> lis
     for study in m.kld:
         v = study.doc["verdict"]
         head.append(f"**KLD vs CPU ({study.doc['model']['name']}):** head {v['text']} "
-                    f"(head − base mean KLD {v['head_minus_base_kld']:+.6f}, {v['sigma']:.1f}σ).")
+                    f"({kld_delta_text(v)}).")
     for study in m.bench:
         gpu = study.doc["gpu"]["name"] if study.doc["gpu"] else "CPU"
         calls = [f"{row_label(r, study.rows)} {r['ratio']:.3f}× ({r['verdict']})" for r in study.rows]
@@ -257,8 +258,7 @@ def _kld(m: Merged) -> list[str]:
         out += table(["run", "build", "backend", "PPL", "mean KLD", "median", "p99", "p99.9", "max",
                       "same top p", "RMS Δp", "ok"], rows) + [""]
         v = d["verdict"]
-        out += [f"Verdict: head {v['text']} (head − base mean KLD {v['head_minus_base_kld']:+.6f}, "
-                f"{v['sigma']:.1f}σ).", ""]
+        out += [f"Verdict: head {v['text']} ({kld_delta_text(v)}).", ""]
     return out
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from pinset.report.load import KINDS
+from pinset.report.load import KINDS, kld_delta_text
 from pinset.report.merge import Merged, VerifyRun
 
 BACKEND_OP_GATES = ("backend-ops", "cpu-backend-ops")
@@ -193,8 +193,7 @@ def _judge_kld(m: Merged, v: Verdict) -> bool:
         verdict = study.doc["verdict"]
         if verdict["text"].startswith("further"):
             blocked = True
-            v.blockers.append(f"KLD on {model}: head {verdict['text']} "
-                              f"(+{verdict['head_minus_base_kld']:.6f}, {verdict['sigma']:.1f}σ)")
+            v.blockers.append(f"KLD on {model}: head {verdict['text']} ({kld_delta_text(verdict)})")
     return blocked
 
 
