@@ -170,6 +170,7 @@ def main():
         w('- Decode (n <= 8, MMVQ, code unchanged): IQ1_M head/base = ' +
           ', '.join(f'n={n}: {r:.3f}' for n, r in dec) + '.')
     w('')
+    history(d, w)
     text = '\n'.join(out)
     print(text)
     if write:
@@ -178,6 +179,40 @@ def main():
         i, j = s.index(BEGIN) + len(BEGIN), s.index(END)
         open(p, 'w').write(s[:i] + '\n' + text + '\n' + s[j:])
     return 0
+
+
+# Earlier versions of the series, each measured in its own device call against IQ1_S in the same binary.
+VERSIONS = (('first version (float scales)', 'superseded-float-scales/call1/perf.log'),
+            ('packed scales', 'superseded-float-scales/call-v1-packed-scales/perf.log'),
+            ('committed', None))
+
+
+def history(d, w):
+    """MoE IQ1_M/IQ1_S (head-a of each call) for every version whose perf log is here."""
+    calls = sorted(c for c in os.listdir(d) if c.startswith('call') and os.path.exists(os.path.join(d, c, 'perf.log')))
+    found = []
+    for name, rel in VERSIONS:
+        rel = rel or (f'{calls[-1]}/perf.log' if calls else None)
+        p = rel and os.path.join(d, rel)
+        if p and os.path.exists(p):
+            found.append((name, rel, read_perf(p).get('head-a', {})))
+    if len(found) < 2:
+        return
+    w('### MoE IQ1_M vs IQ1_S by version of the series')
+    w('')
+    w('Each version in its own device call (`head-a` of ' + ', '.join(f'`{rel}`' for _, rel, _ in found) +
+      '); IQ1_M µs / IQ1_S µs, both from the same binary and run. IQ1_S is the same code in every call.')
+    w('')
+    w('| n | ' + ' | '.join(f'{name}: IQ1_M/IQ1_S' for name, _, _ in found) + ' | ' +
+      ' | '.join(f'{name}: IQ1_M µs' for name, _, _ in found) + ' | ' +
+      ' | '.join(f'IQ1_S µs ({i + 1})' for i in range(len(found))) + ' |')
+    w('|' + ' --- |' * (1 + 3 * len(found)))
+    for n in [n for n in N_ISSUE if n >= 9]:
+        m = [r.get(('moe', 'iq1_m', n)) for _, _, r in found]
+        q = [r.get(('moe', 'iq1_s', n)) for _, _, r in found]
+        w(f'| {n} | ' + ' | '.join(fmt(ratio(a, b), 3) for a, b in zip(m, q)) + ' | ' +
+          ' | '.join(fmt(a) for a in m) + ' | ' + ' | '.join(fmt(b) for b in q) + ' |')
+    w('')
 
 
 if __name__ == '__main__':
