@@ -57,6 +57,7 @@ def kld_delta_text(verdict: dict) -> str:
         return f"head − base mean KLD {diff:+.6f}"
     return f"head − base mean KLD {diff:+.6f} ± {sigma:.6f}, {diff / sigma:+.1f}σ"
 
+
 BENCH = {"ok": bool, "model": {"path": str, "name": str}, "llama_bench_args": list, "rounds": int,
          "repetitions": int, "warmup_rounds": int,
          "base": {"build": str, "commit": str}, "head": {"build": str, "commit": str},
