@@ -4,9 +4,11 @@ and both tile contracts: value k = int8 x_qs[k] * float x_df[k/16] for dp4a/AMD,
 int8 x_qs[k] * int x_sc[k/16] * float x_df[16] for NVIDIA tensor cores) against
   (a) ggml's CPU dequantize_row_iq1_m on blocks produced by ggml_quantize_chunk (file argument), and
   (b) a numpy port of CUDA dequantize_iq1_m (dequantize.cuh) on random bit patterns (every field value);
-and of the arithmetic of ggml_cuda_mmq_vec_dot_iq1_m_q8_1_mma: (c) the int-to-float conversion by adding 1.5*2^23
-is exact over the whole range of the int32 combination of two per-16 results, and (d) its order of operations
-(int combine per 32, float per 32, d per 128) matches a float64 dot product against q8_1 activations.
+and of the arithmetic of ggml_cuda_mmq_vec_dot_iq1_m_q8_1_mma: (c) the dp2a combine (the two per-16 results as the
+16 bit halves of one int, __byte_perm(C0, C1, 0x5410), weighted by the bytes (2s0+1) | (2s1+1) << 8 with __dp2a_lo)
+equals C0*m0 + C1*m1 over the whole range of |C|, and the int-to-float conversion by adding 1.5*2^23 is exact over the
+whole range of that sum, and (d) its order of operations (int combine per 32, float per 32, d per 128) matches a
+float64 dot product against q8_1 activations.
 Usage: desk_iq1m.py ggml-common.h quantized.bin   (quantized.bin.f32 = ggml's dequantized output)"""
 import re, sys
 import numpy as np
@@ -25,6 +27,18 @@ def byte_perm(x, y, s):
         assert sel < 8
         out |= ((pool >> 8*sel) & 0xFF) << 8*n
     return out
+
+def dp2a_lo(a, b, c):
+    """CUDA __dp2a_lo (signed): c + a.lo16 * b.byte0 + a.hi16 * b.byte1 (int32 wrap-around)."""
+    s16 = lambda v: ((v & 0xFFFF) ^ 0x8000) - 0x8000
+    s8 = lambda v: ((v & 0xFF) ^ 0x80) - 0x80
+    r = c + s16(a) * s8(b) + s16(a >> 16) * s8(b >> 8)
+    return ((r + 2**31) % 2**32) - 2**31
+
+def combine(c0, c1, m0, m1, magic):
+    """The vec-dot's int combine: dp2a_lo(__byte_perm(C0, C1, 0x5410), m0 | m1 << 8, magic)."""
+    c01 = byte_perm(c0 & 0xFFFFFFFF, c1 & 0xFFFFFFFF, 0x5410)
+    return dp2a_lo(c01, m0 | (m1 << 8), magic)
 
 def f16(u):
     return np.float32(np.array([u], dtype=np.uint16).view(np.float16)[0])
@@ -108,7 +122,26 @@ for mb in rb:
 print(f"(b) 512 random blocks, tensor-core layout: int8 * (2s+1) * d/8 == CUDA dequantize_iq1_m port: {c_ok}")
 ok &= c_ok
 
-# (c) exact int -> float conversion of ci = C0*m0 + C1*m1 over its whole range
+# (c) the dp2a combine over the whole range of one per-16 result |C| <= 16*9*127 (a 16 bit half) and every pair of
+# sub-scales, and the exact int -> float conversion of ci = C0*m0 + C1*m1 over its whole range
+cmax = 16*9*127
+def combine_np(c0, c1, m0, m1, magic):
+    """combine() on int64 arrays: __byte_perm(C0, C1, 0x5410) keeps the low 16 bits of each, dp2a sign-extends them."""
+    c01 = (c0 & 0xFFFF) | ((c1 & 0xFFFF) << 16)
+    s16 = lambda v: ((v & 0xFFFF) ^ 0x8000) - 0x8000
+    r = magic + s16(c01) * m0 + s16(c01 >> 16) * m1
+    return ((r + 2**31) % 2**32) - 2**31
+c0 = np.arange(-cmax, cmax + 1, dtype=np.int64)                    # every value of one half
+c1 = rng.integers(-cmax, cmax + 1, size=c0.size).astype(np.int64)  # the other half random ...
+c1[:4] = [-cmax, cmax, 0, -1]                                      # ... and its extremes
+comb_ok = cmax < 2**15 and combine(cmax, -cmax, 15, 13, 0x4B400000) == cmax*15 - cmax*13 + 0x4B400000
+for m0 in range(1, 16, 2):
+    for m1 in range(1, 16, 2):
+        for a, b in ((c0, c1), (c1, c0)):
+            comb_ok &= bool(np.array_equal(combine_np(a, b, m0, m1, 0x4B400000), a*m0 + b*m1 + 0x4B400000))
+print(f"(c) |C| <= 16*9*127 = {cmax} < 2^15: {cmax < 2**15}; dp2a combine == C0*m0 + C1*m1 + 1.5*2^23 for every value of "
+      f"C0 (and of C1) against random partners, all 64 sub-scale pairs: {comb_ok}")
+ok &= comb_ok
 bound = 2*15*16*9*127
 ci = np.arange(-bound, bound + 1, dtype=np.int64)
 conv = (ci + 0x4B400000).astype(np.uint32).view(np.float32) - np.float32(12582912.0)
@@ -128,7 +161,7 @@ for blk in blocks[:256]:
         acc = np.float32(0)
         for k32 in range(k00, k00 + 128, 32):
             c0 = int(np.dot(q8[k32:k32+16], a[k32:k32+16])); c1 = int(np.dot(q8[k32+16:k32+32], a[k32+16:k32+32]))
-            ci_ = c0*int(m[k32//16]) + (c1*int(m[k32//16 + 1]) + 0x4B400000)
+            ci_ = combine(c0, c1, int(m[k32//16]), int(m[k32//16 + 1]), 0x4B400000)
             f = np.array([ci_], dtype=np.int64).astype(np.uint32).view(np.float32)[0] - np.float32(12582912.0)
             acc = np.float32(acc + dB[k32//32]*f)
         total = np.float32(total + acc*dA)

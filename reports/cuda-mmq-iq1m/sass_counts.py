@@ -9,7 +9,7 @@ import collections
 import re
 import sys
 
-OPS = ['IMMA', 'IMAD', 'I2FP', 'FFMA', 'FMUL', 'FADD', 'PRMT', 'LOP3', 'SHF', 'IADD3', 'SEL', 'LDS', 'LDG']
+OPS = ['IMMA', 'IMAD', 'IDP', 'I2FP', 'FFMA', 'FMUL', 'FADD', 'PRMT', 'LOP3', 'SHF', 'IADD3', 'SEL', 'LDS', 'LDG']
 
 
 def kernels(path):
@@ -39,7 +39,7 @@ def main():
     print('| --- | --- | --- | ' + ' | '.join('---' for _ in OPS) + ' |')
     for label, path in dumps:
         for (t, j), c in sorted(kernels(path).items(), key=lambda kv: kv[0][1]):
-            if j in (8, 16, 32, 64):
+            if j in (8, 16, 32, 64, 96, 128):
                 print(f'| {label} | {j} | {sum(c.values())} | ' + ' | '.join(str(c[o]) for o in OPS) + ' |')
     return 0
 
