@@ -7,7 +7,6 @@ from dataclasses import asdict, dataclass, field
 from pinset import SCHEMA_VERSION
 
 
-
 @dataclass
 class Contract:
     ok: bool = True

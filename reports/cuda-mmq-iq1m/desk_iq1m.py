@@ -28,17 +28,16 @@ def byte_perm(x, y, s):
         out |= ((pool >> 8*sel) & 0xFF) << 8*n
     return out
 
-def dp2a_lo(a, b, c):
-    """CUDA __dp2a_lo (signed): c + a.lo16 * b.byte0 + a.hi16 * b.byte1 (int32 wrap-around)."""
+def combine(c0, c1, m0, m1, magic):
+    """The vec-dot's int combine, __dp2a_lo(__byte_perm(C0, C1, 0x5410), m0 | m1 << 8, magic), on ints or int64
+    arrays: the byte permute keeps the low 16 bits of each result, the signed dp2a sign-extends those halves and the
+    two low bytes of its second operand, and the sum wraps around in int32."""
+    c01 = (c0 & 0xFFFF) | ((c1 & 0xFFFF) << 16)
+    m01 = m0 | (m1 << 8)
     s16 = lambda v: ((v & 0xFFFF) ^ 0x8000) - 0x8000
     s8 = lambda v: ((v & 0xFF) ^ 0x80) - 0x80
-    r = c + s16(a) * s8(b) + s16(a >> 16) * s8(b >> 8)
+    r = magic + s16(c01) * s8(m01) + s16(c01 >> 16) * s8(m01 >> 8)
     return ((r + 2**31) % 2**32) - 2**31
-
-def combine(c0, c1, m0, m1, magic):
-    """The vec-dot's int combine: dp2a_lo(__byte_perm(C0, C1, 0x5410), m0 | m1 << 8, magic)."""
-    c01 = byte_perm(c0 & 0xFFFFFFFF, c1 & 0xFFFFFFFF, 0x5410)
-    return dp2a_lo(c01, m0 | (m1 << 8), magic)
 
 def f16(u):
     return np.float32(np.array([u], dtype=np.uint16).view(np.float16)[0])
@@ -125,12 +124,6 @@ ok &= c_ok
 # (c) the dp2a combine over the whole range of one per-16 result |C| <= 16*9*127 (a 16 bit half) and every pair of
 # sub-scales, and the exact int -> float conversion of ci = C0*m0 + C1*m1 over its whole range
 cmax = 16*9*127
-def combine_np(c0, c1, m0, m1, magic):
-    """combine() on int64 arrays: __byte_perm(C0, C1, 0x5410) keeps the low 16 bits of each, dp2a sign-extends them."""
-    c01 = (c0 & 0xFFFF) | ((c1 & 0xFFFF) << 16)
-    s16 = lambda v: ((v & 0xFFFF) ^ 0x8000) - 0x8000
-    r = magic + s16(c01) * m0 + s16(c01 >> 16) * m1
-    return ((r + 2**31) % 2**32) - 2**31
 c0 = np.arange(-cmax, cmax + 1, dtype=np.int64)                    # every value of one half
 c1 = rng.integers(-cmax, cmax + 1, size=c0.size).astype(np.int64)  # the other half random ...
 c1[:4] = [-cmax, cmax, 0, -1]                                      # ... and its extremes
@@ -138,7 +131,7 @@ comb_ok = cmax < 2**15 and combine(cmax, -cmax, 15, 13, 0x4B400000) == cmax*15 -
 for m0 in range(1, 16, 2):
     for m1 in range(1, 16, 2):
         for a, b in ((c0, c1), (c1, c0)):
-            comb_ok &= bool(np.array_equal(combine_np(a, b, m0, m1, 0x4B400000), a*m0 + b*m1 + 0x4B400000))
+            comb_ok &= bool(np.array_equal(combine(a, b, m0, m1, 0x4B400000), a*m0 + b*m1 + 0x4B400000))
 print(f"(c) |C| <= 16*9*127 = {cmax} < 2^15: {cmax < 2**15}; dp2a combine == C0*m0 + C1*m1 + 1.5*2^23 for every value of "
       f"C0 (and of C1) against random partners, all 64 sub-scale pairs: {comb_ok}")
 ok &= comb_ok
