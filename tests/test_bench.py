@@ -65,6 +65,34 @@ def test_markdown_and_plot_from_recorded_rounds(tmp_path):
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def test_vs_model_argument_errors(tmp_path, capsys):
+    model = tmp_path / "m.gguf"
+    model.write_bytes(b"GGUF")
+    cases = [(["--vs-model", str(tmp_path / "nope.gguf")], "--vs-model"),
+             (["--vs-model", str(model), "--aa"], "--aa and --vs-model"),
+             (["--vs-model", str(model), "--base-bin", str(tmp_path)], "--base-bin: not used here")]
+    for extra, message in cases:
+        rc = main(["bench", "--head-bin", str(tmp_path), "-m", str(model), *extra])
+        assert rc == 2
+        assert message in capsys.readouterr().err
+
+
+def test_model_comparison_markdown_names_the_models_and_report_refuses_it(tmp_path, capsys):
+    from pinset.measures.bench import bench_markdown
+    from pinset.measures.plot import plot_bench
+
+    fix = Path(__file__).parent / "fixtures" / "llama-bench" / "h200-moe-iq1m-vs-iq1s.json"
+    doc = json.loads(fix.read_text())
+    md = bench_markdown(doc)
+    assert md.startswith("### llama-bench: synth-qwen3moe-a3b-4l-IQ1_M.gguf vs synth-qwen3moe-a3b-4l-IQ1_S.gguf")
+    assert "| synth-qwen3moe-a3b-4l-IQ1_S.gguf t/s | synth-qwen3moe-a3b-4l-IQ1_M.gguf t/s | vs reference |" in md
+    assert "| pp512 | ub=512 b=2048 ngl=99 fa=-1 t=32 | 12 |" in md
+    assert plot_bench(doc, tmp_path / "vs.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    rc = main(["report", str(fix)])
+    assert rc == 2
+    assert "a comparison of two models on one build" in capsys.readouterr().err
+
+
 CMAKELISTS = """\
 cmake_minimum_required(VERSION 3.14)
 project(fake_llama NONE)
@@ -113,3 +141,17 @@ def test_bench_from_pins_yaml_builds_bare_and_pinned_trees(make_repo, tmp_path):
     assert doc["base"]["commit"] == b1
     assert [r["test"] for r in doc["rows"]] == ["pp16"]
     assert len(doc["rows"][0]["base_tps"]) == 2
+
+    # Two models on the head build only: a fresh cache ends up with one build, the pinned tree.
+    cache = tmp_path / "cache-vs"
+    out = tmp_path / "vs.json"
+    rc = main(["bench", "-c", str(cfg), "--build", "b1", "--cache", str(cache), "--cpu", "-m", str(model),
+               "--vs-model", str(model.with_name("tiny-F16.gguf")), "--rounds", "3", "-r", "1",
+               "--json", str(out), "--", "-p", "16", "-n", "0", "-t", "2"])
+    assert rc in (0, 1)
+    doc = json.loads(out.read_text())
+    assert doc["compare"] == "models"
+    assert (doc["base"]["model"], doc["head"]["model"]) == ("tiny-F16.gguf", "tiny-Q4_K_M.gguf")
+    assert doc["base"]["build"] == doc["head"]["build"] == "b1"
+    built = [p for p in (cache / "builds").iterdir() if (p / "build" / "bin" / "llama-bench").is_file()]
+    assert len(built) == 1

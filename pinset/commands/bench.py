@@ -8,7 +8,7 @@ from pathlib import Path
 from rich.table import Table
 
 from pinset.errors import PinsetError
-from pinset.measures.bench import HEADERS, bench_document, bench_markdown, row_cells, run_rounds
+from pinset.measures.bench import bench_document, bench_markdown, headers, row_cells, run_rounds
 from pinset.measures.sides import add_side_args, resolve_sides
 from pinset.output import console, err_console, write_json, write_text
 
@@ -25,6 +25,9 @@ def add_parser(sub):
                     "goes to llama-bench, e.g. `pinset bench ... -m model.gguf -- -p 512,2048 -n 128 -ub 512,2048 -ngl 99`.")
     add_side_args(p)
     p.add_argument("-m", "--model", type=Path, required=True, help="GGUF model")
+    p.add_argument("--vs-model", type=Path, metavar="REFERENCE",
+                   help="compare two models on the head build instead of two builds on one model: REFERENCE runs "
+                        "as the base side, -m as the head side (e.g. IQ1_M vs IQ1_S of the same weights)")
     p.add_argument("--rounds", type=int, default=6, help="rounds, the first one a discarded warm-up (default 6)")
     p.add_argument("-r", "--repetitions", type=int, default=3, help="llama-bench -r per run (default 3)")
     p.add_argument("--cpu", action="store_true", help="hide GPUs (CUDA_VISIBLE_DEVICES=): for tests without a GPU")
@@ -51,27 +54,32 @@ def run(args) -> int:
         raise PinsetError("--rounds must be >= 2 (the first is a warm-up)")
     if args.repetitions < 1:
         raise PinsetError("--repetitions must be >= 1")
-    if not args.model.is_file():
-        raise PinsetError(f"--model {args.model}: no such file")
-    base, head, _store = resolve_sides(args, TARGETS, cuda=not args.cpu)
+    for flag, path in (("--model", args.model), ("--vs-model", args.vs_model)):
+        if path is not None and not path.is_file():
+            raise PinsetError(f"{flag} {path}: no such file")
+    if args.vs_model is not None and args.aa:
+        raise PinsetError("--aa and --vs-model exclude each other (an A/A check runs one model)")
+    base, head, _store = resolve_sides(args, TARGETS, cuda=not args.cpu, head_only=args.vs_model is not None)
     if args.aa:
         from dataclasses import replace
 
         head = replace(base, label="head")
+    models = {"base": args.vs_model or args.model, "head": args.model}
 
     def progress(rnd):
         parts = []
         for label in ("base", "head"):
             run = rnd.runs[label]
-            parts.append(f"{label} " + (", ".join(f"{l.test} {l.avg_ts:,.0f}" for l in run.lines) if run.ok
+            name = models[label].name if args.vs_model else label
+            parts.append(f"{name} " + (", ".join(f"{l.test} {l.avg_ts:,.0f}" for l in run.lines) if run.ok
                                         else f"[red]failed[/] ({run.detail})"))
         tag = " (warm-up)" if rnd.warmup else ""
         busy = " [yellow]other GPU process[/]" if rnd.other_gpu_processes else ""
         err_console.print(f"round {rnd.index} {rnd.order}{tag}{busy}: " + "; ".join(parts))
 
-    rounds = run_rounds(base, head, args.model, bench_args, rounds=args.rounds, repetitions=args.repetitions,
+    rounds = run_rounds(base, head, models, bench_args, rounds=args.rounds, repetitions=args.repetitions,
                         cpu=args.cpu, log_dir=args.log_dir, on_round=progress)
-    doc = bench_document(args.model, bench_args, rounds, args.repetitions, base, head,
+    doc = bench_document(models, bench_args, rounds, args.repetitions, base, head,
                          keep_busy_rounds=args.keep_busy_rounds)
     doc["aa_check"] = bool(args.aa)  # head is the base build itself
     console.print(bench_table(doc))
@@ -91,8 +99,10 @@ def run(args) -> int:
 
 def bench_table(doc) -> Table:
     gpu = doc["gpu"]["name"] if doc["gpu"] else "CPU"
-    t = Table(title=f"pinset bench: {doc['model']['name']} on {gpu} ({doc['rounds']} rounds, first = warm-up)")
-    for h in HEADERS:
+    what = (f"{doc['head']['model']} vs {doc['base']['model']}" if doc.get("compare") == "models"
+            else doc["model"]["name"])
+    t = Table(title=f"pinset bench: {what} on {gpu} ({doc['rounds']} rounds, first = warm-up)")
+    for h in headers(doc):
         t.add_column(h)
     for row in doc["rows"]:
         cells = row_cells(row)

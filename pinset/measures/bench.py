@@ -4,6 +4,15 @@ Round r runs both binaries back to back, base first on even rounds (BH) and head
 (HB), so slow drift and "second run is warmer" effects cancel in the per-round ratio. Round 0 is a
 warm-up (clocks ramp, page cache fills) and is recorded but never used. Rounds where another process
 used the GPU, or where a run failed, are excluded from the statistics and listed.
+
+A run's speed is the median of llama-bench's per-repetition samples, not its avg_ts: on CUDA the
+first repetition of every test still captures the CUDA graphs and is 10-25 % slower than the rest
+(H200, pp512 of a MoE model: tests/fixtures/llama-bench/h200-moe-iq1s-recorded.json), and a mean over
+`-r 3` carries that warm-up into every round.
+
+The two sides are normally two builds on one model (base vs head). With `models`, the comparison
+is two models on one build (e.g. IQ1_M vs IQ1_S of the same weights on the head build): the same
+rounds and statistics, with "base" the reference model.
 """
 
 from __future__ import annotations
@@ -11,6 +20,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
+from statistics import median
 
 from pinset import SCHEMA_VERSION, runner
 from pinset.measures import gpu as gpu_mod
@@ -61,6 +71,12 @@ class Round:
         }
 
 
+def run_tps(test: dict) -> float:
+    """The speed of one run of one test (a recorded test dict): the median of its samples."""
+    samples = test.get("samples_ts") or []
+    return float(median(samples)) if samples else float(test["avg_ts"])
+
+
 def run_side(side: Side, model: Path, bench_args: list[str], repetitions: int, *, cpu: bool,
              log: Path | None = None, timeout: float = 1800) -> tuple[SideRun, runner.Completed]:
     argv = [side.exe("llama-bench"), "-m", model, "-o", "jsonl", "-r", str(repetitions), *bench_args]
@@ -77,8 +93,9 @@ def run_side(side: Side, model: Path, bench_args: list[str], repetitions: int, *
     return SideRun(side.label, detail is None, lines, detail, done.seconds), done
 
 
-def run_rounds(base: Side, head: Side, model: Path, bench_args: list[str], *, rounds: int, repetitions: int,
-               cpu: bool, log_dir: Path | None = None, on_round=None) -> list[Round]:
+def run_rounds(base: Side, head: Side, models: dict[str, Path], bench_args: list[str], *, rounds: int,
+               repetitions: int, cpu: bool, log_dir: Path | None = None, on_round=None) -> list[Round]:
+    """models: the GGUF each side runs ({"base": ..., "head": ...}; the same file for a build comparison)."""
     sides = {"base": base, "head": head}
     out = []
     for i in range(rounds):
@@ -88,7 +105,7 @@ def run_rounds(base: Side, head: Side, model: Path, bench_args: list[str], *, ro
         for letter in order:
             label = "base" if letter == "B" else "head"
             log = (log_dir / f"bench-round{i}-{label}.log") if log_dir else None
-            rnd.runs[label], _ = run_side(sides[label], model, bench_args, repetitions, cpu=cpu, log=log)
+            rnd.runs[label], _ = run_side(sides[label], models[label], bench_args, repetitions, cpu=cpu, log=log)
         rnd.gpu_after = None if cpu else gpu_mod.snapshot()
         out.append(rnd)
         if on_round:
@@ -126,12 +143,12 @@ def analyse(rounds: list[dict], *, keep_busy_rounds: bool = False) -> list[dict]
             for label in ("base", "head"):
                 run = rnd["runs"].get(label)
                 match = [t for t in (run or {}).get("tests", []) if _key(t["params"]) == k]
-                if not run or not run["ok"] or not match or not (match[0]["avg_ts"] > 0):
+                if not run or not run["ok"] or not match or not (run_tps(match[0]) > 0):
                     vals = None
                     excluded.append(f"round {rnd['round']}: {label} has no result"
                                     + (f" ({run['detail']})" if run and run.get("detail") else ""))
                     break
-                vals[label] = match[0]["avg_ts"]
+                vals[label] = run_tps(match[0])
             if vals:
                 base_tps.append(vals["base"])
                 head_tps.append(vals["head"])
@@ -153,8 +170,12 @@ def analyse(rounds: list[dict], *, keep_busy_rounds: bool = False) -> list[dict]
     return rows
 
 
-def bench_document(model: Path, bench_args: list[str], rounds: list[Round], repetitions: int, base: Side,
-                   head: Side, *, keep_busy_rounds: bool = False) -> dict:
+def bench_document(models: dict[str, Path], bench_args: list[str], rounds: list[Round], repetitions: int,
+                   base: Side, head: Side, *, keep_busy_rounds: bool = False) -> dict:
+    """compare "builds" (one model, base vs head build) or "models" (one build, the base side's model as the
+    reference); pinset report takes only the first kind."""
+    model = models["head"]
+    compare_models = models["base"] != models["head"]
     recorded = [r.to_json() for r in rounds]
     rows = analyse(recorded, keep_busy_rounds=keep_busy_rounds)
     snap = next((s for r in rounds for s in (r.gpu_before, r.gpu_after) if s), None)
@@ -162,15 +183,16 @@ def bench_document(model: Path, bench_args: list[str], rounds: list[Round], repe
     return {
         "schema": SCHEMA_VERSION, "kind": "bench",
         "ok": bool(rows) and not run_failed and all(r["verdict"] in ("faster", "no change") for r in rows),
+        "compare": "models" if compare_models else "builds",
         "model": {"path": str(model), "name": model.name},
         "llama_bench_args": list(bench_args), "rounds": len(rounds), "repetitions": repetitions,
         "warmup_rounds": 1,
-        "base": {"build": base.build, "commit": _commit(base, rounds, "base")},
-        "head": {"build": head.build, "commit": _commit(head, rounds, "head")},
+        "base": {"build": base.build, "commit": _commit(base, rounds, "base"), "model": models["base"].name},
+        "head": {"build": head.build, "commit": _commit(head, rounds, "head"), "model": models["head"].name},
         "gpu": {"name": snap.name, "driver": snap.driver} if snap else None,
         "round_log": recorded,
         "rows": rows,
-        "method": "per-round log(head/base), Hodges-Lehmann effect, 95 % CI (Wilcoxon inversion, t with <6 rounds), "
+        "method": "run speed = median of llama-bench's samples; per-round log(head/base), Hodges-Lehmann effect, 95 % CI (Wilcoxon inversion, t with <6 rounds), "
                   "Wilcoxon signed-rank p; no change = CI inside ±max(1 %, A/A spread)",
     }
 
@@ -206,18 +228,35 @@ def row_cells(row: dict) -> list[str]:
 HEADERS = ["test", "params", "rounds", "base t/s", "head t/s", "head vs base", "95 % CI", "p", "A/A", "verdict"]
 
 
+def headers(doc: dict) -> list[str]:
+    """HEADERS, with the two models named when the bench compares models rather than builds."""
+    if doc.get("compare") != "models":
+        return list(HEADERS)
+    ref, new = doc["base"]["model"], doc["head"]["model"]
+    return [*HEADERS[:3], f"{ref} t/s", f"{new} t/s", "vs reference", *HEADERS[6:]]
+
+
 def _params_text(params: dict) -> str:
     keep = {"n_ubatch": "ub", "n_batch": "b", "n_gpu_layers": "ngl", "flash_attn": "fa", "n_threads": "t"}
     return " ".join(f"{short}={params[k]}" for k, short in keep.items() if k in params)
 
 
 def bench_markdown(doc: dict, plot_name: str | None = None) -> str:
-    lines = [f"### llama-bench: head vs base on {doc['model']['name']}", "",
-             f"base {doc['base']['build']} ({doc['base']['commit'][:12]}), head {doc['head']['build']} "
-             f"({doc['head']['commit'][:12]}); GPU: {doc['gpu']['name'] if doc['gpu'] else 'none (CPU)'}; "
+    cols = headers(doc)
+    if doc.get("compare") == "models":
+        title = f"### llama-bench: {doc['head']['model']} vs {doc['base']['model']} (reference), one build"
+        sides = (f"build {doc['head']['build']} ({doc['head']['commit'][:12]}) for both; "
+                 f"the reference model {doc['base']['model']} runs as \"base\"")
+    else:
+        title = f"### llama-bench: head vs base on {doc['model']['name']}"
+        sides = (f"base {doc['base']['build']} ({doc['base']['commit'][:12]}), head {doc['head']['build']} "
+                 f"({doc['head']['commit'][:12]})")
+    lines = [title, "",
+             f"{sides}; GPU: {doc['gpu']['name'] if doc['gpu'] else 'none (CPU)'}; "
              f"{doc['rounds']} interleaved rounds (first = warm-up) of `-r {doc['repetitions']}`; "
-             f"args `{' '.join(doc['llama_bench_args'])}`. Speeds are medians over kept rounds.", "",
-             "| " + " | ".join(HEADERS) + " |", "|" + "---|" * len(HEADERS)]
+             f"args `{' '.join(doc['llama_bench_args'])}`. A run's speed is the median of its `-r` samples; "
+             "the table gives medians over kept rounds.", "",
+             "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     lines += ["| " + " | ".join(row_cells(r)) + " |" for r in doc["rows"]]
     if plot_name:
         lines += ["", f"![per-round t/s]({plot_name})"]

@@ -2,7 +2,7 @@
 
 A test is identified by the parameters that change what is measured (prompt/gen sizes, batch sizes,
 offload, flash attention, cache types, threads...), so base and head runs of the same invocation pair
-up row by row. The per-run speed is llama-bench's avg_ts (mean t/s over its -r repetitions).
+up row by row. Each line keeps llama-bench's per-repetition samples; measures/bench.py takes their median.
 """
 
 from __future__ import annotations

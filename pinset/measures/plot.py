@@ -14,15 +14,18 @@ def plot_bench(doc: dict, dest: Path) -> Path:
     from matplotlib.ticker import MaxNLocator
 
     rows = doc["rows"]
+    models = doc.get("compare") == "models"
+    names = {side: (doc[side]["model"] if models else side) for side in ("base", "head")}
+    mark = "vs " + names["base"] if models else "head"
     n = max(1, len(rows))
     cols = min(3, n)
     nrows = math.ceil(n / cols)
     fig, axes = plt.subplots(nrows, cols, figsize=(4.6 * cols, 3.4 * nrows), squeeze=False)
     for ax, row in zip(axes.flat, rows):
         rounds = row.get("rounds") or list(range(1, len(row["base_tps"]) + 1))
-        ax.plot(rounds, row["base_tps"], "o-", color="#1f77b4", label="base")
-        ax.plot(rounds, row["head_tps"], "s-", color="#d62728", label="head")
-        ratio = "" if row["ratio"] is None else f"  head {100 * (row['ratio'] - 1):+.1f} %"
+        ax.plot(rounds, row["base_tps"], "o-", color="#1f77b4", label=names["base"])
+        ax.plot(rounds, row["head_tps"], "s-", color="#d62728", label=names["head"])
+        ratio = "" if row["ratio"] is None else f"  {mark} {100 * (row['ratio'] - 1):+.1f} %"
         params = " ".join(f"{k.replace('n_', '')}={v}" for k, v in row["params"].items()
                           if k in ("n_ubatch", "n_batch", "flash_attn"))
         ax.set_title(f"{row['test']} {params}\n{row['verdict']}{ratio}", fontsize=9)
@@ -37,7 +40,8 @@ def plot_bench(doc: dict, dest: Path) -> Path:
         ax.legend(fontsize=8)
     for ax in list(axes.flat)[len(rows):]:
         ax.axis("off")
-    fig.suptitle(f"{doc['model']['name']}: per-round t/s (warm-up round not shown)", fontsize=10)
+    what = f"{names['head']} vs {names['base']}" if models else doc["model"]["name"]
+    fig.suptitle(f"{what}: per-round t/s (warm-up round not shown)", fontsize=10)
     fig.tight_layout()
     dest = Path(dest)
     dest.parent.mkdir(parents=True, exist_ok=True)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import argparse
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from pinset.build.programs import LlamaBin
@@ -38,17 +38,22 @@ def add_side_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("-j", "--jobs", type=int, help="build jobs")
 
 
-def resolve_sides(args, targets: list[str], cuda: bool):
-    """(base, head, store). Explicit folders win; otherwise both trees are built (cached)."""
+def resolve_sides(args, targets: list[str], cuda: bool, *, head_only: bool = False):
+    """(base, head, store). Explicit folders win; otherwise both trees are built (cached). head_only: only the
+    head build is needed (it is returned as both sides), e.g. to compare two models on it."""
     from pinset.store import Store
 
+    if head_only and args.base_bin:
+        raise PinsetError("--base-bin: not used here (only the head build runs); give --head-bin")
     if args.base_bin or args.head_bin:
-        if not (args.base_bin and args.head_bin):
+        if not args.head_bin or not (args.base_bin or head_only):
             raise PinsetError("--base-bin and --head-bin go together")
         if args.config:
             raise PinsetError("give either -c/--build or --base-bin/--head-bin, not both")
+        wanted = [("head", args.head_bin, args.head_commit)] if head_only else \
+            [("base", args.base_bin, args.base_commit), ("head", args.head_bin, args.head_commit)]
         sides = []
-        for label, d, commit in (("base", args.base_bin, args.base_commit), ("head", args.head_bin, args.head_commit)):
+        for label, d, commit in wanted:
             d = d.expanduser().resolve()
             if not d.is_dir():
                 raise PinsetError(f"--{label}-bin {d}: not a folder")
@@ -57,7 +62,12 @@ def resolve_sides(args, targets: list[str], cuda: bool):
                     raise ToolchainError(f"--{label}-bin {d}: no {t} there")
             source = d.parent.parent if (d.parent.parent / "gguf-py").is_dir() else None
             sides.append(Side(label, str(d), commit or "unknown", d, source))
+        if head_only:
+            return replace(sides[0], label="base"), sides[0], Store.open(args.cache)
         return sides[0], sides[1], Store.open(args.cache)
+    if head_only:
+        head, store = _built_sides(args, targets, cuda, labels=("head",))
+        return replace(head, label="base"), head, store
     return _built_sides(args, targets, cuda)
 
 

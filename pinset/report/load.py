@@ -109,6 +109,10 @@ def load_result(path: str | Path) -> ResultFile:
     kind = data.get("kind")
     if kind not in KINDS:
         raise PinsetError(f"{path}: unknown kind {kind!r} (expected one of {', '.join(KINDS)})")
+    if kind == "bench" and data.get("compare", "builds") != "builds":
+        raise PinsetError(f"{path}: compare {data.get('compare')!r}: a comparison of two models on one build "
+                          "(pinset bench --vs-model), not base vs head of the pin set; pinset report takes base/head "
+                          "results only")
     _check_shape(path, data, SHAPES[kind], kind)
     _check_enums(path, kind, data)
     return ResultFile(path, kind, data, hashlib.sha256(raw).hexdigest())
