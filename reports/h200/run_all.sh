@@ -11,6 +11,9 @@
 # Every step runs under a deadline (LIMIT s after start) and the results are packed into $OUT after each
 # step, so whatever finished comes back even if a later step is cut.
 # usage (repo root on the device; carry .carry and .whl):  bash reports/h200/run_all.sh
+# RESUME=1 in a second call on the still-warm machine skips the steps that already ended (exit 0 or 1) there
+# and runs the rest; ONLY="name ..." runs just those steps; MOE_ROUNDS sets the number of perf-moe-repeat
+# rounds (default 2).
 set -uo pipefail
 export PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/h200-out}
@@ -25,6 +28,9 @@ pack() { tar -czf "$OUT/results.tgz" -C /tmp/h200 results 2>/dev/null; tar -czf 
 # (or after STEP_MAX seconds when that is set).
 step() {
   local name=$1 need=$2; shift 2
+  if [ -n "${ONLY:-}" ] && [[ " $ONLY " != *" $name "* ]]; then return 0; fi
+  if [ -n "${RESUME:-}" ] && grep -Eq "END $name exit [01]\$" "$R/run.log" 2>/dev/null; then
+    say "DONE $name (earlier call)"; return 0; fi
   if [ "$(left)" -lt "$need" ]; then say "SKIP $name: $(left) s left, needs ~$need s"; return 1; fi
   local cap=$(( $(left) - 5 ))
   if [ -n "${STEP_MAX:-}" ] && [ "$STEP_MAX" -lt "$cap" ]; then cap=$STEP_MAX; fi
@@ -68,6 +74,11 @@ step quant-moe-iq1s 40 "$QUANTIZE" --imatrix "$M/$MOE.imatrix.gguf" "$M/$MOE-F16
 step bench-moe-iq1s 50 $P bench -c pins.yaml --build $B -j "$J" -m "$M/$MOE-IQ1_S.gguf" --rounds 4 -r 3 \
   --json "$R/bench-$MOE-IQ1_S.json" --markdown "$R/bench-$MOE-IQ1_S.md" --plot "$R/bench-$MOE-IQ1_S.png" \
   --log-dir "$L/bench-moe-iq1s" -- -p 512,2048 -n 128 -ub 512,2048 -b 2048 -ngl 99
+# IQ1_M against IQ1_S of the same weights on the head build, interleaved in one run (the goal "pp512 within 10 %
+# of IQ1_S"); many short rounds, as a pp512 of this 4-layer model takes ~8 ms and its speed moves per process.
+step bench-moe-vs-iq1s 120 $P bench -c pins.yaml --build $B -j "$J" -m "$M/$MOE-IQ1_M.gguf" --vs-model "$M/$MOE-IQ1_S.gguf" \
+  --rounds 13 -r 5 --json "$R/bench-$MOE-IQ1_M-vs-IQ1_S.json" --markdown "$R/bench-$MOE-IQ1_M-vs-IQ1_S.md" \
+  --plot "$R/bench-$MOE-IQ1_M-vs-IQ1_S.png" --log-dir "$L/bench-moe-vs-iq1s" -- -p 512,2048 -n 0 -ub 512,2048 -b 2048 -ngl 99
 # The MoE perf cases of test-backend-ops once more, from the head CUDA build that verify made (the series applied):
 # IQ1_M and IQ1_S in the same binary, two rounds, for the run-to-run spread of the IQ1_M/IQ1_S ratio.
 MOE_RE='type_a=iq1_[ms],type_b=f32,n_mats=128,n_used=8,b=0,m=768,n=[0-9]+,k=2048'
@@ -76,7 +87,8 @@ for b in $(find "$PINSET_CACHE/builds" -path '*/build/bin/test-backend-ops'); do
   r=${b%/build/bin/test-backend-ops}
   [ -f "$r/src/ggml/src/ggml-cuda/template-instances/mmq-instance-iq1_m.cu" ] && grep -q "GGML_CUDA:BOOL=ON" "$r/build/CMakeCache.txt" && TBO=$b
 done
-[ -n "$TBO" ] && step perf-moe-repeat 70 bash -c 'for r in 1 2; do echo "### RUN head-r$r head"; "$0" perf -b CUDA0 -o MUL_MAT_ID -p "$1"; echo "### END head-r$r"; done' "$TBO" "$MOE_RE"
+ROUNDS=${MOE_ROUNDS:-2}
+[ -n "$TBO" ] && step perf-moe-repeat $(( 35 * ROUNDS )) bash -c 'for r in $(seq "$2"); do echo "### RUN head-r$r head"; "$0" perf -b CUDA0 -o MUL_MAT_ID -p "$1"; echo "### END head-r$r"; done' "$TBO" "$MOE_RE" "$ROUNDS"
 DENSE=synth-llama-1b-4l
 step synth-dense 60 $P model synth --arch llama --size 1b-4l --vocab qwen2 --quant IQ1_M -c pins.yaml --build $B --cuda \
   -j "$J" -ngl 99 -t "$J" -o "$M" --name $DENSE --json "$R/model-$DENSE-IQ1_M.json"
