@@ -93,6 +93,34 @@ def test_model_comparison_markdown_names_the_models_and_report_refuses_it(tmp_pa
     assert "a comparison of two models on one build" in capsys.readouterr().err
 
 
+def test_reanalyse_recomputes_a_recorded_bench_with_the_current_method(tmp_path, capsys):
+    """The H200 IQ1_S bench was written when a run's speed was avg_ts; re-analysis uses the samples' median."""
+    from pinset.measures.bench import METHOD
+
+    src = Path(__file__).parent / "fixtures" / "llama-bench" / "h200-moe-iq1s-recorded.json"
+    before = src.read_bytes()
+    old = json.loads(before)
+    out = tmp_path / "re.json"
+    rc = main(["bench", "--reanalyse", str(src), "--json", str(out), "--markdown", str(tmp_path / "re.md")])
+    assert rc == 1  # its rows are "too noisy", as recorded
+    doc = json.loads(out.read_text())
+    assert doc["method"] == METHOD and doc["reanalysed_from"]["method"] == old["method"] != METHOD
+    assert doc["round_log"] == old["round_log"] and src.read_bytes() == before
+    pp512 = doc["rows"][0]
+    first = next(r for r in old["round_log"] if not r["warmup"])["runs"]["base"]["tests"][0]
+    assert pp512["base_tps"][0] == sorted(first["samples_ts"])[1] != old["rows"][0]["base_tps"][0]
+    assert "Re-analysed (`pinset bench --reanalyse`)" in (tmp_path / "re.md").read_text()
+    capsys.readouterr()
+    for argv, message in ((["--json", str(src)], "would overwrite the recorded file"),
+                          (["-m", str(src)], "--reanalyse runs nothing"),
+                          ([], None)):
+        rc = main(["bench", "--reanalyse", str(src if message else tmp_path / "none.json"), *argv])
+        assert rc == 2
+        assert (message or "no such result file") in capsys.readouterr().err
+    assert main(["bench"]) == 2
+    assert "-m/--model is required" in capsys.readouterr().err
+
+
 CMAKELISTS = """\
 cmake_minimum_required(VERSION 3.14)
 project(fake_llama NONE)

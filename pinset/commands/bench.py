@@ -8,7 +8,7 @@ from pathlib import Path
 from rich.table import Table
 
 from pinset.errors import PinsetError
-from pinset.measures.bench import bench_document, bench_markdown, headers, row_cells, run_rounds
+from pinset.measures.bench import bench_document, bench_markdown, headers, reanalysed, row_cells, run_rounds
 from pinset.measures.sides import add_side_args, resolve_sides
 from pinset.output import console, err_console, write_json, write_text
 
@@ -24,7 +24,7 @@ def add_parser(sub):
         description="Runs llama-bench for base and head alternately (BH, HB, ...); every option after `--` "
                     "goes to llama-bench, e.g. `pinset bench ... -m model.gguf -- -p 512,2048 -n 128 -ub 512,2048 -ngl 99`.")
     add_side_args(p)
-    p.add_argument("-m", "--model", type=Path, required=True, help="GGUF model")
+    p.add_argument("-m", "--model", type=Path, help="GGUF model (required unless --reanalyse)")
     p.add_argument("--vs-model", type=Path, metavar="REFERENCE",
                    help="compare two models on the head build instead of two builds on one model: REFERENCE runs "
                         "as the base side, -m as the head side (e.g. IQ1_M vs IQ1_S of the same weights)")
@@ -39,11 +39,18 @@ def add_parser(sub):
     p.add_argument("--markdown", type=Path, help="write a markdown table here")
     p.add_argument("--plot", type=Path, help="write a PNG of per-round t/s here")
     p.add_argument("--log-dir", type=Path, help="keep every llama-bench command line and output here")
+    p.add_argument("--reanalyse", type=Path, metavar="BENCH_JSON",
+                   help="run nothing: recompute the rows of a recorded bench JSON from its round_log with this "
+                        "pinset's method, and write --json/--markdown/--plot")
     p.add_argument("llama_bench_args", nargs=argparse.REMAINDER, help="-- then llama-bench options")
     return p
 
 
 def run(args) -> int:
+    if args.reanalyse is not None:
+        return _reanalyse(args)
+    if args.model is None:
+        raise PinsetError("-m/--model is required (or --reanalyse BENCH_JSON)")
     bench_args = list(args.llama_bench_args)
     if bench_args and bench_args[0] == "--":
         bench_args = bench_args[1:]
@@ -82,6 +89,24 @@ def run(args) -> int:
     doc = bench_document(models, bench_args, rounds, args.repetitions, base, head,
                          keep_busy_rounds=args.keep_busy_rounds)
     doc["aa_check"] = bool(args.aa)  # head is the base build itself
+    return _write(doc, args)
+
+
+def _reanalyse(args) -> int:
+    from pinset.report.load import load_result
+
+    if args.model or args.vs_model or args.llama_bench_args:
+        raise PinsetError("--reanalyse runs nothing: drop -m/--vs-model and the llama-bench options")
+    recorded = load_result(args.reanalyse, compare_models_ok=True)
+    if recorded.kind != "bench":
+        raise PinsetError(f"{args.reanalyse}: kind {recorded.kind!r}, --reanalyse takes a bench result")
+    if args.json and args.json.resolve() == args.reanalyse.resolve():
+        raise PinsetError(f"--json {args.json}: would overwrite the recorded file; write the result elsewhere")
+    return _write(reanalysed(recorded.data, keep_busy_rounds=args.keep_busy_rounds), args)
+
+
+def _write(doc: dict, args) -> int:
+    """Table on the console, then the requested JSON, PNG and markdown; exit 0 when the bench is ok, else 1."""
     console.print(bench_table(doc))
     if args.json:
         write_json(args.json, doc)

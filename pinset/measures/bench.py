@@ -182,7 +182,7 @@ def bench_document(models: dict[str, Path], bench_args: list[str], rounds: list[
     run_failed = any(not run.ok for r in rounds for run in r.runs.values())
     return {
         "schema": SCHEMA_VERSION, "kind": "bench",
-        "ok": bool(rows) and not run_failed and all(r["verdict"] in ("faster", "no change") for r in rows),
+        "ok": _ok(rows, run_failed),
         "compare": "models" if compare_models else "builds",
         "model": {"path": str(model), "name": model.name},
         "llama_bench_args": list(bench_args), "rounds": len(rounds), "repetitions": repetitions,
@@ -192,9 +192,25 @@ def bench_document(models: dict[str, Path], bench_args: list[str], rounds: list[
         "gpu": {"name": snap.name, "driver": snap.driver} if snap else None,
         "round_log": recorded,
         "rows": rows,
-        "method": "run speed = median of llama-bench's samples; per-round log(head/base), Hodges-Lehmann effect, 95 % CI (Wilcoxon inversion, t with <6 rounds), "
-                  "Wilcoxon signed-rank p; no change = CI inside ±max(1 %, A/A spread)",
+        "method": METHOD,
     }
+
+
+METHOD = ("run speed = median of llama-bench's samples; per-round log(head/base), Hodges-Lehmann effect, 95 % CI "
+          "(Wilcoxon inversion, t with <6 rounds), Wilcoxon signed-rank p; no change = CI inside ±max(1 %, A/A spread)")
+
+
+def _ok(rows: list[dict], run_failed: bool) -> bool:
+    return bool(rows) and not run_failed and all(r["verdict"] in ("faster", "no change") for r in rows)
+
+
+def reanalysed(doc: dict, *, keep_busy_rounds: bool = False) -> dict:
+    """A recorded bench document with its rows recomputed from round_log by this pinset's method: for results
+    written before the method changed. The original method is kept under reanalysed_from."""
+    rows = analyse(doc["round_log"], keep_busy_rounds=keep_busy_rounds)
+    run_failed = any(not run["ok"] for r in doc["round_log"] for run in r["runs"].values())
+    return {**doc, "ok": _ok(rows, run_failed), "rows": rows, "method": METHOD,
+            "reanalysed_from": {"method": doc.get("method")}}
 
 
 def _commit(side: Side, rounds: list[Round], label: str) -> str:
@@ -258,6 +274,9 @@ def bench_markdown(doc: dict, plot_name: str | None = None) -> str:
              "the table gives medians over kept rounds.", "",
              "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     lines += ["| " + " | ".join(row_cells(r)) + " |" for r in doc["rows"]]
+    if doc.get("reanalysed_from"):
+        lines += ["", "Re-analysed (`pinset bench --reanalyse`): rows recomputed from the recorded rounds; recorded with "
+                  f"the method \"{doc['reanalysed_from']['method']}\"."]
     if plot_name:
         lines += ["", f"![per-round t/s]({plot_name})"]
     return "\n".join(lines) + "\n"

@@ -91,7 +91,9 @@ class ResultFile:
         return self.path.name
 
 
-def load_result(path: str | Path) -> ResultFile:
+def load_result(path: str | Path, *, compare_models_ok: bool = False) -> ResultFile:
+    """One result file, checked against its kind's contract. A bench of two models on one build (--vs-model)
+    is refused unless compare_models_ok: it is no base/head result of the pin set."""
     path = Path(path)
     if not path.is_file():
         raise PinsetError(f"{path}: no such result file")
@@ -109,7 +111,7 @@ def load_result(path: str | Path) -> ResultFile:
     kind = data.get("kind")
     if kind not in KINDS:
         raise PinsetError(f"{path}: unknown kind {kind!r} (expected one of {', '.join(KINDS)})")
-    if kind == "bench" and data.get("compare", "builds") != "builds":
+    if kind == "bench" and data.get("compare", "builds") != "builds" and not compare_models_ok:
         raise PinsetError(f"{path}: compare {data.get('compare')!r}: a comparison of two models on one build "
                           "(pinset bench --vs-model), not base vs head of the pin set; pinset report takes base/head "
                           "results only")
