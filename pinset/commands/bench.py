@@ -8,7 +8,8 @@ from pathlib import Path
 from rich.table import Table
 
 from pinset.errors import PinsetError
-from pinset.measures.bench import bench_document, bench_markdown, headers, reanalysed, row_cells, run_rounds
+from pinset.measures.bench import (bench_document, bench_markdown, headers, reanalysed, row_cells, run_rounds,
+                                   run_tps)
 from pinset.measures.sides import add_side_args, resolve_sides
 from pinset.output import console, err_console, write_json, write_text
 
@@ -78,7 +79,7 @@ def run(args) -> int:
         for label in ("base", "head"):
             run = rnd.runs[label]
             name = models[label].name if args.vs_model else label
-            parts.append(f"{name} " + (", ".join(f"{l.test} {l.avg_ts:,.0f}" for l in run.lines) if run.ok
+            parts.append(f"{name} " + (", ".join(f"{l.test} {run_tps(vars(l)):,.0f}" for l in run.lines) if run.ok
                                         else f"[red]failed[/] ({run.detail})"))
         tag = " (warm-up)" if rnd.warmup else ""
         busy = " [yellow]other GPU process[/]" if rnd.other_gpu_processes else ""

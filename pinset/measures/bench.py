@@ -6,9 +6,9 @@ warm-up (clocks ramp, page cache fills) and is recorded but never used. Rounds w
 used the GPU, or where a run failed, are excluded from the statistics and listed.
 
 A run's speed is the median of llama-bench's per-repetition samples, not its avg_ts: on CUDA the
-first repetition of every test still captures the CUDA graphs and is 10-25 % slower than the rest
-(H200, pp512 of a MoE model: tests/fixtures/llama-bench/h200-moe-iq1s-recorded.json), and a mean over
-`-r 3` carries that warm-up into every round.
+first repetition of a test still captures the CUDA graphs and is usually the slowest, often by ~20 %
+(H200, pp runs of a MoE model, 30 of 32: tests/fixtures/llama-bench/h200-moe-iq1s-recorded.json), and a
+mean over `-r 3` carries that warm-up into every round.
 
 The two sides are normally two builds on one model (base vs head). With `models`, the comparison
 is two models on one build (e.g. IQ1_M vs IQ1_S of the same weights on the head build): the same
