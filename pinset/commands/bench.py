@@ -9,7 +9,7 @@ from rich.table import Table
 
 from pinset.errors import PinsetError
 from pinset.measures.bench import (bench_document, bench_markdown, headers, reanalysed, row_cells, run_rounds,
-                                   run_tps)
+                                   run_tps, subject)
 from pinset.measures.sides import add_side_args, resolve_sides
 from pinset.output import console, err_console, write_json, write_text
 
@@ -98,7 +98,7 @@ def _reanalyse(args) -> int:
 
     if args.model or args.vs_model or args.llama_bench_args:
         raise PinsetError("--reanalyse runs nothing: drop -m/--vs-model and the llama-bench options")
-    recorded = load_result(args.reanalyse, compare_models_ok=True)
+    recorded = load_result(args.reanalyse)
     if recorded.kind != "bench":
         raise PinsetError(f"{args.reanalyse}: kind {recorded.kind!r}, --reanalyse takes a bench result")
     if args.json and args.json.resolve() == args.reanalyse.resolve():
@@ -125,9 +125,7 @@ def _write(doc: dict, args) -> int:
 
 def bench_table(doc) -> Table:
     gpu = doc["gpu"]["name"] if doc["gpu"] else "CPU"
-    what = (f"{doc['head']['model']} vs {doc['base']['model']}" if doc.get("compare") == "models"
-            else doc["model"]["name"])
-    t = Table(title=f"pinset bench: {what} on {gpu} ({doc['rounds']} rounds, first = warm-up)")
+    t = Table(title=f"pinset bench: {subject(doc)} on {gpu} ({doc['rounds']} rounds, first = warm-up)")
     for h in headers(doc):
         t.add_column(h)
     for row in doc["rows"]:

@@ -179,10 +179,9 @@ def bench_document(models: dict[str, Path], bench_args: list[str], rounds: list[
     recorded = [r.to_json() for r in rounds]
     rows = analyse(recorded, keep_busy_rounds=keep_busy_rounds)
     snap = next((s for r in rounds for s in (r.gpu_before, r.gpu_after) if s), None)
-    run_failed = any(not run.ok for r in rounds for run in r.runs.values())
     return {
         "schema": SCHEMA_VERSION, "kind": "bench",
-        "ok": _ok(rows, run_failed),
+        "ok": _ok(rows, recorded),
         "compare": "models" if compare_models else "builds",
         "model": {"path": str(model), "name": model.name},
         "llama_bench_args": list(bench_args), "rounds": len(rounds), "repetitions": repetitions,
@@ -200,7 +199,9 @@ METHOD = ("run speed = median of llama-bench's samples; per-round log(head/base)
           "(Wilcoxon inversion, t with <6 rounds), Wilcoxon signed-rank p; no change = CI inside ±max(1 %, A/A spread)")
 
 
-def _ok(rows: list[dict], run_failed: bool) -> bool:
+def _ok(rows: list[dict], recorded: list[dict]) -> bool:
+    """Every run succeeded and every row is "faster" or "no change"."""
+    run_failed = any(not run["ok"] for r in recorded for run in r["runs"].values())
     return bool(rows) and not run_failed and all(r["verdict"] in ("faster", "no change") for r in rows)
 
 
@@ -208,8 +209,7 @@ def reanalysed(doc: dict, *, keep_busy_rounds: bool = False) -> dict:
     """A recorded bench document with its rows recomputed from round_log by this pinset's method: for results
     written before the method changed. The original method is kept under reanalysed_from."""
     rows = analyse(doc["round_log"], keep_busy_rounds=keep_busy_rounds)
-    run_failed = any(not run["ok"] for r in doc["round_log"] for run in r["runs"].values())
-    return {**doc, "ok": _ok(rows, run_failed), "rows": rows, "method": METHOD,
+    return {**doc, "ok": _ok(rows, doc["round_log"]), "rows": rows, "method": METHOD,
             "reanalysed_from": {"method": doc.get("method")}}
 
 
@@ -242,6 +242,13 @@ def row_cells(row: dict) -> list[str]:
 
 
 HEADERS = ["test", "params", "rounds", "base t/s", "head t/s", "head vs base", "95 % CI", "p", "A/A", "verdict"]
+
+
+def subject(doc: dict) -> str:
+    """What a bench measured, for titles: the model, or "<model> vs <reference>" for a model comparison."""
+    if doc.get("compare") == "models":
+        return f"{doc['head']['model']} vs {doc['base']['model']}"
+    return doc["model"]["name"]
 
 
 def headers(doc: dict) -> list[str]:

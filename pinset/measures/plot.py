@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+from pinset.measures.bench import subject
+
 
 def plot_bench(doc: dict, dest: Path) -> Path:
     import matplotlib
@@ -40,8 +42,7 @@ def plot_bench(doc: dict, dest: Path) -> Path:
         ax.legend(fontsize=8)
     for ax in list(axes.flat)[len(rows):]:
         ax.axis("off")
-    what = f"{names['head']} vs {names['base']}" if models else doc["model"]["name"]
-    fig.suptitle(f"{what}: per-round t/s (warm-up round not shown)", fontsize=10)
+    fig.suptitle(f"{subject(doc)}: per-round t/s (warm-up round not shown)", fontsize=10)
     fig.tight_layout()
     dest = Path(dest)
     dest.parent.mkdir(parents=True, exist_ok=True)

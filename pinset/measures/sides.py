@@ -62,13 +62,12 @@ def resolve_sides(args, targets: list[str], cuda: bool, *, head_only: bool = Fal
                     raise ToolchainError(f"--{label}-bin {d}: no {t} there")
             source = d.parent.parent if (d.parent.parent / "gguf-py").is_dir() else None
             sides.append(Side(label, str(d), commit or "unknown", d, source))
-        if head_only:
-            return replace(sides[0], label="base"), sides[0], Store.open(args.cache)
-        return sides[0], sides[1], Store.open(args.cache)
+        store = Store.open(args.cache)
+    else:
+        *sides, store = _built_sides(args, targets, cuda, labels=("head",) if head_only else ("base", "head"))
     if head_only:
-        head, store = _built_sides(args, targets, cuda, labels=("head",))
-        return replace(head, label="base"), head, store
-    return _built_sides(args, targets, cuda)
+        return replace(sides[0], label="base"), sides[0], store
+    return sides[0], sides[1], store
 
 
 def built_base(args, targets: list[str], cuda: bool) -> Side:

@@ -91,9 +91,8 @@ class ResultFile:
         return self.path.name
 
 
-def load_result(path: str | Path, *, compare_models_ok: bool = False) -> ResultFile:
-    """One result file, checked against its kind's contract. A bench of two models on one build (--vs-model)
-    is refused unless compare_models_ok: it is no base/head result of the pin set."""
+def load_result(path: str | Path) -> ResultFile:
+    """One result file, checked against its kind's contract."""
     path = Path(path)
     if not path.is_file():
         raise PinsetError(f"{path}: no such result file")
@@ -111,10 +110,6 @@ def load_result(path: str | Path, *, compare_models_ok: bool = False) -> ResultF
     kind = data.get("kind")
     if kind not in KINDS:
         raise PinsetError(f"{path}: unknown kind {kind!r} (expected one of {', '.join(KINDS)})")
-    if kind == "bench" and data.get("compare", "builds") != "builds" and not compare_models_ok:
-        raise PinsetError(f"{path}: compare {data.get('compare')!r}: a comparison of two models on one build "
-                          "(pinset bench --vs-model), not base vs head of the pin set; pinset report takes base/head "
-                          "results only")
     _check_shape(path, data, SHAPES[kind], kind)
     _check_enums(path, kind, data)
     return ResultFile(path, kind, data, hashlib.sha256(raw).hexdigest())
@@ -123,7 +118,13 @@ def load_result(path: str | Path, *, compare_models_ok: bool = False) -> ResultF
 def load_results(paths: list[str | Path]) -> list[ResultFile]:
     if not paths:
         raise PinsetError("no result files given (pass the JSON files written by sim, verify, kld and bench)")
-    return [load_result(p) for p in paths]
+    files = [load_result(p) for p in paths]
+    for f in files:
+        if f.kind == "bench" and f.data.get("compare", "builds") != "builds":
+            raise PinsetError(f"{f.path}: compare {f.data['compare']!r}: a comparison of two models on one build "
+                              "(pinset bench --vs-model), not base vs head of the pin set; pinset report takes "
+                              "base/head results only")
+    return files
 
 
 def _type_name(expected) -> str:
