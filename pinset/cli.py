@@ -11,7 +11,7 @@ import importlib.util
 import sys
 
 from pinset import __version__
-from pinset.errors import PinsetError
+from pinset.errors import PinsetError, RuntimeFailure
 
 COMMANDS = {
     "sim": "apply the pin set onto upstream builds in memory and check contracts",
@@ -51,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return args._run(args)
-    except PinsetError as exc:
+    except (PinsetError, RuntimeFailure) as exc:
         print(f"pinset {args.command}: error: {exc}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:

@@ -22,3 +22,12 @@ class UpstreamError(PinsetError):
 
 class ToolchainError(PinsetError):
     """A required external program (cmake, nvcc, nvidia-smi, ...) is missing."""
+
+
+class RuntimeFailure(Exception):
+    """A step that ran and failed (a build, a llama.cpp program): exit 1, the message names the log.
+
+    Not a PinsetError: exit 2 means the input was wrong and nothing was done.
+    """
+
+    exit_code = 1

@@ -10,7 +10,7 @@ from rich.table import Table
 from pinset.errors import PinsetError
 from pinset.measures.bench import (bench_document, bench_markdown, headers, reanalysed, row_cells, run_rounds,
                                    run_tps, subject)
-from pinset.measures.sides import add_side_args, resolve_sides
+from pinset.commands.sides import add_side_args, resolve_sides
 from pinset.output import console, err_console, write_json, write_text
 
 TARGETS = ["llama-bench"]
@@ -67,7 +67,7 @@ def run(args) -> int:
             raise PinsetError(f"{flag} {path}: no such file")
     if args.vs_model is not None and args.aa:
         raise PinsetError("--aa and --vs-model exclude each other (an A/A check runs one model)")
-    base, head, _store = resolve_sides(args, TARGETS, cuda=not args.cpu, head_only=args.vs_model is not None)
+    base, head, _store = resolve_sides(args, TARGETS, cpu=args.cpu, head_only=args.vs_model is not None)
     if args.aa:
         from dataclasses import replace
 

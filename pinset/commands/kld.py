@@ -8,7 +8,7 @@ from rich.table import Table
 
 from pinset.errors import PinsetError
 from pinset.measures.kld import device_run, kld_document, reference
-from pinset.measures.sides import add_side_args, resolve_sides
+from pinset.commands.sides import add_side_args, resolve_sides
 from pinset.models.pipeline import DEFAULT_TEXT
 from pinset.output import console, write_json, write_text
 
@@ -40,7 +40,7 @@ def run(args) -> int:
         raise PinsetError(f"--text {args.text}: no such file")
     if args.ctx < 16 or args.chunks < 1:
         raise PinsetError("--ctx must be >= 16 and --chunks >= 1")
-    base, head, store = resolve_sides(args, TARGETS, cuda=not args.cpu)
+    base, head, store = resolve_sides(args, TARGETS, cpu=args.cpu)
     console.print(f"reference: CPU, {base.label} build, ctx {args.ctx}, {args.chunks} chunks")
     ref = reference(base, args.model, args.text, args.ctx, args.chunks, store, threads=args.threads,
                     log_dir=args.log_dir)

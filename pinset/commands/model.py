@@ -65,15 +65,17 @@ def run(args) -> int:
     if args.bin is None:
         if not args.config:
             raise PinsetError("give --bin DIR (llama.cpp build/bin) or -c pins.yaml [--build B]")
-        from pinset.measures.sides import built_base
+        from pinset.commands.sides import built_base
 
-        side = built_base(args, ["llama-imatrix", "llama-quantize"], cuda=args.cuda)
-        args.bin = side.bin_dir
+        side = built_base(args, ["llama-imatrix", "llama-quantize"], cuda=args.cuda, gpu_hint="drop --cuda")
+        bin_dir = side.bin_dir
         trees.append(side.source_dir)
-    if not args.bin.is_dir():
-        raise PinsetError(f"--bin {args.bin}: not a folder")
+    else:
+        bin_dir = args.bin
+    if not bin_dir.is_dir():
+        raise PinsetError(f"--bin {bin_dir}: not a folder")
     console.print(f"synth {shape.describe()} -> {args.quant}")
-    result = synthesize(shape, args.quant, args.out, LlamaBin(args.bin.resolve()),
+    result = synthesize(shape, args.quant, args.out, LlamaBin(bin_dir.resolve()),
                         name=args.name or f"synth-{args.arch}-{args.size}", text=args.text, seed=args.seed,
                         gpu_layers=args.gpu_layers, imatrix_chunks=args.imatrix_chunks, threads=args.threads,
                         trees=trees, keep_f16=not args.drop_f16,

@@ -8,7 +8,8 @@ from pathlib import Path
 
 from rich.table import Table
 
-from pinset.build.cmake import cuda_architectures_from_gpu, find_nvcc, require_toolchain
+from pinset.build.cmake import find_nvcc, require_toolchain
+from pinset.build.settings import build_settings
 from pinset.checks.machine import probe_machine
 from pinset.commands.common import add_config_args, open_config
 from pinset.errors import PinsetError, ToolchainError
@@ -54,22 +55,17 @@ def run(args) -> int:
     # when the wait is interrupted.
     signal.signal(signal.SIGTERM, _interrupt)
     pinset, store = open_config(args, require_pins=False)
-    if args.cuda:  # pins.yaml's cuda.flags first, so kld/bench/model find the same cached build
-        cuda_flags = list(pinset.cuda_flags) + [f for f in cuda_flags if f not in pinset.cuda_flags]
     build_names = pick_builds(pinset, args.builds)
     # Toolchain first: a missing program is one line and exit 2, before any download or build.
     require_toolchain(args.cuda)
     if shutil.which("ctest") is None:
         raise ToolchainError("ctest not found on PATH (it comes with CMake)")
-    arch = gpu_arch = None
-    if args.cuda:
-        gpu_arch = cuda_architectures_from_gpu()
-        if gpu_arch is None:
-            raise ToolchainError("--cuda: no NVIDIA GPU visible (nvidia-smi is missing or lists no GPU)")
-        arch = (pinset.cuda_architectures or gpu_arch).replace(",", ";")
-        if pinset.cuda_architectures and not set(gpu_arch.split(";")) <= set(arch.replace(",", ";").split(";")):
-            console.print(f"[yellow]warning:[/] pins.yaml builds for CUDA architectures {arch}, "
-                          f"the GPU here is {gpu_arch}: the GPU gates may fail with 'no kernel image'")
+    # The same settings as kld/bench/model, so they find this build in the cache.
+    settings = build_settings(pinset, cuda=args.cuda, gpu_hint="drop --cuda for the CPU gates only",
+                              extra_flags=cuda_flags)
+    arch, gpu_arch, cuda_flags = settings.cuda_architectures, settings.gpu_architectures, list(settings.cuda_flags)
+    if settings.coverage_warning():
+        console.print(f"[yellow]warning:[/] {settings.coverage_warning()}")
     machine = probe_machine(find_nvcc() if args.cuda else None)
 
     sim = simulate(pinset, build_names, store)

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pinset import SCHEMA_VERSION, runner
-from pinset.errors import PinsetError
+from pinset.errors import RuntimeFailure
 from pinset.measures.perplexity import PerplexityOutput, base_problem, kld_problem, parse_perplexity
 from pinset.measures.sides import Side
 
@@ -82,14 +82,15 @@ def reference(side: Side, model: Path, text: Path, ctx: int, chunks: int, store,
             "-ngl", "0", "--kl-divergence-base", tmp, *extra]
     if threads:
         argv += ["-t", str(threads)]
-    done = runner.run(argv, env=CPU_ENV, timeout=7200, log=(log_dir / "kld-reference.log") if log_dir else None)
+    log = (log_dir / "kld-reference.log") if log_dir else folder / "reference.log"
+    done = runner.run(argv, env=CPU_ENV, timeout=7200, log=log)
     out = parse_perplexity(done.stdout, done.stderr)
     problem = base_problem(out, done.returncode)
     if problem is None and not tmp.is_file():
         problem = "no logits file written"
     if problem:
         tmp.unlink(missing_ok=True)
-        raise PinsetError(f"CPU reference run failed: {problem}\n{done.tail(10)}")
+        raise RuntimeFailure(f"CPU reference run failed: {problem} (log: {log})")
     os.replace(tmp, logits)
     meta.write_text(json.dumps({"key_parts": key_parts, "argv": list(done.argv), "stdout": done.stdout,
                                 "stderr": done.stderr}, indent=1) + "\n")

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from pinset import runner
 from pinset.build.programs import LlamaBin
-from pinset.errors import PinsetError
+from pinset.errors import PinsetError, RuntimeFailure
 from pinset.models.synth import Shape, SynthResult, find_vocab, write_synthetic_gguf
 
 # Types llama-quantize will not make without --imatrix.
@@ -40,7 +40,7 @@ class QuantizedModel:
 def _require_ok(done: runner.Completed, what: str, log: Path | None) -> None:
     if not done.ok:
         where = f" (log: {log})" if log else ""
-        raise PinsetError(f"{what} failed: {done.describe()}{where}\n{done.tail(15)}")
+        raise RuntimeFailure(f"{what} failed: {done.describe()}{where}")
 
 
 def make_imatrix(tools: LlamaBin, model: Path, text: Path, out: Path, *, ctx: int = 512, chunks: int = 8,
@@ -53,7 +53,7 @@ def make_imatrix(tools: LlamaBin, model: Path, text: Path, out: Path, *, ctx: in
     done = runner.run(argv, timeout=1800, log=log, env=env)
     _require_ok(done, "llama-imatrix", log)
     if not out.is_file():
-        raise PinsetError(f"llama-imatrix exited 0 but wrote no {out}")
+        raise RuntimeFailure(f"llama-imatrix exited 0 but wrote no {out}" + (f" (log: {log})" if log else ""))
     return done
 
 

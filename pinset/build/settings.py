@@ -1,0 +1,66 @@
+"""A pin set's build settings, computed one way for verify, kld, bench and model.
+
+A build folder is keyed by the tree and its CMake flags, so two verbs that spell the same settings
+differently ("86,90" vs "86;90", pins.yaml's flags in another order) build the same tree twice and may
+compare binaries that differ in more than the pins.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from pinset.build.cmake import cuda_architectures_from_gpu
+from pinset.config.schema import PinSet
+from pinset.errors import ToolchainError
+
+
+@dataclass(frozen=True)
+class BuildSettings:
+    cuda: bool
+    cuda_architectures: str | None = None  # CMAKE_CUDA_ARCHITECTURES ("86;90"); None for a CPU build
+    gpu_architectures: str | None = None   # what nvidia-smi listed when the settings were made
+    cuda_flags: tuple[str, ...] = ()       # extra -D flags of the CUDA build: pins.yaml's, then the command line's
+
+    def coverage_warning(self) -> str | None:
+        """A warning when a visible GPU's architecture is not built for (its kernels then fail at run time)."""
+        if not (self.cuda and self.gpu_architectures):
+            return None
+        built = set((self.cuda_architectures or "").split(";"))
+        if set(self.gpu_architectures.split(";")) <= built:
+            return None
+        return (f"the build is for CUDA architectures {self.cuda_architectures}, the GPU here is "
+                f"{self.gpu_architectures}: GPU runs may fail with 'no kernel image'")
+
+
+CPU_BUILD = BuildSettings(cuda=False)
+
+
+def require_visible_gpu(hint: str) -> str:
+    """The visible GPUs' architectures ("90"), or one line: no GPU, and `hint` says what to do instead."""
+    found = cuda_architectures_from_gpu()
+    if found is None:
+        raise ToolchainError(f"no NVIDIA GPU visible ({hint})")
+    return found
+
+
+def normalize_architectures(text: str) -> str:
+    """"86,90", "90;86" and " 86 ; 90" -> "86;90": one spelling, so one build folder."""
+    parts = {p.strip() for p in re.split(r"[,;]", text) if p.strip()}
+    return ";".join(sorted(parts, key=lambda a: (int(re.match(r"\d*", a).group() or 0), a)))
+
+
+def build_settings(pinset: PinSet, *, cuda: bool, gpu_hint: str, architectures: str | None = None,
+                   extra_flags: list[str] | tuple[str, ...] = ()) -> BuildSettings:
+    """The settings of a build of `pinset`'s trees.
+
+    A CUDA build runs on this machine's GPU, so one must be visible (else ToolchainError naming
+    `gpu_hint`). Architectures: `architectures` (a command-line override), else pins.yaml's
+    `cuda.architectures`, else the visible GPUs'. Flags: pins.yaml's `cuda.flags`, then `extra_flags`.
+    """
+    if not cuda:
+        return CPU_BUILD
+    gpu = require_visible_gpu(gpu_hint)
+    arch = normalize_architectures(architectures or pinset.cuda_architectures or gpu)
+    flags = tuple(dict.fromkeys([*pinset.cuda_flags, *extra_flags]))
+    return BuildSettings(True, arch, gpu, flags)

@@ -1,0 +1,76 @@
+"""The build arguments of kld, bench and model: turned here into explicit sides and build settings."""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import replace
+from pathlib import Path
+
+from pinset.build.settings import build_settings, require_visible_gpu
+from pinset.errors import PinsetError
+from pinset.measures.sides import Side, built_sides, folder_side
+from pinset.output import err_console
+from pinset.store import Store
+
+NO_GPU_HINT = "use --cpu"
+
+
+def add_side_args(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("builds (either -c/--build, or --base-bin/--head-bin)")
+    g.add_argument("-c", "--config", default=None, help="pin set file: base = bare build, head = build + pins")
+    g.add_argument("--build", help="which build of pins.yaml (default: the first)")
+    g.add_argument("--cache", help="cache folder (default: $PINSET_CACHE or $XDG_CACHE_HOME/pinset)")
+    g.add_argument("--base-bin", type=Path, help="folder with the base build's llama.cpp programs")
+    g.add_argument("--head-bin", type=Path, help="folder with the head build's llama.cpp programs")
+    g.add_argument("--base-commit", default=None, help="commit to record for --base-bin")
+    g.add_argument("--head-commit", default=None, help="commit to record for --head-bin")
+    g.add_argument("--cuda-architectures", help="CMAKE_CUDA_ARCHITECTURES when building (default: pins.yaml, else the GPU's)")
+    g.add_argument("-j", "--jobs", type=int, help="build jobs")
+
+
+def resolve_sides(args, targets: list[str], *, cpu: bool, head_only: bool = False) -> tuple[Side, Side, Store]:
+    """(base, head, store). Explicit folders win; otherwise both trees are built (cached). head_only: only the
+    head build is needed (it is returned as both sides), e.g. to compare two models on it.
+
+    Without `cpu` the programs run on the GPU, so a GPU must be visible, before anything is built.
+    """
+    if head_only and args.base_bin:
+        raise PinsetError("--base-bin: not used here (only the head build runs); give --head-bin")
+    if args.base_bin or args.head_bin:
+        if not args.head_bin or not (args.base_bin or head_only):
+            raise PinsetError("--base-bin and --head-bin go together")
+        if args.config:
+            raise PinsetError("give either -c/--build or --base-bin/--head-bin, not both")
+        wanted = [("head", args.head_bin, args.head_commit)] if head_only else \
+            [("base", args.base_bin, args.base_commit), ("head", args.head_bin, args.head_commit)]
+        sides = [folder_side(label, folder, commit, targets) for label, folder, commit in wanted]
+        if not cpu:
+            require_visible_gpu(NO_GPU_HINT)
+        store = Store.open(args.cache)
+    else:
+        sides, store = _build(args, targets, cuda=not cpu, gpu_hint=NO_GPU_HINT,
+                              labels=("head",) if head_only else ("base", "head"))
+    if head_only:
+        return replace(sides[0], label="base"), sides[0], store
+    return sides[0], sides[1], store
+
+
+def built_base(args, targets: list[str], *, cuda: bool, gpu_hint: str) -> Side:
+    """Only the base (bare) build: for tools that are the same on both sides (imatrix, quantize)."""
+    return _build(args, targets, cuda=cuda, gpu_hint=gpu_hint, labels=("base",))[0][0]
+
+
+def _build(args, targets: list[str], *, cuda: bool, gpu_hint: str, labels: tuple[str, ...]):
+    from pinset.build.cmake import require_toolchain
+    from pinset.config.schema import load_pinset
+
+    pinset = load_pinset(args.config or "pins.yaml")
+    name = args.build or (pinset.builds[0] if pinset.builds else None)
+    if not name:
+        raise PinsetError("no build: give --build")
+    settings = build_settings(pinset, cuda=cuda, gpu_hint=gpu_hint, architectures=args.cuda_architectures)
+    require_toolchain(cuda)  # one line and exit 2 before any download or build
+    if settings.coverage_warning():
+        err_console.print(f"[yellow]warning:[/] {settings.coverage_warning()}")
+    store = Store.open(args.cache)
+    return built_sides(pinset, store, name, targets=targets, settings=settings, labels=labels, jobs=args.jobs), store
