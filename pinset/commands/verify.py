@@ -56,13 +56,13 @@ def run(args) -> int:
     signal.signal(signal.SIGTERM, _interrupt)
     pinset, store = open_config(args, require_pins=False)
     build_names = pick_builds(pinset, args.builds)
+    # The same settings as kld/bench/model, so they find this build in the cache; no GPU is one line.
+    settings = build_settings(pinset, cuda=args.cuda, gpu_hint="drop --cuda for the CPU gates only",
+                              extra_flags=cuda_flags)
     # Toolchain first: a missing program is one line and exit 2, before any download or build.
     require_toolchain(args.cuda)
     if shutil.which("ctest") is None:
         raise ToolchainError("ctest not found on PATH (it comes with CMake)")
-    # The same settings as kld/bench/model, so they find this build in the cache.
-    settings = build_settings(pinset, cuda=args.cuda, gpu_hint="drop --cuda for the CPU gates only",
-                              extra_flags=cuda_flags)
     arch, gpu_arch, cuda_flags = settings.cuda_architectures, settings.gpu_architectures, list(settings.cuda_flags)
     if settings.coverage_warning():
         console.print(f"[yellow]warning:[/] {settings.coverage_warning()}")
