@@ -7,12 +7,13 @@ a machine that reaches PyPI but not GitHub.
 
 from __future__ import annotations
 
+import posixpath
 import re
 import shutil
 import sys
 import tarfile
 import tempfile
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from pinset import runner
 from pinset.errors import UpstreamError
@@ -59,6 +60,31 @@ def changelog_commit(changelog: str, version: str) -> str | None:
     return m.group(1) if m else None
 
 
+# tarfile's extraction filters came with Python 3.10.12 / 3.11.4 (PEP 706); _check_members stands in before.
+EXTRACTION_FILTERS = hasattr(tarfile, "data_filter")
+
+
+def _check_members(members: list[tarfile.TarInfo]) -> None:
+    """Refuse a member that would land outside the folder: an absolute path, a `..`, a symlink whose target
+    is absolute or leaves the tree, a path through a symlink, anything but a file or a symlink.
+
+    The same promise as the "data" filter, kept on Pythons without one; raises tarfile.TarError.
+    """
+    links = {m.name for m in members if m.issym()}
+    for member in members:
+        path = PurePosixPath(member.name)
+        if path.is_absolute() or ".." in path.parts:
+            raise tarfile.TarError(f"{member.name}: path outside the tree")
+        if not (member.isfile() or member.issym()):
+            raise tarfile.TarError(f"{member.name}: not a file or a symlink")
+        if any(str(parent) in links for parent in path.parents):
+            raise tarfile.TarError(f"{member.name}: path through a symlink")
+        if member.issym():
+            target = posixpath.normpath(posixpath.join(posixpath.dirname(member.name), member.linkname))
+            if posixpath.isabs(member.linkname) or target == ".." or target.startswith("../"):
+                raise tarfile.TarError(f"{member.name}: symlink to {member.linkname} leaves the tree")
+
+
 def extract_vendored_tree(sdist: Path, package: str, version: str) -> tuple[Path, str]:
     """Unpack vendor/llama.cpp of the sdist into a temp folder; return (folder, upstream commit)."""
     tmp = Path(tempfile.mkdtemp(prefix="pinset-sdist-"))
@@ -80,11 +106,15 @@ def extract_vendored_tree(sdist: Path, package: str, version: str) -> tuple[Path
                     continue
                 inner = rel[len(VENDOR_DIR) + 1:]
                 if inner in ("", ".git") or not (member.isfile() or member.issym()):
-                    continue
+                    continue  # directories are made as needed; devices, fifos and hard links never
                 found_tree = True
                 member.name = inner
                 members.append(member)
-            tar.extractall(tmp, members=members, filter="tar")
+            _check_members(members)
+            if EXTRACTION_FILTERS:
+                tar.extractall(tmp, members=members, filter="data")
+            else:
+                tar.extractall(tmp, members=members)
     except (tarfile.TarError, OSError) as exc:
         shutil.rmtree(tmp, ignore_errors=True)
         raise UpstreamError(f"pypi:{package}=={version}: unreadable sdist {sdist.name}: {exc}") from None
