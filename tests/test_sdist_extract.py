@@ -109,3 +109,26 @@ def test_the_member_check_refuses_what_the_data_filter_refuses():
             pypi._check_members(ok + [bad])
     with pytest.raises(tarfile.TarError, match="through a symlink"):
         pypi._check_members([link("d", "."), regular("d/x")])
+
+
+@pytest.mark.skipif(not pypi.EXTRACTION_FILTERS, reason="needs tarfile.data_filter to compare with")
+def test_the_member_check_is_at_least_as_strict_as_the_data_filter(tmp_path):
+    """What pinset's check lets through, Python's "data" filter lets through too (names and links of ., .., a, b)."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    segment = st.sampled_from([".", "..", "a", "b"])
+    relative = st.lists(segment, min_size=1, max_size=5).map("/".join)
+    dest = str(tmp_path)
+
+    @settings(max_examples=300, deadline=None)
+    @given(name=relative, target=st.one_of(relative, relative.map(lambda t: "/" + t)), is_link=st.booleans())
+    def check(name, target, is_link):
+        member = link(name, target) if is_link else regular(name)
+        try:
+            pypi._check_members([member])
+        except tarfile.TarError:
+            return
+        tarfile.data_filter(member, dest)  # raises tarfile.FilterError if pinset let through what it refuses
+
+    check()
