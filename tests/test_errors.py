@@ -156,3 +156,20 @@ def test_a_pin_set_that_does_not_apply_is_exit_1(pins, tmp_path, capsys):
     assert main(verb_argv("kld", pins, tmp_path, gpu=False)) == 1
     assert capsys.readouterr().err.splitlines() == [
         "pinset kld: error: build v1: the pin set does not apply (run `pinset sim`)"]
+
+
+def test_a_failing_llama_imatrix_in_model_synth_is_exit_1_with_the_log(tmp_path, capsys):
+    from test_model_synth import make_vocab, needs_gguf
+
+    if needs_gguf.args[0]:
+        pytest.skip(needs_gguf.kwargs["reason"])
+    bin_dir = tmp_path / "bin"
+    fake_program(bin_dir, "llama-imatrix", "#!/bin/sh\necho 'llama_model_load: error loading model' >&2\nexit 1\n")
+    fake_program(bin_dir, "llama-quantize", OK)
+    out = tmp_path / "out"
+    rc = main(["model", "synth", "--arch", "llama", "--size", "tiny", "--bin", str(bin_dir), "-o", str(out),
+               "--vocab", str(make_vocab(tmp_path / "vocab.gguf")), "--name", "m"])
+    assert rc == 1
+    log = out / "m-IQ1_M.log"
+    assert capsys.readouterr().err.splitlines() == [f"pinset model: error: llama-imatrix failed: exit 1 (log: {log})"]
+    assert "error loading model" in log.read_text()
