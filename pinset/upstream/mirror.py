@@ -22,14 +22,17 @@ _IDENTITY = {
     "GIT_AUTHOR_DATE": "2000-01-01T00:00:00Z", "GIT_COMMITTER_DATE": "2000-01-01T00:00:00Z",
 }
 
+_NO_SECRETS = {name: "" for name in runner.SECRET_ENV}
+
 
 class Mirror:
     def __init__(self, path: Path):
         self.path = Path(path)
         if not (self.path / "HEAD").exists():
             self.path.mkdir(parents=True, exist_ok=True)
-            git.Repo.init(self.path, bare=True)
+            git.Repo.init(self.path, bare=True, env=_NO_SECRETS)
         self.repo = git.Repo(self.path)
+        self.repo.git.update_environment(**_NO_SECRETS)  # GitPython copies os.environ: blank the tokens
         self._tmp = Path(tempfile.mkdtemp(prefix="pinset-idx-"))
         self._index_seq = 0
 
