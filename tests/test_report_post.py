@@ -12,6 +12,7 @@ import pytest
 
 import regen_report_goldens as goldens
 from pinset.cli import main
+import pinset.report.github as github_module
 from pinset.report.github import GitHub, PostError, Target
 
 TOKEN = "ghp_s3cr3tT0kenThatMustNeverBePrinted"
@@ -22,12 +23,17 @@ MARK = f"<!-- pinset:{DIGEST} -->"
 
 
 class FakeGitHub:
-    """In-memory comments of one PR (owner/repo#7); `fail` makes every request answer with that error."""
+    """In-memory comments of one PR (owner/repo#7); `fail` makes every request answer with that error.
+
+    `script` holds canned answers, used in order by the first requests of their method (None: any):
+    dicts with `status`, `body` (a JSON value, or raw bytes; None drops the connection unanswered),
+    `headers`, and `apply` (do the real work first, then give the canned answer: a lost reply)."""
 
     def __init__(self):
         self.comments: list[dict] = []
         self.requests: list[tuple[str, str, dict, dict | None]] = []  # method, path+query, headers, body
         self.fail: tuple[int, dict, dict] | None = None
+        self.script: list[dict] = []
         self.next_id = 1000
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
@@ -50,7 +56,7 @@ class FakeGitHub:
                 pass
 
             def _send(self, status, data, headers=None):
-                raw = json.dumps(data).encode()
+                raw = data if isinstance(data, bytes) else json.dumps(data).encode()
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(raw)))
@@ -67,6 +73,18 @@ class FakeGitHub:
                     return self._send(401, {"message": "Bad credentials"})
                 if fake.fail:
                     return self._send(*fake.fail)
+                canned = next((a for a in fake.script if a.get("method") in (None, method)), None)
+                if canned:
+                    fake.script.remove(canned)
+                    if canned.get("apply"):
+                        self._serve(method, body)
+                    if canned.get("body", b"") is None:
+                        self.close_connection = True  # no answer at all
+                        return None
+                    return self._send(canned["status"], canned.get("body", b""), canned.get("headers"))
+                return self._serve(method, body, self._send)
+
+            def _serve(self, method, body, send=lambda *a: None):
                 parts = urlsplit(self.path)
                 if re.fullmatch(r"/repos/o/r/issues/7/comments", parts.path):
                     if method == "GET":
@@ -77,18 +95,18 @@ class FakeGitHub:
                         if page * per_page < len(fake.comments):
                             headers["Link"] = (f'<{fake.url}/repos/o/r/issues/7/comments?per_page={per_page}'
                                                f'&page={page + 1}>; rel="next"')
-                        return self._send(200, chunk, headers)
+                        return send(200, chunk, headers)
                     if method == "POST":
                         if not body or not body.get("body"):
-                            return self._send(422, {"message": "Validation Failed"})
-                        return self._send(201, fake.add(body["body"]))
+                            return send(422, {"message": "Validation Failed"})
+                        return send(201, fake.add(body["body"]))
                 m = re.fullmatch(r"/repos/o/r/issues/comments/(\d+)", parts.path)
                 if m and method == "PATCH":
                     for c in fake.comments:
                         if c["id"] == int(m[1]):
                             c["body"] = body["body"]
-                            return self._send(200, c)
-                return self._send(404, {"message": "Not Found"})
+                            return send(200, c)
+                return send(404, {"message": "Not Found"})
 
             def do_GET(self):
                 self._handle("GET")
@@ -100,6 +118,14 @@ class FakeGitHub:
                 self._handle("PATCH")
 
         return Handler
+
+
+@pytest.fixture(autouse=True)
+def sleeps(monkeypatch):
+    """Retries wait through github._default_sleep: record the waits instead of sleeping."""
+    waits: list[float] = []
+    monkeypatch.setattr(github_module, "_default_sleep", waits.append)
+    return waits
 
 
 @pytest.fixture
