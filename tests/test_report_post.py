@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
@@ -36,7 +37,7 @@ class FakeGitHub:
         self.script: list[dict] = []
         self.next_id = 1000
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread = threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True)
 
     @property
     def url(self) -> str:
@@ -307,3 +308,237 @@ def test_client_refuses_body_over_githubs_limit(github):
     with pytest.raises(PostError, match="more than GitHub's 65536"):
         GitHub(TOKEN, github.url).post(Target("o", "r", 7), MARK, MARK + "\n" + "x" * 65536)
     assert github.requests == []
+
+
+# --- the token stays on the API origin ------------------------------------------------------------
+
+@pytest.fixture
+def other():
+    """A second server on another port: records whatever reaches it (it must be nothing)."""
+    fake = FakeGitHub()
+    fake.thread.start()
+    yield fake
+    fake.server.shutdown()
+    fake.server.server_close()
+
+
+def foreign_urls(github, other) -> dict[str, str]:
+    port = github.url.rsplit(":", 1)[1]
+    path = "/repos/o/r/issues/7/comments?per_page=100&page=2"
+    return {"port": other.url + path, "host": f"http://localhost:{port}{path}",
+            "scheme": f"https://127.0.0.1:{port}{path}"}
+
+
+def one_failure_line(err: str, kept) -> str:
+    """stderr of a failed post: exactly the failure line and the 'rendered report is in' line."""
+    lines = err.strip().splitlines()
+    assert len(lines) == 2, err
+    assert lines[1] == f"pinset report: the rendered report is in {kept}"
+    assert "Traceback" not in err and TOKEN not in err
+    return lines[0]
+
+
+@pytest.mark.parametrize("where", ["port", "host", "scheme"])
+def test_next_link_to_another_origin_is_refused(github, other, tmp_path, capsys, where):
+    evil = foreign_urls(github, other)[where]
+    github.script.append({"method": "GET", "status": 200, "body": [], "headers": {"Link": f'<{evil}>; rel="next"'}})
+    assert post(tmp_path) == 1
+    line = one_failure_line(no_token_anywhere(capsys, tmp_path).err, tmp_path / "comment.md")
+    assert f"is not on the API origin {github.url}; not following it" in line
+    assert other.requests == [] and len(github.requests) == 1  # nothing sent to the other origin
+    assert [h.get("Host") for _, _, h, _ in github.requests] == [github.url.split("//")[1]]
+    assert github.comments == []
+
+
+@pytest.mark.parametrize("method", ["GET", "POST"])
+def test_redirect_to_another_origin_is_refused(github, other, tmp_path, capsys, method):
+    github.script.append({"method": method, "status": 307, "headers": {"Location": other.url + "/x"}})
+    assert post(tmp_path) == 1
+    line = one_failure_line(no_token_anywhere(capsys, tmp_path).err, tmp_path / "comment.md")
+    assert f"HTTP 307 redirect {other.url}/x is not on the API origin" in line
+    assert other.requests == []
+
+
+def test_redirect_within_the_origin_is_repeated_verbatim(github, tmp_path, capsys):
+    # GitHub redirects a renamed repository's API calls (301/307): same method, same body
+    github.script += [{"method": "GET", "status": 301, "headers": {"Location": "/repos/o/r/issues/7/comments?per_page=100"}},
+                      {"method": "POST", "status": 307, "headers": {"Location": f"{github.url}/repos/o/r/issues/7/comments"}}]
+    assert post(tmp_path) == 0
+    no_token_anywhere(capsys, tmp_path)
+    assert [m for m, *_ in github.requests] == ["GET", "GET", "POST", "POST"]
+    assert all(h["Authorization"] == f"Bearer {TOKEN}" for _, _, h, _ in github.requests)
+    assert len(github.comments) == 1
+
+
+def test_redirect_loop_ends(github, tmp_path, capsys):
+    github.script += [{"method": "GET", "status": 302, "headers": {"Location": "/loop"}}] * 6
+    assert post(tmp_path) == 1
+    assert "more than 5 redirects" in one_failure_line(capsys.readouterr().err, tmp_path / "comment.md")
+
+
+def test_a_hostile_server_echoing_the_token_never_gets_it_printed(github, tmp_path, capsys):
+    github.script.append({"status": 404, "body": {"message": f"no such thing for Bearer {TOKEN}\n\x1b[31m",
+                                                  "errors": [TOKEN]}})
+    assert post(tmp_path) == 1
+    line = one_failure_line(no_token_anywhere(capsys, tmp_path).err, tmp_path / "comment.md")
+    assert "no such thing for Bearer ***" in line and "\x1b" not in line
+
+
+# --- the token itself -----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("raw", [TOKEN + "\n", TOKEN + "\r\n", "  " + TOKEN + "\t"])
+def test_token_with_surrounding_whitespace_is_stripped(github, tmp_path, capsys, monkeypatch, raw):
+    monkeypatch.setenv("GITHUB_TOKEN", raw)
+    assert post(tmp_path) == 0
+    no_token_anywhere(capsys, tmp_path)
+    assert github.requests[0][2]["Authorization"] == f"Bearer {TOKEN}"
+
+
+@pytest.mark.parametrize("raw", [TOKEN[:8] + "\r\n" + TOKEN[8:], TOKEN[:8] + " " + TOKEN[8:], TOKEN + "\x7f",
+                                 TOKEN + "é", TOKEN[:8] + "\nX-Injected: 1"])
+@pytest.mark.parametrize("dry_run", [False, True])
+def test_token_that_cannot_be_a_header_is_refused_in_one_line(github, tmp_path, capsys, monkeypatch, raw, dry_run):
+    monkeypatch.setenv("GITHUB_TOKEN", raw)
+    assert post(tmp_path, *(["--dry-run"] if dry_run else [])) == 2
+    out = capsys.readouterr()
+    assert out.out == ""
+    assert out.err.count("\n") == 1 and out.err.startswith("pinset report: error: GITHUB_TOKEN has a space, control")
+    assert TOKEN[:8] not in out.err and TOKEN[8:] not in out.err
+    assert github.requests == [] and not (tmp_path / "comment.md").exists()
+
+
+@pytest.mark.parametrize("url", ["ftp://127.0.0.1/", "127.0.0.1:8080", "http://", f"http://u:{TOKEN}@127.0.0.1/",
+                                 "http://127.0.0.1:99999", "https://h/api?x=1"])
+def test_bad_api_url_is_bad_input(github, tmp_path, capsys, url):
+    assert post(tmp_path, "--api-url", url) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "is not an http(s) URL" in err
+    assert github.requests == [] and not (tmp_path / "comment.md").exists()
+
+
+# --- malformed answers: one line, exit 1 ----------------------------------------------------------
+
+MALFORMED_LISTINGS = {
+    "object": ({"message": "hi"}, "expected a list of comments, GitHub answered an object"),
+    "string": ("comments", "expected a list of comments, GitHub answered a string"),
+    "null": (b"null", "expected a list of comments, GitHub answered null"),
+    "html": (b"<!DOCTYPE html><html><body>Unicorn!</body></html>", "GitHub's answer is not JSON (<!DOCTYPE html>"),
+    "empty": (b"", "GitHub's answer is not JSON (an empty body)"),
+    "invalid": (b'[{"id": 1, "body": ', "GitHub's answer is not JSON"),
+    "not utf-8": (b'["\xff\xfe"]', "GitHub's answer is not JSON"),
+    "deep": (b"[" * 100_000, "GitHub's answer is not JSON"),
+    "numbers": ([1, 2], "expected comments (objects with an id and a body), GitHub answered a number in the list"),
+    "no id": ([{"body": MARK}], "expected comments (objects with an id and a body), GitHub answered an object"),
+    "bool id": ([{"id": True, "body": MARK}], "expected comments"),
+    "body not text": ([{"id": 3, "body": ["x"]}], "expected comments"),
+}
+
+
+@pytest.mark.parametrize("name", MALFORMED_LISTINGS)
+def test_malformed_listing(github, tmp_path, capsys, name):
+    body, expected = MALFORMED_LISTINGS[name]
+    github.script.append({"method": "GET", "status": 200, "body": body})
+    assert post(tmp_path) == 1
+    line = one_failure_line(no_token_anywhere(capsys, tmp_path).err, tmp_path / "comment.md")
+    assert line.startswith(f"pinset report: posting to o/r#7 failed: GET {github.url}/repos/o/r/issues/7/comments")
+    assert expected in line
+    assert github.comments == []
+
+
+@pytest.mark.parametrize("body", [{}, [], "ok", b"", b"<html>", {"id": 5}, {"html_url": "x"}, {"id": 5, "html_url": 3}])
+def test_malformed_answer_to_the_post(github, tmp_path, capsys, body):
+    github.script.append({"method": "POST", "status": 201, "body": body})
+    assert post(tmp_path) == 1
+    line = one_failure_line(no_token_anywhere(capsys, tmp_path).err, tmp_path / "comment.md")
+    assert f"POST {github.url}/repos/o/r/issues/7/comments: HTTP 201 but" in line
+
+
+@pytest.mark.parametrize("body", [[1, 2], "oops", b"<html>502</html>", b"", None.__class__.__name__.encode()])
+def test_malformed_error_answers(github, tmp_path, capsys, body):
+    github.fail = (404, body, {})
+    assert post(tmp_path) == 1
+    line = one_failure_line(no_token_anywhere(capsys, tmp_path).err, tmp_path / "comment.md")
+    assert "HTTP 404: no such repository or pull request" in line
+
+
+def test_an_unforeseen_failure_is_one_redacted_line(github, tmp_path, capsys, monkeypatch):
+    def broken(*args, **kwargs):
+        raise RuntimeError(f"bug with {TOKEN} in it\nsecond line")
+    monkeypatch.setattr(GitHub, "find_comment", broken)
+    assert post(tmp_path) == 1
+    line = one_failure_line(no_token_anywhere(capsys, tmp_path).err, tmp_path / "comment.md")
+    assert line.endswith("unexpected RuntimeError: bug with *** in it second line")
+
+
+# --- retries --------------------------------------------------------------------------------------
+
+def test_5xx_and_dropped_connections_are_retried_with_backoff(github, tmp_path, capsys, sleeps):
+    github.script += [{"method": "GET", "status": 502, "body": b"<html>Bad gateway</html>"},
+                      {"method": "GET", "body": None},
+                      {"method": "GET", "status": 503, "body": {"message": "busy"}, "headers": {"Retry-After": "3"}}]
+    assert post(tmp_path) == 0
+    no_token_anywhere(capsys, tmp_path)
+    assert sleeps == [2.0, 4.0, 3.0]
+    assert [m for m, *_ in github.requests] == ["GET"] * 4 + ["POST"]
+    assert len(github.comments) == 1
+
+
+def test_retries_are_bounded(github, tmp_path, capsys, sleeps):
+    github.fail = (500, {"message": "Server Error"}, {})
+    assert post(tmp_path) == 1
+    line = one_failure_line(capsys.readouterr().err, tmp_path / "comment.md")
+    assert line.endswith("HTTP 500: GitHub failed (Server Error) (gave up after 4 tries)")
+    assert len(github.requests) == 4 and sleeps == [2.0, 4.0, 8.0]
+
+
+def test_429_retry_after_is_honoured(github, tmp_path, capsys, sleeps):
+    github.script.append({"status": 429, "body": {"message": "secondary rate limit"}, "headers": {"Retry-After": "7"}})
+    assert post(tmp_path) == 0
+    assert sleeps == [7.0] and len(github.comments) == 1
+
+
+def test_403_rate_limit_waits_for_a_near_reset(github, tmp_path, capsys, sleeps):
+    reset = int(time.time()) + 5
+    github.script.append({"status": 403, "body": {"message": "API rate limit exceeded"},
+                          "headers": {"X-RateLimit-Remaining": "0", "X-RateLimit-Reset": str(reset)}})
+    assert post(tmp_path) == 0
+    assert len(sleeps) == 1 and 4 <= sleeps[0] <= 7
+
+
+def test_403_secondary_rate_limit_without_headers_waits_a_minute(github, tmp_path, capsys, sleeps):
+    github.script.append({"status": 403, "body": {"message": "You have exceeded a secondary rate limit."}})
+    assert post(tmp_path) == 0
+    assert sleeps == [60.0]
+
+
+@pytest.mark.parametrize("headers", [{"Retry-After": "3600"},
+                                     {"X-RateLimit-Remaining": "0", "X-RateLimit-Reset": str(int(time.time()) + 3600)}])
+def test_a_far_reset_gives_up_at_once_naming_it(github, tmp_path, capsys, sleeps, headers):
+    github.fail = (403, {"message": "API rate limit exceeded"}, headers)
+    assert post(tmp_path) == 1
+    line = one_failure_line(capsys.readouterr().err, tmp_path / "comment.md")
+    assert "GitHub rate limit reached; posting is blocked " in line
+    assert ("for 3600 s" if "Retry-After" in headers else " until 20") in line
+    assert sleeps == [] and len(github.requests) == 1
+
+
+def test_a_post_whose_answer_was_lost_is_not_posted_twice(github, tmp_path, capsys, sleeps):
+    github.script.append({"method": "POST", "status": 502, "body": b"", "apply": True})
+    assert post(tmp_path) == 0
+    out = no_token_anywhere(capsys, tmp_path)
+    assert len(github.comments) == 1
+    assert [m for m, *_ in github.requests] == ["GET", "POST", "GET"]
+    assert f"created comment on o/r#7: {github.comments[0]['html_url']}" in out.out
+
+
+def test_a_post_that_failed_is_posted_again_after_relisting(github, tmp_path, capsys, sleeps):
+    github.script.append({"method": "POST", "body": None})  # connection dropped before anything was done
+    assert post(tmp_path) == 0
+    assert len(github.comments) == 1
+    assert [m for m, *_ in github.requests] == ["GET", "POST", "GET", "POST"]
+
+
+def test_a_rejected_post_is_not_retried(github, tmp_path, capsys, sleeps):
+    github.script.append({"method": "POST", "status": 422, "body": {"message": "Validation Failed"}})
+    assert post(tmp_path) == 1
+    assert [m for m, *_ in github.requests] == ["GET", "POST"] and sleeps == []

@@ -365,7 +365,8 @@ class GitHub:
             # A POST that failed may still have created the comment: list again before a second one.
             nonlocal tried
             if tried and (found := self.find_comment(t, mark)):
-                return self._update(t, found, body)
+                updated = self._update(t, found, body)
+                return Posted("created", updated.url) if updated.action == "unchanged" else updated
             tried = True
             return self._posted("created", self._once("POST", self.comments_url(t), {"body": body}, None))
 
