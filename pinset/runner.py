@@ -6,6 +6,7 @@ import os
 import signal
 import subprocess
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping, Sequence
@@ -86,6 +87,17 @@ SECRET_ENV = ("GITHUB_TOKEN", "GH_TOKEN", "GITHUB_PAT", "GH_ENTERPRISE_TOKEN", "
 def child_env(env: Mapping[str, str] | None = None) -> dict[str, str]:
     """Our environment with the caller's variables on top, minus SECRET_ENV: every child gets this."""
     return {k: v for k, v in {**os.environ, **(env or {})}.items() if k not in SECRET_ENV}
+
+
+@contextmanager
+def secrets_hidden():
+    """os.environ without SECRET_ENV for a block: for a library that starts programs on its own
+    (GitPython runs `git version` when it is imported)."""
+    saved = {k: os.environ.pop(k) for k in SECRET_ENV if k in os.environ}
+    try:
+        yield
+    finally:
+        os.environ.update(saved)
 
 
 

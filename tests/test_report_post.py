@@ -30,7 +30,8 @@ class FakeGitHub:
     dicts with `status`, `body` (a JSON value, or raw bytes; None drops the connection unanswered),
     `headers`, and `apply` (do the real work first, then give the canned answer: a lost reply)."""
 
-    def __init__(self):
+    def __init__(self, token: str = TOKEN):
+        self.token = token
         self.comments: list[dict] = []
         self.requests: list[tuple[str, str, dict, dict | None]] = []  # method, path+query, headers, body
         self.fail: tuple[int, dict, dict] | None = None
@@ -70,7 +71,7 @@ class FakeGitHub:
                 length = int(self.headers.get("Content-Length") or 0)
                 body = json.loads(self.rfile.read(length)) if length else None
                 fake.requests.append((method, self.path, dict(self.headers), body))
-                if self.headers.get("Authorization") != f"Bearer {TOKEN}":
+                if self.headers.get("Authorization") != f"Bearer {fake.token}":
                     return self._send(401, {"message": "Bad credentials"})
                 if fake.fail:
                     return self._send(*fake.fail)

@@ -10,10 +10,11 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-import git
-
 from pinset import runner
 from pinset.errors import UpstreamError
+
+with runner.secrets_hidden():  # GitPython runs `git version` when first imported
+    import git
 
 # Fixed identity and dates make imported commits reproducible: same tree -> same commit id.
 _IDENTITY = {
