@@ -543,3 +543,19 @@ def test_a_rejected_post_is_not_retried(github, tmp_path, capsys, sleeps):
     github.script.append({"method": "POST", "status": 422, "body": {"message": "Validation Failed"}})
     assert post(tmp_path) == 1
     assert [m for m, *_ in github.requests] == ["GET", "POST"] and sleeps == []
+
+
+def test_urls_from_the_server_are_shown_redacted_on_one_line(github, tmp_path, capsys):
+    link = f"{github.url}/elsewhere?t={TOKEN}&x=%0a\x1b[2J"
+    github.script.append({"method": "GET", "status": 200, "body": [], "headers": {"Link": f'<{link}>; rel="next"'}})
+    assert post(tmp_path) == 1
+    line = one_failure_line(no_token_anywhere(capsys, tmp_path).err, tmp_path / "comment.md")
+    assert f"GET {github.url}/elsewhere?t=***&x=%0a" in line and "HTTP 404" in line and "\x1b" not in line
+    assert github.requests[1][1].startswith("/elsewhere")  # same origin: followed, with the token
+
+
+def test_an_oversized_answer_is_refused(github, tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(github_module, "MAX_ANSWER", 1 << 20)
+    github.script.append({"method": "GET", "status": 200, "body": b"[" + b" " * (2 << 20) + b"]"})
+    assert post(tmp_path) == 1
+    assert "GitHub's answer is larger than 1 MiB" in one_failure_line(capsys.readouterr().err, tmp_path / "comment.md")

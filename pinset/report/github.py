@@ -205,8 +205,9 @@ class GitHub:
     def _retrying(self, attempt: Callable):
         """attempt() until it returns; a _Transient failure is retried after the wait the server asked
         for (Retry-After, rate-limit reset) or a doubling backoff, within MAX_TRIES and MAX_TOTAL_WAIT."""
-        waited = 0.0
-        for tries in range(1, MAX_TRIES + 1):
+        waited, tries = 0.0, 0
+        while True:
+            tries += 1
             try:
                 return attempt()
             except _Transient as exc:
@@ -215,35 +216,37 @@ class GitHub:
                     raise PostError(exc.message + (f" (gave up after {tries} tries)" if tries > 1 else "")) from None
                 self._sleep(wait)
                 waited += wait
-        raise AssertionError("unreachable")
 
     def _once(self, method: str, url: str, json_body: dict | None, params: dict | None) -> Answer:
         """One request, following redirects by hand within the API origin; raises PostError or _Transient."""
         for _ in range(MAX_REDIRECTS + 1):
             self._check_origin(method, url, "URL")
+            shown = self._clean(url, 300)  # a next link or redirect came from the server
             try:
                 with self.session.request(method, url, params=params, json=json_body, timeout=TIMEOUT,
                                           allow_redirects=False, stream=True, auth=_Bearer(self._token)) as r:
                     status, reply_headers = r.status_code, r.headers
-                    content = self._read(r, method, url)
+                    content = self._read(r, method, shown)
                     links = r.links
                     sent_url = r.url
-            except (requests.ConnectionError, requests.Timeout, http.client.HTTPException) as exc:
-                raise _Transient(f"{method} {url}: {type(exc).__name__}: {self._clean(exc)}") from None
+            except (requests.ConnectionError, requests.Timeout, requests.exceptions.ChunkedEncodingError,
+                    http.client.HTTPException) as exc:
+                raise _Transient(f"{method} {shown}: {type(exc).__name__}: {self._clean(exc)}") from None
             except (requests.RequestException, OSError, ValueError) as exc:
-                raise PostError(f"{method} {url}: {type(exc).__name__}: {self._clean(exc)}") from None
+                raise PostError(f"{method} {shown}: {type(exc).__name__}: {self._clean(exc)}") from None
             if status in REDIRECTS:
                 location = reply_headers.get("Location")
                 if not location:
-                    raise PostError(f"{method} {url}: HTTP {status} redirect without a Location")
+                    raise PostError(f"{method} {shown}: HTTP {status} redirect without a Location")
                 url, params = urljoin(sent_url, location), None
                 self._check_origin(method, url, f"HTTP {status} redirect")
                 continue
             if 200 <= status < 300:
                 nxt = links.get("next", {}).get("url")
-                return Answer(method, sent_url, status, content, urljoin(sent_url, nxt) if nxt else None)
-            self._fail(method, url, status, reply_headers, content)
-        raise PostError(f"{method} {url}: more than {MAX_REDIRECTS} redirects")
+                return Answer(method, self._clean(sent_url, 300), status, content,
+                              urljoin(sent_url, nxt) if nxt else None)
+            self._fail(method, shown, status, reply_headers, content)
+        raise PostError(f"{method} {self._clean(url, 300)}: more than {MAX_REDIRECTS} redirects")
 
     def _check_origin(self, method: str, url: str, what: str) -> None:
         if origin(url) != self._origin:
