@@ -559,3 +559,14 @@ def test_an_oversized_answer_is_refused(github, tmp_path, capsys, monkeypatch):
     github.script.append({"method": "GET", "status": 200, "body": b"[" + b" " * (2 << 20) + b"]"})
     assert post(tmp_path) == 1
     assert "GitHub's answer is larger than 1 MiB" in one_failure_line(capsys.readouterr().err, tmp_path / "comment.md")
+
+
+def test_a_report_that_cannot_be_kept_is_one_more_line(github, tmp_path, capsys, monkeypatch):
+    github.fail = (500, {"message": "Server Error"}, {})
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("")
+    monkeypatch.setenv("PINSET_CACHE", str(blocker / "cache"))
+    assert post(tmp_path, markdown=False) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 2 and "HTTP 500" in err[0]
+    assert err[1].startswith("pinset report: the rendered report could not be kept: ")

@@ -67,10 +67,13 @@ def run(args) -> int:
         except Exception as exc:  # PostError, or an answer nobody foresaw: one line, the token redacted
             if not isinstance(exc, PostError):
                 exc = github.unexpected(exc)
-            kept = args.markdown or _keep(args, report)
             # plain prints: one unwrapped line each, so CI logs can be grepped
             print(f"pinset report: posting to {target} failed: {exc}", file=sys.stderr)
-            print(f"pinset report: the rendered report is in {kept}", file=sys.stderr)
+            try:
+                print(f"pinset report: the rendered report is in {args.markdown or _keep(args, report)}",
+                      file=sys.stderr)
+            except OSError as keep_error:
+                print(f"pinset report: the rendered report could not be kept: {keep_error}", file=sys.stderr)
             return 1
         print(f"{posted.action} comment on {target}: {posted.url}")
     return status
