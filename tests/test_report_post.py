@@ -10,11 +10,14 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import regen_report_goldens as goldens
 from pinset.cli import main
 import pinset.report.github as github_module
-from pinset.report.github import GitHub, PostError, Target
+from pinset.errors import PinsetError
+from pinset.report.github import GitHub, PostError, Target, clean_token, origin, parse_api_url
 
 TOKEN = "ghp_s3cr3tT0kenThatMustNeverBePrinted"
 FIX = goldens.FIXTURES
@@ -570,3 +573,41 @@ def test_a_report_that_cannot_be_kept_is_one_more_line(github, tmp_path, capsys,
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 2 and "HTTP 500" in err[0]
     assert err[1].startswith("pinset report: the rendered report could not be kept: ")
+
+
+# --- property-based: whatever the input or the answer, pinset's own error or a result -------------
+
+JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
+                    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(
+                        st.sampled_from(["id", "body", "html_url", "url", "message", "errors", "x"]), inner, max_size=4),
+                    max_leaves=12)
+
+
+@given(st.text())
+def test_token_and_api_url_checks_raise_only_pinset_errors(text):
+    assert origin(text) is None or len(origin(text)) == 3
+    try:
+        token = clean_token(text)
+        assert token is None or (token == text.strip() and token.isprintable() and " " not in token)
+    except PinsetError as exc:
+        assert re.fullmatch(r"GITHUB_TOKEN has a space, control or non-ASCII character at position \d+ of \d+; "
+                            r"refusing to send it", str(exc))
+    try:
+        assert origin(parse_api_url(text)) is not None
+    except PinsetError as exc:
+        assert "\n" not in str(exc)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(listing=JSON | st.binary(max_size=40), created=JSON | st.binary(max_size=40),
+       status=st.sampled_from([200, 201, 204, 400, 403, 404, 410, 429, 500, 503]))
+def test_any_answer_gives_a_result_or_one_post_error(github, listing, created, status):
+    github.comments.clear()
+    github.script[:] = [{"method": "GET", "status": 200, "body": listing},
+                        {"method": "POST", "status": status, "body": created}]
+    client = GitHub(TOKEN, github.url, sleep=lambda s: None)
+    try:
+        posted = client.post(Target("o", "r", 7), MARK, MARK + "\nreport")
+        assert posted.action in ("created", "updated", "unchanged") and "\n" not in posted.url
+    except PostError as exc:
+        assert "\n" not in str(exc) and TOKEN not in str(exc)
