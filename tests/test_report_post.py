@@ -354,13 +354,23 @@ def test_next_link_to_another_origin_is_refused(github, other, tmp_path, capsys,
     assert github.comments == []
 
 
+@pytest.mark.parametrize("where", ["port", "host", "scheme"])
 @pytest.mark.parametrize("method", ["GET", "POST"])
-def test_redirect_to_another_origin_is_refused(github, other, tmp_path, capsys, method):
-    github.script.append({"method": method, "status": 307, "headers": {"Location": other.url + "/x"}})
+def test_redirect_to_another_origin_is_refused(github, other, tmp_path, capsys, method, where):
+    evil = foreign_urls(github, other)[where]
+    github.script.append({"method": method, "status": 307, "headers": {"Location": evil}})
     assert post(tmp_path) == 1
     line = one_failure_line(no_token_anywhere(capsys, tmp_path).err, tmp_path / "comment.md")
-    assert f"HTTP 307 redirect {other.url}/x is not on the API origin" in line
-    assert other.requests == []
+    assert f"HTTP 307 redirect {evil} is not on the API origin" in line
+    assert other.requests == [] and len(github.requests) == (1 if method == "GET" else 2)
+    assert github.comments == []
+
+
+def test_origin_is_scheme_host_and_port():
+    assert origin("https://API.github.com/x") == origin("https://api.github.com:443/y") == ("https", "api.github.com", 443)
+    assert origin("http://127.0.0.1/") == ("http", "127.0.0.1", 80)
+    assert len({origin(u) for u in ("https://h/", "http://h/", "https://h:8443/", "https://h.example/")}) == 4
+    assert origin("/relative") is None and origin("https://h:99999/") is None
 
 
 def test_redirect_within_the_origin_is_repeated_verbatim(github, tmp_path, capsys):
