@@ -422,10 +422,11 @@ def test_token_that_cannot_be_a_header_is_refused_in_one_line(github, tmp_path, 
 
 
 @pytest.mark.parametrize("url", ["ftp://127.0.0.1/", "127.0.0.1:8080", "http://", f"http://u:{TOKEN}@127.0.0.1/",
-                                 "http://127.0.0.1:99999", "https://h/api?x=1"])
+                                 f"http://{TOKEN}@127.0.0.1/", "http://127.0.0.1:99999", f"https://h/api?t={TOKEN}",
+                                 f"https://h/api#{TOKEN}", "http://[::1/"])
 def test_bad_api_url_is_bad_input(github, tmp_path, capsys, url):
     assert post(tmp_path, "--api-url", url) == 2
-    err = capsys.readouterr().err
+    err = no_token_anywhere(capsys, tmp_path).err
     assert err.count("\n") == 1 and "is not an http(s) URL" in err
     assert github.requests == [] and not (tmp_path / "comment.md").exists()
 

@@ -83,8 +83,9 @@ def parse_api_url(text: str) -> str:
         parts = None
     if (not parts or parts.scheme not in ("http", "https") or not parts.hostname or parts.username is not None
             or parts.password is not None or parts.query or parts.fragment):
-        raise PinsetError(f"--api-url / GITHUB_API_URL: {_one_line(text, 200)!r} is not an http(s) URL "
-                          "of the form https://host[:port][/path]")
+        shown = re.sub(r"//[^/]*@", "//...@", re.split(r"[?#]", text, maxsplit=1)[0])  # may hold a secret
+        raise PinsetError(f"--api-url / GITHUB_API_URL: {_one_line(shown, 200)!r} is not an http(s) URL "
+                          "of the form https://host[:port][/path] (no user:password@, ?query or #fragment)")
     return text.strip().rstrip("/")
 
 
@@ -135,11 +136,13 @@ class _Bearer(requests.auth.AuthBase):
         return "_Bearer(***)"
 
 
-def headers(token: str | None, redact: bool = False) -> dict[str, str]:
+def headers(token: str | None = None) -> dict[str, str]:
+    """The headers of every request; with a token, the Authorization one as --dry-run shows it (redacted:
+    only _Bearer ever writes the real token, into the request itself)."""
     out = {"Accept": "application/vnd.github+json", "X-GitHub-Api-Version": "2022-11-28",
            "User-Agent": "pinset-report"}
     if token:
-        out["Authorization"] = f"Bearer {REDACTED if redact else token}"
+        out["Authorization"] = f"Bearer {REDACTED}"
     return out
 
 
@@ -171,7 +174,7 @@ def describe_dry_run(requests_planned: list[Request], token: str | None) -> str:
     out = []
     for req in requests_planned:
         out.append(f"{req.method} {req.url}")
-        out += [f"{k}: {v}" for k, v in headers(token, redact=True).items()]
+        out += [f"{k}: {v}" for k, v in headers(token).items()]
         if req.body is not None:
             out += ["", json.dumps(req.body, indent=2, ensure_ascii=False)]
         if req.method == "POST":
@@ -187,7 +190,7 @@ class GitHub:
         self._origin = origin(self.api_url)
         self._token = token
         self.session = session or requests.Session()
-        self.session.headers.update(headers(None))
+        self.session.headers.update(headers())
         self._sleep = sleep or _default_sleep
         self._clock = clock or time.time
 
