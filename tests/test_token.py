@@ -9,6 +9,7 @@ import json
 import os
 import shutil
 import stat
+import subprocess
 import sys
 from pathlib import Path
 
@@ -204,3 +205,22 @@ def test_every_verb_keeps_the_token_to_itself(world, capfd, isolated_cache, monk
     for path in written:
         data = path.read_bytes()
         assert not any(v.encode() in data for v in SECRETS.values()), f"a token is in {path}"
+
+
+def test_gitpython_starts_git_without_a_token(tmp_path):
+    """GitPython runs `git version` when imported and keeps `git cat-file` running: a fresh interpreter
+    (the import happens there) with a recording git first on PATH."""
+    record = tmp_path / "record"
+    record.mkdir()
+    executable(tmp_path / "wrappers" / "git", WRAPPER.format(name="git", record=record, real=shutil.which("git")))
+    env = {**os.environ, **SECRETS, "PATH": f"{tmp_path / 'wrappers'}{os.pathsep}{os.environ['PATH']}",
+           "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+    code = ("import sys; from pathlib import Path; from pinset.upstream.mirror import Mirror; "
+            "m = Mirror(Path(sys.argv[1])); print(m.read_blob('4b825dc642cb6eb9a060e54bf8d69288fbee4904', 'x'))")
+    done = subprocess.run([sys.executable, "-c", code, str(tmp_path / "mirror")], env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    started = [p.read_text() for p in record.iterdir()]
+    assert any("ARGV=version" in text for text in started) and any("cat-file" in text for text in started)
+    for text in started:
+        assert not any(v in text for v in SECRETS.values()), text.splitlines()[-1]
