@@ -568,6 +568,17 @@ def test_urls_from_the_server_are_shown_redacted_on_one_line(github, tmp_path, c
     assert github.requests[1][1].startswith("/elsewhere")  # same origin: followed, with the token
 
 
+@pytest.mark.parametrize("loop", ["same page", "endless"])
+def test_pages_that_never_end(github, tmp_path, capsys, monkeypatch, loop):
+    monkeypatch.setattr(github_module, "MAX_PAGES", 5)
+    for page in range(1, 8):
+        link = f"{github.url}/repos/o/r/issues/7/comments?page={1 if loop == 'same page' else page + 1}"
+        github.script.append({"method": "GET", "status": 200, "body": [], "headers": {"Link": f'<{link}>; rel="next"'}})
+    assert post(tmp_path) == 1
+    assert "the comment pages do not end" in one_failure_line(capsys.readouterr().err, tmp_path / "comment.md")
+    assert len(github.requests) == (2 if loop == "same page" else 5) and github.comments == []
+
+
 def test_an_oversized_answer_is_refused(github, tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(github_module, "MAX_ANSWER", 1 << 20)
     github.script.append({"method": "GET", "status": 200, "body": b"[" + b" " * (2 << 20) + b"]"})
@@ -611,10 +622,11 @@ def test_token_and_api_url_checks_raise_only_pinset_errors(text):
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(listing=JSON | st.binary(max_size=40), created=JSON | st.binary(max_size=40),
+       list_status=st.sampled_from([200, 200, 200, 204, 304, 404, 429, 502]),
        status=st.sampled_from([200, 201, 204, 400, 403, 404, 410, 429, 500, 503]))
-def test_any_answer_gives_a_result_or_one_post_error(github, listing, created, status):
+def test_any_answer_gives_a_result_or_one_post_error(github, listing, created, list_status, status):
     github.comments.clear()
-    github.script[:] = [{"method": "GET", "status": 200, "body": listing},
+    github.script[:] = [{"method": "GET", "status": list_status, "body": listing},
                         {"method": "POST", "status": status, "body": created}]
     client = GitHub(TOKEN, github.url, sleep=lambda s: None)
     try:

@@ -34,6 +34,7 @@ MAX_TRIES = 4          # per call: the first try and up to three retries
 MAX_WAIT = 60.0        # longest single wait before a retry (s); a later rate-limit reset means giving up
 MAX_TOTAL_WAIT = 180.0  # all waits of one call together (s)
 MAX_REDIRECTS = 5
+MAX_PAGES = 1000       # of 100 comments; a next link that never ends is a broken server
 MAX_ANSWER = 64 << 20  # bytes; a page of 100 comments of 65536 characters fits
 REDIRECTS = (301, 302, 303, 307, 308)
 _default_sleep = time.sleep  # tests swap it to count waits instead of waiting
@@ -334,7 +335,12 @@ class GitHub:
         """The first comment on the PR whose body contains the marker (every page is read)."""
         url: str | None = self.comments_url(t)
         params: dict | None = {"per_page": 100}
+        seen: set[str] = set()
         while url:
+            if url in seen or len(seen) >= MAX_PAGES:
+                raise PostError(f"GET {self._clean(url)}: the comment pages do not end (a next link seen before, "
+                                f"or more than {MAX_PAGES} pages)")
+            seen.add(url)
             answer = self._call("GET", url, params=params)
             comments = self._json(answer)
             if not isinstance(comments, list):
