@@ -2,8 +2,9 @@
 
 The token goes only to the API origin (scheme, host and port of the API URL): a pagination link or a
 redirect to anywhere else is refused, since following it would either leak the token or let another
-server decide which comment we edit. Redirects are followed by hand for that reason (requests keeps
-the Authorization header on a scheme or port change). Every message shows the token redacted and
+server decide which comment we edit. Redirects are followed by hand so that this rule is ours: requests
+strips the Authorization header on a host change but keeps it on an http -> https change of the same
+host, and older versions kept it on any change but the host. Every message shows the token redacted and
 every failure - HTTP error, malformed answer, network - is one PostError line (the command exits 1 and
 keeps the rendered report), never a traceback. Idempotent calls are retried within a bounded wait.
 """
