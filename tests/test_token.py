@@ -20,7 +20,8 @@ import pinset.report.github as github_module
 from pinset import runner
 from pinset.cli import main
 from test_report_post import FakeGitHub
-from test_verify_gates import OPS, stand_in_files
+from test_model_synth import gguf, make_vocab
+from test_verify_gates import stand_in_files
 
 # One known value per variable runner.SECRET_ENV scrubs; every one is searched for everywhere.
 SECRETS = {name: f"ghp_{name.lower()}_Secret0Value" for name in runner.SECRET_ENV}
@@ -61,9 +62,12 @@ if name == "llama-perplexity":
 elif name == "llama-bench":
     sys.stdout.write((fix / "llama-bench/cpu-tiny-moe-iq1m.jsonl").read_text())
     sys.stderr.write((fix / "llama-bench/cpu-tiny-moe-iq1m.stderr").read_text())
-else:
-    print(name, "is not replayed", file=sys.stderr)
-    sys.exit(1)
+elif name == "llama-imatrix":
+    pathlib.Path(argv[argv.index("-o") + 1]).write_bytes(b"imatrix")
+elif name == "llama-quantize":
+    if argv[0] == "--imatrix":
+        argv = argv[2:]
+    pathlib.Path(argv[1]).write_bytes(pathlib.Path(argv[0]).read_bytes())
 """
 
 WRAPPER = """#!/bin/sh
@@ -156,8 +160,12 @@ def test_every_verb_keeps_the_token_to_itself(world, capfd, isolated_cache, monk
     pinset("bench crashing", "bench", "--base-bin", str(tmp_path / "broken"), "--head-bin", str(tmp_path / "broken"),
            *model, "--cpu", "--rounds", "2", "--json", str(out / "bench-broken.json"),
            "--log-dir", str(out / "bench-broken"))
-    pinset("model synth", "model", "synth", "--arch", "llama", "--size", "tiny", "--quant", "Q4_K_M",
-           "--bin", str(tmp_path / "llama-bin"), "-o", str(out / "model"), "--json", str(out / "model.json"))
+    # with a gguf module (installed, or $PINSET_LLAMA_TREE's gguf-py) the model is written and the fake
+    # llama-imatrix/llama-quantize run; without one the verb stops at that in one line
+    vocab = ["--vocab", str(make_vocab(tmp_path / "vocab.gguf"))] if gguf else []
+    pinset("model synth", "model", "synth", "--arch", "llama", "--size", "tiny", "--quant", "IQ1_M", *vocab,
+           "--layers", "1", "--bin", str(tmp_path / "llama-bin"), "-o", str(out / "model"),
+           "--json", str(out / "model.json"))
 
     # bench.json is left out: the report's reading of benches is another issue's; what is searched here is
     # what the report prints, sends and writes
@@ -186,6 +194,9 @@ def test_every_verb_keeps_the_token_to_itself(world, capfd, isolated_cache, monk
     recorded = {p.name.split("-")[0] if not p.name.startswith("llama-") else p.name.rsplit("-", 1)[0]
                 for p in record.iterdir()}
     assert {"git", "cmake", "ninja", "ctest", "llama-perplexity", "llama-bench"} <= recorded, recorded
+    assert codes["model synth"] == (0 if gguf else 2)
+    if gguf:
+        assert {"llama-imatrix", "llama-quantize"} <= recorded and (out / "model.json").is_file()
     assert api.requests and api.requests[0][2]["Authorization"] == f"Bearer {SECRETS['GITHUB_TOKEN']}"
     logs = "".join(p.read_text(errors="replace") for p in tmp_path.rglob("*.log"))
     assert "token seen by cmake: [] []" in logs  # the configure step ran and saw no token
