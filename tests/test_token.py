@@ -198,6 +198,7 @@ def test_every_verb_keeps_the_token_to_itself(world, capfd, isolated_cache, monk
     if gguf:
         assert {"llama-imatrix", "llama-quantize"} <= recorded and (out / "model.json").is_file()
     assert api.requests and api.requests[0][2]["Authorization"] == f"Bearer {SECRETS['GITHUB_TOKEN']}"
+    assert len(api.comments) == 1 and codes["report post"] == 1  # posted; exit 1: the report blocks
     logs = "".join(p.read_text(errors="replace") for p in tmp_path.rglob("*.log"))
     assert "token seen by cmake: [] []" in logs  # the configure step ran and saw no token
     assert "\nPATH=" in logs  # the `env` feature check ran and its output was logged
