@@ -57,7 +57,7 @@ def run(
 ) -> Completed:
     """Run argv, capture text output, optionally append a log with the command line."""
     args = tuple(str(a) for a in argv)
-    full_env = _full_env(env)
+    full_env = child_env(env)
     started = time.monotonic()
     try:
         proc = subprocess.run(
@@ -77,9 +77,15 @@ def run(
     return result
 
 
-def _full_env(env: Mapping[str, str] | None) -> dict[str, str] | None:
-    """The caller's variables on top of ours (None: inherit unchanged)."""
-    return None if env is None else {**os.environ, **env}
+# Credentials pinset may hold for `report --post` (and that gh, git credential helpers and CI set).
+# No child program needs them: builds, tests, feature checks and llama.cpp programs run the pin set's
+# code, so they never see them.
+SECRET_ENV = ("GITHUB_TOKEN", "GH_TOKEN", "GITHUB_PAT", "GH_ENTERPRISE_TOKEN", "GITHUB_ENTERPRISE_TOKEN")
+
+
+def child_env(env: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Our environment with the caller's variables on top, minus SECRET_ENV: every child gets this."""
+    return {k: v for k, v in {**os.environ, **(env or {})}.items() if k not in SECRET_ENV}
 
 
 def write_log(log: Path, result: Completed, cwd=None, env=None) -> None:
@@ -117,7 +123,7 @@ def run_streaming(
     import threading
 
     args = tuple(str(a) for a in argv)
-    full_env = _full_env(env)
+    full_env = child_env(env)
     started = time.monotonic()
     try:
         proc = subprocess.Popen(

@@ -5,14 +5,19 @@ from __future__ import annotations
 import json
 import re
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import regen_report_goldens as goldens
 from pinset.cli import main
-from pinset.report.github import GitHub, PostError, Target
+import pinset.report.github as github_module
+from pinset.errors import PinsetError
+from pinset.report.github import GitHub, PostError, Target, clean_token, origin, parse_api_url
 
 TOKEN = "ghp_s3cr3tT0kenThatMustNeverBePrinted"
 FIX = goldens.FIXTURES
@@ -22,15 +27,21 @@ MARK = f"<!-- pinset:{DIGEST} -->"
 
 
 class FakeGitHub:
-    """In-memory comments of one PR (owner/repo#7); `fail` makes every request answer with that error."""
+    """In-memory comments of one PR (owner/repo#7); `fail` makes every request answer with that error.
 
-    def __init__(self):
+    `script` holds canned answers, used in order by the first requests of their method (None: any):
+    dicts with `status`, `body` (a JSON value, or raw bytes; None drops the connection unanswered),
+    `headers`, and `apply` (do the real work first, then give the canned answer: a lost reply)."""
+
+    def __init__(self, token: str = TOKEN):
+        self.token = token
         self.comments: list[dict] = []
         self.requests: list[tuple[str, str, dict, dict | None]] = []  # method, path+query, headers, body
         self.fail: tuple[int, dict, dict] | None = None
+        self.script: list[dict] = []
         self.next_id = 1000
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread = threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True)
 
     @property
     def url(self) -> str:
@@ -50,7 +61,7 @@ class FakeGitHub:
                 pass
 
             def _send(self, status, data, headers=None):
-                raw = json.dumps(data).encode()
+                raw = data if isinstance(data, bytes) else json.dumps(data).encode()
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(raw)))
@@ -63,10 +74,22 @@ class FakeGitHub:
                 length = int(self.headers.get("Content-Length") or 0)
                 body = json.loads(self.rfile.read(length)) if length else None
                 fake.requests.append((method, self.path, dict(self.headers), body))
-                if self.headers.get("Authorization") != f"Bearer {TOKEN}":
+                if self.headers.get("Authorization") != f"Bearer {fake.token}":
                     return self._send(401, {"message": "Bad credentials"})
                 if fake.fail:
                     return self._send(*fake.fail)
+                canned = next((a for a in fake.script if a.get("method") in (None, method)), None)
+                if canned:
+                    fake.script.remove(canned)
+                    if canned.get("apply"):
+                        self._serve(method, body)
+                    if canned.get("body", b"") is None:
+                        self.close_connection = True  # no answer at all
+                        return None
+                    return self._send(canned["status"], canned.get("body", b""), canned.get("headers"))
+                return self._serve(method, body, self._send)
+
+            def _serve(self, method, body, send=lambda *a: None):
                 parts = urlsplit(self.path)
                 if re.fullmatch(r"/repos/o/r/issues/7/comments", parts.path):
                     if method == "GET":
@@ -77,18 +100,18 @@ class FakeGitHub:
                         if page * per_page < len(fake.comments):
                             headers["Link"] = (f'<{fake.url}/repos/o/r/issues/7/comments?per_page={per_page}'
                                                f'&page={page + 1}>; rel="next"')
-                        return self._send(200, chunk, headers)
+                        return send(200, chunk, headers)
                     if method == "POST":
                         if not body or not body.get("body"):
-                            return self._send(422, {"message": "Validation Failed"})
-                        return self._send(201, fake.add(body["body"]))
+                            return send(422, {"message": "Validation Failed"})
+                        return send(201, fake.add(body["body"]))
                 m = re.fullmatch(r"/repos/o/r/issues/comments/(\d+)", parts.path)
                 if m and method == "PATCH":
                     for c in fake.comments:
                         if c["id"] == int(m[1]):
                             c["body"] = body["body"]
-                            return self._send(200, c)
-                return self._send(404, {"message": "Not Found"})
+                            return send(200, c)
+                return send(404, {"message": "Not Found"})
 
             def do_GET(self):
                 self._handle("GET")
@@ -100,6 +123,14 @@ class FakeGitHub:
                 self._handle("PATCH")
 
         return Handler
+
+
+@pytest.fixture(autouse=True)
+def sleeps(monkeypatch):
+    """Retries wait through github._default_sleep: record the waits instead of sleeping."""
+    waits: list[float] = []
+    monkeypatch.setattr(github_module, "_default_sleep", waits.append)
+    return waits
 
 
 @pytest.fixture
@@ -281,3 +312,325 @@ def test_client_refuses_body_over_githubs_limit(github):
     with pytest.raises(PostError, match="more than GitHub's 65536"):
         GitHub(TOKEN, github.url).post(Target("o", "r", 7), MARK, MARK + "\n" + "x" * 65536)
     assert github.requests == []
+
+
+# --- the token stays on the API origin ------------------------------------------------------------
+
+@pytest.fixture
+def other():
+    """A second server on another port: records whatever reaches it (it must be nothing)."""
+    fake = FakeGitHub()
+    fake.thread.start()
+    yield fake
+    fake.server.shutdown()
+    fake.server.server_close()
+
+
+def foreign_urls(github, other) -> dict[str, str]:
+    port = github.url.rsplit(":", 1)[1]
+    path = "/repos/o/r/issues/7/comments?per_page=100&page=2"
+    return {"port": other.url + path, "host": f"http://localhost:{port}{path}",
+            "scheme": f"https://127.0.0.1:{port}{path}"}
+
+
+def one_failure_line(err: str, kept) -> str:
+    """stderr of a failed post: exactly the failure line and the 'rendered report is in' line."""
+    lines = err.strip().splitlines()
+    assert len(lines) == 2, err
+    assert lines[1] == f"pinset report: the rendered report is in {kept}"
+    assert "Traceback" not in err and TOKEN not in err
+    return lines[0]
+
+
+@pytest.mark.parametrize("where", ["port", "host", "scheme"])
+def test_next_link_to_another_origin_is_refused(github, other, tmp_path, capsys, where):
+    evil = foreign_urls(github, other)[where]
+    github.script.append({"method": "GET", "status": 200, "body": [], "headers": {"Link": f'<{evil}>; rel="next"'}})
+    assert post(tmp_path) == 1
+    line = one_failure_line(no_token_anywhere(capsys, tmp_path).err, tmp_path / "comment.md")
+    assert f"is not on the API origin {github.url}; not following it" in line
+    assert other.requests == [] and len(github.requests) == 1  # nothing sent to the other origin
+    assert [h.get("Host") for _, _, h, _ in github.requests] == [github.url.split("//")[1]]
+    assert github.comments == []
+
+
+@pytest.mark.parametrize("where", ["port", "host", "scheme"])
+@pytest.mark.parametrize("method", ["GET", "POST"])
+def test_redirect_to_another_origin_is_refused(github, other, tmp_path, capsys, method, where):
+    evil = foreign_urls(github, other)[where]
+    github.script.append({"method": method, "status": 307, "headers": {"Location": evil}})
+    assert post(tmp_path) == 1
+    line = one_failure_line(no_token_anywhere(capsys, tmp_path).err, tmp_path / "comment.md")
+    assert f"HTTP 307 redirect {evil} is not on the API origin" in line
+    assert other.requests == [] and len(github.requests) == (1 if method == "GET" else 2)
+    assert github.comments == []
+
+
+def test_origin_is_scheme_host_and_port():
+    assert origin("https://API.github.com/x") == origin("https://api.github.com:443/y") == ("https", "api.github.com", 443)
+    assert origin("http://127.0.0.1/") == ("http", "127.0.0.1", 80)
+    assert len({origin(u) for u in ("https://h/", "http://h/", "https://h:8443/", "https://h.example/")}) == 4
+    assert origin("/relative") is None and origin("https://h:99999/") is None
+
+
+def test_redirect_within_the_origin_is_repeated_verbatim(github, tmp_path, capsys):
+    # GitHub redirects a renamed repository's API calls (301/307): same method, same body
+    github.script += [{"method": "GET", "status": 301, "headers": {"Location": "/repos/o/r/issues/7/comments?per_page=100"}},
+                      {"method": "POST", "status": 307, "headers": {"Location": f"{github.url}/repos/o/r/issues/7/comments"}}]
+    assert post(tmp_path) == 0
+    no_token_anywhere(capsys, tmp_path)
+    assert [m for m, *_ in github.requests] == ["GET", "GET", "POST", "POST"]
+    assert all(h["Authorization"] == f"Bearer {TOKEN}" for _, _, h, _ in github.requests)
+    assert len(github.comments) == 1
+
+
+def test_redirect_loop_ends(github, tmp_path, capsys):
+    github.script += [{"method": "GET", "status": 302, "headers": {"Location": "/loop"}}] * 6
+    assert post(tmp_path) == 1
+    assert "more than 5 redirects" in one_failure_line(capsys.readouterr().err, tmp_path / "comment.md")
+
+
+def test_a_hostile_server_echoing_the_token_never_gets_it_printed(github, tmp_path, capsys):
+    github.script.append({"status": 404, "body": {"message": f"no such thing for Bearer {TOKEN}\n\x1b[31m",
+                                                  "errors": [TOKEN]}})
+    assert post(tmp_path) == 1
+    line = one_failure_line(no_token_anywhere(capsys, tmp_path).err, tmp_path / "comment.md")
+    assert "no such thing for Bearer ***" in line and "\x1b" not in line
+
+
+# --- the token itself -----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("raw", [TOKEN + "\n", TOKEN + "\r\n", "  " + TOKEN + "\t"])
+def test_token_with_surrounding_whitespace_is_stripped(github, tmp_path, capsys, monkeypatch, raw):
+    monkeypatch.setenv("GITHUB_TOKEN", raw)
+    assert post(tmp_path) == 0
+    no_token_anywhere(capsys, tmp_path)
+    assert github.requests[0][2]["Authorization"] == f"Bearer {TOKEN}"
+
+
+@pytest.mark.parametrize("raw", [TOKEN[:8] + "\r\n" + TOKEN[8:], TOKEN[:8] + " " + TOKEN[8:], TOKEN + "\x7f",
+                                 TOKEN + "é", TOKEN[:8] + "\nX-Injected: 1"])
+@pytest.mark.parametrize("dry_run", [False, True])
+def test_token_that_cannot_be_a_header_is_refused_in_one_line(github, tmp_path, capsys, monkeypatch, raw, dry_run):
+    monkeypatch.setenv("GITHUB_TOKEN", raw)
+    assert post(tmp_path, *(["--dry-run"] if dry_run else [])) == 2
+    out = capsys.readouterr()
+    assert out.out == ""
+    assert out.err.count("\n") == 1 and out.err.startswith("pinset report: error: GITHUB_TOKEN has a space, control")
+    assert TOKEN[:8] not in out.err and TOKEN[8:] not in out.err
+    assert github.requests == [] and not (tmp_path / "comment.md").exists()
+
+
+@pytest.mark.parametrize("url", ["ftp://127.0.0.1/", "127.0.0.1:8080", "http://", f"http://u:{TOKEN}@127.0.0.1/",
+                                 f"http://{TOKEN}@127.0.0.1/", "http://127.0.0.1:99999", f"https://h/api?t={TOKEN}",
+                                 f"https://h/api#{TOKEN}", "http://[::1/"])
+def test_bad_api_url_is_bad_input(github, tmp_path, capsys, url):
+    assert post(tmp_path, "--api-url", url) == 2
+    err = no_token_anywhere(capsys, tmp_path).err
+    assert err.count("\n") == 1 and "is not an http(s) URL" in err
+    assert github.requests == [] and not (tmp_path / "comment.md").exists()
+
+
+# --- malformed answers: one line, exit 1 ----------------------------------------------------------
+
+MALFORMED_LISTINGS = {
+    "object": ({"message": "hi"}, "expected a list of comments, GitHub answered an object"),
+    "string": ("comments", "expected a list of comments, GitHub answered a string"),
+    "null": (b"null", "expected a list of comments, GitHub answered null"),
+    "html": (b"<!DOCTYPE html><html><body>Unicorn!</body></html>", "GitHub's answer is not JSON (<!DOCTYPE html>"),
+    "empty": (b"", "GitHub's answer is not JSON (an empty body)"),
+    "invalid": (b'[{"id": 1, "body": ', "GitHub's answer is not JSON"),
+    "not utf-8": (b'["\xff\xfe"]', "GitHub's answer is not JSON"),
+    "deep": (b"[" * 100_000, "GitHub's answer is not JSON"),
+    "numbers": ([1, 2], "expected comments (objects with an id and a body), GitHub answered a number in the list"),
+    "no id": ([{"body": MARK}], "expected comments (objects with an id and a body), GitHub answered an object"),
+    "bool id": ([{"id": True, "body": MARK}], "expected comments"),
+    "body not text": ([{"id": 3, "body": ["x"]}], "expected comments"),
+}
+
+
+@pytest.mark.parametrize("name", MALFORMED_LISTINGS)
+def test_malformed_listing(github, tmp_path, capsys, name):
+    body, expected = MALFORMED_LISTINGS[name]
+    github.script.append({"method": "GET", "status": 200, "body": body})
+    assert post(tmp_path) == 1
+    line = one_failure_line(no_token_anywhere(capsys, tmp_path).err, tmp_path / "comment.md")
+    assert line.startswith(f"pinset report: posting to o/r#7 failed: GET {github.url}/repos/o/r/issues/7/comments")
+    assert expected in line
+    assert github.comments == []
+
+
+@pytest.mark.parametrize("body", [{}, [], "ok", b"", b"<html>", {"id": 5}, {"html_url": "x"}, {"id": 5, "html_url": 3}])
+def test_malformed_answer_to_the_post(github, tmp_path, capsys, body):
+    github.script.append({"method": "POST", "status": 201, "body": body})
+    assert post(tmp_path) == 1
+    line = one_failure_line(no_token_anywhere(capsys, tmp_path).err, tmp_path / "comment.md")
+    assert f"POST {github.url}/repos/o/r/issues/7/comments: HTTP 201 but" in line
+
+
+@pytest.mark.parametrize("body", [[1, 2], "oops", b"<html>502</html>", b"", None.__class__.__name__.encode()])
+def test_malformed_error_answers(github, tmp_path, capsys, body):
+    github.fail = (404, body, {})
+    assert post(tmp_path) == 1
+    line = one_failure_line(no_token_anywhere(capsys, tmp_path).err, tmp_path / "comment.md")
+    assert "HTTP 404: no such repository or pull request" in line
+
+
+def test_an_unforeseen_failure_is_one_redacted_line(github, tmp_path, capsys, monkeypatch):
+    def broken(*args, **kwargs):
+        raise RuntimeError(f"bug with {TOKEN} in it\nsecond line")
+    monkeypatch.setattr(GitHub, "find_comment", broken)
+    assert post(tmp_path) == 1
+    line = one_failure_line(no_token_anywhere(capsys, tmp_path).err, tmp_path / "comment.md")
+    assert line.endswith("unexpected RuntimeError: bug with *** in it second line")
+
+
+# --- retries --------------------------------------------------------------------------------------
+
+def test_5xx_and_dropped_connections_are_retried_with_backoff(github, tmp_path, capsys, sleeps):
+    github.script += [{"method": "GET", "status": 502, "body": b"<html>Bad gateway</html>"},
+                      {"method": "GET", "body": None},
+                      {"method": "GET", "status": 503, "body": {"message": "busy"}, "headers": {"Retry-After": "3"}}]
+    assert post(tmp_path) == 0
+    no_token_anywhere(capsys, tmp_path)
+    assert sleeps == [2.0, 4.0, 3.0]
+    assert [m for m, *_ in github.requests] == ["GET"] * 4 + ["POST"]
+    assert len(github.comments) == 1
+
+
+def test_retries_are_bounded(github, tmp_path, capsys, sleeps):
+    github.fail = (500, {"message": "Server Error"}, {})
+    assert post(tmp_path) == 1
+    line = one_failure_line(capsys.readouterr().err, tmp_path / "comment.md")
+    assert line.endswith("HTTP 500: GitHub failed (Server Error) (gave up after 4 tries)")
+    assert len(github.requests) == 4 and sleeps == [2.0, 4.0, 8.0]
+
+
+def test_429_retry_after_is_honoured(github, tmp_path, capsys, sleeps):
+    github.script.append({"status": 429, "body": {"message": "secondary rate limit"}, "headers": {"Retry-After": "7"}})
+    assert post(tmp_path) == 0
+    assert sleeps == [7.0] and len(github.comments) == 1
+
+
+def test_403_rate_limit_waits_for_a_near_reset(github, tmp_path, capsys, sleeps):
+    reset = int(time.time()) + 5
+    github.script.append({"status": 403, "body": {"message": "API rate limit exceeded"},
+                          "headers": {"X-RateLimit-Remaining": "0", "X-RateLimit-Reset": str(reset)}})
+    assert post(tmp_path) == 0
+    assert len(sleeps) == 1 and 4 <= sleeps[0] <= 7
+
+
+def test_403_secondary_rate_limit_without_headers_waits_a_minute(github, tmp_path, capsys, sleeps):
+    github.script.append({"status": 403, "body": {"message": "You have exceeded a secondary rate limit."}})
+    assert post(tmp_path) == 0
+    assert sleeps == [60.0]
+
+
+@pytest.mark.parametrize("headers", [{"Retry-After": "3600"},
+                                     {"X-RateLimit-Remaining": "0", "X-RateLimit-Reset": str(int(time.time()) + 3600)}])
+def test_a_far_reset_gives_up_at_once_naming_it(github, tmp_path, capsys, sleeps, headers):
+    github.fail = (403, {"message": "API rate limit exceeded"}, headers)
+    assert post(tmp_path) == 1
+    line = one_failure_line(capsys.readouterr().err, tmp_path / "comment.md")
+    assert "GitHub rate limit reached; posting is blocked " in line
+    assert ("for 3600 s" if "Retry-After" in headers else " until 20") in line
+    assert sleeps == [] and len(github.requests) == 1
+
+
+def test_a_post_whose_answer_was_lost_is_not_posted_twice(github, tmp_path, capsys, sleeps):
+    github.script.append({"method": "POST", "status": 502, "body": b"", "apply": True})
+    assert post(tmp_path) == 0
+    out = no_token_anywhere(capsys, tmp_path)
+    assert len(github.comments) == 1
+    assert [m for m, *_ in github.requests] == ["GET", "POST", "GET"]
+    assert f"created comment on o/r#7: {github.comments[0]['html_url']}" in out.out
+
+
+def test_a_post_that_failed_is_posted_again_after_relisting(github, tmp_path, capsys, sleeps):
+    github.script.append({"method": "POST", "body": None})  # connection dropped before anything was done
+    assert post(tmp_path) == 0
+    assert len(github.comments) == 1
+    assert [m for m, *_ in github.requests] == ["GET", "POST", "GET", "POST"]
+
+
+def test_a_rejected_post_is_not_retried(github, tmp_path, capsys, sleeps):
+    github.script.append({"method": "POST", "status": 422, "body": {"message": "Validation Failed"}})
+    assert post(tmp_path) == 1
+    assert [m for m, *_ in github.requests] == ["GET", "POST"] and sleeps == []
+
+
+def test_urls_from_the_server_are_shown_redacted_on_one_line(github, tmp_path, capsys):
+    link = f"{github.url}/elsewhere?t={TOKEN}&x=%0a\x1b[2J"
+    github.script.append({"method": "GET", "status": 200, "body": [], "headers": {"Link": f'<{link}>; rel="next"'}})
+    assert post(tmp_path) == 1
+    line = one_failure_line(no_token_anywhere(capsys, tmp_path).err, tmp_path / "comment.md")
+    assert f"GET {github.url}/elsewhere?t=***&x=%0a" in line and "HTTP 404" in line and "\x1b" not in line
+    assert github.requests[1][1].startswith("/elsewhere")  # same origin: followed, with the token
+
+
+@pytest.mark.parametrize("loop", ["same page", "endless"])
+def test_pages_that_never_end(github, tmp_path, capsys, monkeypatch, loop):
+    monkeypatch.setattr(github_module, "MAX_PAGES", 5)
+    for page in range(1, 8):
+        link = f"{github.url}/repos/o/r/issues/7/comments?page={1 if loop == 'same page' else page + 1}"
+        github.script.append({"method": "GET", "status": 200, "body": [], "headers": {"Link": f'<{link}>; rel="next"'}})
+    assert post(tmp_path) == 1
+    assert "the comment pages do not end" in one_failure_line(capsys.readouterr().err, tmp_path / "comment.md")
+    assert len(github.requests) == (2 if loop == "same page" else 5) and github.comments == []
+
+
+def test_an_oversized_answer_is_refused(github, tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(github_module, "MAX_ANSWER", 1 << 20)
+    github.script.append({"method": "GET", "status": 200, "body": b"[" + b" " * (2 << 20) + b"]"})
+    assert post(tmp_path) == 1
+    assert "GitHub's answer is larger than 1 MiB" in one_failure_line(capsys.readouterr().err, tmp_path / "comment.md")
+
+
+def test_a_report_that_cannot_be_kept_is_one_more_line(github, tmp_path, capsys, monkeypatch):
+    github.fail = (500, {"message": "Server Error"}, {})
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("")
+    monkeypatch.setenv("PINSET_CACHE", str(blocker / "cache"))
+    assert post(tmp_path, markdown=False) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 2 and "HTTP 500" in err[0]
+    assert err[1].startswith("pinset report: the rendered report could not be kept: ")
+
+
+# --- property-based: whatever the input or the answer, pinset's own error or a result -------------
+
+JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
+                    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(
+                        st.sampled_from(["id", "body", "html_url", "url", "message", "errors", "x"]), inner, max_size=4),
+                    max_leaves=12)
+
+
+@given(st.text())
+def test_token_and_api_url_checks_raise_only_pinset_errors(text):
+    assert origin(text) is None or len(origin(text)) == 3
+    try:
+        token = clean_token(text)
+        assert token is None or (token == text.strip() and token.isprintable() and " " not in token)
+    except PinsetError as exc:
+        assert re.fullmatch(r"GITHUB_TOKEN has a space, control or non-ASCII character at position \d+ of \d+; "
+                            r"refusing to send it", str(exc))
+    try:
+        assert origin(parse_api_url(text)) is not None
+    except PinsetError as exc:
+        assert "\n" not in str(exc)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(listing=JSON | st.binary(max_size=40), created=JSON | st.binary(max_size=40),
+       list_status=st.sampled_from([200, 200, 200, 204, 304, 404, 429, 502]),
+       status=st.sampled_from([200, 201, 204, 400, 403, 404, 410, 429, 500, 503]))
+def test_any_answer_gives_a_result_or_one_post_error(github, listing, created, list_status, status):
+    github.comments.clear()
+    github.script[:] = [{"method": "GET", "status": list_status, "body": listing},
+                        {"method": "POST", "status": status, "body": created}]
+    client = GitHub(TOKEN, github.url, sleep=lambda s: None)
+    try:
+        posted = client.post(Target("o", "r", 7), MARK, MARK + "\nreport")
+        assert posted.action in ("created", "updated", "unchanged") and "\n" not in posted.url
+    except PostError as exc:
+        assert "\n" not in str(exc) and TOKEN not in str(exc)

@@ -9,7 +9,8 @@ from pinset.config.schema import load_pinset
 from pinset.errors import PinsetError
 from pinset.output import write_json, write_text
 from pinset.report import build_report
-from pinset.report.github import DEFAULT_API_URL, GitHub, PostError, describe_dry_run, parse_target
+from pinset.report.github import (DEFAULT_API_URL, GitHub, PostError, clean_token, describe_dry_run, parse_api_url,
+                                  parse_target)
 from pinset.report.markdown import marker
 from pinset.store import Store
 
@@ -34,12 +35,16 @@ def run(args) -> int:
     target = parse_target(args.post) if args.post else None
     if args.dry_run and not target:
         raise PinsetError("--dry-run only applies to --post")
-    token = os.environ.get("GITHUB_TOKEN") or None
+    token = clean_token(os.environ.get("GITHUB_TOKEN")) if target else None
     if target and not args.dry_run and not token:
         raise PinsetError("--post needs a token in GITHUB_TOKEN (or use --dry-run)")
+    api_url = parse_api_url(args.api_url) if target else None
 
     pinset = load_pinset(args.config, require_pins=False) if args.config else None
     report = build_report(args.results, pinset)
+    if target and not report.digest:  # bad input: refused before anything is written
+        raise PinsetError("--post: no sim or verify result and no -c pins.yaml, so the pin set (and its "
+                          "comment marker) is unknown")
 
     if args.markdown:
         write_text(args.markdown, report.markdown)
@@ -53,20 +58,22 @@ def run(args) -> int:
 
     status = 0 if report.verdict.ok else 1
     if target:
-        if not report.digest:
-            raise PinsetError("--post: no sim or verify result and no -c pins.yaml, so the pin set (and its "
-                              "comment marker) is unknown")
-        github = GitHub(token, args.api_url)
+        github = GitHub(token, api_url)
         if args.dry_run:
             sys.stdout.write(describe_dry_run(github.plan(target, report.markdown), token))
             return status
         try:
             posted = github.post(target, marker(report.digest), report.markdown)
-        except PostError as exc:
-            kept = args.markdown or _keep(args, report)
+        except Exception as exc:  # PostError, or an answer nobody foresaw: one line, the token redacted
+            if not isinstance(exc, PostError):
+                exc = github.unexpected(exc)
             # plain prints: one unwrapped line each, so CI logs can be grepped
             print(f"pinset report: posting to {target} failed: {exc}", file=sys.stderr)
-            print(f"pinset report: the rendered report is in {kept}", file=sys.stderr)
+            try:
+                print(f"pinset report: the rendered report is in {args.markdown or _keep(args, report)}",
+                      file=sys.stderr)
+            except OSError as keep_error:
+                print(f"pinset report: the rendered report could not be kept: {keep_error}", file=sys.stderr)
             return 1
         print(f"{posted.action} comment on {target}: {posted.url}")
     return status

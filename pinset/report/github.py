@@ -1,16 +1,25 @@
 """Posting the report as one PR comment per pin set (found again by its hidden marker), via the REST API.
 
-The token is only ever put in the Authorization header of the session; every message, the dry run and
-errors show it redacted. HTTP failures become one clear PostError (the command exits 1 and keeps the
-rendered report on disk), never a traceback with headers in it.
+The token goes only to the API origin (scheme, host and port of the API URL): a pagination link or a
+redirect to anywhere else is refused, since following it would either leak the token or let another
+server decide which comment we edit. Redirects are followed by hand so that this rule is ours: requests
+strips the Authorization header on a host change but keeps it on an http -> https change of the same
+host, and older versions kept it on any change but the host. Every message shows the token redacted and
+every failure - HTTP error, malformed answer, network - is one PostError line (the command exits 1 and
+keeps the rendered report), never a traceback. Idempotent calls are retried within a bounded wait.
 """
 
 from __future__ import annotations
 
+import http.client
 import json
 import re
+import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from email.utils import parsedate_to_datetime
+from typing import Callable
+from urllib.parse import urljoin, urlsplit
 
 import requests
 import requests.auth
@@ -22,10 +31,26 @@ TARGET_RE = re.compile(r"^(?P<owner>[A-Za-z0-9_.-]+)/(?P<repo>[A-Za-z0-9_.-]+)#(
 REDACTED = "***"
 MAX_BODY = 65536  # GitHub refuses longer comment bodies (422)
 TIMEOUT = 30
+MAX_TRIES = 4          # per call: the first try and up to three retries
+MAX_WAIT = 60.0        # longest single wait before a retry (s); a later rate-limit reset means giving up
+MAX_TOTAL_WAIT = 180.0  # all waits of one call together (s)
+MAX_REDIRECTS = 5
+MAX_PAGES = 1000       # of 100 comments; a next link that never ends is a broken server
+MAX_ANSWER = 64 << 20  # bytes; a page of 100 comments of 65536 characters fits
+REDIRECTS = (301, 302, 303, 307, 308)
+_default_sleep = time.sleep  # tests swap it to count waits instead of waiting
 
 
 class PostError(Exception):
     """Posting failed (HTTP error, rate limit, network): exit 1, the report itself is kept."""
+
+
+class _Transient(Exception):
+    """A failure worth retrying (5xx, network, rate limit); `wait` is what the server asked for."""
+
+    def __init__(self, message: str, wait: float | None = None):
+        super().__init__(message)
+        self.message, self.wait = message, wait
 
 
 @dataclass(frozen=True)
@@ -38,6 +63,59 @@ class Target:
         return f"{self.owner}/{self.repo}#{self.number}"
 
 
+def clean_token(raw: str | None) -> str | None:
+    """GITHUB_TOKEN without surrounding whitespace (a token read from a file often ends in a newline);
+    None when empty. Anything else that cannot go into a header is refused without echoing the token."""
+    token = (raw or "").strip()
+    if not token:
+        return None
+    bad = next((i for i, ch in enumerate(token) if not "!" <= ch <= "~"), None)
+    if bad is not None:
+        raise PinsetError(f"GITHUB_TOKEN has a space, control or non-ASCII character at position {bad + 1} "
+                          f"of {len(token)}; refusing to send it")
+    return token
+
+
+def parse_api_url(text: str) -> str:
+    """The API base URL, checked: http(s), a host, no credentials, query or fragment (it is printed)."""
+    try:
+        parts = urlsplit(text.strip())
+        parts.port  # noqa: B018 - raises ValueError on a bad port
+    except ValueError:
+        parts = None
+    if (not parts or parts.scheme not in ("http", "https") or not parts.hostname or parts.username is not None
+            or parts.password is not None or parts.query or parts.fragment):
+        shown = re.sub(r"//[^/]*@", "//...@", re.split(r"[?#]", text, maxsplit=1)[0])  # may hold a secret
+        raise PinsetError(f"--api-url / GITHUB_API_URL: {_one_line(shown, 200)!r} is not an http(s) URL "
+                          "of the form https://host[:port][/path] (no user:password@, ?query or #fragment)")
+    return text.strip().rstrip("/")
+
+
+def origin(url: str) -> tuple[str, str, int] | None:
+    """(scheme, host, port) with the default port filled in; None for a URL that has none."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port or {"http": 80, "https": 443}.get(parts.scheme.lower())
+    except ValueError:
+        return None
+    if not parts.hostname or port is None:
+        return None
+    return parts.scheme.lower(), parts.hostname.lower(), port
+
+
+def _one_line(text: str, limit: int = 300) -> str:
+    """Server-provided text made printable on one line (no control characters, bounded length)."""
+    flat = re.sub(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]+", " ", str(text)).strip()
+    return flat if len(flat) <= limit else flat[:limit] + "..."
+
+
+def _kind(value) -> str:
+    """How a JSON value reads in a message ("a list", "a string"...)."""
+    if isinstance(value, bool) or value is None:
+        return json.dumps(value)
+    return {dict: "an object", list: "a list", str: "a string"}.get(type(value), "a number")
+
+
 def parse_target(text: str) -> Target:
     m = TARGET_RE.match(text.strip())
     if not m:
@@ -48,22 +126,25 @@ def parse_target(text: str) -> Target:
 class _Bearer(requests.auth.AuthBase):
     """Token auth that also stops requests from swapping in ~/.netrc credentials."""
 
-    def __init__(self, token: str):
+    def __init__(self, token: str | None):
         self._token = token
 
     def __call__(self, r):
-        r.headers["Authorization"] = f"Bearer {self._token}"
+        if self._token:
+            r.headers["Authorization"] = f"Bearer {self._token}"
         return r
 
     def __repr__(self) -> str:
         return "_Bearer(***)"
 
 
-def headers(token: str | None, redact: bool = False) -> dict[str, str]:
+def headers(token: str | None = None) -> dict[str, str]:
+    """The headers of every request; with a token, the Authorization one as --dry-run shows it (redacted:
+    only _Bearer ever writes the real token, into the request itself)."""
     out = {"Accept": "application/vnd.github+json", "X-GitHub-Api-Version": "2022-11-28",
            "User-Agent": "pinset-report"}
     if token:
-        out["Authorization"] = f"Bearer {REDACTED if redact else token}"
+        out["Authorization"] = f"Bearer {REDACTED}"
     return out
 
 
@@ -72,6 +153,16 @@ class Request:
     method: str
     url: str
     body: dict | None = None
+
+
+@dataclass(frozen=True)
+class Answer:
+    """A 2xx answer, read whole (and bounded) while the connection was open."""
+    method: str
+    url: str
+    status: int
+    content: bytes
+    next_url: str | None
 
 
 @dataclass(frozen=True)
@@ -85,7 +176,7 @@ def describe_dry_run(requests_planned: list[Request], token: str | None) -> str:
     out = []
     for req in requests_planned:
         out.append(f"{req.method} {req.url}")
-        out += [f"{k}: {v}" for k, v in headers(token, redact=True).items()]
+        out += [f"{k}: {v}" for k, v in headers(token).items()]
         if req.body is not None:
             out += ["", json.dumps(req.body, indent=2, ensure_ascii=False)]
         if req.method == "POST":
@@ -95,13 +186,15 @@ def describe_dry_run(requests_planned: list[Request], token: str | None) -> str:
 
 
 class GitHub:
-    def __init__(self, token: str | None, api_url: str = DEFAULT_API_URL, session: requests.Session | None = None):
-        self.api_url = api_url.rstrip("/")
+    def __init__(self, token: str | None, api_url: str = DEFAULT_API_URL, session: requests.Session | None = None,
+                 sleep: Callable[[float], None] | None = None, clock: Callable[[], float] | None = None):
+        self.api_url = parse_api_url(api_url)
+        self._origin = origin(self.api_url)
         self._token = token
         self.session = session or requests.Session()
-        self.session.headers.update(headers(None))
-        if token:
-            self.session.auth = _Bearer(token)
+        self.session.headers.update(headers())
+        self._sleep = sleep or _default_sleep
+        self._clock = clock or time.time
 
     def comments_url(self, t: Target) -> str:
         return f"{self.api_url}/repos/{t.owner}/{t.repo}/issues/{t.number}/comments"
@@ -110,64 +203,157 @@ class GitHub:
         return f"{self.api_url}/repos/{t.owner}/{t.repo}/issues/comments/{comment_id}"
 
     # --- HTTP ---------------------------------------------------------------------------------
-    def _call(self, method: str, url: str, **kw) -> requests.Response:
-        try:
-            response = self.session.request(method, url, timeout=TIMEOUT, **kw)
-        except requests.RequestException as exc:
-            raise PostError(f"{method} {url}: {type(exc).__name__}: {self._scrub(str(exc))}") from None
-        if response.status_code >= 400:
-            raise PostError(self._http_message(method, url, response))
-        return response
+    def _call(self, method: str, url: str, json_body: dict | None = None, params: dict | None = None) -> Answer:
+        """An idempotent call (GET, or PATCH of a whole body), retried on transient failures."""
+        return self._retrying(lambda: self._once(method, url, json_body, params))
 
-    def _scrub(self, text: str) -> str:
-        return text.replace(self._token, REDACTED) if self._token else text
+    def _retrying(self, attempt: Callable):
+        """attempt() until it returns; a _Transient failure is retried after the wait the server asked
+        for (Retry-After, rate-limit reset) or a doubling backoff, within MAX_TRIES and MAX_TOTAL_WAIT."""
+        waited, tries = 0.0, 0
+        while True:
+            tries += 1
+            try:
+                return attempt()
+            except _Transient as exc:
+                wait = exc.wait if exc.wait is not None else 2.0 ** tries
+                if tries == MAX_TRIES or wait > MAX_WAIT or waited + wait > MAX_TOTAL_WAIT:
+                    raise PostError(exc.message + (f" (gave up after {tries} tries)" if tries > 1 else "")) from None
+                self._sleep(wait)
+                waited += wait
 
-    def _http_message(self, method: str, url: str, r: requests.Response) -> str:
-        try:
-            api_message = r.json().get("message", "")
-        except ValueError:
-            api_message = r.text[:200]
-        api_message = self._scrub(str(api_message))
-        where = f"{method} {url}: HTTP {r.status_code}"
-        remaining = r.headers.get("X-RateLimit-Remaining")
-        if r.status_code in (403, 429) and (remaining == "0" or "Retry-After" in r.headers):
-            when = ""
-            reset = r.headers.get("X-RateLimit-Reset")
-            if reset and reset.isdigit():
-                when = " until " + datetime.fromtimestamp(int(reset), timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
-            elif r.headers.get("Retry-After"):
-                when = f" for {r.headers['Retry-After']} s"
-            return f"{where}: GitHub rate limit reached; posting is blocked{when} ({api_message})"
+    def _once(self, method: str, url: str, json_body: dict | None, params: dict | None) -> Answer:
+        """One request, following redirects by hand within the API origin; raises PostError or _Transient."""
+        for _ in range(MAX_REDIRECTS + 1):
+            self._check_origin(method, url, "URL")
+            shown = self._clean(url, 300)  # a next link or redirect came from the server
+            try:
+                with self.session.request(method, url, params=params, json=json_body, timeout=TIMEOUT,
+                                          allow_redirects=False, stream=True, auth=_Bearer(self._token)) as r:
+                    status, reply_headers = r.status_code, r.headers
+                    content = self._read(r, method, shown)
+                    links = r.links
+                    sent_url = r.url
+            except (requests.ConnectionError, requests.Timeout, requests.exceptions.ChunkedEncodingError,
+                    http.client.HTTPException) as exc:
+                raise _Transient(f"{method} {shown}: {type(exc).__name__}: {self._clean(exc)}") from None
+            except (requests.RequestException, OSError, ValueError) as exc:
+                raise PostError(f"{method} {shown}: {type(exc).__name__}: {self._clean(exc)}") from None
+            if status in REDIRECTS:
+                location = reply_headers.get("Location")
+                if not location:
+                    raise PostError(f"{method} {shown}: HTTP {status} redirect without a Location")
+                url, params = urljoin(sent_url, location), None
+                self._check_origin(method, url, f"HTTP {status} redirect")
+                continue
+            if 200 <= status < 300:
+                nxt = links.get("next", {}).get("url")
+                return Answer(method, self._clean(sent_url, 300), status, content,
+                              urljoin(sent_url, nxt) if nxt else None)
+            self._fail(method, shown, status, reply_headers, content)
+        raise PostError(f"{method} {self._clean(url, 300)}: more than {MAX_REDIRECTS} redirects")
+
+    def _check_origin(self, method: str, url: str, what: str) -> None:
+        if origin(url) != self._origin:
+            raise PostError(f"{method}: {what} {self._clean(url, 200)} is not on the API origin "
+                            f"{self.api_url}; not following it (the token goes to the API only)")
+
+    def _read(self, r: requests.Response, method: str, url: str) -> bytes:
+        chunks, size = [], 0
+        for chunk in r.iter_content(1 << 16):
+            chunks.append(chunk)
+            size += len(chunk)
+            if size > MAX_ANSWER:
+                raise PostError(f"{method} {url}: GitHub's answer is larger than {MAX_ANSWER >> 20} MiB")
+        return b"".join(chunks)
+
+    def unexpected(self, exc: Exception) -> PostError:
+        """A failure the client did not foresee, as one redacted line (never a traceback with headers)."""
+        return PostError(f"unexpected {type(exc).__name__}: {self._clean(exc)}")
+
+    def _clean(self, text, limit: int = 300) -> str:
+        """Any text that may reach the user: token redacted, one line, bounded."""
+        text = str(text)
+        if self._token:
+            text = text.replace(self._token, REDACTED)
+        return _one_line(text, limit)
+
+    def _fail(self, method: str, url: str, status: int, reply_headers, content: bytes):
+        """Raise the error for a non-2xx answer: _Transient when a retry may succeed."""
+        data = _loads(content)
+        api_message = data.get("message") if isinstance(data, dict) else None
+        if not isinstance(api_message, str):
+            api_message = "" if data is not None else content[:200].decode("utf-8", "replace")
+        api_message = self._clean(api_message, 200)
+        where = f"{method} {url}: HTTP {status}"
+        if self._rate_limited(status, reply_headers, api_message):
+            wait, when = self._rate_limit_wait(reply_headers)
+            message = f"{where}: GitHub rate limit reached; posting is blocked{when} ({api_message})"
+            raise _Transient(message, wait)
+        if status >= 500:
+            raise _Transient(f"{where}: GitHub failed" + (f" ({api_message})" if api_message else ""),
+                             _seconds(reply_headers.get("Retry-After"), self._clock()))
         hint = {
             401: "the token in GITHUB_TOKEN was refused (expired or wrong)",
             403: "the token may not comment on this repository (needs issues/pull-requests: write)",
             404: "no such repository or pull request, or the token cannot see it",
             422: "GitHub rejected the comment",
-        }.get(r.status_code, "request failed")
-        details = ""
-        try:
-            errors = r.json().get("errors")
-            if errors:
-                details = " " + self._scrub(json.dumps(errors))[:300]
-        except ValueError:
-            pass
-        return f"{where}: {hint}" + (f" ({api_message})" if api_message else "") + details
+        }.get(status, "request failed")
+        errors = data.get("errors") if isinstance(data, dict) else None
+        details = " " + self._clean(json.dumps(errors), 300) if errors else ""
+        raise PostError(f"{where}: {hint}" + (f" ({api_message})" if api_message else "") + details)
+
+    @staticmethod
+    def _rate_limited(status: int, reply_headers, api_message: str) -> bool:
+        if status == 429:
+            return True
+        return status == 403 and (reply_headers.get("X-RateLimit-Remaining") == "0" or "Retry-After" in reply_headers
+                                  or "rate limit" in api_message.lower())
+
+    def _rate_limit_wait(self, reply_headers) -> tuple[float, str]:
+        """(seconds to wait, " for N s" / " until <time>") from Retry-After, else X-RateLimit-Reset,
+        else GitHub's advice for a secondary limit without either: one minute."""
+        now = self._clock()
+        retry_after = _seconds(reply_headers.get("Retry-After"), now)
+        if retry_after is not None:
+            return retry_after, f" for {retry_after:.0f} s"
+        reset = reply_headers.get("X-RateLimit-Reset", "")
+        if reset.isdigit() and len(reset) < 12:
+            when = datetime.fromtimestamp(int(reset), timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+            return max(int(reset) - now, 0) + 1, f" until {when}"
+        return 60.0, ""
+
+    def _json(self, answer: Answer):
+        data = _loads(answer.content)
+        if data is None and answer.content.strip() != b"null":
+            shown = self._clean(answer.content[:80].decode("utf-8", "replace"), 80) or "an empty body"
+            raise PostError(f"{answer.method} {answer.url}: HTTP {answer.status} but GitHub's answer is not JSON "
+                            f"({shown})")
+        return data
 
     # --- comments -----------------------------------------------------------------------------
     def find_comment(self, t: Target, mark: str) -> dict | None:
         """The first comment on the PR whose body contains the marker (every page is read)."""
         url: str | None = self.comments_url(t)
         params: dict | None = {"per_page": 100}
+        seen: set[str] = set()
         while url:
-            response = self._call("GET", url, params=params)
-            try:
-                comments = response.json()
-            except ValueError:
-                raise PostError(f"GET {url}: GitHub answered with something that is not JSON") from None
+            if url in seen or len(seen) >= MAX_PAGES:
+                raise PostError(f"GET {self._clean(url)}: the comment pages do not end (a next link seen before, "
+                                f"or more than {MAX_PAGES} pages)")
+            seen.add(url)
+            answer = self._call("GET", url, params=params)
+            comments = self._json(answer)
+            if not isinstance(comments, list):
+                raise PostError(f"GET {answer.url}: expected a list of comments, GitHub answered {_kind(comments)}")
             for comment in comments:
+                if not (isinstance(comment, dict) and _is_id(comment.get("id"))
+                        and isinstance(comment.get("body") or "", str)):
+                    raise PostError(f"GET {answer.url}: expected comments (objects with an id and a body), "
+                                    f"GitHub answered {_kind(comment)} in the list")
                 if mark in (comment.get("body") or ""):
                     return comment
-            url = response.links.get("next", {}).get("url")
+            url = answer.next_url
             params = None  # the next link carries its own query
         return None
 
@@ -185,15 +371,56 @@ class GitHub:
                             "post fewer results at once (e.g. one comment per build)")
         existing = self.find_comment(t, mark)
         if existing:
-            if existing.get("body") == body:
-                return Posted("unchanged", existing.get("html_url") or self.comment_url(t, existing["id"]))
-            r = self._call("PATCH", self.comment_url(t, existing["id"]), json={"body": body})
-            action = "updated"
-        else:
-            r = self._call("POST", self.comments_url(t), json={"body": body})
-            action = "created"
-        try:
-            data = r.json()
-        except ValueError:
-            data = {}
-        return Posted(action, data.get("html_url") or data.get("url") or self.comments_url(t))
+            return self._update(t, existing, body)
+        tried = False
+
+        def create() -> Posted:
+            # A POST that failed may still have created the comment: list again before a second one.
+            nonlocal tried
+            if tried and (found := self.find_comment(t, mark)):
+                updated = self._update(t, found, body)
+                return Posted("created", updated.url) if updated.action == "unchanged" else updated
+            tried = True
+            return self._posted("created", self._once("POST", self.comments_url(t), {"body": body}, None))
+
+        return self._retrying(create)
+
+    def _update(self, t: Target, existing: dict, body: str) -> Posted:
+        if existing.get("body") == body:
+            url = existing.get("html_url")
+            return Posted("unchanged", self._clean(url) if isinstance(url, str) else self.comment_url(t, existing["id"]))
+        return self._posted("updated", self._call("PATCH", self.comment_url(t, existing["id"]), {"body": body}))
+
+    def _posted(self, action: str, answer: Answer) -> Posted:
+        data = self._json(answer)
+        url = data.get("html_url") or data.get("url") if isinstance(data, dict) else None
+        if not (isinstance(data, dict) and _is_id(data.get("id")) and isinstance(url, str)):
+            raise PostError(f"{answer.method} {answer.url}: HTTP {answer.status} but GitHub answered "
+                            f"{_kind(data)} that is no comment (no id or html_url); the comment may have been "
+                            f"{action}, check the PR")
+        return Posted(action, self._clean(url))
+
+
+def _loads(content: bytes):
+    """The JSON value of an answer, None when it is not JSON (bad UTF-8, bad syntax, absurd nesting)."""
+    try:
+        return json.loads(content)
+    except (ValueError, RecursionError):
+        return None
+
+
+def _is_id(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value > 0
+
+
+def _seconds(retry_after: str | None, now: float) -> float | None:
+    """Retry-After in seconds: delta-seconds or an HTTP date; None when absent or unreadable."""
+    if not retry_after:
+        return None
+    text = retry_after.strip()
+    if text.isdigit():
+        return float(text)
+    try:
+        return max(parsedate_to_datetime(text).timestamp() - now, 0.0)
+    except (TypeError, ValueError, OverflowError):
+        return None
