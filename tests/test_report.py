@@ -227,7 +227,7 @@ def test_other_schema_version(tmp_path, capsys):
     rc, _ = report([dump(tmp_path / "v2.json", data)], tmp_path)
     err = capsys.readouterr().err
     assert rc == 2
-    assert "v2.json: schema 2, this pinset reads schema 1 only" in err
+    assert "v2.json: schema 2, this pinset reads verify schema 1 only" in err
 
 
 def test_missing_key_names_the_key(tmp_path, capsys):

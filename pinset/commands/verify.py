@@ -89,7 +89,7 @@ def run(args) -> int:
                            "op_jobs": args.op_jobs})
     doc = result.to_json()
     console.print(_table(doc))
-    console.print("[green]ok[/]: all gates green" if result.ok else "[red]not ok[/]: a gate is red (or did not run)")
+    console.print(f"[green]ok[/]: {doc['summary']}" if result.ok else f"[red]not ok[/]: {doc['summary']}")
     if args.json:
         write_json(args.json, doc)
     if args.markdown:
