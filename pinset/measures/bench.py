@@ -18,6 +18,7 @@ rounds and statistics, with "base" the reference model.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from statistics import median
@@ -225,18 +226,28 @@ def _pct(x: float | None) -> str:
     return "—" if x is None else f"{(x - 1.0) * 100:+.1f} %"
 
 
-SPEED_STAT = "median over kept rounds of each run's speed (a run's speed: the median of its `-r` samples)"
+def speed_stat(doc: dict) -> str:
+    """What the t/s columns of every bench table hold (row_speeds), for the label next to them. Benches
+    recorded before METHOD took a run's speed as llama-bench's avg_ts, the mean of its samples."""
+    run = "the median of its `-r` samples" if str(doc.get("method")).startswith("run speed = median") else \
+        "llama-bench's avg_ts, the mean of its `-r` samples (recorded before pinset used the median)"
+    return f"median over kept rounds of each run's speed (a run's speed: {run})"
 
 
 def row_speeds(row: dict) -> tuple[float | None, float | None]:
-    """Base and head t/s of a row as every table shows them (bench.md, the console, the report): SPEED_STAT."""
+    """Base and head t/s of a row as every table shows them (bench.md, the console, the report), as speed_stat() says."""
     return (median(row["base_tps"]) if row["base_tps"] else None,
             median(row["head_tps"]) if row["head_tps"] else None)
 
 
-def is_noise_exclusion(text: str) -> bool:
-    """An `excluded` entry of a row that removed a round for noise (not the warm-up, not a failed run)."""
-    return text.endswith(f": {BUSY}")
+def exclusion_kind(text: str) -> str:
+    """What an `excluded` entry of a row is: "warm-up", "failed" (a run without a result) or "noise" (the
+    round's speed is not trusted, e.g. another process used the GPU)."""
+    if text.endswith(": warm-up"):
+        return "warm-up"
+    if re.search(r"^round \d+: (base|head) has no result", text):
+        return "failed"
+    return "noise"
 
 
 def row_cells(row: dict) -> list[str]:
@@ -286,7 +297,7 @@ def bench_markdown(doc: dict, plot_name: str | None = None) -> str:
     lines = [title, "",
              f"{sides}; GPU: {doc['gpu']['name'] if doc['gpu'] else 'none (CPU)'}; "
              f"{doc['rounds']} interleaved rounds (first = warm-up) of `-r {doc['repetitions']}`; "
-             f"args `{' '.join(doc['llama_bench_args'])}`. t/s: {SPEED_STAT}.", "",
+             f"args `{' '.join(doc['llama_bench_args'])}`. t/s: {speed_stat(doc)}.", "",
              "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     lines += ["| " + " | ".join(row_cells(r)) + " |" for r in doc["rows"]]
     if doc.get("reanalysed_from"):
@@ -360,10 +371,11 @@ class BenchResult:
     def device(self) -> str:
         return self.gpu["name"] if self.gpu else "CPU"
 
-    def failed_runs(self) -> list[str]:
+    @staticmethod
+    def failed_runs_of(round_log: list[dict]) -> list[str]:
         """"round N base: why" for every llama-bench run that failed (warm-up included)."""
         return [f"round {r['round']} {label}: {run.get('detail') or 'failed'}"
-                for r in self.round_log for label, run in (r.get("runs") or {}).items() if not run.get("ok")]
+                for r in round_log for label, run in (r.get("runs") or {}).items() if not run.get("ok")]
 
     def to_json(self) -> dict:
         return {"schema": SCHEMAS["bench"], "kind": "bench", "ok": self.ok, "compare": self.compare,

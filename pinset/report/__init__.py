@@ -7,13 +7,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pinset import SCHEMA_VERSION
 from pinset.config.schema import PinSet
 from pinset.errors import PinsetError
 from pinset.report.load import load_results
 from pinset.report.markdown import render
 from pinset.report.merge import Merged, merge
 from pinset.report.verdict import Verdict, judge
+from pinset.results import SCHEMAS
 
 
 @dataclass
@@ -25,9 +25,11 @@ class Report:
 
     def to_json(self) -> dict:
         return {
-            "schema": SCHEMA_VERSION, "kind": "report", "pinset": self.digest, "ok": self.verdict.ok,
+            "schema": SCHEMAS["report"], "kind": "report", "pinset": self.digest, "ok": self.verdict.ok,
+            "outcome": self.verdict.outcome,
             "verdict": {"line": self.verdict.line(), "blockers": self.verdict.blockers,
-                        "warnings": self.verdict.warnings, "not_tested": self.verdict.not_tested},
+                        "missing": self.verdict.missing, "warnings": self.verdict.warnings,
+                        "not_tested": self.verdict.not_tested},
             "builds": [{"build": b, "commit": c} for b, c in sorted(self.merged.commits.items())],
             "inputs": [{"name": f.name, "kind": f.kind, "sha256": f.sha256} for f in self.merged.files],
         }

@@ -50,7 +50,13 @@ class PinResult:
                    d.get("conflict_with", str, None), d.strs("files"), d.get("retire", bool),
                    Contract(c.get("ok", bool), c.strs("problems")), d.get("detail", str, None, default=None),
                    d.num("carried_fraction", null=True, default=None),
-                   d.strs("touched") if d.has("touched") else None)
+                   d.strs("touched") if d.has("touched") else _touched_before_schema_field(d))
+
+
+def _touched_before_schema_field(d: Doc) -> list[str] | None:
+    """Files written before `touched` existed: `files` held every file the pin changes unless the pin
+    conflicted (then only the conflicting ones) or could not be prepared."""
+    return d.strs("files") if d.get("status", str) in ("applied", "upstream", "skipped") else None
 
 
 @dataclass
