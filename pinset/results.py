@@ -129,6 +129,8 @@ def read_document(path: str | Path) -> tuple[Doc, str, int, bytes]:
     if not isinstance(data, dict):
         raise PinsetError(f"{path}: not a pinset result (top level is not an object)")
     kind = data.get("kind")
+    if kind == "model":
+        raise PinsetError(f"{path}: a model document (pinset model synth), not a result of sim, verify, kld or bench")
     if kind not in SCHEMAS:
         raise PinsetError(f"{path}: unknown kind {kind!r} (expected one of {', '.join(SCHEMAS)})")
     schema = data.get("schema")

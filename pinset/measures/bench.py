@@ -230,7 +230,7 @@ def speed_stat(doc: dict) -> str:
     """What the t/s columns of every bench table hold (row_speeds), for the label next to them. Benches
     recorded before METHOD took a run's speed as llama-bench's avg_ts, the mean of its samples."""
     run = "the median of its `-r` samples" if str(doc.get("method")).startswith("run speed = median") else \
-        "llama-bench's avg_ts, the mean of its `-r` samples (recorded before pinset used the median)"
+        "llama-bench's avg_ts, the mean of its `-r` samples, as recorded before pinset took the median"
     return f"median over kept rounds of each run's speed (a run's speed: {run})"
 
 

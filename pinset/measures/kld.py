@@ -219,7 +219,7 @@ class KldResult:
         return cls(ok, {"path": m.get("path", str), "name": m.get("name", str), "size_bytes": m.get("size_bytes", int)},
                    {"path": t.get("path", str), "sha256": t.get("sha256", str)}, d.get("ctx", int), d.get("chunks", int),
                    {"backend": ref.get("backend", str), "build": ref.get("build", str), "commit": ref.get("commit", str),
-                    "cached": ref.get("cached", bool), "key": ref.get("key", str, default=None),
+                    "cached": ref.get("cached", bool), "key": ref.get("key", str, None, default=None),
                     "ppl": _value_err(ref, "ppl")},
                    runs, verdict)
 
