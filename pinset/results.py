@@ -131,7 +131,7 @@ def read_document(path: str | Path) -> tuple[Doc, str, int, bytes]:
     kind = data.get("kind")
     if kind == "model":
         raise PinsetError(f"{path}: a model document (pinset model synth), not a result of sim, verify, kld or bench")
-    if kind not in SCHEMAS:
+    if not isinstance(kind, str) or kind not in SCHEMAS:
         raise PinsetError(f"{path}: unknown kind {kind!r} (expected one of {', '.join(SCHEMAS)})")
     schema = data.get("schema")
     if isinstance(schema, bool) or schema not in READS[kind]:

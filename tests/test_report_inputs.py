@@ -377,3 +377,72 @@ def test_refusals_name_the_file_and_the_key(tmp_path, capsys):
     assert rc == 2 and "r.json: a report document; pinset report reads the results of" in capsys.readouterr().err
     rc, _ = report([REPORT.parent.parent.parent / "reports/h200/results/model-synth-llama-1b-4l-IQ1_M.json"], tmp_path)
     assert rc == 2 and "model-synth-llama-1b-4l-IQ1_M.json: a model document (pinset model synth)" in capsys.readouterr().err
+
+
+# --- property: a damaged result is read, or refused in one line; never a traceback, never more "ready" ----------
+def _leaves(value, path=()):
+    if isinstance(value, dict):
+        for k, v in value.items():
+            yield from _leaves(v, (*path, k))
+    elif isinstance(value, list) and value:
+        for i, v in enumerate(value):
+            yield from _leaves(v, (*path, i))
+    else:
+        yield path
+
+
+def test_damaged_results_are_read_or_refused_in_one_line(tmp_path_factory):
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    from pinset.errors import PinsetError
+    from pinset.report import build_report
+
+    docs = {p.name: load(p) for p in sorted(GREEN.glob("*.json"))}
+    leaves = [(name, path) for name, doc in docs.items() for path in _leaves(doc)]
+    junk = st.one_of(st.none(), st.booleans(), st.integers(-2, 10 ** 6), st.floats(allow_nan=True, allow_infinity=True),
+                     st.text(max_size=8), st.just([]), st.just({}), st.lists(st.floats(allow_nan=True), max_size=3))
+    folder = tmp_path_factory.mktemp("damaged")
+
+    @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+    @given(st.lists(st.tuples(st.sampled_from(leaves), junk), min_size=1, max_size=3))
+    def check(damage):
+        damaged = copy.deepcopy(docs)
+        for (name, path), value in damage:
+            target = damaged[name]
+            try:
+                for key in path[:-1]:
+                    target = target[key]
+                target[path[-1]] = value
+            except (KeyError, IndexError, TypeError):
+                continue
+        paths = []
+        for name, doc in damaged.items():
+            (folder / name).write_text(json.dumps(doc))
+            paths.append(folder / name)
+        try:
+            result = build_report(paths)
+        except PinsetError as exc:
+            assert "\n" not in str(exc) and str(exc).startswith(str(folder))
+            return
+        assert result.markdown
+        if result.verdict.ok:  # still ready: then every number the verdict used is a measurement
+            for f in result.merged.files:
+                if f.kind == "kld":
+                    assert all(r["kld"] and math.isfinite(r["kld"]["mean"]) for r in f.data["runs"])
+
+    check()
+
+
+def test_mixed_or_cpu_layer_runs_are_not_device_evidence(tmp_path):
+    """A head KLD run on the CPU next to a base on CUDA0, and a bench at -ngl 0 on a GPU host: CPU evidence."""
+    kld = load(GREEN / "kld-h200.json")
+    kld["runs"][1]["backend"] = "CPU"
+    bench = load(GREEN / "bench-h200.json")
+    for row in bench["rows"]:
+        row["params"]["n_gpu_layers"] = 0
+    rc, text = report(green(tmp_path, **{"kld-h200": dump(tmp_path / "k.json", kld),
+                                         "bench-h200": dump(tmp_path / "b.json", bench)}), tmp_path)
+    line = first_line(text)
+    assert rc == 1 and "KLD ran on the CPU only (device: CPU)" in line and "bench ran on the CPU only" in line
+    assert "device: CPU, CUDA0 — CPU against CPU: no evidence for a CUDA path" in text

@@ -113,7 +113,7 @@ def _summary(m: Merged, verdict: Verdict, labels, pins_info, description) -> lis
     cpu_note = " — CPU against CPU: no evidence for a CUDA path" if cuda_pins(m) else ""
     for study in m.kld:
         v, device = study.doc["verdict"], kld_device(study)
-        head.append(f"**KLD vs CPU ({study.doc['model']['name']}; device: {device}{cpu_note if device == 'CPU' else ''}):** "
+        head.append(f"**KLD vs CPU ({study.doc['model']['name']}; device: {device}{cpu_note if 'CPU' in device.split(', ') else ''}):** "
                     + (f"head {v['text']} ({kld_delta_text(v)})." if v["head_minus_base_kld"] is not None
                        else f"{v['text']}."))
     for study in m.bench:

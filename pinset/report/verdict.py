@@ -74,8 +74,15 @@ def kld_device(study) -> str:
     return ", ".join(sorted({r["backend"] for r in study.runs})) or "none"
 
 
+def kld_on_device(study) -> bool:
+    """Every run under test ran on a device, not the CPU (a CPU-against-CPU KLD says nothing of a GPU path)."""
+    return bool(study.runs) and all(r["backend"] != "CPU" for r in study.runs)
+
+
 def bench_device(study) -> str:
-    return study.doc["gpu"]["name"] if study.doc["gpu"] else "CPU"
+    """The GPU llama-bench ran on; "CPU" with the GPU hidden or with every test at -ngl 0."""
+    on_cpu = study.rows and all(r["params"].get("n_gpu_layers") == 0 for r in study.rows)
+    return study.doc["gpu"]["name"] if study.doc["gpu"] and not on_cpu else "CPU"
 
 
 def checks_where(run: VerifyRun) -> str:
@@ -169,9 +176,9 @@ def missing_evidence(m: Merged) -> list[str]:
     out += _grouped(items, style="()")
     if needs:
         pins = ", ".join(f"`{p}`" for p in dict.fromkeys(p for p, _ in needs))
-        if m.kld and all(kld_device(s) == "CPU" for s in m.kld):
+        if m.kld and not any(kld_on_device(s) for s in m.kld):
             out.append(f"KLD ran on the CPU only (device: CPU): no evidence for the CUDA code of {pins}")
-        if m.bench and all(not s.doc["gpu"] for s in m.bench):
+        if m.bench and all(bench_device(s) == "CPU" for s in m.bench):
             out.append(f"bench ran on the CPU only (device: CPU): no evidence for the CUDA code of {pins}")
     for study in m.bench:
         empty = [row_label(r, study.rows) for r in study.rows if r["verdict"] == "insufficient data"]
