@@ -292,7 +292,8 @@ def _judge_bench(m: Merged, v: Verdict) -> bool:
     explained = False
     for study in m.bench:
         gpu = bench_device(study)
-        failed = BenchResult.failed_runs_of(study.doc["round_log"])
+        failed = [run for f in m.files if f.kind == "bench" and f.name in study.sources
+                  for run in BenchResult.failed_runs_of(f.data["round_log"])]
         if failed:
             explained = True
             v.blockers.append(f"llama-bench failed on {gpu} ({study.doc['model']['name']}): {failed[0]}"
