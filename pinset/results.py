@@ -119,13 +119,20 @@ class Doc:
 def read_document(path: str | Path) -> tuple[Doc, str, int, bytes]:
     """A result file's top-level object, kind and schema version (checked against READS), and its bytes."""
     path = Path(path)
+    if path.is_dir():
+        raise PinsetError(f"{path}: is a folder, not a result file")
     if not path.is_file():
         raise PinsetError(f"{path}: no such result file")
-    raw = path.read_bytes()
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise PinsetError(f"{path}: cannot read ({(exc.strerror or str(exc)).lower()})") from None
     try:
         data = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise PinsetError(f"{path}: not a JSON result file ({str(exc).splitlines()[0][:120]})") from None
+    except RecursionError:
+        raise PinsetError(f"{path}: not a pinset result (nested too deeply)") from None
     if not isinstance(data, dict):
         raise PinsetError(f"{path}: not a pinset result (top level is not an object)")
     kind = data.get("kind")

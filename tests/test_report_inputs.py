@@ -446,3 +446,14 @@ def test_mixed_or_cpu_layer_runs_are_not_device_evidence(tmp_path):
     line = first_line(text)
     assert rc == 1 and "KLD ran on the CPU only (device: CPU)" in line and "bench ran on the CPU only" in line
     assert "device: CPU, CUDA0 — CPU against CPU: no evidence for a CUDA path" in text
+
+
+def test_unreadable_inputs_are_one_line(tmp_path, capsys):
+    (tmp_path / "deep.json").write_text("[" * 100000 + "]" * 100000)
+    folder = tmp_path / "folder.json"
+    folder.mkdir()
+    for path, message in ((tmp_path / "deep.json", "not a pinset result (nested too deeply)"),
+                          (folder, "is a folder, not a result file")):
+        rc, _ = report([path], tmp_path)
+        err = capsys.readouterr().err
+        assert rc == 2 and f"{path}: {message}" in err and len(err.strip().splitlines()) == 1
