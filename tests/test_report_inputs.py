@@ -92,6 +92,17 @@ def test_kld_numbers_that_are_not_measurements_fail_the_run(tmp_path, bad):
                                "Llama-3.2-1B-Instruct-IQ1_M.gguf failed: no mean KLD in the result"
 
 
+def test_bench_row_without_its_numbers_claims_nothing(tmp_path):
+    """A "faster" row whose ratio or CI is NaN/null is read as "insufficient data", not as faster."""
+    data = load(GREEN / "bench-h200.json")
+    data["rows"][0]["ci95"] = [float("nan"), 1.7]
+    path = tmp_path / "bench.json"
+    path.write_text(json.dumps(data))
+    rc, text = report(green(tmp_path, **{"bench-h200": path}), tmp_path)
+    assert rc == 1 and "speed of pp512 on NVIDIA H200 (Llama-3.2-1B-Instruct-IQ1_M.gguf): insufficient data" in text
+    assert "pp512 1.630× (insufficient data)" in text
+
+
 def test_kld_verdict_without_its_numbers_is_not_ok(tmp_path):
     data = load(GREEN / "kld-h200.json")
     data["verdict"]["head_minus_base_kld"] = float("nan")
@@ -367,7 +378,7 @@ def test_refusals_name_the_file_and_the_key(tmp_path, capsys):
     data = load(GREEN / "bench-h200.json")
     data["rows"][0]["ci95"] = [1.0]
     rc, _ = report([dump(tmp_path / "b.json", data)], tmp_path)
-    assert rc == 2 and "b.json: bench.rows[0].ci95: expected [low, high], got 1 numbers" in capsys.readouterr().err
+    assert rc == 2 and "b.json: bench.rows[0].ci95: expected [low, high], got [1.0]" in capsys.readouterr().err
     data = load(GREEN / "verify-h200.json")
     data["builds"][0]["gates"][5]["ops"][0]["passed"] = "1304"
     rc, _ = report([dump(tmp_path / "v.json", data)], tmp_path)

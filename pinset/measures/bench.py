@@ -17,6 +17,7 @@ rounds and statistics, with "base" the reference model.
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from dataclasses import dataclass, field
@@ -338,9 +339,9 @@ class BenchRow:
     def from_json(cls, d: Doc) -> BenchRow:
         ci = d.get("ci95", list, None)
         if ci is not None:
-            ci = d.nums("ci95")
-            if len(ci) != 2:
-                d.fail("ci95", f"expected [low, high], got {len(ci)} numbers")
+            if len(ci) != 2 or not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in ci):
+                d.fail("ci95", f"expected [low, high], got {json.dumps(ci)[:40]}")
+            ci = list(ci) if all(math.isfinite(x) for x in ci) else None   # NaN/inf: not measured
         ratio = d.num("ratio", null=True)
         verdict = d.choice("verdict", VERDICTS)
         if (ratio is None or ci is None) and verdict != "insufficient data":
