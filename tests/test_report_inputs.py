@@ -18,13 +18,13 @@ import pytest
 
 from pinset.cli import main
 from pinset.measures.bench import bench_document, bench_markdown, row_speeds, run_rounds
-from pinset.measures.kld import DeviceRun, KldResult, Reference, kld_document
+from pinset.measures.kld import DeviceRun, Reference, kld_document
 from pinset.measures.perplexity import kld_problem, parse_perplexity
 from pinset.measures.sides import Side
 from pinset.output import write_json
 from pinset.report import ReportResult
 from pinset.report.load import MODELS, load_result
-from pinset.results import Doc, read_document
+from pinset.results import read_document
 from pinset.sim.model import PinResult, SimResult, BuildResult
 from pinset.verify.model import BuildVerification, GateResult, VerifyResult, GATES, GPU_GATES
 from conftest import write_pins
@@ -258,10 +258,10 @@ def test_verify_summary_never_says_all_green_when_gates_did_not_run():
 def _cpu_evidence(tmp_path, touched: list[str] | None) -> list[Path]:
     """The green pin set measured on a CPU only: CPU verify, KLD CPU against CPU, bench on the CPU."""
     sim = load(GREEN / "sim.json")
-    if touched is not None:
+    if touched is not None:  # None: a file from before `touched`; "null": touched unknown
         for b in sim["builds"]:
             for p in b["pins"]:
-                p["touched"] = touched
+                p["touched"] = None if touched == "null" else touched
     kld = load(GREEN / "kld-h200.json")
     for r in kld["runs"]:
         r["backend"], r["devices"] = "CPU", []
@@ -282,7 +282,7 @@ def test_cpu_evidence_is_enough_for_pins_without_cuda_code(tmp_path):
 
 def test_cpu_evidence_is_not_enough_for_cuda_code(tmp_path):
     """A newcomer's CPU-only run of a CUDA pin set: nothing failed, and it is not "ready"."""
-    for touched in (None, ["ggml/src/ggml-cuda/mmq.cu"], ["ggml/src/ggml-cpu/x.c", "kernels/k.cuh"]):
+    for touched in (None, ["ggml/src/ggml-cuda/mmq.cu"], ["ggml/src/ggml-cpu/x.c", "kernels/k.cuh"], "null"):
         rc, text = report(_cpu_evidence(tmp_path, touched), tmp_path)
         line = first_line(text)
         assert rc == 1 and line.startswith("**⏳ not enough evidence:** "), line
@@ -324,7 +324,6 @@ def test_report_speed_table_shows_what_bench_md_shows(tmp_path, name):
     assert "mean over kept rounds" not in text
     for row in doc["rows"]:
         base, head = row_speeds(row)
-        assert base == sorted(row["base_tps"])[len(row["base_tps"]) // 2] or len(row["base_tps"]) % 2 == 0
         assert f"**{base:.2f}**" in text and f"**{head:.2f}**" in text
         assert f"| {base:,.1f} | {head:,.1f} |" in md
     assert "llama-bench's avg_ts, the mean of its `-r` samples" in text and "avg_ts" in md  # recorded before the median

@@ -50,12 +50,14 @@ class PinResult:
                    d.get("conflict_with", str, None), d.strs("files"), d.get("retire", bool),
                    Contract(c.get("ok", bool), c.strs("problems")), d.get("detail", str, None, default=None),
                    d.num("carried_fraction", null=True, default=None),
-                   d.strs("touched") if d.has("touched") else _touched_before_schema_field(d))
+                   _touched(d))
 
 
-def _touched_before_schema_field(d: Doc) -> list[str] | None:
-    """Files written before `touched` existed: `files` held every file the pin changes unless the pin
-    conflicted (then only the conflicting ones) or could not be prepared."""
+def _touched(d: Doc) -> list[str] | None:
+    """`touched` (null: unknown). Files written before it existed: `files` held every file the pin changes
+    unless the pin conflicted (then only the conflicting ones) or could not be prepared."""
+    if d.has("touched"):
+        return None if d.get("touched", list, None) is None else d.strs("touched")
     return d.strs("files") if d.get("status", str) in ("applied", "upstream", "skipped") else None
 
 
