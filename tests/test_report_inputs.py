@@ -467,3 +467,27 @@ def test_unreadable_inputs_are_one_line(tmp_path, capsys):
         rc, _ = report([path], tmp_path)
         err = capsys.readouterr().err
         assert rc == 2 and f"{path}: {message}" in err and len(err.strip().splitlines()) == 1
+
+
+def test_verify_without_cuda_says_the_cuda_code_was_not_compiled(tmp_path, make_repo, capsys):
+    """A pin changing a .cu file, verified without --cuda: verify's own JSON lists that CUDA code as not tested
+    (the stand-in tree has no test targets, so its build fails: only what verify records is under test)."""
+    up = make_repo("upstream")
+    up.commit("v1", {"CMakeLists.txt": "project(x C)\n", "ggml/src/ggml-cuda/k.cu": "int k;\n"})
+    up.tag("v1")
+    work = make_repo("work")
+    work.commit("base", {"ggml/src/ggml-cuda/k.cu": "int k;\n"})
+    work.commit("pin", {"ggml/src/ggml-cuda/k.cu": "int k = 1;\n"})
+    work.format_patch("HEAD~1..HEAD", tmp_path / "patches" / "k")
+    pins = write_pins(tmp_path / "pins.yaml", """
+        upstream: upstream
+        builds: [v1]
+        pins:
+          - id: kernel
+            patches: patches/k
+            unchecked: test
+        """)
+    out = tmp_path / "verify.json"
+    main(["verify", "-c", str(pins), "--json", str(out), "--no-progress"])
+    assert {"what": "CUDA code of pin kernel (ggml/src/ggml-cuda/k.cu)",
+            "why": "not compiled or run: --cuda not given"} in load(out)["builds"][0]["not_tested"]
