@@ -305,6 +305,18 @@ def test_gpu_host_without_gpu_gates_is_not_cuda_evidence(tmp_path):
     assert rc == 1 and "**⏳ not enough evidence:** `cuda-mmq-iq1m` changes CUDA code" in text
 
 
+def test_an_aa_bench_or_a_kld_without_head_is_no_evidence(tmp_path):
+    bench = load(GREEN / "bench-h200.json")
+    bench["aa_check"] = True
+    kld = load(GREEN / "kld-h200.json")
+    kld["runs"] = kld["runs"][:1]
+    rc, text = report(green(tmp_path, **{"bench-h200": dump(tmp_path / "b.json", bench),
+                                         "kld-h200": dump(tmp_path / "k.json", kld)}), tmp_path)
+    assert rc == 1 and "**❌ blocked:** kld reported not ok (k.json)" in text
+    assert "- Not enough evidence: every bench is an A/A check (the base build against itself)" in text
+    assert "; A/A check: base against itself):**" in text
+
+
 def test_unverified_build_is_not_enough_evidence(tmp_path):
     data = load(GREEN / "verify-h200.json")
     data["builds"] = data["builds"][:1]

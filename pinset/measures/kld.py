@@ -215,7 +215,8 @@ class KldResult:
             text = "no verdict: the head − base difference was not measured"
         verdict = {"text": text, "head_minus_base_kld": diff, "sigma": sigma,
                    "sigmas": v.num("sigmas", null=True, default=None)}
-        ok = d.get("ok", bool) and all(r.ok for r in runs) and diff is not None
+        labels = {r.label for r in runs}
+        ok = d.get("ok", bool) and all(r.ok for r in runs) and diff is not None and {"base", "head"} <= labels
         return cls(ok, {"path": m.get("path", str), "name": m.get("name", str), "size_bytes": m.get("size_bytes", int)},
                    {"path": t.get("path", str), "sha256": t.get("sha256", str)}, d.get("ctx", int), d.get("chunks", int),
                    {"backend": ref.get("backend", str), "build": ref.get("build", str), "commit": ref.get("commit", str),

@@ -47,7 +47,9 @@ def render(m: Merged, verdict: Verdict, pins_info: dict[str, dict] | None = None
     out += _speed(m)
     out += _pinset(m)
     out += ["### Not tested", ""]
-    out += [f"- {item}" for item in verdict.not_tested] or ["Everything the pin set declares was tested."]
+    # blocked: the verdict line names the blockers only, so the missing evidence is listed here
+    missing = [f"Not enough evidence: {item}" for item in verdict.missing] if verdict.blockers else []
+    out += [f"- {item}" for item in missing + verdict.not_tested] or ["Everything the pin set declares was tested."]
     out += [""]
     out += _provenance(m, labels)
     return "\n".join(out).rstrip("\n") + "\n"
@@ -121,6 +123,7 @@ def _summary(m: Merged, verdict: Verdict, labels, pins_info, description) -> lis
         calls = [f"{row_label(r, study.rows)} " + (f"{r['ratio']:.3f}× " if r["ratio"] is not None else "")
                  + f"({r['verdict']})" for r in study.rows] or ["no result (every run failed)"]
         head.append(f"**Speed ({study.doc['model']['name']}; device: {device}"
+                    f"{'; A/A check: base against itself' if study.doc.get('aa_check') else ''}"
                     f"{' — no evidence for a CUDA path' if device == 'CPU' and cpu_note else ''}):** "
                     f"head/base {', '.join(calls)}.")
     out += [f"- {h}" for h in head]

@@ -180,6 +180,8 @@ def missing_evidence(m: Merged) -> list[str]:
             out.append(f"KLD ran on the CPU only (device: CPU): no evidence for the CUDA code of {pins}")
         if m.bench and all(bench_device(s) == "CPU" for s in m.bench):
             out.append(f"bench ran on the CPU only (device: CPU): no evidence for the CUDA code of {pins}")
+    if m.bench and all(s.doc.get("aa_check") for s in m.bench):
+        out.append("every bench is an A/A check (the base build against itself): head's speed was not measured")
     for study in m.bench:
         empty = [row_label(r, study.rows) for r in study.rows if r["verdict"] == "insufficient data"]
         if empty or not study.rows:
