@@ -317,6 +317,26 @@ def test_an_aa_bench_or_a_kld_without_head_is_no_evidence(tmp_path):
     assert "; A/A check: base against itself):**" in text
 
 
+@pytest.mark.parametrize("damage", ["zero ops", "no ops", "check without cases"])
+def test_a_pass_that_ran_nothing_blocks(tmp_path, damage):
+    """Counts are judged under a gate that says "passed": 0/0, no op at all, a check of 0 cases ran nothing."""
+    data = load(GREEN / "verify-h200.json")
+    gates = {g["name"]: g for g in data["builds"][0]["gates"]}
+    if damage == "zero ops":
+        gates["backend-ops"]["ops"][0].update(passed=0, total=0)
+    elif damage == "no ops":
+        gates["backend-ops"]["ops"] = []
+    else:
+        gates["feature-checks"]["checks"][0]["cases"] = 0
+    rc, text = report(green(tmp_path, **{"verify-h200": dump(tmp_path / "v.json", data)}), tmp_path)
+    line = first_line(text)
+    assert rc == 1 and line.startswith("**❌ blocked:** ")
+    assert {"zero ops": "backend-ops failed on pypi:llama-cpp-python==0.3.36 on NVIDIA H200: MUL_MAT 0/0",
+            "no ops": "backend-ops failed on pypi:llama-cpp-python==0.3.36 on NVIDIA H200: no op counted",
+            "check without cases": "feature check `cuda-mmq-iq1m` backend-op MUL_MAT /type_a=iq1_m/ ran no case on "
+                                   "pypi:llama-cpp-python==0.3.36 on NVIDIA H200"}[damage] in line
+
+
 def test_unverified_build_is_not_enough_evidence(tmp_path):
     data = load(GREEN / "verify-h200.json")
     data["builds"] = data["builds"][:1]

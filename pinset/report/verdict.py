@@ -240,15 +240,22 @@ def _judge_verify(m: Merged, v: Verdict) -> bool:
         where = run_label(run, labels)
         for gate in run.build["gates"]:
             # counts are checked even under a gate that says "passed": a red cell never ships
+            # and a count that ran nothing (0/0, a "passed" gate or check with no case) is no pass either
             bad_ops = [f"{o['op']}{' /' + o['params'] + '/' if o.get('params') else ''} {o['passed']}/{o['total']}"
-                       for o in gate.get("ops") or [] if o["passed"] < o["total"]]
-            bad_checks = [c for c in gate.get("checks") or [] if c["status"] == "failed"]
+                       for o in gate.get("ops") or [] if o["passed"] != o["total"] or o["total"] <= 0]
+            if gate["name"] in BACKEND_OP_GATES and gate["status"] == "passed" and not gate.get("ops"):
+                bad_ops.append("no op counted")
+            bad_checks = [c for c in gate.get("checks") or []
+                          if c["status"] == "failed" or (c["status"] == "passed" and c["cases"] <= 0)]
             if gate["status"] != "failed" and not bad_ops and not bad_checks:
                 continue
             blocked = True
             if bad_ops:
                 v.blockers.append(f"{gate['name']} failed on {where}: {', '.join(bad_ops)}")
             for c in bad_checks:
+                if c["status"] == "passed":
+                    v.blockers.append(f"feature check `{c['pin']}` {c['check']} ran no case on {where}")
+                    continue
                 v.blockers.append(f"feature check `{c['pin']}` {c['check']} failed on {where}"
                                   + (f": {c['detail']}" if c.get("detail") else ""))
             if not bad_ops and not bad_checks:
