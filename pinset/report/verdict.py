@@ -154,7 +154,8 @@ def cuda_pins(m: Merged) -> dict[tuple[str, str], str]:
             if touched is None:
                 out[p["id"], b["build"]] = "may change CUDA code (the files it touches are unknown)"
             elif cuda:
-                out[p["id"], b["build"]] = f"changes CUDA code ({cuda[0]}" + (f" and {len(cuda) - 1} more" if len(cuda) > 1 else "") + ")"
+                more = f" and {len(cuda) - 1} more" if len(cuda) > 1 else ""
+                out[p["id"], b["build"]] = f"changes CUDA code ({cuda[0]}{more})"
     return out
 
 
