@@ -2,5 +2,6 @@
 
 __version__ = "0.1.0"
 
-# Version of the JSON documents written by every verb; `pinset report` refuses other versions.
+# Version of the JSON documents of sim, verify, kld and bench; each kind's own version (and the versions
+# `pinset report` reads) is in pinset.results.SCHEMAS / READS.
 SCHEMA_VERSION = 1

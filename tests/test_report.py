@@ -39,7 +39,7 @@ def test_golden_markdown(scenario, tmp_path):
     golden = goldens.GOLDEN / f"{scenario}.md"
     assert golden.is_file(), f"no golden for {scenario}: run python -m tests.regen_report_goldens"
     assert text == golden.read_text(encoding="utf-8")
-    assert rc == (1 if "**❌ blocked:**" in text else 0)
+    assert rc == (0 if "**✅ ready to ship:**" in text else 1)  # blocked and not enough evidence: exit 1
 
 
 def test_scenarios_cover_green_blocked_and_partial():
@@ -79,9 +79,9 @@ def test_green_has_every_section_and_real_counts(tmp_path):
 
 def test_partial_results_are_not_called_ready(tmp_path):
     rc, text = goldens.render("sim-only", tmp_path)
-    assert rc == 0
+    assert rc == 1
     assert "ready to ship" not in text
-    assert "no verify, kld, bench result yet" in text
+    assert "**⏳ not enough evidence:** no verify, kld, bench result" in text
     for line in ("- Correctness: not tested (no verify result)", "- KLD vs CPU reference: not measured (no kld result)",
                  "- Speed: not measured (no bench result)"):
         assert line in text
@@ -99,7 +99,7 @@ def test_json_verdict(tmp_path):
                "--json", str(out)])
     data = load(out)
     assert rc == 1
-    assert (data["schema"], data["kind"], data["ok"]) == (1, "report", False)
+    assert (data["schema"], data["kind"], data["ok"], data["outcome"]) == (2, "report", False, "blocked")
     assert len(data["verdict"]["blockers"]) == 3
     assert data["pinset"] == load(FIX / "blocked/sim.json")["pinset"]
     assert [i["kind"] for i in data["inputs"]] == ["sim", "verify", "kld", "bench"]
@@ -107,7 +107,7 @@ def test_json_verdict(tmp_path):
 
 def test_prints_markdown_without_markdown_flag(capsys):
     rc = main(["report", str(FIX / "sim-only/sim.json")])
-    assert rc == 0
+    assert rc == 1
     assert capsys.readouterr().out == (goldens.GOLDEN / "sim-only.md").read_text(encoding="utf-8")
 
 
@@ -148,7 +148,7 @@ def test_gate_run_on_one_file_and_not_run_on_another_merges(tmp_path):
     a = dump(tmp_path / "a-build-only.json", partial)
     b = dump(tmp_path / "b-full.json", full)
     rc, text = report([FIX / "green/sim.json", a, b], tmp_path)
-    assert rc == 0
+    assert rc == 1 and "**⏳ not enough evidence:** no kld, bench result (see" in text  # nothing blocks
     assert "| `backend-ops` | ✅ passed (143 s) | ✅ passed (143 s) |" in text
     assert "job only builds" not in text
 
@@ -209,7 +209,7 @@ def test_optional_pin_conflict_warns_but_does_not_block(tmp_path):
         b["ok"] = True
     sim["ok"] = True
     rc, text = report([dump(tmp_path / "sim.json", sim)], tmp_path)
-    assert rc == 0
+    assert rc == 1 and "blocked" not in text and "not enough evidence" in text
     assert "- ⚠️ optional pin `iq1-moe-tiles` conflicts with `cuda-mmq-iq1m` on" in text
     assert "`iq1-moe-tiles` (optional)" in text
 
@@ -227,7 +227,7 @@ def test_other_schema_version(tmp_path, capsys):
     rc, _ = report([dump(tmp_path / "v2.json", data)], tmp_path)
     err = capsys.readouterr().err
     assert rc == 2
-    assert "v2.json: schema 2, this pinset reads schema 1 only" in err
+    assert "v2.json: schema 2, this pinset reads verify schema 1 only" in err
 
 
 def test_missing_key_names_the_key(tmp_path, capsys):
@@ -314,7 +314,10 @@ def test_stopped_verify_blocks_with_its_reason(tmp_path):
 
 def test_cpu_only_verify_is_not_gpu_coverage(tmp_path):
     rc, text = report([FIX / "green/sim.json", FIX / "green/verify-cpu.json"], tmp_path)
-    assert rc == 0
+    assert rc == 1
+    assert "`cuda-mmq-iq1m` changes CUDA code (ggml/src/ggml-cuda/mmq.cu) but no verify passed its GPU gates on " \
+           "a CUDA device (pypi:llama-cpp-python==0.3.36, pypi:llama-cpp-python==0.3.35)" in text.splitlines()[3]
+    assert "(device: CPU, GPU gates not run)" in text
     assert "- pypi:llama-cpp-python==0.3.35: no GPU run (verified on CPU only)" in text
     assert "- GPU: no result (no verify ran its GPU gates)" in text
     assert "- gate `cuda-build` not run: --cuda not given (pypi:llama-cpp-python==0.3.36, " \

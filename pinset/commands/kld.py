@@ -58,7 +58,9 @@ def run(args) -> int:
             console.print(f"  [red]{r['label']}[/]: {r['detail']}")
     v = doc["verdict"]
     colour = "green" if doc["ok"] else "red"
-    console.print(f"[{colour}]head is {v['text']}[/]" if v["sigma"] is not None else f"[red]{v['text']}[/]")
+    device = ", ".join(sorted({r["backend"] for r in doc["runs"]}))
+    console.print(f"[{colour}]head is {v['text']}[/] (device: {device})" if v["sigma"] is not None
+                  else f"[red]{v['text']}[/] (device: {device})")
     if args.json:
         write_json(args.json, doc)
     if args.markdown:
@@ -102,7 +104,7 @@ def kld_markdown(doc) -> str:
     lines.append("")
     if v["sigma"] is not None:
         lines.append(f"**Verdict:** head is {v['text']} (head − base mean KLD = {v['head_minus_base_kld']:.3g}"
-                     f" ± {v['sigma']:.2g}).")
+                     f" ± {v['sigma']:.2g}; device: {', '.join(sorted({r['backend'] for r in doc['runs']}))}).")
     else:
         lines.append(f"**Verdict:** {v['text']}.")
     return "\n".join(lines) + "\n"

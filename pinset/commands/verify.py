@@ -14,6 +14,7 @@ from pinset.checks.machine import probe_machine
 from pinset.commands.common import add_config_args, open_config
 from pinset.errors import PinsetError, ToolchainError
 from pinset.output import console, write_json, write_text
+from pinset.sim.model import is_cuda_path
 from pinset.sim.run import pick_builds, simulate
 from pinset.verify.gates import BuildInput, Gates, VerifyOptions
 from pinset.verify.markdown import verify_markdown
@@ -78,6 +79,9 @@ def run(args) -> int:
         verified = [gates.verify(_build_input(b, sim.prepared)) for b in sim.result.builds]
     finally:
         sim.mirror.close()
+    if not args.cuda:
+        for b, v in zip(sim.result.builds, verified):
+            v.not_tested += _cuda_not_compiled(b)
     result = VerifyResult(pinset.digest, machine.to_json(), verified, args.cuda,
                           {"ops": ops, "backend": args.backend if args.cuda else "CPU",
                            "cpu_params": args.cpu_params, "cuda_architectures": arch,
@@ -85,7 +89,7 @@ def run(args) -> int:
                            "op_jobs": args.op_jobs})
     doc = result.to_json()
     console.print(_table(doc))
-    console.print("[green]ok[/]: all gates green" if result.ok else "[red]not ok[/]: a gate is red (or did not run)")
+    console.print(f"[green]ok[/]: {doc['summary']}" if result.ok else f"[red]not ok[/]: {doc['summary']}")
     if args.json:
         write_json(args.json, doc)
     if args.markdown:
@@ -107,6 +111,17 @@ def _build_input(b, prepared) -> BuildInput:
                 symbols |= fc.symbols
     failed = [p.id for p in b.pins if p.required and not p.ok]
     return BuildInput(b.build, b.commit, b.tree, status, failed, symbols)
+
+
+def _cuda_not_compiled(b) -> list[dict]:
+    """Without --cuda, the CUDA code an applied pin changes was never compiled: say so per pin."""
+    out = []
+    for p in b.pins:
+        cuda = [f for f in p.touched or [] if is_cuda_path(f)]
+        if p.status == "applied" and cuda:
+            out.append({"what": f"CUDA code of pin {p.id} ({cuda[0]}" + (f" and {len(cuda) - 1} more" if len(cuda) > 1 else "")
+                        + ")", "why": "not compiled or run: --cuda not given"})
+    return out
 
 
 def _log_dir(args, store) -> Path:

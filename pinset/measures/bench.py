@@ -17,18 +17,23 @@ rounds and statistics, with "base" the reference model.
 
 from __future__ import annotations
 
+import json
 import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from statistics import median
 
-from pinset import SCHEMA_VERSION, runner
+from pinset import runner
 from pinset.measures import gpu as gpu_mod
 from pinset.measures.llama_bench import BenchLine, BenchParseError, parse_jsonl
 from pinset.measures.sides import Side
 from pinset.measures.stats import compare
+from pinset.results import SCHEMAS, Doc
 
 CPU_ENV = {"CUDA_VISIBLE_DEVICES": ""}
+VERDICTS = ("faster", "slower", "no change", "too noisy", "insufficient data")
+BUSY = "another process used the GPU"   # the one exclusion for noise; warm-up and failed runs are not noise
 
 
 @dataclass
@@ -137,7 +142,7 @@ def analyse(rounds: list[dict], *, keep_busy_rounds: bool = False) -> list[dict]
                 excluded.append(f"round {rnd['round']}: warm-up")
                 continue
             if rnd.get("other_gpu_processes") and not keep_busy_rounds:
-                excluded.append(f"round {rnd['round']}: another process used the GPU")
+                excluded.append(f"round {rnd['round']}: {BUSY}")
                 continue
             vals = {}
             for label in ("base", "head"):
@@ -179,20 +184,13 @@ def bench_document(models: dict[str, Path], bench_args: list[str], rounds: list[
     recorded = [r.to_json() for r in rounds]
     rows = analyse(recorded, keep_busy_rounds=keep_busy_rounds)
     snap = next((s for r in rounds for s in (r.gpu_before, r.gpu_after) if s), None)
-    return {
-        "schema": SCHEMA_VERSION, "kind": "bench",
-        "ok": _ok(rows, recorded),
-        "compare": "models" if compare_models else "builds",
-        "model": {"path": str(model), "name": model.name},
-        "llama_bench_args": list(bench_args), "rounds": len(rounds), "repetitions": repetitions,
-        "warmup_rounds": 1,
-        "base": {"build": base.build, "commit": _commit(base, rounds, "base"), "model": models["base"].name},
-        "head": {"build": head.build, "commit": _commit(head, rounds, "head"), "model": models["head"].name},
-        "gpu": {"name": snap.name, "driver": snap.driver} if snap else None,
-        "round_log": recorded,
-        "rows": rows,
-        "method": METHOD,
-    }
+    return BenchResult(
+        _ok(rows, recorded), "models" if compare_models else "builds", {"path": str(model), "name": model.name},
+        list(bench_args), len(rounds), repetitions, 1,
+        {"build": base.build, "commit": _commit(base, rounds, "base"), "model": models["base"].name},
+        {"build": head.build, "commit": _commit(head, rounds, "head"), "model": models["head"].name},
+        {"name": snap.name, "driver": snap.driver} if snap else None, recorded,
+        [BenchRow.from_json(Doc(r, "<bench>", "bench.rows")) for r in rows], {"method": METHOD}).to_json()
 
 
 METHOD = ("run speed = median of llama-bench's samples; per-round log(head/base), Hodges-Lehmann effect, 95 % CI "
@@ -229,10 +227,33 @@ def _pct(x: float | None) -> str:
     return "—" if x is None else f"{(x - 1.0) * 100:+.1f} %"
 
 
+def speed_stat(doc: dict) -> str:
+    """What the t/s columns of every bench table hold (row_speeds), for the label next to them. Benches
+    recorded before METHOD took a run's speed as llama-bench's avg_ts, the mean of its samples."""
+    run = "the median of its `-r` samples" if str(doc.get("method")).startswith("run speed = median") else \
+        "llama-bench's avg_ts, the mean of its `-r` samples, as recorded before pinset took the median"
+    return f"median over kept rounds of each run's speed (a run's speed: {run})"
+
+
+def row_speeds(row: dict) -> tuple[float | None, float | None]:
+    """Base and head t/s of a row as every table shows them (bench.md, the console, the report), as speed_stat() says."""
+    return (median(row["base_tps"]) if row["base_tps"] else None,
+            median(row["head_tps"]) if row["head_tps"] else None)
+
+
+def exclusion_kind(text: str) -> str:
+    """What an `excluded` entry of a row is: "warm-up", "failed" (a run without a result) or "noise" (the
+    round's speed is not trusted, e.g. another process used the GPU)."""
+    if text.endswith(": warm-up"):
+        return "warm-up"
+    if re.search(r"^round \d+: (base|head) has no result", text):
+        return "failed"
+    return "noise"
+
+
 def row_cells(row: dict) -> list[str]:
     n = len(row["base_tps"])
-    med = lambda xs: sorted(xs)[len(xs) // 2] if xs else None  # noqa: E731
-    b, h = med(row["base_tps"]), med(row["head_tps"])
+    b, h = row_speeds(row)
     ci = row["ci95"]
     return [row["test"], _params_text(row["params"]), str(n),
             "—" if b is None else f"{b:,.1f}", "—" if h is None else f"{h:,.1f}", _pct(row["ratio"]),
@@ -277,8 +298,7 @@ def bench_markdown(doc: dict, plot_name: str | None = None) -> str:
     lines = [title, "",
              f"{sides}; GPU: {doc['gpu']['name'] if doc['gpu'] else 'none (CPU)'}; "
              f"{doc['rounds']} interleaved rounds (first = warm-up) of `-r {doc['repetitions']}`; "
-             f"args `{' '.join(doc['llama_bench_args'])}`. A run's speed is the median of its `-r` samples; "
-             "the table gives medians over kept rounds.", "",
+             f"args `{' '.join(doc['llama_bench_args'])}`. t/s: {speed_stat(doc)}.", "",
              "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     lines += ["| " + " | ".join(row_cells(r)) + " |" for r in doc["rows"]]
     if doc.get("reanalysed_from"):
@@ -287,3 +307,104 @@ def bench_markdown(doc: dict, plot_name: str | None = None) -> str:
     if plot_name:
         lines += ["", f"![per-round t/s]({plot_name})"]
     return "\n".join(lines) + "\n"
+
+
+# --- the result model (kind "bench"): written by `pinset bench`, read by `pinset report` -------------------
+@dataclass
+class BenchRow:
+    """One test's base/head comparison. Numbers are None where they could not be computed ("insufficient
+    data": fewer than 3 kept rounds, or every run failed)."""
+
+    test: str
+    params: dict
+    base_tps: list[float]         # per kept round: each run's speed (median of its samples)
+    head_tps: list[float]
+    ratio: float | None
+    ci95: list[float] | None
+    p_value: float | None
+    aa_spread: float | None       # a fraction: 0.01 = 1 %
+    verdict: str
+    excluded: list[str]
+    rounds: list[int] | None = None
+    ci_method: str | None = None
+    threshold: float | None = None
+
+    def to_json(self) -> dict:
+        return {"test": self.test, "params": dict(self.params), "rounds": self.rounds, "base_tps": list(self.base_tps),
+                "head_tps": list(self.head_tps), "ratio": self.ratio, "ci95": self.ci95, "ci_method": self.ci_method,
+                "p_value": self.p_value, "aa_spread": self.aa_spread, "threshold": self.threshold,
+                "verdict": self.verdict, "excluded": list(self.excluded)}
+
+    @classmethod
+    def from_json(cls, d: Doc) -> BenchRow:
+        ci = d.get("ci95", list, None)
+        if ci is not None:
+            if len(ci) != 2 or not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in ci):
+                d.fail("ci95", f"expected [low, high], got {json.dumps(ci)[:40]}")
+            ci = list(ci) if all(math.isfinite(x) for x in ci) else None   # NaN/inf: not measured
+        ratio = d.num("ratio", null=True)
+        verdict = d.choice("verdict", VERDICTS)
+        if (ratio is None or ci is None) and verdict != "insufficient data":
+            verdict = "insufficient data"   # a verdict without its numbers (NaN, null) claims nothing
+        rounds = d.get("rounds", list, None, default=None)
+        return cls(d.get("test", str), d.get("params", dict), d.nums("base_tps"), d.nums("head_tps"), ratio, ci,
+                   d.num("p_value", null=True), d.num("aa_spread", null=True), verdict, d.strs("excluded"),
+                   rounds, d.get("ci_method", str, None, default=None), d.num("threshold", null=True, default=None))
+
+
+@dataclass
+class BenchResult:
+    ok: bool
+    compare: str                  # "builds" (base vs head build, one model) | "models" (two models, one build)
+    model: dict                   # {"path", "name"}
+    llama_bench_args: list[str]
+    rounds: int
+    repetitions: int
+    warmup_rounds: int
+    base: dict                    # {"build", "commit", "model"}
+    head: dict
+    gpu: dict | None              # {"name", "driver"}; None: run with the GPU hidden (device: CPU)
+    round_log: list[dict]         # Round.to_json() of every round, warm-up included
+    rows: list[BenchRow]
+    extra: dict = field(default_factory=dict)   # method, aa_check, reanalysed_from
+
+    @property
+    def device(self) -> str:
+        return self.gpu["name"] if self.gpu else "CPU"
+
+    @staticmethod
+    def failed_runs_of(round_log: list[dict]) -> list[str]:
+        """"round N base: why" for every llama-bench run that failed (warm-up included)."""
+        return [f"round {r['round']} {label}: {run.get('detail') or 'failed'}"
+                for r in round_log for label, run in (r.get("runs") or {}).items() if not run.get("ok")]
+
+    def to_json(self) -> dict:
+        return {"schema": SCHEMAS["bench"], "kind": "bench", "ok": self.ok, "compare": self.compare,
+                "model": dict(self.model), "llama_bench_args": list(self.llama_bench_args), "rounds": self.rounds,
+                "repetitions": self.repetitions, "warmup_rounds": self.warmup_rounds, "base": dict(self.base),
+                "head": dict(self.head), "gpu": self.gpu, "round_log": self.round_log,
+                "rows": [r.to_json() for r in self.rows], **self.extra}
+
+    @classmethod
+    def from_json(cls, d: Doc) -> BenchResult:
+        m, sides = d.obj("model"), {label: d.obj(label) for label in ("base", "head")}
+        gpu = d.obj("gpu", null=True)
+        for r in d.objs("round_log"):
+            r.get("round", int), r.get("order", str), r.get("warmup", bool)
+            r.get("gpu_clock_mhz", int, None), r.get("other_gpu_processes", bool, None)
+            runs = r.obj("runs", default=None)
+            for label in (runs.raw if runs else {}):
+                run = runs.obj(label)
+                run.get("ok", bool), run.get("detail", str, None, default=None)
+                for t in run.objs("tests", default=[]):
+                    t.get("test", str), t.get("params", dict), t.nums("samples_ts") if t.has("samples_ts") else None
+        rows = [BenchRow.from_json(r) for r in d.objs("rows")]
+        known = {"schema", "kind", "ok", "compare", "model", "llama_bench_args", "rounds", "repetitions",
+                 "warmup_rounds", "base", "head", "gpu", "round_log", "rows"}
+        base, head = ({**s.raw, "build": s.get("build", str), "commit": s.get("commit", str)}
+                      for s in (sides["base"], sides["head"]))
+        return cls(d.get("ok", bool) and bool(rows), d.choice("compare", ("builds", "models"), default="builds"),
+                   {"path": m.get("path", str), "name": m.get("name", str)}, d.strs("llama_bench_args"),
+                   d.get("rounds", int), d.get("repetitions", int), d.get("warmup_rounds", int), base, head,
+                   {"name": gpu.get("name", str), "driver": gpu.get("driver", str)} if gpu else None,
+                   d.get("round_log", list), rows, {k: v for k, v in d.raw.items() if k not in known})

@@ -15,13 +15,14 @@ import hashlib
 import json
 import math
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from pinset import SCHEMA_VERSION, runner
+from pinset import runner
 from pinset.errors import RuntimeFailure
 from pinset.measures.perplexity import PerplexityOutput, base_problem, kld_problem, parse_perplexity
 from pinset.measures.sides import Side
+from pinset.results import SCHEMAS, Doc
 
 CPU_ENV = {"CUDA_VISIBLE_DEVICES": ""}
 SIGMAS = 2.0  # head is "further" when its mean KLD exceeds base's by more than 2 combined std errors
@@ -129,22 +130,113 @@ def verdict(base: DeviceRun, head: DeviceRun) -> dict:
             "sigmas": (diff / sigma) if sigma > 0 else None}
 
 
-def run_json(run: DeviceRun) -> dict:
+# --- the result model (kind "kld"): written by `pinset kld`, read by `pinset report` ---------------------
+def _value_err(d: Doc, key: str) -> dict | None:
+    """{"value", "err"} of a statistic; null (or NaN/inf in either number) when it was not measured."""
+    v = d.obj(key, null=True, default=None)
+    if v is None:
+        return None
+    value, err = v.num("value", null=True), v.num("err", null=True)
+    return None if value is None or err is None else {"value": value, "err": err}
+
+
+KLD_STATS = ("mean", "err", "median", "p99", "p99_9", "max")
+
+
+@dataclass
+class KldRun:
+    """One llama-perplexity --kl-divergence run. Statistics are None where nothing was measured (a failed run)."""
+
+    label: str
+    build: str
+    commit: str
+    backend: str                 # "CPU" for a CPU-against-CPU run, else the device llama-perplexity used
+    ok: bool
+    detail: str | None = None
+    ppl: dict | None = None      # {"value", "err"}
+    kld: dict | None = None      # KLD_STATS; a member is None where llama-perplexity did not print it
+    same_top_p: dict | None = None
+    rms_dp: dict | None = None
+    ln_ppl_ratio: dict | None = None
+    seconds: float = 0.0
+    devices: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict:
+        return {"label": self.label, "build": self.build, "commit": self.commit, "backend": self.backend,
+                "ppl": self.ppl, "kld": self.kld, "same_top_p": self.same_top_p, "rms_dp": self.rms_dp,
+                "ln_ppl_ratio": self.ln_ppl_ratio, "units": {"same_top_p": "%", "rms_dp": "%"},
+                "ok": self.ok, "detail": self.detail, "seconds": round(self.seconds, 1), "devices": list(self.devices)}
+
+    @classmethod
+    def from_json(cls, d: Doc) -> KldRun:
+        k = d.obj("kld", null=True)
+        kld = None
+        if k is not None:
+            kld = {name: k.num(name, null=True, default=None) for name in KLD_STATS}
+            if kld["mean"] is None or kld["err"] is None:
+                kld = None  # no mean with its error: not a measurement
+        ok = d.get("ok", bool)
+        return cls(d.get("label", str), d.get("build", str), d.get("commit", str), d.get("backend", str),
+                   ok and kld is not None, d.get("detail", str, None) or (None if kld is not None or not ok
+                                                                          else "no mean KLD in the result"),
+                   _value_err(d, "ppl"), kld, _value_err(d, "same_top_p"), _value_err(d, "rms_dp"),
+                   _value_err(d, "ln_ppl_ratio"), d.num("seconds", null=True, default=0.0) or 0.0,
+                   d.strs("devices", default=[]))
+
+
+@dataclass
+class KldResult:
+    ok: bool
+    model: dict                  # {"path", "name", "size_bytes"}
+    text: dict                   # {"path", "sha256"}
+    ctx: int
+    chunks: int
+    reference: dict              # {"backend": "CPU", "build", "commit", "cached", "key", "ppl"}
+    runs: list[KldRun]
+    verdict: dict                # {"text", "head_minus_base_kld", "sigma", "sigmas"}; numbers None without a verdict
+
+    @property
+    def device(self) -> str:
+        """Where the runs under test ran: "CPU" when every one ran on the CPU (CPU against CPU)."""
+        backends = sorted({r.backend for r in self.runs})
+        return ", ".join(backends) if backends else "none"
+
+    def to_json(self) -> dict:
+        return {"schema": SCHEMAS["kld"], "kind": "kld", "ok": self.ok, "model": dict(self.model),
+                "text": dict(self.text), "ctx": self.ctx, "chunks": self.chunks, "reference": dict(self.reference),
+                "runs": [r.to_json() for r in self.runs], "verdict": dict(self.verdict)}
+
+    @classmethod
+    def from_json(cls, d: Doc) -> KldResult:
+        m, t, ref, v = d.obj("model"), d.obj("text"), d.obj("reference"), d.obj("verdict")
+        runs = [KldRun.from_json(r) for r in d.objs("runs")]
+        diff, sigma = v.num("head_minus_base_kld", null=True), v.num("sigma", null=True)
+        text = v.get("text", str)
+        if diff is None and not text.startswith("no verdict"):
+            text = "no verdict: the head − base difference was not measured"
+        verdict = {"text": text, "head_minus_base_kld": diff, "sigma": sigma,
+                   "sigmas": v.num("sigmas", null=True, default=None)}
+        labels = {r.label for r in runs}
+        ok = d.get("ok", bool) and all(r.ok for r in runs) and diff is not None and {"base", "head"} <= labels
+        return cls(ok, {"path": m.get("path", str), "name": m.get("name", str), "size_bytes": m.get("size_bytes", int)},
+                   {"path": t.get("path", str), "sha256": t.get("sha256", str)}, d.get("ctx", int), d.get("chunks", int),
+                   {"backend": ref.get("backend", str), "build": ref.get("build", str), "commit": ref.get("commit", str),
+                    "cached": ref.get("cached", bool), "key": ref.get("key", str, None, default=None),
+                    "ppl": _value_err(ref, "ppl")},
+                   runs, verdict)
+
+
+def run_result(run: DeviceRun) -> KldRun:
     k = run.output.kld
     ppl = k.ppl_q if k else run.output.final_ppl
-    return {
-        "label": run.label, "build": run.side.build, "commit": run.side.commit, "backend": run.backend,
-        "ppl": ppl.to_json() if ppl else None,
-        "kld": ({"mean": k.kld_mean.value, "err": k.kld_mean.err, "median": k.kld_median,
-                 "p99": k.kld_percentiles.get("99.0"), "p99_9": k.kld_percentiles.get("99.9"),
-                 "max": k.kld_percentiles.get("max")} if k else None),
-        "same_top_p": k.same_top_p_pct.to_json() if k else None,
-        "rms_dp": k.rms_dp_pct.to_json() if k else None,
-        "ln_ppl_ratio": k.ln_ppl_ratio.to_json() if k and k.ln_ppl_ratio else None,
-        "units": {"same_top_p": "%", "rms_dp": "%"},
-        "ok": run.ok, "detail": run.problem, "seconds": round(run.seconds, 1),
-        "devices": run.output.devices,
-    }
+    return KldRun(
+        run.label, run.side.build, run.side.commit, run.backend, run.ok, run.problem,
+        ppl.to_json() if ppl else None,
+        ({"mean": k.kld_mean.value, "err": k.kld_mean.err, "median": k.kld_median,
+          "p99": k.kld_percentiles.get("99.0"), "p99_9": k.kld_percentiles.get("99.9"),
+          "max": k.kld_percentiles.get("max")} if k else None),
+        k.same_top_p_pct.to_json() if k else None, k.rms_dp_pct.to_json() if k else None,
+        k.ln_ppl_ratio.to_json() if k and k.ln_ppl_ratio else None, run.seconds, list(run.output.devices))
 
 
 def kld_document(model: Path, text: Path, ctx: int, chunks: int, ref: Reference, runs: list[DeviceRun]) -> dict:
@@ -152,13 +244,9 @@ def kld_document(model: Path, text: Path, ctx: int, chunks: int, ref: Reference,
     head = next(r for r in runs if r.label == "head")
     v = verdict(base, head)
     ok = base.ok and head.ok and v["text"] != "further from the CPU result than base"
-    return {
-        "schema": SCHEMA_VERSION, "kind": "kld", "ok": ok,
-        "model": {"path": str(model), "name": model.name, "size_bytes": model.stat().st_size},
-        "text": {"path": str(text), "sha256": file_sha256(text)},
-        "ctx": ctx, "chunks": chunks,
-        "reference": {"backend": "CPU", "build": ref.build, "commit": ref.commit, "cached": ref.cached,
-                      "key": ref.key, "ppl": ref.output.final_ppl.to_json() if ref.output.final_ppl else None},
-        "runs": [run_json(r) for r in runs],
-        "verdict": v,
-    }
+    return KldResult(
+        ok, {"path": str(model), "name": model.name, "size_bytes": model.stat().st_size},
+        {"path": str(text), "sha256": file_sha256(text)}, ctx, chunks,
+        {"backend": "CPU", "build": ref.build, "commit": ref.commit, "cached": ref.cached,
+         "key": ref.key, "ppl": ref.output.final_ppl.to_json() if ref.output.final_ppl else None},
+        [run_result(r) for r in runs], v).to_json()

@@ -7,13 +7,55 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pinset import SCHEMA_VERSION
 from pinset.config.schema import PinSet
 from pinset.errors import PinsetError
 from pinset.report.load import load_results
 from pinset.report.markdown import render
 from pinset.report.merge import Merged, merge
-from pinset.report.verdict import Verdict, judge
+from pinset.report.verdict import BLOCKED, NOT_ENOUGH, READY, Verdict, judge
+from pinset.results import SCHEMAS, Doc
+
+
+@dataclass
+class ReportResult:
+    """The verdict as JSON (kind "report"). Schema 2: `outcome` is ready | blocked | not enough evidence, and
+    `ok` means ready (schema 1's `ok` meant "no blocker"; read as outcome blocked or, without blockers, from
+    its verdict line)."""
+
+    pinset: str | None
+    outcome: str
+    line: str
+    blockers: list[str]
+    missing: list[str]
+    warnings: list[str]
+    not_tested: list[str]
+    builds: list[dict]            # {"build", "commit"}
+    inputs: list[dict]            # {"name", "kind", "sha256"}
+
+    @property
+    def ok(self) -> bool:
+        return self.outcome == READY
+
+    def to_json(self) -> dict:
+        return {"schema": SCHEMAS["report"], "kind": "report", "pinset": self.pinset, "ok": self.ok,
+                "outcome": self.outcome,
+                "verdict": {"line": self.line, "blockers": list(self.blockers), "missing": list(self.missing),
+                            "warnings": list(self.warnings), "not_tested": list(self.not_tested)},
+                "builds": list(self.builds), "inputs": list(self.inputs)}
+
+    @classmethod
+    def from_json(cls, d: Doc) -> ReportResult:
+        v = d.obj("verdict")
+        blockers, line = v.strs("blockers"), v.get("line", str)
+        if d.has("outcome"):
+            outcome = d.choice("outcome", (READY, BLOCKED, NOT_ENOUGH))
+        else:  # schema 1
+            outcome = BLOCKED if blockers else READY if "ready to ship" in line else NOT_ENOUGH
+        builds = [{"build": b.get("build", str), "commit": b.get("commit", str)} for b in d.objs("builds")]
+        inputs = [{"name": i.get("name", str), "kind": i.get("kind", str), "sha256": i.get("sha256", str)}
+                  for i in d.objs("inputs")]
+        return cls(d.get("pinset", str, None), outcome, line, blockers, v.strs("missing", default=[]),
+                   v.strs("warnings"), v.strs("not_tested"), builds, inputs)
 
 
 @dataclass
@@ -23,14 +65,14 @@ class Report:
     markdown: str
     digest: str | None
 
+    def result(self) -> ReportResult:
+        v = self.verdict
+        return ReportResult(self.digest, v.outcome, v.line(), v.blockers, v.missing, v.warnings, v.not_tested,
+                            [{"build": b, "commit": c} for b, c in sorted(self.merged.commits.items())],
+                            [{"name": f.name, "kind": f.kind, "sha256": f.sha256} for f in self.merged.files])
+
     def to_json(self) -> dict:
-        return {
-            "schema": SCHEMA_VERSION, "kind": "report", "pinset": self.digest, "ok": self.verdict.ok,
-            "verdict": {"line": self.verdict.line(), "blockers": self.verdict.blockers,
-                        "warnings": self.verdict.warnings, "not_tested": self.verdict.not_tested},
-            "builds": [{"build": b, "commit": c} for b, c in sorted(self.merged.commits.items())],
-            "inputs": [{"name": f.name, "kind": f.kind, "sha256": f.sha256} for f in self.merged.files],
-        }
+        return self.result().to_json()
 
 
 def build_report(paths, pinset: PinSet | None = None) -> Report:

@@ -6,12 +6,12 @@ so a re-run that changes nothing does not re-post a comment, and golden files ca
 
 from __future__ import annotations
 
-from statistics import fmean
-
+from pinset.measures.bench import exclusion_kind, row_speeds, speed_stat
 from pinset.report.load import kld_delta_text
 from pinset.report.merge import Merged, VerifyRun, op_key
-from pinset.report.verdict import (BACKEND_OP_GATES, Verdict, row_label, backend_op_totals, check_totals, checks_where,
-                                   machine_labels, run_label)
+from pinset.report.verdict import (BACKEND_OP_GATES, Verdict, backend_op_totals, bench_device, check_totals,
+                                   checks_where, cuda_pins, kld_device, machine_labels, row_label, run_label,
+                                   verify_setup)
 from pinset.sim.markdown import cell as sim_cell
 from pinset.sim.markdown import sim_markdown
 
@@ -47,7 +47,9 @@ def render(m: Merged, verdict: Verdict, pins_info: dict[str, dict] | None = None
     out += _speed(m)
     out += _pinset(m)
     out += ["### Not tested", ""]
-    out += [f"- {item}" for item in verdict.not_tested] or ["Everything the pin set declares was tested."]
+    # blocked: the verdict line names the blockers only, so the missing evidence is listed here
+    missing = [f"Not enough evidence: {item}" for item in verdict.missing] if verdict.blockers else []
+    out += [f"- {item}" for item in missing + verdict.not_tested] or ["Everything the pin set declares was tested."]
     out += [""]
     out += _provenance(m, labels)
     return "\n".join(out).rstrip("\n") + "\n"
@@ -109,15 +111,21 @@ def _summary(m: Merged, verdict: Verdict, labels, pins_info, description) -> lis
         gates = [g for g in run.build["gates"] if g["status"] != "not-run"]
         green = sum(g["status"] == "passed" for g in gates)
         parts.append(f"{green}/{len(gates)} gates passed")
-        head.append(f"**Correctness on {run_label(run, labels)}:** {', '.join(parts)}.")
+        head.append(f"**Correctness on {run_label(run, labels)}** ({verify_setup(run)}): {', '.join(parts)}.")
+    cpu_note = " — CPU against CPU: no evidence for a CUDA path" if cuda_pins(m) else ""
     for study in m.kld:
-        v = study.doc["verdict"]
-        head.append(f"**KLD vs CPU ({study.doc['model']['name']}):** head {v['text']} "
-                    f"({kld_delta_text(v)}).")
+        v, device = study.doc["verdict"], kld_device(study)
+        head.append(f"**KLD vs CPU ({study.doc['model']['name']}; device: {device}{cpu_note if 'CPU' in device.split(', ') else ''}):** "
+                    + (f"head {v['text']} ({kld_delta_text(v)})." if v["head_minus_base_kld"] is not None
+                       else f"{v['text']}."))
     for study in m.bench:
-        gpu = study.doc["gpu"]["name"] if study.doc["gpu"] else "CPU"
-        calls = [f"{row_label(r, study.rows)} {r['ratio']:.3f}× ({r['verdict']})" for r in study.rows]
-        head.append(f"**Speed on {gpu} ({study.doc['model']['name']}):** head/base {', '.join(calls)}.")
+        device = bench_device(study)
+        calls = [f"{row_label(r, study.rows)} " + (f"{r['ratio']:.3f}× " if r["ratio"] is not None else "")
+                 + f"({r['verdict']})" for r in study.rows] or ["no result (every run failed)"]
+        head.append(f"**Speed ({study.doc['model']['name']}; device: {device}"
+                    f"{'; A/A check: base against itself' if study.doc.get('aa_check') else ''}"
+                    f"{' — no evidence for a CUDA path' if device == 'CPU' and cpu_note else ''}):** "
+                    f"head/base {', '.join(calls)}.")
     out += [f"- {h}" for h in head]
     out += [f"- ⚠️ {w}" for w in verdict.warnings]
     return out + [""]
@@ -247,26 +255,34 @@ def _kld(m: Merged) -> list[str]:
                 + (", cached logits" if ref["cached"] else ""), ""]
         rows = []
         for r in study.runs:
-            k = r["kld"]
-            rows.append([r["label"], f"{r['build']} (`{r['commit'][:9]}`)", r["backend"],
-                         f"{r['ppl']['value']:.4f} ± {r['ppl']['err']:.4f}",
-                         f"{k['mean']:.6f} ± {k['err']:.6f}", f"{k['median']:.6f}", f"{k['p99']:.6f}",
-                         f"{k['p99_9']:.6f}", f"{k['max']:.6f}",
-                         f"{r['same_top_p']['value']:.3f} ± {r['same_top_p']['err']:.3f} %",
-                         f"{r['rms_dp']['value']:.3f} ± {r['rms_dp']['err']:.3f} %",
+            k = r["kld"] or {}
+            rows.append([r["label"], f"{r['build']} (`{r['commit'][:9]}`)", r["backend"], _pm(r["ppl"], ".4f"),
+                         _pm(k and {"value": k["mean"], "err": k["err"]}, ".6f"),
+                         *(_num(k.get(key), ".6f") for key in ("median", "p99", "p99_9", "max")),
+                         _pm(r["same_top_p"], ".3f", " %"), _pm(r["rms_dp"], ".3f", " %"),
                          "✅" if r["ok"] else f"❌ {r.get('detail') or ''}".rstrip()])
         out += table(["run", "build", "backend", "PPL", "mean KLD", "median", "p99", "p99.9", "max",
                       "same top p", "RMS Δp", "ok"], rows) + [""]
         v = d["verdict"]
-        out += [f"Verdict: head {v['text']} ({kld_delta_text(v)}).", ""]
+        out += [f"Verdict: head {v['text']} ({kld_delta_text(v)})." if v["head_minus_base_kld"] is not None
+                else f"Verdict: {v['text']}.", ""]
     return out
 
 
+def _num(x, spec: str) -> str:
+    return "—" if x is None else format(x, spec)
+
+
+def _pm(stat: dict | None, spec: str, unit: str = "") -> str:
+    """value ± err of a statistic, "—" where it was not measured."""
+    return "—" if not stat else f"{stat['value']:{spec}} ± {stat['err']:{spec}}{unit}"
+
+
 # --- speed ------------------------------------------------------------------------------------
-def _tps(values: list[float]) -> str:
-    if not values:
+def _tps(value: float | None, values: list[float]) -> str:
+    if value is None:
         return "—"
-    return f"**{fmean(values):.2f}** ({', '.join(f'{x:.2f}' for x in values)})"
+    return f"**{value:.2f}** ({', '.join(f'{x:.2f}' for x in values)})"
 
 
 def _speed(m: Merged) -> list[str]:
@@ -275,28 +291,29 @@ def _speed(m: Merged) -> list[str]:
         return out + ["_Not measured (no bench result)._", ""]
     for study in m.bench:
         d = study.doc
-        gpu = d["gpu"]["name"] if d["gpu"] else "CPU"
         warm = d["warmup_rounds"]
-        out += [f"**{d['model']['name']} on {gpu}** — base {d['base']['build']} (`{d['base']['commit'][:9]}`) vs "
-                f"head {d['head']['build']} (`{d['head']['commit'][:9]}`); {d['rounds']} rounds × "
-                f"{d['repetitions']} repetitions, alternating order, {warm} warm-up round{'s' if warm != 1 else ''} "
-                f"discarded. t/s: mean over kept rounds (per-round means).", ""]
+        out += [f"**{d['model']['name']}, device: {bench_device(study)}** — base {d['base']['build']} "
+                f"(`{d['base']['commit'][:9]}`) vs head {d['head']['build']} (`{d['head']['commit'][:9]}`); "
+                f"{d['rounds']} rounds × {d['repetitions']} repetitions, alternating order, {warm} warm-up "
+                f"round{'s' if warm != 1 else ''} discarded. t/s: {speed_stat(d)}; in brackets each kept round's.", ""]
         rows = []
         for r in study.rows:
             p = "—" if r["p_value"] is None else f"{r['p_value']:.3g}"
             aa = "—" if r["aa_spread"] is None else f"±{r['aa_spread']:.2%}"  # bench JSON: a fraction
-            lo, hi = r["ci95"]
-            rows.append([row_label(r, study.rows), _tps(r["base_tps"]), _tps(r["head_tps"]), f"{r['ratio']:.3f}×",
-                         f"{lo:.3f}–{hi:.3f}", p, aa, f"{VERDICT_ICON.get(r['verdict'], '')} {r['verdict']}"])
+            ci = "—" if r["ci95"] is None else f"{r['ci95'][0]:.3f}–{r['ci95'][1]:.3f}"
+            base, head = row_speeds(r)
+            rows.append([row_label(r, study.rows), _tps(base, r["base_tps"]), _tps(head, r["head_tps"]),
+                         "—" if r["ratio"] is None else f"{r['ratio']:.3f}×", ci, p, aa,
+                         f"{VERDICT_ICON.get(r['verdict'], '')} {r['verdict']}"])
         out += table(["test", "base t/s", "head t/s", "head/base", "95% CI", "p", "A/A spread", "verdict"], rows)
         out += [""]
-        excluded = [f"- {r['test']}: {e}" for r in study.rows for e in r["excluded"]]
-        noisy_rounds = [f"- round {x['round']}: other GPU processes were running" for x in d["round_log"]
-                        if x.get("other_gpu_processes") and not x["warmup"]]
-        if excluded or noisy_rounds:
-            out += ["Excluded as noisy:", "", *excluded, *noisy_rounds, ""]
-        else:
-            out += ["Nothing was excluded as noisy.", ""]
+        noisy = [f"- {row_label(r, study.rows)}: {e}" for r in study.rows for e in r["excluded"]
+                 if exclusion_kind(e) == "noise"]
+        dropped = [f"- {row_label(r, study.rows)}: {e}" for r in study.rows for e in r["excluded"]
+                   if exclusion_kind(e) == "failed"]
+        out += ["Excluded as noisy:", "", *noisy, ""] if noisy else ["Nothing was excluded as noisy.", ""]
+        if dropped:
+            out += ["Rounds without a result (not used):", "", *dropped, ""]
     return out
 
 

@@ -8,11 +8,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from pinset.measures.bench import BenchResult
 from pinset.report.load import KINDS, kld_delta_text
 from pinset.report.merge import Merged, VerifyRun
+from pinset.sim.model import is_cuda_path
+from pinset.verify.model import GPU_GATES
 
 BACKEND_OP_GATES = ("backend-ops", "cpu-backend-ops")
-GPU_GATES = ("cuda-build", "backend-ops", "test-chat")
+READY, BLOCKED, NOT_ENOUGH = "ready", "blocked", "not enough evidence"
 
 
 @dataclass
@@ -20,19 +23,23 @@ class Verdict:
     blockers: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)     # red but not blocking (optional pins)
     not_tested: list[str] = field(default_factory=list)
-    missing_kinds: list[str] = field(default_factory=list)  # verbs with no result at all
+    missing: list[str] = field(default_factory=list)      # evidence a pin's changes need that no result gives
+
+    @property
+    def outcome(self) -> str:
+        return BLOCKED if self.blockers else NOT_ENOUGH if self.missing else READY
 
     @property
     def ok(self) -> bool:
-        return not self.blockers
+        """Ready to ship: nothing failed and every pin has the evidence its changes need."""
+        return self.outcome == READY
 
     def line(self) -> str:
         if self.blockers:
             return "**❌ blocked:** " + "; ".join(self.blockers)
-        if self.missing_kinds:
-            return ("**⏳ no blockers so far, not ready:** no " + ", ".join(self.missing_kinds)
-                    + " result yet (see [Not tested](#not-tested))")
-        text = "**✅ ready to ship:** no blockers in the results given"
+        if self.missing:
+            return "**⏳ not enough evidence:** " + "; ".join(self.missing) + " (see [Not tested](#not-tested))"
+        text = "**✅ ready to ship:** no blockers, and every pin has the evidence its changes need"
         if self.not_tested:
             n = len(self.not_tested)
             text += f" ({n} thing{'s' if n != 1 else ''} not tested, see [Not tested](#not-tested))"
@@ -44,6 +51,38 @@ def ran_on_gpu(run: VerifyRun) -> bool:
     """The machine has a GPU and a GPU gate actually ran (verify without --cuda on a GPU host does not count)."""
     return bool(run.machine.get("gpu")) and any(g["name"] in GPU_GATES and g["status"] != "not-run"
                                                 for g in run.build["gates"])
+
+
+def gpu_verified(run: VerifyRun) -> bool:
+    """Evidence for CUDA code: on a machine with a GPU, every GPU gate passed and test-backend-ops counted
+    cases on a device backend (not the CPU)."""
+    gates = {g["name"]: g for g in run.build["gates"]}
+    ops = (gates.get("backend-ops") or {}).get("ops") or []
+    return (bool(run.machine.get("gpu")) and all((gates.get(n) or {}).get("status") == "passed" for n in GPU_GATES)
+            and any(o["backend"] != "CPU" and o["total"] > 0 for o in ops))
+
+
+def verify_setup(run: VerifyRun) -> str:
+    """What verify ran, on what: for the Summary."""
+    gpu = run.machine.get("gpu")
+    if ran_on_gpu(run):
+        return f"device: {gpu['name']}, CPU and GPU gates"
+    return "device: CPU, GPU gates not run"
+
+
+def kld_device(study) -> str:
+    return ", ".join(sorted({r["backend"] for r in study.runs})) or "none"
+
+
+def kld_on_device(study) -> bool:
+    """Every run under test ran on a device, not the CPU (a CPU-against-CPU KLD says nothing of a GPU path)."""
+    return bool(study.runs) and all(r["backend"] != "CPU" for r in study.runs)
+
+
+def bench_device(study) -> str:
+    """The GPU llama-bench ran on; "CPU" with the GPU hidden or with every test at -ngl 0."""
+    on_cpu = study.rows and all(r["params"].get("n_gpu_layers") == 0 for r in study.rows)
+    return study.doc["gpu"]["name"] if study.doc["gpu"] and not on_cpu else "CPU"
 
 
 def checks_where(run: VerifyRun) -> str:
@@ -82,6 +121,8 @@ def row_label(row: dict, rows: list[dict]) -> str:
 
 
 def ratio_text(row: dict) -> str:
+    if row["ratio"] is None or row["ci95"] is None:
+        return "no ratio (insufficient data)"
     lo, hi = row["ci95"]
     return f"{row['ratio']:.3f}× (95% CI {lo:.3f}–{hi:.3f})"
 
@@ -95,8 +136,59 @@ def judge(m: Merged) -> Verdict:
         if f.kind != "verify" and not f.data["ok"] and not explained[f.kind]:
             v.blockers.append(f"{f.kind} reported not ok ({f.name})")
     v.not_tested = not_tested(m)
-    v.missing_kinds = [k for k in KINDS if k not in m.kinds()]
+    v.missing = missing_evidence(m)
     return v
+
+
+# --- evidence -------------------------------------------------------------------------------
+def cuda_pins(m: Merged) -> dict[tuple[str, str], str]:
+    """(pin, build) -> why the pin needs CUDA evidence on that build: it is applied there and touches CUDA
+    code, or the files it touches are unknown."""
+    out: dict[tuple[str, str], str] = {}
+    for b in (m.sim or {}).get("builds", []):
+        for p in b["pins"]:
+            if p["status"] != "applied":
+                continue
+            touched = p.get("touched")
+            cuda = [f for f in touched or [] if is_cuda_path(f)]
+            if touched is None:
+                out[p["id"], b["build"]] = "may change CUDA code (the files it touches are unknown)"
+            elif cuda:
+                more = f" and {len(cuda) - 1} more" if len(cuda) > 1 else ""
+                out[p["id"], b["build"]] = f"changes CUDA code ({cuda[0]}{more})"
+    return out
+
+
+def missing_evidence(m: Merged) -> list[str]:
+    """What keeps a result without blockers from "ready": a verb without a result, a simulated build nobody
+    verified, and for a pin that changes CUDA code, a GPU verify, KLD and bench on a CUDA device."""
+    out: list[str] = []
+    absent = [k for k in KINDS if k not in m.kinds()]
+    if absent:
+        out.append(f"no {', '.join(absent)} result")
+    verified = {run.build["build"] for run in m.verify}
+    if m.sim and m.verify:
+        out += [f"{b['build']} simulated only (no verify result)" for b in m.sim["builds"] if b["build"] not in verified]
+
+    needs = cuda_pins(m)
+    gpu_builds = {run.build["build"] for run in m.verify if gpu_verified(run)}
+    items = [(f"`{pin}` {why} but no verify passed its GPU gates on a CUDA device", build)
+             for (pin, build), why in needs.items() if build in verified and build not in gpu_builds]
+    out += _grouped(items, style="()")
+    if needs:
+        pins = ", ".join(f"`{p}`" for p in dict.fromkeys(p for p, _ in needs))
+        if m.kld and not any(kld_on_device(s) for s in m.kld):
+            out.append(f"KLD ran on the CPU only (device: CPU): no evidence for the CUDA code of {pins}")
+        if m.bench and all(bench_device(s) == "CPU" for s in m.bench):
+            out.append(f"bench ran on the CPU only (device: CPU): no evidence for the CUDA code of {pins}")
+    if m.bench and all(s.doc.get("aa_check") for s in m.bench):
+        out.append("every bench is an A/A check (the base build against itself): head's speed was not measured")
+    for study in m.bench:
+        empty = [row_label(r, study.rows) for r in study.rows if r["verdict"] == "insufficient data"]
+        if empty or not study.rows:
+            what = ", ".join(empty) if empty else "every test"
+            out.append(f"speed of {what} on {bench_device(study)} ({study.doc['model']['name']}): insufficient data")
+    return out
 
 
 def _grouped(items: list[tuple[str, str]], style: str = "on") -> list[str]:
@@ -149,15 +241,22 @@ def _judge_verify(m: Merged, v: Verdict) -> bool:
         where = run_label(run, labels)
         for gate in run.build["gates"]:
             # counts are checked even under a gate that says "passed": a red cell never ships
+            # and a count that ran nothing (0/0, a "passed" gate or check with no case) is no pass either
             bad_ops = [f"{o['op']}{' /' + o['params'] + '/' if o.get('params') else ''} {o['passed']}/{o['total']}"
-                       for o in gate.get("ops") or [] if o["passed"] < o["total"]]
-            bad_checks = [c for c in gate.get("checks") or [] if c["status"] == "failed"]
+                       for o in gate.get("ops") or [] if o["passed"] != o["total"] or o["total"] <= 0]
+            if gate["name"] in BACKEND_OP_GATES and gate["status"] == "passed" and not gate.get("ops"):
+                bad_ops.append("no op counted")
+            bad_checks = [c for c in gate.get("checks") or []
+                          if c["status"] == "failed" or (c["status"] == "passed" and c["cases"] <= 0)]
             if gate["status"] != "failed" and not bad_ops and not bad_checks:
                 continue
             blocked = True
             if bad_ops:
                 v.blockers.append(f"{gate['name']} failed on {where}: {', '.join(bad_ops)}")
             for c in bad_checks:
+                if c["status"] == "passed":
+                    v.blockers.append(f"feature check `{c['pin']}` {c['check']} ran no case on {where}")
+                    continue
                 v.blockers.append(f"feature check `{c['pin']}` {c['check']} failed on {where}"
                                   + (f": {c['detail']}" if c.get("detail") else ""))
             if not bad_ops and not bad_checks:
@@ -198,10 +297,19 @@ def _judge_kld(m: Merged, v: Verdict) -> bool:
 
 
 def _judge_bench(m: Merged, v: Verdict) -> bool:
-    """Slower rows block; rows too noisy to call explain a bench's not-ok too (listed under Not tested)."""
+    """Slower rows and failed llama-bench runs block; rows too noisy to call, or without enough data, explain a
+    bench's not-ok too (listed under Not tested, resp. as missing evidence)."""
     explained = False
     for study in m.bench:
-        gpu = study.doc["gpu"]["name"] if study.doc["gpu"] else "CPU"
+        gpu = bench_device(study)
+        failed = [run for f in m.files if f.kind == "bench" and f.name in study.sources
+                  for run in BenchResult.failed_runs_of(f.data["round_log"])]
+        if failed:
+            explained = True
+            v.blockers.append(f"llama-bench failed on {gpu} ({study.doc['model']['name']}): {failed[0]}"
+                              + (f" (and {len(failed) - 1} more failed runs)" if len(failed) > 1 else ""))
+        if not study.rows:
+            explained = True
         for row in study.rows:
             if row["verdict"] == "slower":
                 explained = True
@@ -275,7 +383,7 @@ def not_tested(m: Merged) -> list[str]:
 
     # hardware coverage: say what the results do not show
     gpus = [run.machine["gpu"] for run in m.verify if ran_on_gpu(run)]
-    bench_gpus = [s.doc["gpu"]["name"] for s in m.bench if s.doc["gpu"]]
+    bench_gpus = [bench_device(s) for s in m.bench if s.doc["gpu"]]
     names = [g["name"] for g in gpus] + bench_gpus
     if m.verify and not gpus:
         out.append("GPU: no result (no verify ran its GPU gates)")
@@ -292,7 +400,7 @@ def not_tested(m: Merged) -> list[str]:
         out.append(f"CUDA architectures other than {', '.join(ccs)}: no result{built}")
 
     for study in m.bench:
-        gpu = study.doc["gpu"]["name"] if study.doc["gpu"] else "CPU"
+        gpu = bench_device(study)
         for row in study.rows:
             if row["verdict"] in ("too noisy", "insufficient data"):
                 spread = f", A/A spread ±{row['aa_spread']:.1%}" if row.get("aa_spread") is not None else ""

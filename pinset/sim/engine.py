@@ -193,7 +193,7 @@ class Simulator:
                 result.detail = prep.error
                 result.contract = Contract(False, [f"{spec.id}: {prep.error}"])
                 continue
-            result.files = prep.change.paths
+            result.files = result.touched = prep.change.paths
             if not prep.change.patches:
                 result.status, result.detail = "skipped", "the pin changes nothing"
                 continue

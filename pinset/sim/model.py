@@ -1,10 +1,18 @@
-"""Result dataclasses of `pinset sim`, and their JSON form (the contract other verbs read)."""
+"""Result dataclasses of `pinset sim`, and their JSON form (the contract other verbs read): `to_json` for
+the producer, `from_json` for `pinset report`."""
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
-from pinset import SCHEMA_VERSION
+from pinset.results import SCHEMAS, Doc
+
+STATUSES = ("applied", "conflict", "upstream", "skipped", "error")
+
+
+def is_cuda_path(path: str) -> bool:
+    """Code only a CUDA build compiles: a pin touching it needs evidence from a real CUDA device."""
+    return path.startswith("ggml/src/ggml-cuda/") or path.endswith((".cu", ".cuh"))
 
 
 @dataclass
@@ -19,15 +27,38 @@ class PinResult:
     status: str
     required: bool
     conflict_with: str | None = None
-    files: list[str] = field(default_factory=list)
+    files: list[str] = field(default_factory=list)   # the conflicting files for a conflict, else `touched`
     retire: bool = False
     contract: Contract = field(default_factory=Contract)
     detail: str | None = None           # one line: why it conflicted / errored / counts as upstream
     carried_fraction: float | None = None  # share of substantive added lines already in the bare build
+    touched: list[str] | None = None    # every file the pin changes; None: unknown (could not be prepared, old file)
 
     @property
     def ok(self) -> bool:
         return self.status in ("applied", "upstream") and self.contract.ok
+
+    @property
+    def touches_cuda(self) -> bool | None:
+        """True/False from `touched`; None when the files the pin changes are unknown."""
+        return None if self.touched is None else any(is_cuda_path(f) for f in self.touched)
+
+    @classmethod
+    def from_json(cls, d: Doc) -> PinResult:
+        c = d.obj("contract")
+        return cls(d.get("id", str), d.choice("status", STATUSES), d.get("required", bool),
+                   d.get("conflict_with", str, None), d.strs("files"), d.get("retire", bool),
+                   Contract(c.get("ok", bool), c.strs("problems")), d.get("detail", str, None, default=None),
+                   d.num("carried_fraction", null=True, default=None),
+                   _touched(d))
+
+
+def _touched(d: Doc) -> list[str] | None:
+    """`touched` (null: unknown). Files written before it existed: `files` held every file the pin changes
+    unless the pin conflicted (then only the conflicting ones) or could not be prepared."""
+    if d.has("touched"):
+        return None if d.get("touched", list, None) is None else d.strs("touched")
+    return d.strs("files") if d.get("status", str) in ("applied", "upstream", "skipped") else None
 
 
 @dataclass
@@ -42,6 +73,11 @@ class BuildResult:
     def ok(self) -> bool:
         return all(p.ok for p in self.pins if p.required)
 
+    @classmethod
+    def from_json(cls, d: Doc) -> BuildResult:
+        d.get("ok", bool)
+        return cls(d.get("build", str), d.get("commit", str), [PinResult.from_json(p) for p in d.objs("pins")])
+
 
 @dataclass
 class SimResult:
@@ -52,9 +88,15 @@ class SimResult:
     def ok(self) -> bool:
         return all(b.ok for b in self.builds)
 
+    @classmethod
+    def from_json(cls, d: Doc) -> SimResult:
+        """A sim document (schema 1; files written before `touched` existed read with touched unknown)."""
+        d.get("ok", bool)
+        return cls([BuildResult.from_json(b) for b in d.objs("builds")], d.get("pinset", str))
+
     def to_json(self) -> dict:
         return {
-            "schema": SCHEMA_VERSION,
+            "schema": SCHEMAS["sim"],
             "kind": "sim",
             "pinset": self.pinset_digest,
             "ok": self.ok,
@@ -75,4 +117,6 @@ def _pin_json(p: PinResult) -> dict:
         out["detail"] = p.detail
     if p.carried_fraction is not None:
         out["carried_fraction"] = round(p.carried_fraction, 4)
+    if p.touched is not None:
+        out["touched"] = list(p.touched)
     return out

@@ -10,7 +10,7 @@ def _seconds(value: float) -> str:
 def verify_markdown(doc: dict) -> str:
     m = doc.get("machine") or {}
     gpu = m.get("gpu")
-    lines = [f"# pinset verify: {'all gates green' if doc['ok'] else 'RED'}", ""]
+    lines = [f"# pinset verify: {'ok' if doc['ok'] else 'RED'}: {doc['summary']}", ""]
     lines.append(f"- pin set `{doc['pinset']}`, {'with' if doc.get('cuda') else 'without'} `--cuda`")
     where = f"{gpu['name']} (driver {gpu['driver']}, compute capability {gpu['compute_capability']}, " \
             f"{gpu['memory_mib']} MiB)" if gpu else "no GPU"

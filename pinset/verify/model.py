@@ -1,14 +1,23 @@
-"""Result dataclasses of `pinset verify` and their JSON form (schema 1, kind "verify")."""
+"""Result dataclasses of `pinset verify` and their JSON form (schema 1, kind "verify"): `to_json` for the
+producer, `from_json` for `pinset report`."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from pinset import SCHEMA_VERSION
 from pinset.checks.backend_ops import OpCount
+from pinset.results import SCHEMAS, Doc
 
 GATES = ("cpu-build", "cpu-backend-ops", "cpu-test-chat", "cuda-build", "test-chat", "backend-ops", "feature-checks")
+CPU_GATES = ("cpu-build", "cpu-backend-ops", "cpu-test-chat")
 GPU_GATES = ("cuda-build", "test-chat", "backend-ops")
+GATE_STATUSES = ("passed", "failed", "not-run")
+CHECK_STATUSES = ("passed", "failed", "not-run", "unchecked")
+
+
+def op_from_json(d: Doc) -> OpCount:
+    return OpCount(d.get("op", str), d.get("backend", str), d.get("passed", int), d.get("total", int),
+                   d.get("not_supported", int), d.strs("failures"), d.get("params", str, None, default=None))
 
 
 @dataclass
@@ -23,6 +32,11 @@ class CheckResult:
     def to_json(self) -> dict:
         return {"pin": self.pin, "check": self.check, "status": self.status, "cases": self.cases,
                 "detail": self.detail, "seconds": round(self.seconds, 1)}
+
+    @classmethod
+    def from_json(cls, d: Doc) -> CheckResult:
+        return cls(d.get("pin", str), d.get("check", str), d.choice("status", CHECK_STATUSES), d.get("cases", int),
+                   d.get("detail", str, None), d.num("seconds", default=0.0))
 
 
 @dataclass
@@ -48,6 +62,15 @@ class GateResult:
         out.update(self.extra)
         return out
 
+    @classmethod
+    def from_json(cls, d: Doc) -> GateResult:
+        known = {"name", "status", "seconds", "detail", "ops", "checks"}
+        ops = [op_from_json(o) for o in d.objs("ops")] if d.get("ops", list, None, default=None) is not None else None
+        checks = [CheckResult.from_json(c) for c in d.objs("checks")] \
+            if d.get("checks", list, None, default=None) is not None else None
+        return cls(d.get("name", str), d.choice("status", GATE_STATUSES), d.num("seconds"), d.get("detail", str, None),
+                   ops, checks, {k: v for k, v in d.raw.items() if k not in known})
+
 
 @dataclass
 class PinRef:
@@ -57,6 +80,10 @@ class PinRef:
 
     def to_json(self) -> dict:
         return {"id": self.id, "status": self.status, "ref": self.ref}
+
+    @classmethod
+    def from_json(cls, d: Doc) -> PinRef:
+        return cls(d.get("id", str), d.get("status", str), d.get("ref", str))
 
 
 @dataclass
@@ -79,6 +106,11 @@ class BuildVerification:
         stopped = [g for g in self.gates if g.status == "not-run" and not g.extra.get("not_requested")]
         return not stopped and any(g.status == "passed" for g in self.gates)
 
+    @property
+    def not_run(self) -> list[str]:
+        """Gates that did not run, requested or not: what this build's green does not cover."""
+        return [g.name for g in self.gates if g.status == "not-run"]
+
     def gate(self, name: str) -> GateResult:
         for g in self.gates:
             if g.name == name:
@@ -89,7 +121,18 @@ class BuildVerification:
         return {"build": self.build, "commit": self.commit, "ok": self.ok, "tree": self.tree,
                 "pins": [p.to_json() for p in self.pins], "cmake_flags": list(self.cmake_flags),
                 "cuda_architectures": self.cuda_architectures, "ccache": self.ccache,
-                "gates": [g.to_json() for g in self.gates], "not_tested": list(self.not_tested)}
+                "gates": [g.to_json() for g in self.gates], "not_run": self.not_run,
+                "not_tested": list(self.not_tested)}
+
+    @classmethod
+    def from_json(cls, d: Doc) -> BuildVerification:
+        d.get("ok", bool)
+        not_tested = d.objs("not_tested")
+        return cls(d.get("build", str), d.get("commit", str), [PinRef.from_json(p) for p in d.objs("pins")],
+                   [GateResult.from_json(g) for g in d.objs("gates")], d.strs("cmake_flags"),
+                   d.get("cuda_architectures", str, None), d.get("tree", str, None, default=None),
+                   d.get("ccache", str, None, default=None),
+                   [{"what": n.get("what", str), "why": n.get("why", str)} for n in not_tested])
 
 
 @dataclass
@@ -104,7 +147,44 @@ class VerifyResult:
     def ok(self) -> bool:
         return bool(self.builds) and all(b.ok for b in self.builds)
 
+    def summary(self) -> str:
+        """One line that claims no more than ran: "all gates green" only when every gate ran and passed."""
+        if not self.builds:
+            return "nothing verified (no build)"
+        red = [f"{g.name} on {b.build}" for b in self.builds for g in b.gates if g.status == "failed"]
+        if red:
+            return "a gate is red: " + ", ".join(red)
+        stopped = [b.build for b in self.builds if not b.ok]
+        if stopped:
+            return "verify stopped before its gates ran on " + ", ".join(stopped)
+        not_run = {name for b in self.builds for name in b.not_run}
+        if not not_run:
+            return "all gates green"
+        ran = {g.name for b in self.builds for g in b.gates if g.status == "passed"}
+        parts = ["CPU gates green" if set(CPU_GATES) <= ran else "gates that ran are green"]
+        if "feature-checks" in ran:
+            parts[0] += ", feature checks green" + (" on CPU" if not self.cuda else "")
+        if not_run & set(GPU_GATES):
+            parts.append("GPU gates not run" + ("" if self.cuda else " (no --cuda)"))
+        if "feature-checks" in not_run:
+            parts.append("no feature check run")
+        return "; ".join(parts)
+
+    @classmethod
+    def from_json(cls, d: Doc) -> VerifyResult:
+        d.get("ok", bool)
+        m = d.obj("machine")
+        m.get("hostname", str)
+        gpu = m.obj("gpu", null=True)
+        if gpu is not None:
+            for key, kind in (("name", str), ("driver", str), ("compute_capability", str), ("memory_mib", int)):
+                gpu.get(key, kind)
+        for key in ("cuda_version", "compiler", "cmake"):
+            m.get(key, str, None)
+        return cls(d.get("pinset", str), m.raw, [BuildVerification.from_json(b) for b in d.objs("builds")],
+                   d.get("cuda", bool, default=False), dict(d.get("options", dict, default={})))
+
     def to_json(self) -> dict:
-        return {"schema": SCHEMA_VERSION, "kind": "verify", "pinset": self.pinset_digest, "ok": self.ok,
-                "cuda": self.cuda, "options": dict(self.options), "machine": self.machine,
+        return {"schema": SCHEMAS["verify"], "kind": "verify", "pinset": self.pinset_digest, "ok": self.ok,
+                "summary": self.summary(), "cuda": self.cuda, "options": dict(self.options), "machine": self.machine,
                 "builds": [b.to_json() for b in self.builds]}
