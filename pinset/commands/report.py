@@ -7,7 +7,7 @@ import sys
 
 from pinset.config.schema import load_pinset
 from pinset.errors import PinsetError
-from pinset.output import write_json, write_text
+from pinset.output import check_outputs, write_json, write_text
 from pinset.report import build_report
 from pinset.report.github import DEFAULT_API_URL, GitHub, PostError, describe_dry_run, parse_target
 from pinset.report.markdown import marker
@@ -31,6 +31,8 @@ def add_parser(sub):
 
 
 def run(args) -> int:
+    check_outputs({"--markdown": args.markdown, "--json": args.json},
+                  inputs=[*args.results, *([args.config] if args.config else [])])
     target = parse_target(args.post) if args.post else None
     if args.dry_run and not target:
         raise PinsetError("--dry-run only applies to --post")

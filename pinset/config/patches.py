@@ -13,6 +13,7 @@ import stat
 from pathlib import Path
 
 from pinset import runner
+from pinset.errors import ToolchainError
 
 
 class SeriesProblem(Exception):
@@ -56,7 +57,7 @@ def _patch_problem(path: Path) -> str | None:
                         env={"GIT_CEILING_DIRECTORIES": str(path.parent.parent), "GIT_CONFIG_NOSYSTEM": "1",
                              "GIT_CONFIG_GLOBAL": os.devnull})
     if parsed.returncode == 127:
-        return "cannot check it: git not found on PATH"
+        raise ToolchainError("git not found on PATH")
     if not parsed.ok or not parsed.stdout.strip():
         error = next((line.removeprefix("error: ") for line in parsed.stderr.splitlines() if line.strip()),
                      parsed.describe())

@@ -19,7 +19,7 @@ import yaml
 from pinset import runner
 from pinset.config.patches import SeriesProblem, patch_series
 from pinset.config.reading import compose, decode_utf8, read_regular_file
-from pinset.errors import ConfigError
+from pinset.errors import ConfigError, ToolchainError
 
 SHA_RE = re.compile(r"^[0-9a-f]{7,40}$")
 FULL_SHA_RE = re.compile(r"^[0-9a-f]{40}$")
@@ -297,6 +297,8 @@ def _check_local_repository(r: _Reader, node, value: str, local: Path) -> None:
     # The ceiling keeps git from finding a repository above `local`, as `git fetch` would not.
     probe = runner.run(["git", "rev-parse", "--git-dir"], cwd=local, timeout=60,
                        env={"GIT_CEILING_DIRECTORIES": str(local.parent)})
+    if probe.returncode == 127:
+        raise ToolchainError("git not found on PATH")
     if not probe.ok:
         reason = next((line for line in probe.stderr.splitlines() if line.strip()), probe.describe())
         r.fail(node, "upstream", f"{value!r} is not a git repository ({reason})")

@@ -94,13 +94,20 @@ class ResultFile:
 def load_result(path: str | Path) -> ResultFile:
     """One result file, checked against its kind's contract."""
     path = Path(path)
+    if path.is_dir():
+        raise PinsetError(f"{path}: is a folder, not a result file")
     if not path.is_file():
         raise PinsetError(f"{path}: no such result file")
-    raw = path.read_bytes()
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise PinsetError(f"{path}: cannot read ({(exc.strerror or str(exc)).lower()})") from None
     try:
         data = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise PinsetError(f"{path}: not a JSON result file ({exc})") from None
+    except RecursionError:
+        raise PinsetError(f"{path}: not a pinset result (nested too deeply)") from None
     if not isinstance(data, dict):
         raise PinsetError(f"{path}: not a pinset result (top level is not an object)")
     schema = data.get("schema")
