@@ -79,8 +79,9 @@ def decode_utf8(path: Path, data: bytes) -> str:
 
 def compose(path: Path, text: str):
     """The YAML node tree of `text` (None for an empty document), or ConfigError with the line."""
-    loader = _LimitedLoader(text, path)
+    loader = None
     try:
+        loader = _LimitedLoader(text, path)  # checks every character: may raise ReaderError
         root = loader.get_single_node()
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
@@ -91,7 +92,8 @@ def compose(path: Path, text: str):
         line = text.count("\n", 0, position) + 1 if isinstance(position, int) else 0
         raise ConfigError(path, line, None, f"not valid YAML: {str(exc).splitlines()[0]}") from None
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
     if root is not None:
         _check_expanded_size(path, root)
     return root
