@@ -61,7 +61,8 @@ def _file_problem(path: Path) -> str | None:
     if path.is_dir():
         return "is a folder; give a file name"
     if path.exists():
-        return None if os.access(path, os.W_OK) else "exists and is not writable"
+        writable = os.access(path, os.W_OK, effective_ids=os.access in os.supports_effective_ids)
+        return None if writable else "exists and is not writable"
     return _missing_parent_problem(path)
 
 

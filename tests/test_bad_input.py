@@ -93,6 +93,7 @@ def unprivileged():
     if os.geteuid() != 0:
         yield
         return
+    import encodings.utf_8_sig  # noqa: F401  (the standard library under /root is out of reach then)
     os.setegid(65534)
     os.seteuid(65534)
     try:
@@ -511,6 +512,8 @@ def test_output_in_a_read_only_folder(shared_dir, capsys):
     readonly = shared_dir / "ro"
     readonly.mkdir(mode=0o555)
     readonly.chmod(0o555)
+    (shared_dir / "locked.json").write_text("{}")
+    (shared_dir / "locked.json").chmod(0o444)
     main(["sim", "-c", str(shared_dir / "none.yaml")])
     main(["report", str(shared_dir / "none.json")])
     capsys.readouterr()
@@ -521,6 +524,9 @@ def test_output_in_a_read_only_folder(shared_dir, capsys):
         assert bad(capsys, ["report", str(cfg), "--markdown", str(readonly / "new" / "r.md")], shared_dir) == \
             f"pinset report: error: --markdown {readonly / 'new' / 'r.md'}: cannot write in {readonly} " \
             "(permission denied) (nothing was run)"
+        locked = shared_dir / "locked.json"
+        assert bad(capsys, ["sim", "-c", str(cfg), "--markdown", str(locked)], shared_dir) == \
+            f"pinset sim: error: --markdown {locked}: exists and is not writable (nothing was run)"
 
 
 # --- result files given to report ----------------------------------------------------------------
@@ -671,3 +677,35 @@ def test_valid_pin_sets_round_trip(reader_dir, doc, flow):
             else:
                 got.append({"command": {"argv": list(c.argv), "expect": c.expect, "timeout": c.timeout}})
         assert got == want.get("checks", [])
+
+
+# --- other input files ---------------------------------------------------------------------------
+
+def test_model_and_text_inputs(project, capsys):
+    cfg = project / "pins.yaml"
+    folder = project / "patches"
+    assert bad(capsys, ["kld", "-c", str(cfg), "-m", str(folder)], project) == \
+        f"pinset kld: error: --model {folder}: is a folder, not a file"
+    fifo = project / "model.gguf"
+    os.mkfifo(fifo)
+    assert bad(capsys, ["bench", "-c", str(cfg), "-m", str(fifo)], project) == \
+        f"pinset bench: error: --model {fifo}: not a regular file"
+    missing = project / "none.txt"
+    assert bad(capsys, ["kld", "-c", str(cfg), "-m", str(cfg), "-f", str(missing)], project) == \
+        f"pinset kld: error: --text {missing}: no such file"
+
+
+def test_unreadable_text_and_upstream_folder(shared_dir, capsys, make_repo):
+    text = shared_dir / "prose.txt"
+    text.write_text("words\n")
+    text.chmod(0)
+    cfg = write_pins(shared_dir / "pins.yaml", PINS.replace("https://github.com/ggml-org/llama.cpp", "up"))
+    (shared_dir / "up").mkdir(mode=0o700)
+    (shared_dir / "up").chmod(0o700)
+    main(["kld", "-m", str(shared_dir / "none")])
+    capsys.readouterr()
+    with unprivileged():
+        assert bad(capsys, ["kld", "-c", str(cfg), "-m", str(cfg), "-f", str(text)], shared_dir) == \
+            f"pinset kld: error: --text {text}: cannot read (permission denied)"
+        assert bad(capsys, ["sim", "-c", str(cfg)], shared_dir) == \
+            f"pinset sim: error: {cfg}:1: upstream: 'up': cannot read the folder (permission denied)"

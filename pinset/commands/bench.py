@@ -11,7 +11,7 @@ from pinset.errors import PinsetError
 from pinset.measures.bench import (bench_document, bench_markdown, headers, reanalysed, row_cells, run_rounds,
                                    run_tps, subject)
 from pinset.measures.sides import add_side_args, resolve_sides
-from pinset.commands.common import count
+from pinset.commands.common import check_inputs, count
 from pinset.output import check_outputs, console, err_console, write_json, write_text
 
 TARGETS = ["llama-bench"]
@@ -61,9 +61,7 @@ def run(args) -> int:
     clash = sorted(OWNED.intersection(bench_args))
     if clash:
         raise PinsetError(f"{', '.join(clash)}: set by pinset (use -m/--model and -r/--repetitions before --)")
-    for flag, path in (("--model", args.model), ("--vs-model", args.vs_model)):
-        if path is not None and not path.is_file():
-            raise PinsetError(f"{flag} {path}: no such file")
+    check_inputs({"--model": args.model, "--vs-model": args.vs_model})
     if args.vs_model is not None and args.aa:
         raise PinsetError("--aa and --vs-model exclude each other (an A/A check runs one model)")
     base, head, _store = resolve_sides(args, TARGETS, cuda=not args.cpu, head_only=args.vs_model is not None)

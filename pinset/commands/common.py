@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
+import stat
+from pathlib import Path
 
 from pinset.config.schema import load_pinset
+from pinset.errors import PinsetError
 from pinset.store import Store
 
 
@@ -43,3 +47,27 @@ def seconds(text: str) -> float:
     if not math.isfinite(value) or value <= 0:
         raise argparse.ArgumentTypeError(f"must be a finite number of seconds > 0, got {text!r}")
     return value
+
+
+def check_inputs(files: dict[str, str | os.PathLike | None]) -> None:
+    """Each named input (option -> path, None when not given) is a regular file we can read: one line
+    before any work, not a failure after a build."""
+    for flag, value in files.items():
+        if value is None:
+            continue
+        path = Path(value)
+        try:
+            st = os.stat(path)
+            if stat.S_ISDIR(st.st_mode):
+                problem = "is a folder, not a file"
+            elif not stat.S_ISREG(st.st_mode):
+                problem = "not a regular file"
+            else:
+                with open(path, "rb") as f:
+                    f.read(1)
+                continue
+        except FileNotFoundError:
+            problem = "broken symbolic link" if path.is_symlink() else "no such file"
+        except OSError as exc:
+            problem = f"cannot read ({(exc.strerror or str(exc)).lower()})"
+        raise PinsetError(f"{flag} {path}: {problem}")

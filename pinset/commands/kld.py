@@ -6,11 +6,10 @@ from pathlib import Path
 
 from rich.table import Table
 
-from pinset.errors import PinsetError
 from pinset.measures.kld import device_run, kld_document, reference
 from pinset.measures.sides import add_side_args, resolve_sides
 from pinset.models.pipeline import DEFAULT_TEXT
-from pinset.commands.common import count
+from pinset.commands.common import check_inputs, count
 from pinset.output import check_outputs, console, write_json, write_text
 
 TARGETS = ["llama-perplexity"]
@@ -37,10 +36,7 @@ def add_parser(sub):
 def run(args) -> int:
     check_outputs({"--json": args.json, "--markdown": args.markdown}, {"--log-dir": args.log_dir},
                   inputs=[p for p in (args.model, args.text, args.config) if p])
-    if not args.model.is_file():
-        raise PinsetError(f"--model {args.model}: no such file")
-    if not args.text.is_file():
-        raise PinsetError(f"--text {args.text}: no such file")
+    check_inputs({"--model": args.model, "--text": args.text})
     base, head, store = resolve_sides(args, TARGETS, cuda=not args.cpu)
     console.print(f"reference: CPU, {base.label} build, ctx {args.ctx}, {args.chunks} chunks")
     ref = reference(base, args.model, args.text, args.ctx, args.chunks, store, threads=args.threads,

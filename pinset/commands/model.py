@@ -8,7 +8,7 @@ from pathlib import Path
 from pinset.errors import PinsetError
 from pinset.models.pipeline import DEFAULT_TEXT, LlamaBin, synthesize
 from pinset.models.synth import ARCHS, PRESETS, preset
-from pinset.commands.common import count
+from pinset.commands.common import check_inputs, count
 from pinset.output import check_outputs, console, write_json
 
 OVERRIDES = [("layers", "n_layer"), ("embd", "n_embd"), ("heads", "n_head"), ("heads-kv", "n_head_kv"),
@@ -58,6 +58,7 @@ def run(args) -> int:
     if args.model_verb != "synth":
         raise PinsetError(f"unknown model verb {args.model_verb}")
     check_outputs({"--json": args.json}, {"--out": args.out}, inputs=[p for p in (args.text, args.config) if p])
+    check_inputs({"--text": args.text})
     overrides = {field: getattr(args, field) for _, field in OVERRIDES}
     if args.vocab:
         overrides["vocab"] = args.vocab

@@ -292,8 +292,10 @@ def _check_local_repository(r: _Reader, node, value: str, local: Path) -> None:
         r.fail(node, "upstream", f"not a URL and no such path: {value!r}")
     if not is_dir:
         r.fail(node, "upstream", f"{value!r} is not a folder (a local upstream is a git repository)")
-    if not os.access(local, os.R_OK | os.X_OK):
-        r.fail(node, "upstream", f"{value!r}: cannot read the folder (permission denied)")
+    try:
+        os.listdir(local)
+    except OSError as exc:
+        r.fail(node, "upstream", f"{value!r}: cannot read the folder ({(exc.strerror or str(exc)).lower()})")
     # The ceiling keeps git from finding a repository above `local`, as `git fetch` would not.
     probe = runner.run(["git", "rev-parse", "--git-dir"], cwd=local, timeout=60,
                        env={"GIT_CEILING_DIRECTORIES": str(local.parent)})
