@@ -499,6 +499,10 @@ def test_output_folders(project, capsys):
         f"pinset apply: error: --out {cfg / 'tree'}: {cfg} is not a folder (nothing was run)"
     assert bad(capsys, ["verify", "-c", str(cfg), "--logs", str(cfg)], project) == \
         f"pinset verify: error: --logs {cfg}: exists and is not a folder (nothing was run)"
+    (project / "v-logs").write_text("a file where verify would put its logs")
+    assert bad(capsys, ["verify", "-c", str(cfg), "--json", str(project / "v.json")], project) == \
+        f"pinset verify: error: the logs folder next to --json, {project / 'v-logs'}: exists and is not a folder " \
+        "(nothing was run)"
     assert bad(capsys, ["model", "synth", "--arch", "llama", "--size", "tiny", "-o", str(cfg)], project) == \
         f"pinset model: error: --out {cfg}: exists and is not a folder (nothing was run)"
     assert bad(capsys, ["kld", "-c", str(cfg), "-m", str(cfg), "--log-dir", str(cfg / "logs")], project) == \

@@ -43,7 +43,10 @@ def add_parser(sub):
 
 
 def run(args) -> int:
-    check_outputs({"--json": args.json, "--markdown": args.markdown}, {"--logs": args.logs}, inputs=[args.config])
+    logs = {"--logs": args.logs}
+    if args.json and not args.logs:
+        logs = {"the logs folder next to --json,": _log_dir(args, None)}
+    check_outputs({"--json": args.json, "--markdown": args.markdown}, logs, inputs=[args.config])
     ops = parse_ops(args.ops)
     cuda_flags = (args.cuda_flags or "").split()
     bad = [f for f in cuda_flags if not f.startswith("-D")]
