@@ -49,7 +49,8 @@ def check_outputs(files: dict[str, str | Path | None], folders: dict[str, str | 
             if key in seen:
                 raise PinsetError(f"{seen[key]} and {flag} both name {path}: give each its own path")
             if key in read:
-                raise PinsetError(f"{flag} {path}: would overwrite the input file {read[key]}; write the output elsewhere")
+                raise PinsetError(f"{flag} {path}: would overwrite the input file {read[key]}; "
+                                  "write the output elsewhere")
             seen[key] = flag
 
 

@@ -366,6 +366,7 @@ def test_local_upstream_must_be_a_git_repository(make_repo, project, capsys):
         (f"file://{plain}", f"'file://{plain}' is not a git repository (fatal: not a git repository"),
         ("pins.yaml", "'pins.yaml' is not a folder (a local upstream is a git repository)"),
         ("nowhere", "not a URL and no such path: 'nowhere'"),
+        ("file://repo", "malformed URL 'file://repo' (file:///ABSOLUTE/PATH)"),
     ):
         write_pins(cfg, PINS.replace("https://github.com/ggml-org/llama.cpp", value))
         line = bad(capsys, ["sim", "-c", str(cfg)], project)

@@ -120,7 +120,8 @@ class _LimitedLoader(yaml.SafeLoader):
 def _check_expanded_size(path: Path, root) -> None:
     """Count the nodes a walk would visit with aliases expanded; refuse cycles and alias bombs.
 
-    Iterative, memoised per node: linear in the composed (unexpanded) graph."""
+    Iterative, memoised per node: linear in the composed (unexpanded) graph. `active` holds the nodes
+    on the path from the root to the one being walked: a child among them is a cycle."""
     size: dict[int, int] = {}
     active: set[int] = set()
     stack = [(root, False)]
@@ -137,8 +138,6 @@ def _check_expanded_size(path: Path, root) -> None:
             continue
         if key in size:
             continue
-        if key in active:
-            raise ConfigError(path, node.start_mark.line + 1, None, "an alias (*name) refers to a node that contains it")
         active.add(key)
         stack.append((node, True))
         for child in _children(node):

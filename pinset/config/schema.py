@@ -272,7 +272,10 @@ def load_pinset(path: str | Path, *, require_pins: bool = True) -> PinSet:
 
 def _check_upstream(r: _Reader, node, value: str, base: Path) -> None:
     if value.startswith("file://"):
-        _check_local_repository(r, node, value, Path(unquote(urlsplit(value).path)))
+        local = unquote(urlsplit(value).path)
+        if not local.startswith("/"):
+            r.fail(node, "upstream", f"malformed URL {value!r} (file:///ABSOLUTE/PATH)")
+        _check_local_repository(r, node, value, Path(local))
         return
     if re.match(r"^(https?|ssh|git)://", value) or re.match(r"^[\w.-]+@[\w.-]+:", value):
         if value.startswith(("http://", "https://")) and not re.match(r"^https?://[^/\s]+/\S+$", value):
@@ -285,7 +288,7 @@ def _check_local_repository(r: _Reader, node, value: str, local: Path) -> None:
     """A local upstream must be a git repository itself (a work tree or a bare one), not a folder in one:
     git fetches from exactly that path."""
     try:
-        is_dir, exists = local.is_dir(), local.exists() or local.is_symlink()
+        is_dir, exists = local.is_dir(), local.exists()
     except (OSError, ValueError) as exc:
         r.fail(node, "upstream", f"unusable path {value!r}: {exc}")
     if not exists:
@@ -319,6 +322,7 @@ def _read_pin(r: _Reader, node, key: str, base: Path, upstream: str | None) -> P
         r.fail(node, key, "give exactly one of `patches:` (a folder of format-patch files) or `pr:` (+ `commit:`)")
 
     patches = pr = commit = None
+    series: tuple[Path, ...] = ()
     if has_patches:
         if "commit" in fields:
             r.fail(fields["commit"], f"{key}.commit", "only PR pins take a commit")
@@ -350,8 +354,7 @@ def _read_pin(r: _Reader, node, key: str, base: Path, upstream: str | None) -> P
     if checks and unchecked:
         r.fail(fields["unchecked"], f"{key}.unchecked", "a pin has either checks or an `unchecked:` reason, not both")
     description = r.string(fields["description"], f"{key}.description") if "description" in fields else None
-    return PinSpec(pin_id, patches, pr, commit, required, checks, unchecked, description, line,
-                   series if has_patches else ())
+    return PinSpec(pin_id, patches, pr, commit, required, checks, unchecked, description, line, series)
 
 
 def _repository_of(url: str) -> tuple[str, str] | None:
