@@ -28,8 +28,15 @@ def _available(name: str) -> bool:
     return importlib.util.find_spec(f"pinset.commands.{name}") is not None
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """Usage errors are bad input like any other: one line, exit 2 (subcommands inherit the class)."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def build_parser(chosen: str | None = None) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="pinset", description="Keep a llama.cpp pin set alive on moving upstream builds.")
+    parser = OneLineParser(prog="pinset", description="Keep a llama.cpp pin set alive on moving upstream builds.")
     parser.add_argument("--version", action="version", version=f"pinset {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True

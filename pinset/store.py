@@ -10,6 +10,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from pinset.errors import PinsetError
+
 
 def default_cache_dir() -> Path:
     if os.environ.get("PINSET_CACHE"):
@@ -25,7 +27,11 @@ class Store:
     @classmethod
     def open(cls, root: str | os.PathLike | None = None) -> "Store":
         path = Path(root).expanduser() if root else default_cache_dir()
-        path.mkdir(parents=True, exist_ok=True)
+        try:
+            path.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:  # a regular file there, a read-only parent...
+            problem = "exists and is not a folder" if path.exists() else (exc.strerror or str(exc)).lower()
+            raise PinsetError(f"cache {path}: {problem}") from None
         return cls(path.resolve())
 
     @property

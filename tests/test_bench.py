@@ -111,7 +111,7 @@ def test_reanalyse_recomputes_a_recorded_bench_with_the_current_method(tmp_path,
     assert pp512["base_tps"][0] == sorted(first["samples_ts"])[1] != old["rows"][0]["base_tps"][0]
     assert "Re-analysed (`pinset bench --reanalyse`)" in (tmp_path / "re.md").read_text()
     capsys.readouterr()
-    for argv, message in ((["--json", str(src)], "would overwrite the recorded file"),
+    for argv, message in ((["--json", str(src)], "would overwrite the input file"),
                           (["-m", str(src)], "--reanalyse runs nothing"),
                           ([], None)):
         rc = main(["bench", "--reanalyse", str(src if message else tmp_path / "none.json"), *argv])

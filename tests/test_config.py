@@ -13,13 +13,26 @@ from pinset.config import load_pinset
 from pinset.errors import ConfigError
 
 SHA = "44eb88e9aba218b24c0f374f2ec1c4d7d7920877"
+PATCH = """From 0 Mon Sep 17 00:00:00 2001
+Subject: [PATCH] x
+
+---
+diff --git a/a.txt b/a.txt
+--- a/a.txt
++++ b/a.txt
+@@ -1 +1 @@
+-a
++b
+--
+2.39.5
+"""
 
 
 @pytest.fixture
 def patch_dir(tmp_path):
     d = tmp_path / "patches" / "series"
     d.mkdir(parents=True)
-    (d / "0001-x.patch").write_text("From 0 Mon Sep 17 00:00:00 2001\nSubject: x\n\n---\n")
+    (d / "0001-x.patch").write_text(PATCH)
     return d
 
 

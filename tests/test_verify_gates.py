@@ -160,6 +160,7 @@ def test_toolchain_and_usage_errors_are_one_line_exit_2(pin_set, tmp_path, capsy
     assert main(["verify", "-c", str(pin_set), "--cuda-flags=-DGGML_CUDA_FA=OFF"]) == 2
     empty = tmp_path / "empty-bin"
     empty.mkdir()
+    (empty / "git").symlink_to(shutil.which("git"))  # pins.yaml is read with git (patches, upstream)
     monkeypatch.setenv("PATH", str(empty))
     assert main(["verify", "-c", str(pin_set)]) == 2
     err = capsys.readouterr().err.strip().splitlines()

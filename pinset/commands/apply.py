@@ -6,7 +6,7 @@ from pathlib import Path
 
 from pinset.commands.common import add_config_args, open_config
 from pinset.errors import PinsetError
-from pinset.output import console
+from pinset.output import check_outputs, console
 from pinset.sim.run import pick_builds, simulate
 
 
@@ -23,6 +23,7 @@ def run(args) -> int:
     out = Path(args.out)
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise PinsetError(f"--out {out}: exists and is not an empty folder (nothing was written)")
+    check_outputs({}, {"--out": out})
     pinset, store = open_config(args)
     sim = simulate(pinset, pick_builds(pinset, args.build), store)
     try:

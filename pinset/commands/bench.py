@@ -11,7 +11,8 @@ from pinset.errors import PinsetError
 from pinset.measures.bench import (bench_document, bench_markdown, headers, reanalysed, row_cells, run_rounds,
                                    run_tps, subject)
 from pinset.commands.sides import add_side_args, resolve_sides
-from pinset.output import console, err_console, write_json, write_text
+from pinset.commands.common import check_inputs, count
+from pinset.output import check_outputs, console, err_console, write_json, write_text
 
 TARGETS = ["llama-bench"]
 COLOURS = {"faster": "green", "no change": "cyan", "slower": "red", "too noisy": "yellow", "insufficient data": "yellow"}
@@ -29,8 +30,8 @@ def add_parser(sub):
     p.add_argument("--vs-model", type=Path, metavar="REFERENCE",
                    help="compare two models on the head build instead of two builds on one model: REFERENCE runs "
                         "as the base side, -m as the head side (e.g. IQ1_M vs IQ1_S of the same weights)")
-    p.add_argument("--rounds", type=int, default=6, help="rounds, the first one a discarded warm-up (default 6)")
-    p.add_argument("-r", "--repetitions", type=int, default=3, help="llama-bench -r per run (default 3)")
+    p.add_argument("--rounds", type=count(2), default=6, help="rounds, the first one a discarded warm-up (default 6)")
+    p.add_argument("-r", "--repetitions", type=count(1), default=3, help="llama-bench -r per run (default 3)")
     p.add_argument("--cpu", action="store_true", help="hide GPUs (CUDA_VISIBLE_DEVICES=): for tests without a GPU")
     p.add_argument("--aa", action="store_true",
                    help="A/A check: run the base build against itself (every row should say \"no change\")")
@@ -48,6 +49,8 @@ def add_parser(sub):
 
 
 def run(args) -> int:
+    check_outputs({"--json": args.json, "--markdown": args.markdown, "--plot": args.plot}, {"--log-dir": args.log_dir},
+                  inputs=[p for p in (args.model, args.vs_model, args.reanalyse, args.config) if p])
     if args.reanalyse is not None:
         return _reanalyse(args)
     if args.model is None:
@@ -58,13 +61,7 @@ def run(args) -> int:
     clash = sorted(OWNED.intersection(bench_args))
     if clash:
         raise PinsetError(f"{', '.join(clash)}: set by pinset (use -m/--model and -r/--repetitions before --)")
-    if args.rounds < 2:
-        raise PinsetError("--rounds must be >= 2 (the first is a warm-up)")
-    if args.repetitions < 1:
-        raise PinsetError("--repetitions must be >= 1")
-    for flag, path in (("--model", args.model), ("--vs-model", args.vs_model)):
-        if path is not None and not path.is_file():
-            raise PinsetError(f"{flag} {path}: no such file")
+    check_inputs({"--model": args.model, "--vs-model": args.vs_model})
     if args.vs_model is not None and args.aa:
         raise PinsetError("--aa and --vs-model exclude each other (an A/A check runs one model)")
     base, head, _store = resolve_sides(args, TARGETS, cpu=args.cpu, head_only=args.vs_model is not None)
@@ -101,8 +98,6 @@ def _reanalyse(args) -> int:
     recorded = load_result(args.reanalyse)
     if recorded.kind != "bench":
         raise PinsetError(f"{args.reanalyse}: kind {recorded.kind!r}, --reanalyse takes a bench result")
-    if args.json and args.json.resolve() == args.reanalyse.resolve():
-        raise PinsetError(f"--json {args.json}: would overwrite the recorded file; write the result elsewhere")
     return _write(reanalysed(recorded.data, keep_busy_rounds=args.keep_busy_rounds), args)
 
 

@@ -1,10 +1,15 @@
-"""Arguments shared by several verbs."""
+"""Arguments shared by several verbs, and the argparse types that check numbers before any work."""
 
 from __future__ import annotations
 
 import argparse
+import math
+import os
+import stat
+from pathlib import Path
 
 from pinset.config.schema import load_pinset
+from pinset.errors import PinsetError
 from pinset.store import Store
 
 
@@ -18,3 +23,51 @@ def add_config_args(parser: argparse.ArgumentParser, builds: bool = True) -> Non
 def open_config(args, require_pins: bool = True):
     pinset = load_pinset(args.config, require_pins=require_pins)
     return pinset, Store.open(args.cache)
+
+
+def count(minimum: int):
+    """argparse type: a whole number >= minimum (rounds, jobs, chunks, layers...)."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text, 10)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be >= {minimum}, got {value}")
+        return value
+    return parse
+
+
+def seconds(text: str) -> float:
+    """argparse type: a duration, finite and > 0 (nan, inf, 0 and negatives would disable or break timeouts)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a finite number of seconds > 0, got {text!r}")
+    return value
+
+
+def check_inputs(files: dict[str, str | os.PathLike | None]) -> None:
+    """Each named input (option -> path, None when not given) is a regular file we can read: one line
+    before any work, not a failure after a build."""
+    for flag, value in files.items():
+        if value is None:
+            continue
+        path = Path(value)
+        try:
+            st = os.stat(path)
+            if stat.S_ISDIR(st.st_mode):
+                problem = "is a folder, not a file"
+            elif not stat.S_ISREG(st.st_mode):
+                problem = "not a regular file"
+            else:
+                with open(path, "rb") as f:
+                    f.read(1)
+                continue
+        except FileNotFoundError:
+            problem = "broken symbolic link" if path.is_symlink() else "no such file"
+        except OSError as exc:
+            problem = f"cannot read ({(exc.strerror or str(exc)).lower()})"
+        raise PinsetError(f"{flag} {path}: {problem}")

@@ -6,11 +6,11 @@ from pathlib import Path
 
 from rich.table import Table
 
-from pinset.errors import PinsetError
 from pinset.measures.kld import device_run, kld_document, reference
 from pinset.commands.sides import add_side_args, resolve_sides
 from pinset.models.pipeline import DEFAULT_TEXT
-from pinset.output import console, write_json, write_text
+from pinset.commands.common import check_inputs, count
+from pinset.output import check_outputs, console, write_json, write_text
 
 TARGETS = ["llama-perplexity"]
 
@@ -21,12 +21,12 @@ def add_parser(sub):
     p.add_argument("-m", "--model", type=Path, required=True, help="GGUF model (e.g. from `pinset model synth`)")
     p.add_argument("-f", "--text", type=Path, default=DEFAULT_TEXT,
                    help="text file for perplexity (default: pinset's generated prose, pinset/data/prose.txt)")
-    p.add_argument("--ctx", type=int, default=512, help="context size (default 512)")
-    p.add_argument("--chunks", type=int, default=16, help="chunks of --ctx tokens (default 16)")
+    p.add_argument("--ctx", type=count(16), default=512, help="context size (default 512)")
+    p.add_argument("--chunks", type=count(1), default=16, help="chunks of --ctx tokens (default 16)")
     p.add_argument("--cpu", action="store_true",
                    help="device path = CPU too (-ngl 0, CUDA hidden): for tests and machines without a GPU")
-    p.add_argument("-ngl", "--gpu-layers", type=int, default=99, help="layers on the device (default 99)")
-    p.add_argument("-t", "--threads", type=int, help="threads for llama-perplexity")
+    p.add_argument("-ngl", "--gpu-layers", type=count(0), default=99, help="layers on the device (default 99)")
+    p.add_argument("-t", "--threads", type=count(1), help="threads for llama-perplexity")
     p.add_argument("--json", type=Path, help="write the kld JSON here")
     p.add_argument("--markdown", type=Path, help="write a markdown table here")
     p.add_argument("--log-dir", type=Path, help="keep the llama-perplexity command lines and output here")
@@ -34,12 +34,9 @@ def add_parser(sub):
 
 
 def run(args) -> int:
-    if not args.model.is_file():
-        raise PinsetError(f"--model {args.model}: no such file")
-    if not args.text.is_file():
-        raise PinsetError(f"--text {args.text}: no such file")
-    if args.ctx < 16 or args.chunks < 1:
-        raise PinsetError("--ctx must be >= 16 and --chunks >= 1")
+    check_outputs({"--json": args.json, "--markdown": args.markdown}, {"--log-dir": args.log_dir},
+                  inputs=[p for p in (args.model, args.text, args.config) if p])
+    check_inputs({"--model": args.model, "--text": args.text})
     base, head, store = resolve_sides(args, TARGETS, cpu=args.cpu)
     console.print(f"reference: CPU, {base.label} build, ctx {args.ctx}, {args.chunks} chunks")
     ref = reference(base, args.model, args.text, args.ctx, args.chunks, store, threads=args.threads,

@@ -8,7 +8,8 @@ from pathlib import Path
 from pinset.errors import PinsetError
 from pinset.models.pipeline import DEFAULT_TEXT, LlamaBin, synthesize
 from pinset.models.synth import ARCHS, PRESETS, preset
-from pinset.output import console, write_json
+from pinset.commands.common import check_inputs, count
+from pinset.output import check_outputs, console, write_json
 
 OVERRIDES = [("layers", "n_layer"), ("embd", "n_embd"), ("heads", "n_head"), ("heads-kv", "n_head_kv"),
              ("head-dim", "head_dim"), ("ff", "n_ff"), ("experts", "n_expert"), ("experts-used", "n_expert_used"),
@@ -31,7 +32,7 @@ def add_parser(sub):
     s.add_argument("--cache", help="cache folder")
     s.add_argument("--cuda", action="store_true", help="with -c: build with CUDA (for -ngl > 0 imatrix)")
     s.add_argument("--cuda-architectures", help="with -c --cuda: CMAKE_CUDA_ARCHITECTURES")
-    s.add_argument("-j", "--jobs", type=int, help="with -c: build jobs")
+    s.add_argument("-j", "--jobs", type=count(1), help="with -c: build jobs")
     s.add_argument("-o", "--out", type=Path, required=True, help="output folder")
     s.add_argument("--name", help="file name stem (default synth-<arch>-<size>)")
     s.add_argument("--vocab", help="tokenizer: models/ggml-vocab-<NAME>.gguf of the llama.cpp tree, or a GGUF path")
@@ -40,12 +41,13 @@ def add_parser(sub):
     s.add_argument("--tie-embeddings", action="store_const", const=True, default=None,
                    help="share token_embd as the output matrix")
     for flag, field in OVERRIDES:
-        s.add_argument(f"--{flag}", type=int, dest=field, help=f"override {field}")
-    s.add_argument("--seed", type=int, default=0)
+        s.add_argument(f"--{flag}", type=count(0 if flag.startswith("expert") else 1), dest=field,
+                       help=f"override {field}")
+    s.add_argument("--seed", type=count(0), default=0)
     s.add_argument("-f", "--text", type=Path, default=DEFAULT_TEXT, help="text for llama-imatrix (default: pinset prose)")
-    s.add_argument("--imatrix-chunks", type=int, default=8)
-    s.add_argument("-ngl", "--gpu-layers", type=int, default=0, help="layers on the GPU for llama-imatrix (default 0)")
-    s.add_argument("-t", "--threads", type=int, help="threads for generation, imatrix and quantize")
+    s.add_argument("--imatrix-chunks", type=count(1), default=8)
+    s.add_argument("-ngl", "--gpu-layers", type=count(0), default=0, help="layers on the GPU for llama-imatrix (default 0)")
+    s.add_argument("-t", "--threads", type=count(1), help="threads for generation, imatrix and quantize")
     s.add_argument("--force", action="store_true", help="rebuild even if the same recipe exists")
     s.add_argument("--drop-f16", action="store_true", help="delete the F16 file after quantizing")
     s.add_argument("--json", type=Path, help="write a description of the model here")
@@ -55,6 +57,8 @@ def add_parser(sub):
 def run(args) -> int:
     if args.model_verb != "synth":
         raise PinsetError(f"unknown model verb {args.model_verb}")
+    check_outputs({"--json": args.json}, {"--out": args.out}, inputs=[p for p in (args.text, args.config) if p])
+    check_inputs({"--text": args.text})
     overrides = {field: getattr(args, field) for _, field in OVERRIDES}
     if args.vocab:
         overrides["vocab"] = args.vocab

@@ -7,7 +7,7 @@ import sys
 
 from pinset.config.schema import load_pinset
 from pinset.errors import PinsetError
-from pinset.output import write_json, write_text
+from pinset.output import check_outputs, write_json, write_text
 from pinset.report import build_report
 from pinset.report.github import (DEFAULT_API_URL, GitHub, PostError, clean_token, describe_dry_run, parse_api_url,
                                   parse_target)
@@ -32,6 +32,8 @@ def add_parser(sub):
 
 
 def run(args) -> int:
+    check_outputs({"--markdown": args.markdown, "--json": args.json},
+                  inputs=[*args.results, *([args.config] if args.config else [])])
     target = parse_target(args.post) if args.post else None
     if args.dry_run and not target:
         raise PinsetError("--dry-run only applies to --post")
@@ -72,7 +74,7 @@ def run(args) -> int:
             try:
                 print(f"pinset report: the rendered report is in {args.markdown or _keep(args, report)}",
                       file=sys.stderr)
-            except OSError as keep_error:
+            except (OSError, PinsetError) as keep_error:  # the cache may be unusable too
                 print(f"pinset report: the rendered report could not be kept: {keep_error}", file=sys.stderr)
             return 1
         print(f"{posted.action} comment on {target}: {posted.url}")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.table import Table
 
 from pinset.commands.common import add_config_args, open_config
-from pinset.output import console, write_json, write_text
+from pinset.output import check_outputs, console, write_json, write_text
 from pinset.sim.markdown import sim_markdown
 from pinset.sim.run import pick_builds, simulate
 
@@ -21,6 +21,7 @@ def add_parser(sub):
 
 
 def run(args) -> int:
+    check_outputs({"--json": args.json, "--markdown": args.markdown}, inputs=[args.config])
     pinset, store = open_config(args)
     sim = simulate(pinset, pick_builds(pinset, args.builds), store)
     sim.mirror.close()

@@ -11,9 +11,9 @@ from rich.table import Table
 from pinset.build.cmake import find_nvcc, require_toolchain
 from pinset.build.settings import build_settings
 from pinset.checks.machine import probe_machine
-from pinset.commands.common import add_config_args, open_config
+from pinset.commands.common import add_config_args, count, open_config, seconds
 from pinset.errors import PinsetError, ToolchainError
-from pinset.output import console, write_json, write_text
+from pinset.output import check_outputs, console, write_json, write_text
 from pinset.sim.model import is_cuda_path
 from pinset.sim.run import pick_builds, simulate
 from pinset.verify.gates import BuildInput, Gates, VerifyOptions
@@ -33,9 +33,9 @@ def add_parser(sub):
     p.add_argument("--cpu-params", help="-p filter for the CPU gate's MUL_MAT/MUL_MAT_ID (default: the pins' types)")
     p.add_argument("--cuda-flags", help="extra CMake flags for the CUDA build, space-separated "
                    "(e.g. \"-DGGML_CUDA_FA=OFF\"; part of the build's cache key and of the JSON)")
-    p.add_argument("-j", "--jobs", type=int, help="parallel compile jobs (default: all cores)")
-    p.add_argument("--op-timeout", type=float, default=1800.0, help="seconds per test-backend-ops run (default 1800)")
-    p.add_argument("--op-jobs", type=int, default=1,
+    p.add_argument("-j", "--jobs", type=count(1), help="parallel compile jobs (default: all cores)")
+    p.add_argument("--op-timeout", type=seconds, default=1800.0, help="seconds per test-backend-ops run (default 1800)")
+    p.add_argument("--op-jobs", type=count(1), default=1,
                    help="test-backend-ops -j N (parallel workers) for the GPU runs (default 1)")
     p.add_argument("--json", help="write the result JSON here")
     p.add_argument("--markdown", help="write a markdown summary here")
@@ -45,6 +45,10 @@ def add_parser(sub):
 
 
 def run(args) -> int:
+    logs = {"--logs": args.logs}
+    if args.json and not args.logs:
+        logs = {"the logs folder next to --json,": _log_dir(args, None)}
+    check_outputs({"--json": args.json, "--markdown": args.markdown}, logs, inputs=[args.config])
     ops = parse_ops(args.ops)
     cuda_flags = (args.cuda_flags or "").split()
     bad = [f for f in cuda_flags if not f.startswith("-D")]

@@ -7,13 +7,19 @@ it comes from. Validation stops at the first problem: one clear message, exit co
 from __future__ import annotations
 
 import hashlib
+import math
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import unquote, urlsplit
 
 import yaml
 
-from pinset.errors import ConfigError
+from pinset import runner
+from pinset.config.patches import SeriesProblem, patch_series
+from pinset.config.reading import compose, decode_utf8, read_regular_file
+from pinset.errors import ConfigError, ToolchainError
 
 SHA_RE = re.compile(r"^[0-9a-f]{7,40}$")
 FULL_SHA_RE = re.compile(r"^[0-9a-f]{40}$")
@@ -77,13 +83,14 @@ class PinSpec:
     unchecked: str | None = None
     description: str | None = None
     line: int = 0
+    series: tuple[Path, ...] = ()  # the patch files, in order, as checked when pins.yaml was read
 
     @property
     def kind(self) -> str:
         return "patches" if self.patches is not None else "pr"
 
     def patch_files(self) -> list[Path]:
-        return sorted(p for p in self.patches.iterdir() if p.is_file() and p.suffix == ".patch")
+        return list(self.series)
 
 
 @dataclass(frozen=True)
@@ -152,18 +159,43 @@ class _Reader:
 
     def boolean(self, node, key) -> bool:
         if isinstance(node, yaml.ScalarNode) and node.tag.endswith(":bool"):
-            return node.value.lower() in ("true", "yes", "on")
+            if node.value.lower() in ("true", "yes", "on"):
+                return True
+            if node.value.lower() in ("false", "no", "off"):
+                return False
         self.fail(node, key, f"must be true or false, got {node.value!r}" if isinstance(node, yaml.ScalarNode) else "must be true or false")
 
-    def number(self, node, key) -> float:
-        if isinstance(node, yaml.ScalarNode) and (node.tag.endswith(":int") or node.tag.endswith(":float")):
-            return float(node.value)
-        self.fail(node, key, "must be a number")
+    def seconds(self, node, key) -> float:
+        """A finite, positive number (YAML's own int and float syntax: 90, 1.5e3, 0x10)."""
+        value = None
+        if isinstance(node, yaml.ScalarNode) and node.tag.rsplit(":", 1)[-1] in ("int", "float"):
+            try:
+                value = float(_SCALARS.construct_object(node, deep=True))
+            except (ValueError, TypeError, OverflowError, yaml.YAMLError):
+                value = None
+        if value is None:
+            self.fail(node, key, f"must be a number of seconds, got {_kind(node)}")
+        if not math.isfinite(value) or value <= 0:
+            self.fail(node, key, f"must be a finite number of seconds > 0, got {node.value!r}")
+        return value
+
+    def local_path(self, node, key, base: Path) -> tuple[str, Path]:
+        """A string naming a local path (relative to pins.yaml's folder), and that path made absolute."""
+        text = self.string(node, key)
+        if "\0" in text:
+            self.fail(node, key, "a path cannot contain a NUL character")
+        try:
+            return text, (base / text).expanduser().resolve()
+        except (OSError, RuntimeError, ValueError) as exc:
+            self.fail(node, key, f"unusable path {text!r}: {exc}")
 
     def sequence(self, node, key):
         if not isinstance(node, yaml.SequenceNode):
             self.fail(node, key, f"must be a list, got {_kind(node)}")
         return node.value
+
+
+_SCALARS = yaml.constructor.SafeConstructor()
 
 
 def _kind(node) -> str:
@@ -181,14 +213,8 @@ def _kind(node) -> str:
 def load_pinset(path: str | Path, *, require_pins: bool = True) -> PinSet:
     """Read and validate a pins.yaml; raise ConfigError naming file, line and key."""
     path = Path(path)
-    if not path.is_file():
-        raise ConfigError(path, 0, None, "no such file")
-    text = path.read_text(encoding="utf-8")
-    try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        raise ConfigError(path, mark.line + 1 if mark else 0, None, f"not valid YAML: {getattr(exc, 'problem', exc)}") from None
+    text = decode_utf8(path, read_regular_file(path, "pin set file"))
+    root = compose(path, text)
     r = _Reader(path)
     if root is None:
         raise ConfigError(path, 0, None, "file is empty")
@@ -245,13 +271,42 @@ def load_pinset(path: str | Path, *, require_pins: bool = True) -> PinSet:
 
 
 def _check_upstream(r: _Reader, node, value: str, base: Path) -> None:
-    if re.match(r"^(https?|ssh|git|file)://", value) or re.match(r"^[\w.-]+@[\w.-]+:", value):
+    if value.startswith("file://"):
+        local = unquote(urlsplit(value).path)
+        if not local.startswith("/"):
+            r.fail(node, "upstream", f"malformed URL {value!r} (file:///ABSOLUTE/PATH)")
+        _check_local_repository(r, node, value, Path(local))
+        return
+    if re.match(r"^(https?|ssh|git)://", value) or re.match(r"^[\w.-]+@[\w.-]+:", value):
         if value.startswith(("http://", "https://")) and not re.match(r"^https?://[^/\s]+/\S+$", value):
             r.fail(node, "upstream", f"malformed URL {value!r}")
         return
-    local = (base / value).expanduser()
-    if not local.exists():
+    _check_local_repository(r, node, value, r.local_path(node, "upstream", base)[1])
+
+
+def _check_local_repository(r: _Reader, node, value: str, local: Path) -> None:
+    """A local upstream must be a git repository itself (a work tree or a bare one), not a folder in one:
+    git fetches from exactly that path."""
+    try:
+        is_dir, exists = local.is_dir(), local.exists()
+    except (OSError, ValueError) as exc:
+        r.fail(node, "upstream", f"unusable path {value!r}: {exc}")
+    if not exists:
         r.fail(node, "upstream", f"not a URL and no such path: {value!r}")
+    if not is_dir:
+        r.fail(node, "upstream", f"{value!r} is not a folder (a local upstream is a git repository)")
+    try:
+        os.listdir(local)
+    except OSError as exc:
+        r.fail(node, "upstream", f"{value!r}: cannot read the folder ({(exc.strerror or str(exc)).lower()})")
+    # The ceiling keeps git from finding a repository above `local`, as `git fetch` would not.
+    probe = runner.run(["git", "rev-parse", "--git-dir"], cwd=local, timeout=60,
+                       env={"GIT_CEILING_DIRECTORIES": str(local.parent)})
+    if probe.returncode == 127:
+        raise ToolchainError("git not found on PATH")
+    if not probe.ok:
+        reason = next((line for line in probe.stderr.splitlines() if line.strip()), probe.describe())
+        r.fail(node, "upstream", f"{value!r} is not a git repository ({reason})")
 
 
 def _read_pin(r: _Reader, node, key: str, base: Path, upstream: str | None) -> PinSpec:
@@ -267,21 +322,23 @@ def _read_pin(r: _Reader, node, key: str, base: Path, upstream: str | None) -> P
         r.fail(node, key, "give exactly one of `patches:` (a folder of format-patch files) or `pr:` (+ `commit:`)")
 
     patches = pr = commit = None
+    series: tuple[Path, ...] = ()
     if has_patches:
         if "commit" in fields:
             r.fail(fields["commit"], f"{key}.commit", "only PR pins take a commit")
-        rel = r.string(fields["patches"], f"{key}.patches")
-        patches = (base / rel).resolve()
-        if not patches.is_dir():
-            r.fail(fields["patches"], f"{key}.patches", f"no such folder: {rel}")
-        if not any(p.suffix == ".patch" for p in patches.iterdir()):
-            r.fail(fields["patches"], f"{key}.patches", f"folder {rel} has no *.patch files")
+        rel, patches = r.local_path(fields["patches"], f"{key}.patches", base)
+        try:
+            series = patch_series(patches, rel.rstrip("/"))
+        except SeriesProblem as exc:
+            r.fail(fields["patches"], f"{key}.patches", str(exc))
     else:
         url = r.string(fields["pr"], f"{key}.pr")
         m = PR_URL_RE.match(url)
         if not m:
             r.fail(fields["pr"], f"{key}.pr", f"malformed PR URL {url!r} (https://HOST/OWNER/REPO/pull/N)")
         pr = PrRef(url.rstrip("/"), m["owner"], m["repo"], int(m["number"]))
+        if upstream is not None:
+            _check_pr_origin(r, fields["pr"], f"{key}.pr", pr, upstream)
         if "commit" not in fields:
             r.fail(node, f"{key}.commit", "missing (the exact reviewed commit sha of the PR)")
         commit = r.string(fields["commit"], f"{key}.commit").lower()
@@ -297,7 +354,38 @@ def _read_pin(r: _Reader, node, key: str, base: Path, upstream: str | None) -> P
     if checks and unchecked:
         r.fail(fields["unchecked"], f"{key}.unchecked", "a pin has either checks or an `unchecked:` reason, not both")
     description = r.string(fields["description"], f"{key}.description") if "description" in fields else None
-    return PinSpec(pin_id, patches, pr, commit, required, checks, unchecked, description, line)
+    return PinSpec(pin_id, patches, pr, commit, required, checks, unchecked, description, line, series)
+
+
+def _repository_of(url: str) -> tuple[str, str] | None:
+    """(host, owner/repo) of a hosted git URL (https, ssh, git or scp-like), lower-cased; None if not one."""
+    m = re.match(r"^[\w.-]+@(?P<host>[\w.-]+):(?P<path>[^/].*)$", url)
+    if m and "://" not in url:
+        host, path = m["host"], m["path"]
+    elif re.match(r"^(https?|ssh|git)://", url):
+        parts = urlsplit(url)
+        host, path = parts.hostname or "", parts.path
+    else:
+        return None
+    path = path.strip("/").removesuffix(".git").lower()
+    return host.lower(), path
+
+
+def _check_pr_origin(r: _Reader, node, key: str, pr: PrRef, upstream: str) -> None:
+    """A PR pin is fetched from upstream as pull/N/head: a PR of another host or repository would
+    silently be a different PR (or none)."""
+    origin = _repository_of(upstream)
+    if origin is None:  # a local path or file:// upstream: its hosting is unknown
+        return
+    host, repo = origin
+    pr_host = (urlsplit(pr.url).hostname or "").lower()
+    if pr_host != host:
+        r.fail(node, key, f"PR {pr.url} is on {pr_host}, but upstream is on {host} "
+                          f"(pinset fetches {pr.ref} from upstream)")
+    pr_repo = f"{pr.owner}/{pr.repo}".lower().removesuffix(".git")
+    if repo.count("/") == 1 and pr_repo != repo:
+        r.fail(node, key, f"PR {pr.url} belongs to {pr.owner}/{pr.repo}, but upstream is {repo} "
+                          f"(pinset fetches {pr.ref} from upstream: that would be another PR)")
 
 
 def _read_check(r: _Reader, node, key: str) -> FeatureCheck:
@@ -329,7 +417,7 @@ def _read_check(r: _Reader, node, key: str) -> FeatureCheck:
         r.fail(fields["argv"], f"{sub}.argv", "empty list")
     expect = r.string(fields["expect"], f"{sub}.expect")
     _check_regex(r, fields["expect"], f"{sub}.expect", expect)
-    timeout = r.number(fields["timeout"], f"{sub}.timeout") if "timeout" in fields else 600.0
+    timeout = r.seconds(fields["timeout"], f"{sub}.timeout") if "timeout" in fields else 600.0
     return FeatureCheck(kind, argv=argv, expect=expect, timeout=timeout, line=line)
 
 

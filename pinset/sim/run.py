@@ -34,10 +34,14 @@ def pick_builds(pinset: PinSet, selection: str | None) -> list[str]:
     """The builds of pins.yaml, or those named by --builds (which may add new ones)."""
     if not selection:
         return list(pinset.builds)
-    names = [n.strip() for n in selection.split(",") if n.strip()]
-    if not names:
+    names = [n.strip() for n in selection.split(",")]
+    if not any(names):
         raise PinsetError("--builds: empty list")
-    for name in names:
+    for i, name in enumerate(names):
+        if not name:
+            raise PinsetError(f"--builds {selection!r}: entry {i + 1} is empty")
+        if name in names[:i]:
+            raise PinsetError(f"--builds: duplicate build {name!r}")
         if not (PYPI_BUILD_RE.match(name) or BUILD_RE.match(name)):
             raise PinsetError(f"--builds: malformed build {name!r} (a tag, a commit sha or pypi:PACKAGE==VERSION)")
         if not PYPI_BUILD_RE.match(name) and pinset.upstream is None:

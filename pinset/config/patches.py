@@ -1,0 +1,67 @@
+"""A pin's patch series, checked when pins.yaml is read: a broken file is bad input, not a conflict.
+
+An empty, truncated or corrupt `.patch` would otherwise reach `git apply --3way` on each build and be
+reported as "conflict with upstream" (or, with no diff at all, as applied). `git apply --numstat` on the
+file alone runs git's own patch parser without touching any tree, so a parse error is told apart from an
+apply failure before any work starts.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+from pinset import runner
+from pinset.errors import ToolchainError
+
+
+class SeriesProblem(Exception):
+    """What is wrong with a series; the caller adds the pins.yaml file, line and key."""
+
+
+def patch_series(folder: Path, shown: str) -> tuple[Path, ...]:
+    """The `*.patch` files of `folder` in name order, each a regular file git can parse as a patch."""
+    try:
+        if not folder.is_dir():
+            raise SeriesProblem(f"no such folder: {shown}" if not folder.exists() else f"not a folder: {shown}")
+        names = sorted(entry.name for entry in os.scandir(folder) if entry.name.endswith(".patch"))
+    except OSError as exc:
+        raise SeriesProblem(f"cannot read folder {shown}: {(exc.strerror or str(exc)).lower()}") from None
+    if not names:
+        raise SeriesProblem(f"folder {shown} has no *.patch files")
+    series = tuple(folder / name for name in names)
+    for path in series:
+        problem = _patch_problem(path)
+        if problem:
+            raise SeriesProblem(f"{shown}/{path.name}: {problem}")
+    return series
+
+
+def _patch_problem(path: Path) -> str | None:
+    try:
+        st = os.stat(path)
+        if stat.S_ISREG(st.st_mode):
+            with open(path, "rb") as f:
+                f.read(1)
+    except FileNotFoundError:
+        return "broken symbolic link"
+    except OSError as exc:
+        return f"cannot read: {(exc.strerror or str(exc)).lower()}"
+    if not stat.S_ISREG(st.st_mode):
+        return "not a regular file"
+    if st.st_size == 0:
+        return "empty file, not a patch"
+    # Outside any repository: inside one, `git apply` ignores the paths outside the current folder.
+    parsed = runner.run(["git", "apply", "--numstat", "--", path.name], cwd=path.parent, timeout=120,
+                        env={"GIT_CEILING_DIRECTORIES": str(path.parent.parent), "GIT_CONFIG_NOSYSTEM": "1",
+                             "GIT_CONFIG_GLOBAL": os.devnull})
+    if parsed.returncode == 127:
+        raise ToolchainError("git not found on PATH")
+    if not parsed.ok or not parsed.stdout.strip():
+        error = next((line.removeprefix("error: ") for line in parsed.stderr.splitlines() if line.strip()),
+                     parsed.describe())
+        if not parsed.stdout.strip() and (parsed.ok or "No valid patches" in error):
+            return "no diff in it: not a git format-patch file"
+        return f"not a patch git can read: {error}"
+    return None

@@ -1,0 +1,716 @@
+"""Bad input of every kind: one line naming the file (and line and key), exit 2, nothing changed.
+
+Each class is tested through the CLI (`main`), with the exact first line, because the user sees that line
+and nothing else. Unreadable files are made real: running as root passes every permission check, so the
+tests drop the effective uid for the call instead (see `unprivileged`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import shutil
+import stat
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from conftest import write_pins
+from pinset import cli
+from pinset.cli import main
+from pinset.config import load_pinset
+from pinset.errors import PinsetError
+
+SHA = "44eb88e9aba218b24c0f374f2ec1c4d7d7920877"
+PATCH = """From 1f6fdf014e482fde3671bb9de8d19abbc5961d36 Mon Sep 17 00:00:00 2001
+From: t <t@example.com>
+Subject: [PATCH] change a.txt
+
+---
+diff --git a/a.txt b/a.txt
+index 7898192..6178079 100644
+--- a/a.txt
++++ b/a.txt
+@@ -1,3 +1,3 @@
+ one
+-two
++TWO
+ three
+--
+2.39.5
+"""
+PINS = "upstream: https://github.com/ggml-org/llama.cpp\nbuilds: [b1]\npins:\n  - id: a\n    patches: patches/s\n"
+
+
+@pytest.fixture
+def project(tmp_path):
+    """A pins.yaml with one valid patch series; tests break one thing in it."""
+    (tmp_path / "patches" / "s").mkdir(parents=True)
+    (tmp_path / "patches" / "s" / "0001-change.patch").write_text(PATCH)
+    write_pins(tmp_path / "pins.yaml", PINS)
+    return tmp_path
+
+
+def snapshot(root: Path) -> dict:
+    """Every path under root with its type, size and mtime: to prove that nothing changed (pinset's own
+    cache folder aside: opening it may create it empty)."""
+    out = {}
+    for path in sorted(root.rglob("*")):
+        if path.relative_to(root).parts[0] == "cache":
+            assert path == root / "cache", f"{path}: written in the cache"
+            continue
+        st_ = path.lstat()
+        out[str(path.relative_to(root))] = (stat.S_IFMT(st_.st_mode), st_.st_size, st_.st_mtime_ns)
+    return out
+
+
+def bad(capsys, argv: list[str], root: Path | None = None) -> str:
+    """Run pinset; assert exit 2, exactly one line on stderr, nothing on stdout, nothing changed under root."""
+    before = snapshot(root) if root else None
+    try:
+        code = main(argv)
+    except SystemExit as exc:  # argparse
+        code = exc.code
+    out, err = capsys.readouterr()
+    assert code == 2, err
+    assert len(err.splitlines()) == 1, err
+    assert "Traceback" not in err and not out.strip()
+    if root:
+        assert snapshot(root) == before
+    return err.rstrip("\n")
+
+
+@contextlib.contextmanager
+def unprivileged():
+    """Real permission checks for the duration: as root, run with the effective uid of `nobody`."""
+    if os.geteuid() != 0:
+        yield
+        return
+    import encodings.utf_8_sig  # noqa: F401  (the standard library under /root is out of reach then)
+    os.setegid(65534)
+    os.seteuid(65534)
+    try:
+        yield
+    finally:
+        os.seteuid(0)
+        os.setegid(0)
+
+
+@pytest.fixture
+def shared_dir():
+    """A folder `nobody` can reach (pytest's tmp_path lives under a root-only folder)."""
+    path = Path(tempfile.mkdtemp(prefix="pinset-bad-input-"))
+    path.chmod(0o755)
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+# --- the pin set file itself --------------------------------------------------------------------
+
+def test_latin1_pins_yaml(project, capsys):
+    cfg = project / "pins.yaml"
+    cfg.write_bytes((PINS + "description: café\n").encode("latin-1"))
+    assert bad(capsys, ["sim", "-c", str(cfg)], project) == (
+        f"pinset sim: error: {cfg}:6: not UTF-8: byte 0xe9 in column 17 (Latin-1 or another encoding?); "
+        "save the file as UTF-8")
+
+
+@pytest.mark.parametrize("codec, name", [("utf-16", "UTF-16"), ("utf-16-be", "UTF-16"), ("utf-32", "UTF-32")])
+def test_utf16_and_utf32_pins_yaml(project, capsys, codec, name):
+    cfg = project / "pins.yaml"
+    data = PINS.encode(codec)
+    if codec == "utf-16-be":
+        data = b"\xfe\xff" + data
+    cfg.write_bytes(data)
+    assert bad(capsys, ["sim", "-c", str(cfg)], project) == (
+        f"pinset sim: error: {cfg}: encoded as {name} (it starts with a {name} byte-order mark); "
+        "pinset reads UTF-8: convert it, e.g. with iconv -t UTF-8")
+
+
+def test_utf16_without_bom_and_binary_files(project, capsys):
+    cfg = project / "pins.yaml"
+    cfg.write_bytes(PINS.encode("utf-16-le"))
+    assert bad(capsys, ["sim", "-c", str(cfg)], project) == (
+        f"pinset sim: error: {cfg}:1: contains NUL bytes: not UTF-8 text (UTF-16 without a byte-order mark, "
+        "or a binary file?)")
+    cfg.write_bytes(b"builds: [b1]\n\x07\n")
+    assert bad(capsys, ["sim", "-c", str(cfg)], project) == (
+        f"pinset sim: error: {cfg}:2: not valid YAML: unacceptable character #x0007: special characters are "
+        "not allowed")
+
+
+def test_utf8_with_bom_is_read(project):
+    cfg = project / "pins.yaml"
+    cfg.write_bytes(b"\xef\xbb\xbf" + (PINS + "description: café\n").encode())
+    assert load_pinset(cfg).description == "café"
+
+
+def test_config_that_is_not_a_readable_file(project, capsys):
+    folder = project / "patches"
+    assert bad(capsys, ["sim", "-c", str(folder)], project) == \
+        f"pinset sim: error: {folder}: is a folder, not a pin set file"
+    missing = project / "none.yaml"
+    assert bad(capsys, ["sim", "-c", str(missing)], project) == f"pinset sim: error: {missing}: no such file"
+    broken = project / "broken.yaml"
+    broken.symlink_to(project / "gone.yaml")
+    assert bad(capsys, ["sim", "-c", str(broken)], project) == \
+        f"pinset sim: error: {broken}: broken symbolic link (to {project / 'gone.yaml'})"
+    under_file = project / "pins.yaml" / "pins.yaml"
+    assert bad(capsys, ["verify", "-c", str(under_file)], project) == \
+        f"pinset verify: error: {under_file}: no such file (a part of the path is not a folder)"
+
+
+def test_config_fifo_does_not_block(project, capsys):
+    fifo = project / "pins.fifo"
+    os.mkfifo(fifo)
+    started = time.monotonic()
+    assert bad(capsys, ["sim", "-c", str(fifo)], project) == (
+        f"pinset sim: error: {fifo}: not a regular file (a FIFO, socket or device), not a pin set file")
+    assert time.monotonic() - started < 5
+
+
+def test_unreadable_config(shared_dir, capsys):
+    cfg = write_pins(shared_dir / "pins.yaml", PINS)
+    cfg.chmod(0)
+    main(["sim", "-c", str(shared_dir / "none.yaml")])  # import everything while we may
+    capsys.readouterr()
+    with unprivileged():
+        line = bad(capsys, ["sim", "-c", str(cfg)], shared_dir)
+    assert line == f"pinset sim: error: {cfg}: cannot read: permission denied"
+
+
+def test_absurd_nesting_is_refused_quickly(project, capsys):
+    cfg = project / "pins.yaml"
+    for text, line in (("[" * 10_000 + "]" * 10_000, 1),
+                       ("a:\n" + "".join(" " * i + "b:\n" for i in range(1, 200)), 32)):
+        cfg.write_text(text)
+        started = time.monotonic()
+        assert bad(capsys, ["sim", "-c", str(cfg)], project) == \
+            f"pinset sim: error: {cfg}:{line}: nested more than 32 levels deep (a pin set needs at most 8)"
+        assert time.monotonic() - started < 5
+
+
+def test_alias_bomb_and_recursive_alias(project, capsys):
+    cfg = project / "pins.yaml"
+    lol = 'a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]\n' + "".join(
+        f"{chr(98 + i)}: &{chr(98 + i)} [" + ",".join([f"*{chr(97 + i)}"] * 9) + "]\n" for i in range(9))
+    cfg.write_text(lol)
+    started = time.monotonic()
+    assert bad(capsys, ["sim", "-c", str(cfg)], project) == \
+        f"pinset sim: error: {cfg}:6: more than 100000 values once aliases (*name) are expanded"
+    assert time.monotonic() - started < 5
+    cfg.write_text("builds: &a [b1, *a]\n")
+    assert bad(capsys, ["sim", "-c", str(cfg)], project) == \
+        f"pinset sim: error: {cfg}:1: an alias (*name) refers to a node that contains it"
+
+
+def test_aliases_that_expand_modestly_are_fine(project):
+    cfg = write_pins(project / "pins.yaml", """
+        upstream: https://github.com/ggml-org/llama.cpp
+        builds: [b1]
+        pins:
+          - id: a
+            patches: patches/s
+            checks: &checks [{ctest: {name: test-chat}}]
+          - id: b
+            patches: patches/s
+            checks: *checks
+        """)
+    assert [len(p.checks) for p in load_pinset(cfg).pins] == [1, 1]
+
+
+@pytest.mark.parametrize("value, shown", [(".nan", "'.nan'"), (".inf", "'.inf'"), ("-5", "'-5'"), ("0", "'0'")])
+def test_check_timeout_must_be_finite_and_positive(project, capsys, value, shown):
+    cfg = write_pins(project / "pins.yaml", PINS + f"    checks:\n      - command: {{argv: [x], expect: y, timeout: {value}}}\n")
+    assert bad(capsys, ["sim", "-c", str(cfg)], project) == (
+        f"pinset sim: error: {cfg}:7: pins[0].checks[0].command.timeout: must be a finite number of seconds > 0, "
+        f"got {shown}")
+
+
+def test_scalars_with_explicit_tags(project, capsys):
+    cfg = write_pins(project / "pins.yaml", PINS + "    required: !!bool maybe\n")
+    assert bad(capsys, ["sim", "-c", str(cfg)], project) == \
+        f"pinset sim: error: {cfg}:6: pins[0].required: must be true or false, got 'maybe'"
+    cfg = write_pins(project / "pins.yaml",
+                     PINS + "    checks:\n      - command: {argv: [x], expect: y, timeout: !!int abc}\n")
+    assert bad(capsys, ["sim", "-c", str(cfg)], project) == \
+        f"pinset sim: error: {cfg}:7: pins[0].checks[0].command.timeout: must be a number of seconds, got 'abc'"
+    cfg = write_pins(project / "pins.yaml", PINS + "    checks:\n      - command: {argv: [x], expect: y, timeout: 0x10}\n")
+    assert load_pinset(cfg).pins[0].checks[0].timeout == 16.0
+
+
+# --- patch series --------------------------------------------------------------------------------
+
+def _series_error(capsys, project, name: str, problem: str) -> None:
+    cfg = project / "pins.yaml"
+    assert bad(capsys, ["sim", "-c", str(cfg)], project) == \
+        f"pinset sim: error: {cfg}:5: pins[0].patches: patches/s/{name}: {problem}"
+
+
+@pytest.mark.parametrize("content, problem", [
+    ("", "empty file, not a patch"),
+    (PATCH[:PATCH.index("+TWO")], "not a patch git can read: corrupt patch at line 13"),
+    (PATCH[:PATCH.index("diff --git")], "no diff in it: not a git format-patch file"),
+    ("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR garbage", "no diff in it: not a git format-patch file"),
+    (PATCH.replace("@@ -1,3 +1,3 @@", "@@ -1,3 +1,9 @@"), "not a patch git can read: corrupt patch at line 16"),
+])
+def test_broken_patch_file_is_bad_input(project, capsys, content, problem):
+    (project / "patches" / "s" / "0002-broken.patch").write_text(content, errors="surrogateescape")
+    _series_error(capsys, project, "0002-broken.patch", problem)
+
+
+def test_patch_entries_that_are_not_files(project, capsys):
+    series = project / "patches" / "s"
+    (series / "0002-dir.patch").mkdir()
+    _series_error(capsys, project, "0002-dir.patch", "not a regular file")
+    (series / "0002-dir.patch").rmdir()
+    (series / "0002-link.patch").symlink_to(series / "gone.patch")
+    _series_error(capsys, project, "0002-link.patch", "broken symbolic link")
+    (series / "0002-link.patch").unlink()
+    os.mkfifo(series / "0002-fifo.patch")
+    started = time.monotonic()
+    _series_error(capsys, project, "0002-fifo.patch", "not a regular file")
+    assert time.monotonic() - started < 5
+
+
+def test_patch_folder_without_patches_or_not_a_folder(project, capsys):
+    cfg = project / "pins.yaml"
+    for patch in (project / "patches" / "s").iterdir():
+        patch.rename(patch.with_suffix(".diff"))
+    assert bad(capsys, ["sim", "-c", str(cfg)], project) == \
+        f"pinset sim: error: {cfg}:5: pins[0].patches: folder patches/s has no *.patch files"
+    write_pins(cfg, PINS.replace("patches/s", "patches/s/0001-change.diff"))
+    assert bad(capsys, ["sim", "-c", str(cfg)], project) == \
+        f"pinset sim: error: {cfg}:5: pins[0].patches: not a folder: patches/s/0001-change.diff"
+
+
+def test_unreadable_patch_and_patch_folder(shared_dir, capsys):
+    (shared_dir / "patches" / "s").mkdir(parents=True)
+    patch = shared_dir / "patches" / "s" / "0001-change.patch"
+    patch.write_text(PATCH)
+    cfg = write_pins(shared_dir / "pins.yaml", PINS)
+    shared_dir.joinpath("patches").chmod(0o755)
+    patch.chmod(0)
+    main(["sim", "-c", str(shared_dir / "none.yaml")])
+    capsys.readouterr()
+    with unprivileged():
+        assert bad(capsys, ["sim", "-c", str(cfg)], shared_dir) == \
+            f"pinset sim: error: {cfg}:5: pins[0].patches: patches/s/0001-change.patch: cannot read: permission denied"
+    patch.chmod(0o644)
+    patch.parent.chmod(0)
+    try:
+        with unprivileged():
+            assert bad(capsys, ["sim", "-c", str(cfg)], shared_dir) == \
+                f"pinset sim: error: {cfg}:5: pins[0].patches: cannot read folder patches/s: permission denied"
+    finally:
+        patch.parent.chmod(0o755)
+
+
+def test_truncated_patch_is_not_reported_as_a_conflict(make_repo, tmp_path, capsys):
+    """End to end on a real upstream: the series is refused before any fetch, naming the file."""
+    up = make_repo()
+    up.commit("base", {"a.txt": "one\ntwo\nthree\n"})
+    up.tag("v1")
+    (tmp_path / "patches" / "s").mkdir(parents=True)
+    (tmp_path / "patches" / "s" / "0001-change.patch").write_text(PATCH[:PATCH.index(" three")])
+    cfg = write_pins(tmp_path / "pins.yaml", f"upstream: {up.path}\nbuilds: [v1]\npins:\n  - id: a\n    patches: patches/s\n")
+    line = bad(capsys, ["sim", "-c", str(cfg)])
+    assert line.startswith(f"pinset sim: error: {cfg}:5: pins[0].patches: patches/s/0001-change.patch: "
+                           "not a patch git can read: corrupt patch at line")
+    assert not (tmp_path / "cache" / "mirror.git").exists()
+    (tmp_path / "patches" / "s" / "0001-change.patch").write_text(PATCH)
+    assert main(["sim", "-c", str(cfg)]) == 0  # the same series, whole, applies
+
+
+# --- upstream and PR pins ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("pr, problem", [
+    ("https://gitlab.com/ggml-org/llama.cpp/pull/1",
+     "PR https://gitlab.com/ggml-org/llama.cpp/pull/1 is on gitlab.com, but upstream is on github.com "
+     "(pinset fetches pull/1/head from upstream)"),
+    ("https://github.com/someone/llama.cpp/pull/7",
+     "PR https://github.com/someone/llama.cpp/pull/7 belongs to someone/llama.cpp, but upstream is "
+     "ggml-org/llama.cpp (pinset fetches pull/7/head from upstream: that would be another PR)"),
+])
+@pytest.mark.parametrize("upstream", ["https://github.com/ggml-org/llama.cpp", "https://github.com/ggml-org/llama.cpp.git",
+                                      "git@github.com:ggml-org/llama.cpp.git", "ssh://git@github.com/ggml-org/llama.cpp"])
+def test_pr_of_another_host_or_repository(project, capsys, upstream, pr, problem):
+    cfg = write_pins(project / "pins.yaml", f"upstream: {upstream}\nbuilds: [b1]\npins:\n  - id: a\n"
+                                            f"    pr: {pr}\n    commit: {SHA}\n")
+    assert bad(capsys, ["sim", "-c", str(cfg)], project) == f"pinset sim: error: {cfg}:5: pins[0].pr: {problem}"
+
+
+def test_pr_of_upstream_is_accepted_in_any_spelling(project):
+    cfg = write_pins(project / "pins.yaml", "upstream: git@GitHub.com:ggml-org/llama.cpp.git\nbuilds: [b1]\npins:\n"
+                                            f"  - id: a\n    pr: https://github.com/GGML-org/llama.cpp/pull/1/\n"
+                                            f"    commit: {SHA}\n")
+    assert load_pinset(cfg).pins[0].pr.number == 1
+
+
+def test_local_upstream_must_be_a_git_repository(make_repo, project, capsys):
+    cfg = project / "pins.yaml"
+    plain = project / "plain"
+    plain.mkdir()
+    repo = make_repo("repo")
+    repo.commit("base", {"a.txt": "one\n", "sub/b.txt": "b\n"})
+    for value, problem in (
+        ("plain", "'plain' is not a git repository (fatal: not a git repository"),
+        ("repo/sub", "'repo/sub' is not a git repository (fatal: not a git repository"),
+        (f"file://{plain}", f"'file://{plain}' is not a git repository (fatal: not a git repository"),
+        ("pins.yaml", "'pins.yaml' is not a folder (a local upstream is a git repository)"),
+        ("nowhere", "not a URL and no such path: 'nowhere'"),
+        ("file://repo", "malformed URL 'file://repo' (file:///ABSOLUTE/PATH)"),
+    ):
+        write_pins(cfg, PINS.replace("https://github.com/ggml-org/llama.cpp", value))
+        line = bad(capsys, ["sim", "-c", str(cfg)], project)
+        assert line.startswith(f"pinset sim: error: {cfg}:1: upstream: {problem}"), line
+    write_pins(cfg, PINS.replace("https://github.com/ggml-org/llama.cpp", "repo"))
+    assert load_pinset(cfg).upstream == "repo"
+    bare = project / "bare.git"
+    repo.git("clone", "-q", "--bare", str(repo.path), str(bare))
+    write_pins(cfg, PINS.replace("https://github.com/ggml-org/llama.cpp", f"file://{bare}"))
+    assert load_pinset(cfg).upstream == f"file://{bare}"
+
+
+# --- command-line options ------------------------------------------------------------------------
+
+def _numeric_actions():
+    """(verb argv prefix, option, its type) for every option of every verb that takes a number."""
+    found = []
+
+    def walk(parser, prefix):
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for name, sub in action.choices.items():
+                    walk(sub, [*prefix, name])
+            elif action.option_strings and action.type is not None and action.type not in (str, Path):
+                found.append((prefix, action.option_strings[-1], action.type))
+
+    for verb in cli.COMMANDS:
+        parser = cli.build_parser(verb)
+        walk(next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices[verb], [verb])
+    return found
+
+
+NUMERIC = _numeric_actions()
+
+
+def test_every_numeric_option_is_checked():
+    """No verb takes a bare int or float: each number goes through commands.common's types."""
+    assert NUMERIC, "no numeric options found"
+    for prefix, option, kind in NUMERIC:
+        assert kind not in (int, float), f"{' '.join(prefix)} {option}: type={kind.__name__}"
+    options = {(p[0], o) for p, o, _ in NUMERIC}
+    assert {("verify", "--op-timeout"), ("bench", "--rounds"), ("bench", "--repetitions"), ("kld", "--ctx"),
+            ("kld", "--chunks"), ("model", "--seed"), ("verify", "--jobs")} <= options
+
+
+@pytest.mark.parametrize("prefix, option", [(p, o) for p, o, _ in NUMERIC])
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf", "-1", "1e999", "x"])
+def test_numeric_options_refuse_nonsense(capsys, prefix, option, value):
+    line = bad(capsys, [*prefix, f"{option}={value}"])
+    assert line.startswith(f"pinset {' '.join(prefix)}: error: argument "), line
+    assert line.endswith(f"(see pinset {' '.join(prefix)} --help)")
+
+
+def test_numeric_option_messages(capsys):
+    assert bad(capsys, ["verify", "--op-timeout", "nan"]) == (
+        "pinset verify: error: argument --op-timeout: must be a finite number of seconds > 0, got 'nan' "
+        "(see pinset verify --help)")
+    assert bad(capsys, ["verify", "--op-timeout=-3"]) == (
+        "pinset verify: error: argument --op-timeout: must be a finite number of seconds > 0, got '-3' "
+        "(see pinset verify --help)")
+    assert bad(capsys, ["bench", "--rounds", "1"]) == \
+        "pinset bench: error: argument --rounds: must be >= 2, got 1 (see pinset bench --help)"
+    assert bad(capsys, ["kld", "--chunks", "2.5"]) == \
+        "pinset kld: error: argument --chunks: '2.5' is not a whole number (see pinset kld --help)"
+
+
+@pytest.mark.parametrize("builds, problem", [
+    ("b1,b1", "--builds: duplicate build 'b1'"),
+    ("b1,,b2", "--builds 'b1,,b2': entry 2 is empty"),
+    ("b1,", "--builds 'b1,': entry 2 is empty"),
+    (",", "--builds: empty list"),
+])
+def test_builds_option(project, capsys, builds, problem):
+    cfg = project / "pins.yaml"
+    assert bad(capsys, ["sim", "-c", str(cfg), "--builds", builds], project) == f"pinset sim: error: {problem}"
+
+
+def test_cache_that_is_a_file(project, capsys):
+    cache = project / "cache-file"
+    cache.write_text("x")
+    assert bad(capsys, ["sim", "-c", str(project / "pins.yaml"), "--cache", str(cache)], project) == \
+        f"pinset sim: error: cache {cache}: exists and is not a folder"
+
+
+# --- output paths, checked before any work -------------------------------------------------------
+
+RESULT = json.dumps({"schema": 1, "kind": "sim"})
+
+
+@pytest.mark.parametrize("verb_args", [
+    ["sim", "-c", "{cfg}"],
+    ["verify", "-c", "{cfg}"],
+    ["kld", "-c", "{cfg}", "-m", "{cfg}"],
+    ["bench", "-c", "{cfg}", "-m", "{cfg}"],
+    ["report", "{root}/result.json"],
+])
+@pytest.mark.parametrize("flag", ["--json", "--markdown"])
+def test_output_path_is_a_folder_or_under_a_file(project, capsys, isolated_cache, verb_args, flag):
+    (project / "result.json").write_text(RESULT)
+    argv = [a.format(cfg=project / "pins.yaml", root=project) for a in verb_args]
+    verb = argv[0]
+    folder = project / "patches"
+    assert bad(capsys, [*argv, flag, str(folder)], project) == \
+        f"pinset {verb}: error: {flag} {folder}: is a folder; give a file name (nothing was run)"
+    under_file = project / "pins.yaml" / "out.json"
+    assert bad(capsys, [*argv, flag, str(under_file)], project) == \
+        f"pinset {verb}: error: {flag} {under_file}: {project / 'pins.yaml'} is not a folder (nothing was run)"
+    deep_under_file = project / "result.json" / "a" / "b" / "out.json"
+    assert bad(capsys, [*argv, flag, str(deep_under_file)], project) == \
+        f"pinset {verb}: error: {flag} {deep_under_file}: {project / 'result.json'} is not a folder (nothing was run)"
+    assert not (isolated_cache / "mirror.git").exists()
+
+
+def test_output_overwriting_an_input(project, capsys):
+    cfg = project / "pins.yaml"
+    assert bad(capsys, ["sim", "-c", str(cfg), "--json", str(cfg)], project) == (
+        f"pinset sim: error: --json {cfg}: would overwrite the input file {cfg}; write the output elsewhere")
+    result = project / "result.json"
+    result.write_text(RESULT)
+    assert bad(capsys, ["report", str(result), "--markdown", str(result)], project) == (
+        f"pinset report: error: --markdown {result}: would overwrite the input file {result}; "
+        "write the output elsewhere")
+    out = project / "out.md"
+    assert bad(capsys, ["sim", "-c", str(cfg), "--json", str(out), "--markdown", str(out)], project) == (
+        f"pinset sim: error: --json and --markdown both name {out}: give each its own path")
+
+
+def test_output_folders(project, capsys):
+    cfg = project / "pins.yaml"
+    assert bad(capsys, ["apply", "-c", str(cfg), "--build", "b1", "--out", str(cfg / "tree")], project) == \
+        f"pinset apply: error: --out {cfg / 'tree'}: {cfg} is not a folder (nothing was run)"
+    assert bad(capsys, ["verify", "-c", str(cfg), "--logs", str(cfg)], project) == \
+        f"pinset verify: error: --logs {cfg}: exists and is not a folder (nothing was run)"
+    (project / "v-logs").write_text("a file where verify would put its logs")
+    assert bad(capsys, ["verify", "-c", str(cfg), "--json", str(project / "v.json")], project) == \
+        f"pinset verify: error: the logs folder next to --json, {project / 'v-logs'}: exists and is not a folder " \
+        "(nothing was run)"
+    assert bad(capsys, ["model", "synth", "--arch", "llama", "--size", "tiny", "-o", str(cfg)], project) == \
+        f"pinset model: error: --out {cfg}: exists and is not a folder (nothing was run)"
+    assert bad(capsys, ["kld", "-c", str(cfg), "-m", str(cfg), "--log-dir", str(cfg / "logs")], project) == \
+        f"pinset kld: error: --log-dir {cfg / 'logs'}: {cfg} is not a folder (nothing was run)"
+    assert bad(capsys, ["bench", "-c", str(cfg), "-m", str(cfg), "--plot", str(project)], project) == \
+        f"pinset bench: error: --plot {project}: is a folder; give a file name (nothing was run)"
+
+
+def test_output_in_a_read_only_folder(shared_dir, capsys):
+    cfg = write_pins(shared_dir / "pins.yaml", PINS)
+    readonly = shared_dir / "ro"
+    readonly.mkdir(mode=0o555)
+    readonly.chmod(0o555)
+    (shared_dir / "locked.json").write_text("{}")
+    (shared_dir / "locked.json").chmod(0o444)
+    main(["sim", "-c", str(shared_dir / "none.yaml")])
+    main(["report", str(shared_dir / "none.json")])
+    capsys.readouterr()
+    with unprivileged():
+        assert bad(capsys, ["sim", "-c", str(cfg), "--json", str(readonly / "sim.json")], shared_dir) == \
+            f"pinset sim: error: --json {readonly / 'sim.json'}: cannot write in {readonly} (permission denied) " \
+            "(nothing was run)"
+        assert bad(capsys, ["report", str(cfg), "--markdown", str(readonly / "new" / "r.md")], shared_dir) == \
+            f"pinset report: error: --markdown {readonly / 'new' / 'r.md'}: cannot write in {readonly} " \
+            "(permission denied) (nothing was run)"
+        locked = shared_dir / "locked.json"
+        assert bad(capsys, ["sim", "-c", str(cfg), "--markdown", str(locked)], shared_dir) == \
+            f"pinset sim: error: --markdown {locked}: exists and is not writable (nothing was run)"
+
+
+# --- result files given to report ----------------------------------------------------------------
+
+def test_report_inputs_that_are_not_results(project, capsys):
+    folder = project / "patches"
+    assert bad(capsys, ["report", str(folder)], project) == f"pinset report: error: {folder}: is a folder, not a result file"
+    binary = project / "bin.json"
+    binary.write_bytes(b"\xff\xfe\x00garbage")
+    assert bad(capsys, ["report", str(binary)], project).startswith(
+        f"pinset report: error: {binary}: not a JSON result file (")
+    deep = project / "deep.json"
+    deep.write_text("[" * 100_000 + "]" * 100_000)
+    assert bad(capsys, ["report", str(deep)], project) == \
+        f"pinset report: error: {deep}: not a pinset result (nested too deeply)"
+    fifo = project / "fifo.json"
+    os.mkfifo(fifo)
+    assert bad(capsys, ["report", str(fifo)], project) == f"pinset report: error: {fifo}: no such result file"
+
+
+def test_unreadable_report_input(shared_dir, capsys):
+    result = shared_dir / "r.json"
+    result.write_text(RESULT)
+    result.chmod(0)
+    main(["report", str(shared_dir / "none.json")])
+    capsys.readouterr()
+    with unprivileged():
+        assert bad(capsys, ["report", str(result)], shared_dir) == \
+            f"pinset report: error: {result}: cannot read (permission denied)"
+
+
+# --- property-based: the pins.yaml reader never raises anything but pinset's own error -------------
+
+@pytest.fixture(scope="module")
+def reader_dir(tmp_path_factory):
+    root = tmp_path_factory.mktemp("reader")
+    (root / "patches" / "s").mkdir(parents=True)
+    (root / "patches" / "s" / "0001-change.patch").write_text(PATCH)
+    (root / "patches" / "t").mkdir(parents=True)
+    (root / "patches" / "t" / "0001-change.patch").write_text(PATCH)
+    return root
+
+
+def _load_or_error(path: Path):
+    try:
+        return load_pinset(path, require_pins=False)
+    except PinsetError as exc:
+        assert str(exc).startswith(str(path)) and "\n" not in str(exc).strip(), str(exc)
+        return None
+
+
+KEYS = ["upstream", "builds", "pins", "cuda", "description", "id", "patches", "pr", "commit", "required",
+        "checks", "unchecked", "backend-op", "ctest", "command", "op", "params", "mode", "name", "argv",
+        "expect", "timeout", "architectures", "flags", "<<", "", "x"]
+SCALARS = st.one_of(
+    st.none(), st.booleans(), st.integers(), st.floats(), st.text(max_size=30),
+    st.sampled_from(["b1", "patches/s", "patches", ".", "/", "..", "~", "~nobody/x", "a" * 5000, "pypi:x==1",
+                     "https://github.com/ggml-org/llama.cpp", "https://github.com/ggml-org/llama.cpp/pull/1",
+                     "git@github.com:o/r.git", "file:///nonexistent", "file://", SHA, "MUL_MAT", "(", "-Dx=1"]))
+VALUES = st.recursive(SCALARS, lambda inner: st.one_of(
+    st.lists(inner, max_size=4), st.dictionaries(st.sampled_from(KEYS), inner, max_size=5)), max_leaves=25)
+DOCUMENTS = st.dictionaries(st.sampled_from(KEYS[:5]), VALUES, max_size=5)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.binary(max_size=400))
+def test_arbitrary_bytes_give_pinset_errors_only(reader_dir, data):
+    path = reader_dir / "bytes.yaml"
+    path.write_bytes(data)
+    _load_or_error(path)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(text=st.text(max_size=300))
+def test_arbitrary_text_gives_pinset_errors_only(reader_dir, text):
+    path = reader_dir / "text.yaml"
+    path.write_text(text, encoding="utf-8", errors="surrogatepass")
+    _load_or_error(path)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(doc=DOCUMENTS, flow=st.sampled_from([None, True, False]))
+def test_arbitrary_yaml_structures_give_pinset_errors_only(reader_dir, doc, flow):
+    path = reader_dir / "structure.yaml"
+    path.write_text(yaml.safe_dump(doc, default_flow_style=flow, allow_unicode=True), encoding="utf-8")
+    _load_or_error(path)
+
+
+# Printable text: PyYAML itself folds line separators (U+0085, U+2028) when it writes them in plain scalars.
+TEXT = st.text(st.characters(blacklist_categories=("Cs", "Cc", "Zl", "Zp")), min_size=1, max_size=40).filter(str.strip)
+BUILD = st.one_of(st.from_regex(r"b[0-9]{1,5}", fullmatch=True), st.from_regex(r"v[0-9]\.[0-9]{1,2}", fullmatch=True),
+                  st.from_regex(r"pypi:llama-cpp-python==0\.3\.[0-9]{1,2}", fullmatch=True))
+CHECK = st.one_of(
+    st.builds(lambda op, params: {"backend-op": {"op": op, **({"params": params} if params else {})}},
+              st.from_regex(r"[A-Z][A-Z0-9_]{0,10}", fullmatch=True), st.sampled_from([None, "type_a=iq1_m", "n=[0-9]+"])),
+    st.builds(lambda name: {"ctest": {"name": name}}, st.from_regex(r"test-[a-z]{1,8}", fullmatch=True)),
+    st.builds(lambda argv, timeout: {"command": {"argv": argv, "expect": "ok", "timeout": timeout}},
+              st.lists(TEXT, min_size=1, max_size=3),
+              st.floats(min_value=0.001, max_value=1e6)),
+)
+
+
+@st.composite
+def valid_pin_sets(draw):
+    builds = draw(st.lists(BUILD, min_size=1, max_size=4, unique=True))
+    ids = draw(st.lists(st.from_regex(r"[a-z][a-z0-9_.#+-]{0,15}", fullmatch=True), max_size=4, unique=True))
+    pins = []
+    for pin_id in ids:
+        if draw(st.booleans()):
+            pin = {"id": pin_id, "patches": draw(st.sampled_from(["patches/s", "patches/t", "./patches/s"]))}
+        else:
+            pin = {"id": pin_id, "pr": f"https://github.com/ggml-org/llama.cpp/pull/{draw(st.integers(1, 10**6))}",
+                   "commit": SHA}
+        pin["required"] = draw(st.booleans())
+        checks = draw(st.lists(CHECK, max_size=3))
+        if checks:
+            pin["checks"] = checks
+        elif draw(st.booleans()):
+            pin["unchecked"] = draw(TEXT)
+        pins.append(pin)
+    return {"upstream": "https://github.com/ggml-org/llama.cpp", "builds": builds, "pins": pins,
+            "description": draw(TEXT)}
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(doc=valid_pin_sets(), flow=st.sampled_from([None, True, False]))
+def test_valid_pin_sets_round_trip(reader_dir, doc, flow):
+    path = reader_dir / "valid.yaml"
+    path.write_text(yaml.safe_dump(doc, default_flow_style=flow, allow_unicode=True, sort_keys=False), encoding="utf-8")
+    ps = load_pinset(path, require_pins=False)
+    assert ps.upstream == doc["upstream"] and list(ps.builds) == doc["builds"]
+    assert ps.description == doc["description"]
+    assert [p.id for p in ps.pins] == [p["id"] for p in doc["pins"]]
+    for pin, want in zip(ps.pins, doc["pins"]):
+        assert pin.required == want["required"]
+        if "patches" in want:
+            assert pin.patches == (reader_dir / want["patches"]).resolve()
+            assert [f.name for f in pin.patch_files()] == ["0001-change.patch"]
+        else:
+            assert (pin.pr.url, pin.pr.number, pin.commit) == (want["pr"], int(want["pr"].rsplit("/", 1)[1]), SHA)
+        assert pin.unchecked == want.get("unchecked")
+        got = []
+        for c in pin.checks:
+            if c.kind == "backend-op":
+                got.append({"backend-op": {"op": c.op, **({"params": c.params} if c.params else {})}})
+            elif c.kind == "ctest":
+                got.append({"ctest": {"name": c.name}})
+            else:
+                got.append({"command": {"argv": list(c.argv), "expect": c.expect, "timeout": c.timeout}})
+        assert got == want.get("checks", [])
+
+
+# --- other input files ---------------------------------------------------------------------------
+
+def test_model_and_text_inputs(project, capsys):
+    cfg = project / "pins.yaml"
+    folder = project / "patches"
+    assert bad(capsys, ["kld", "-c", str(cfg), "-m", str(folder)], project) == \
+        f"pinset kld: error: --model {folder}: is a folder, not a file"
+    fifo = project / "model.gguf"
+    os.mkfifo(fifo)
+    assert bad(capsys, ["bench", "-c", str(cfg), "-m", str(fifo)], project) == \
+        f"pinset bench: error: --model {fifo}: not a regular file"
+    missing = project / "none.txt"
+    assert bad(capsys, ["kld", "-c", str(cfg), "-m", str(cfg), "-f", str(missing)], project) == \
+        f"pinset kld: error: --text {missing}: no such file"
+
+
+def test_unreadable_text_and_upstream_folder(shared_dir, capsys, make_repo):
+    text = shared_dir / "prose.txt"
+    text.write_text("words\n")
+    text.chmod(0)
+    cfg = write_pins(shared_dir / "pins.yaml", PINS.replace("https://github.com/ggml-org/llama.cpp", "up"))
+    (shared_dir / "up").mkdir(mode=0o700)
+    (shared_dir / "up").chmod(0o700)
+    main(["kld", "-m", str(shared_dir / "none")])
+    capsys.readouterr()
+    with unprivileged():
+        assert bad(capsys, ["kld", "-c", str(cfg), "-m", str(cfg), "-f", str(text)], shared_dir) == \
+            f"pinset kld: error: --text {text}: cannot read (permission denied)"
+        assert bad(capsys, ["sim", "-c", str(cfg)], shared_dir) == \
+            f"pinset sim: error: {cfg}:1: upstream: 'up': cannot read the folder (permission denied)"
