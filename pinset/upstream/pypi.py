@@ -192,7 +192,9 @@ class _Progress:
         if self.bar is not None:
             self.bar.start()
         elif self.plain:
-            self._line("downloading")
+            size = f" ({self.total / 1e6:.1f} MB)" if self.total else ""
+            resumed = f", resuming at {self.done / 1e6:.1f} MB" if self.done else ""
+            self._say(f"downloading {self.what}{size}{resumed}")
         return self
 
     def advance(self, n: int) -> None:
@@ -200,22 +202,24 @@ class _Progress:
         if self.bar is not None:
             self.bar.update(self.task, completed=self.done)
         elif self.plain and time.monotonic() - self.last >= PLAIN_EVERY_S:
-            self._line("downloading")
+            of = f"/{self.total / 1e6:.1f}" if self.total else ""
+            self._say(f"downloading {self.what}: {self.done / 1e6:.1f}{of} MB at {self._rate():.1f} MB/s")
 
-    def _line(self, verb: str) -> None:
+    def _rate(self) -> float:
+        return (self.done - self.start_bytes) / 1e6 / max(time.monotonic() - self.started, 1e-3)
+
+    def _say(self, text: str) -> None:
         from pinset.output import err_console
 
         self.last = time.monotonic()
-        mb = self.done / 1e6
-        of = f"/{self.total / 1e6:.1f}" if self.total else ""
-        rate = (self.done - self.start_bytes) / 1e6 / max(self.last - self.started, 1e-3)
-        err_console.print(f"{verb} {self.what}: {mb:.1f}{of} MB at {rate:.1f} MB/s", highlight=False)
+        err_console.print(text, highlight=False, markup=False)
 
     def __exit__(self, *exc):
         if self.bar is not None:
             self.bar.stop()
         elif self.plain and exc[0] is None:
-            self._line("downloaded")
+            self._say(f"downloaded {self.what}: {self.done / 1e6:.1f} MB in "
+                      f"{time.monotonic() - self.started:.0f} s ({self._rate():.1f} MB/s)")
 
 
 def changelog_commit(changelog: str, version: str) -> str | None:
