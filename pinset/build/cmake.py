@@ -177,6 +177,11 @@ def ensure_build(store: Store, mirror, tree: str, *, label: str, commit: str, pi
     did_work = False
     # One pinset at a time per build folder (two verifies may share a cache); the others wait.
     with locked(root / "lock", waiting=f"{label}: waiting for another pinset using {root}"):
+        # Compilers' temporary files go beside the build, not to /tmp: a killed build leaves them
+        # here, and the next build of this folder (we hold its lock) starts with an empty one.
+        env["TMPDIR"] = str(root / "tmp")
+        shutil.rmtree(root / "tmp", ignore_errors=True)
+        (root / "tmp").mkdir()
         if _read(source_dir / TREE_MARKER) != tree:
             _materialize(mirror, tree, root)
             did_work = True

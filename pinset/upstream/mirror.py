@@ -53,9 +53,9 @@ class Mirror:
         self._tmp = self._scratch.path
         self._index_seq = 0
 
-    def lock(self):
+    def lock(self, waiting: str | None = None):
         """Held while a ref moves, so concurrent runs never fight over a ref or the first init."""
-        return locked(self.cache / "locks" / "mirror.lock")
+        return locked(self.cache / "locks" / "mirror.lock", waiting)
 
     def _init(self) -> None:
         """Create the bare repository beside its place and move it in whole (a killed init leaves no
@@ -157,7 +157,7 @@ class Mirror:
 
     # --- fetching -------------------------------------------------------------------------
     def fetch(self, url: str, refspecs: list[str], timeout: float = 900) -> runner.Completed:
-        with self.lock():
+        with self.lock(waiting=f"waiting for another pinset fetching into {self.path}"):
             # check_damage=False: here git's words may be about the remote, not about the mirror.
             return self.git("fetch", "--no-tags", "--quiet", url, *refspecs, timeout=timeout,
                             env={"GIT_TERMINAL_PROMPT": "0"}, check_damage=False)
