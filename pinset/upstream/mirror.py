@@ -147,9 +147,10 @@ class Mirror:
         try:
             _, kind, _, data = self.repo.git.get_object_data(f"{tree}:{path}")
         except (ValueError, git.GitCommandError):
-            # Absent, or unreadable: `git cat-file -e` tells (and raises CacheDamaged for the latter).
-            self.git("cat-file", "-e", f"{tree}:{path}")
-            self.check_tree(tree)
+            # Absent from the tree, or named by it but lost or corrupt (damage, not a missing file).
+            named = self.git("rev-parse", "--verify", "--quiet", f"{tree}:{path}")
+            if named.ok and not self.git("cat-file", "-e", named.stdout.strip()).ok:
+                raise CacheDamaged(self.path, f"object {named.stdout.strip()[:12]} ({path}) is missing")
             return None
         if kind != b"blob":
             return None
