@@ -378,3 +378,16 @@ def test_reading_a_lost_blob_is_damage_not_a_missing_file(world, warm):
         assert mirror.read_blob(tree, "no/such/file") is None
         with pytest.raises(CacheDamaged, match=r"cache damaged: .*mirror\.git \(object [0-9a-f]{12} \(README\.md\) is missing\)"):
             mirror.read_blob(tree, "README.md")
+
+
+def test_ref_locks_left_by_a_killed_git_do_not_block(world, warm, tmp_path):
+    """A git killed mid-fetch leaves `<ref>.lock` files; the next run must not trip over them."""
+    cfg, cache, first = warm
+    mirror = cache / "mirror.git"
+    ref = mirror / "refs" / "pinset" / "upstream" / "tags" / "b1"
+    ref.unlink()  # so b1 is fetched again, through its stale lock
+    ref.with_name("b1.lock").write_text("")
+    (mirror / "packed-refs.lock").write_text("")
+    code, data, err = sim_json(cfg, tmp_path / "again.json", cache)
+    assert code == 0 and data == first, err
+    assert not ref.with_name("b1.lock").exists() and not (mirror / "packed-refs.lock").exists()

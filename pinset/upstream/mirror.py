@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 import shutil
+from contextlib import contextmanager
 from pathlib import Path
 
 import git
@@ -53,9 +54,18 @@ class Mirror:
         self._tmp = self._scratch.path
         self._index_seq = 0
 
+    @contextmanager
     def lock(self, waiting: str | None = None):
-        """Held while a ref moves, so concurrent runs never fight over a ref or the first init."""
-        return locked(self.cache / "locks" / "mirror.lock", waiting)
+        """Held while a ref moves, so concurrent runs never fight over a ref or the first init.
+
+        Every git that takes a ref lock runs under it, so a `*.lock` file found once we hold it was
+        left by a git killed with its run: removed, or it would block that ref for good.
+        """
+        with locked(self.cache / "locks" / "mirror.lock", waiting):
+            if (self.path / "refs").is_dir():
+                for stale in [*(self.path / "refs").rglob("*.lock"), *self.path.glob("*.lock")]:
+                    stale.unlink(missing_ok=True)
+            yield
 
     def _init(self) -> None:
         """Create the bare repository beside its place and move it in whole (a killed init leaves no
