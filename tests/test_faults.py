@@ -391,3 +391,21 @@ def test_ref_locks_left_by_a_killed_git_do_not_block(world, warm, tmp_path):
     code, data, err = sim_json(cfg, tmp_path / "again.json", cache)
     assert code == 0 and data == first, err
     assert not ref.with_name("b1.lock").exists() and not (mirror / "packed-refs.lock").exists()
+
+
+@pytest.mark.parametrize("function", ["run", "run_streaming"])
+def test_sigkilled_caller_takes_program_and_grandchild_along(tmp_path, private_tmp, function):
+    """PDEATHSIG ends the program; the lifeline ends what the program started (its group)."""
+    folder = tmp_path / "pids"
+    folder.mkdir()
+    program = f"echo $$ > {folder}/child.pid; sleep 300 & echo $! > {folder}/grandchild.pid; wait"
+    caller = subprocess.Popen([sys.executable, "-c", f"from pinset import runner\n"
+                               f"runner.{function}(['sh', '-c', {program!r}], timeout=600)"], env=child_env())
+    wait_for(lambda: (folder / "grandchild.pid").exists() and (folder / "child.pid").exists()
+             or caller.poll() is not None, what="the program to start")
+    time.sleep(0.2)
+    caller.send_signal(signal.SIGKILL)
+    caller.wait()
+    child, grandchild = pids(folder)
+    wait_for(lambda: not alive(child) and not alive(grandchild), seconds=10, what="the program and its child to die")
+    assert list(private_tmp.iterdir()) == []

@@ -153,3 +153,17 @@ def test_truncated_sdist_offline_is_one_line(cfg, tmp_path, isolated_cache, monk
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1 and "unreachable" in err[0]
     assert downloads(isolated_cache) == []  # the damaged one is gone, not used
+
+
+def test_terminal_progress_shows_bytes_and_rate(index, isolated_cache, monkeypatch):
+    import io
+
+    from rich.console import Console
+
+    from pinset import output
+
+    screen = io.StringIO()
+    monkeypatch.setattr(output, "err_console", Console(file=screen, force_terminal=True, width=120))
+    pypi.download_sdist(NAME, VERSION, isolated_cache / "downloads")
+    text = screen.getvalue()
+    assert f"download {BUILD}" in text and "kB" in text and "/s" in text
