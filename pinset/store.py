@@ -13,11 +13,12 @@ import fcntl
 import hashlib
 import os
 import shutil
+import sys
 import uuid
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Iterator
 
 
 def default_cache_dir() -> Path:
@@ -73,11 +74,11 @@ def short_hash(*parts: str, length: int = 12) -> str:
 # --- locks ----------------------------------------------------------------------------------
 
 @contextmanager
-def locked(path: Path, waiting: str | None = None, on_wait: Callable[[str], None] | None = None) -> Iterator[None]:
+def locked(path: Path, waiting: str | None = None) -> Iterator[None]:
     """Hold an exclusive flock on `path` (created if needed); the kernel drops it when we die.
 
-    `waiting` is said once (through `on_wait`, default stderr) when another process holds the lock,
-    so a second run on a busy cache does not look hung.
+    `waiting` is said once on stderr when another process holds the lock, so a second run on a
+    busy cache does not look hung.
     """
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "a") as fh:
@@ -87,18 +88,12 @@ def locked(path: Path, waiting: str | None = None, on_wait: Callable[[str], None
             if exc.errno not in (errno.EAGAIN, errno.EACCES):
                 raise
             if waiting:
-                (on_wait or _say)(waiting)
+                print(waiting, file=sys.stderr, flush=True)
             fcntl.flock(fh, fcntl.LOCK_EX)
         try:
             yield
         finally:
             fcntl.flock(fh, fcntl.LOCK_UN)
-
-
-def _say(text: str) -> None:
-    import sys
-
-    print(text, file=sys.stderr, flush=True)
 
 
 # --- entries written whole ------------------------------------------------------------------

@@ -6,7 +6,6 @@ hangs in one sub-command) only to hold a run still at the moment we kill it.
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import shutil

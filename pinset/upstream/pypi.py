@@ -22,7 +22,7 @@ import zlib
 from pathlib import Path
 
 from pinset.errors import UpstreamError
-from pinset.store import digest_path, file_sha256, locked
+from pinset.store import atomic_write, digest_path, file_sha256, locked
 
 VENDOR_DIR = "vendor/llama.cpp"
 CHANGELOG_COMMIT_RE = re.compile(r"llama\.cpp@([0-9a-f]{7,40})")
@@ -144,7 +144,7 @@ def _download(url: str, dest: Path, filename: str, sha256: str, what: str, progr
         part.unlink(missing_ok=True)
         raise UpstreamError(f"{what}: {filename} has sha256 {got[:16]}…, the index publishes "
                             f"{sha256[:16]}… (nothing cached)")
-    digest_path(final).write_text(sha256 + "\n")
+    atomic_write(digest_path(final), (sha256 + "\n").encode())
     os.replace(part, final)
     return final
 
