@@ -167,3 +167,14 @@ def test_terminal_progress_shows_bytes_and_rate(index, isolated_cache, monkeypat
     pypi.download_sdist(NAME, VERSION, isolated_cache / "downloads")
     text = screen.getvalue()
     assert f"download {BUILD}" in text and "kB" in text and "/s" in text
+
+
+def test_a_foreign_part_file_is_replaced_not_trusted(index, isolated_cache):
+    """A .part that is not the start of the file (garbage, another release): one fresh download."""
+    data = index.releases[(NAME, VERSION)]
+    dest = isolated_cache / "downloads"
+    dest.mkdir(parents=True)
+    (dest / f"{index.filename(NAME, VERSION)}.part").write_bytes(b"\0" * 1000)
+    path = pypi.download_sdist(NAME, VERSION, dest, progress=False)
+    assert path.read_bytes() == data
+    assert index.file_requests() == ["bytes=1000-", None]

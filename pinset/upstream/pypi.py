@@ -130,6 +130,7 @@ def _download(url: str, dest: Path, filename: str, sha256: str, what: str, progr
 
     part = dest / f"{filename}.part"
     final = dest / filename
+    resumed = part.exists()
     for attempt in range(1, ATTEMPTS + 1):
         try:
             _fetch_into(url, part, what, progress)
@@ -140,6 +141,9 @@ def _download(url: str, dest: Path, filename: str, sha256: str, what: str, progr
                                     f"the next run resumes it") from None
             time.sleep(min(2 ** attempt, 10))
     got = file_sha256(part)
+    if got != sha256 and resumed:  # the part we resumed was not the start of this file: once afresh
+        part.unlink()
+        return _download(url, dest, filename, sha256, what, progress)
     if got != sha256:
         part.unlink(missing_ok=True)
         raise UpstreamError(f"{what}: {filename} has sha256 {got[:16]}…, the index publishes "
