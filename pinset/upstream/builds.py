@@ -51,14 +51,10 @@ def _pypi_build(name: str, package: str, version: str, store: Store, mirror: Mir
     ref = f"refs/pinset/pypi/{package}/{version}"
     oid = mirror.rev_parse(ref)
     if oid is None:
-        with store.lock(f"pypi-{_stem(package)}-{version}", waiting=f"{name}: waiting for another pinset importing it"):
+        with store.lock(f"pypi-{pypi.normalized_name(package)}-{version}", waiting=f"{name}: waiting for another pinset importing it"):
             oid = mirror.rev_parse(ref) or _import_sdist(package, version, ref, store, mirror)
     commit = _trailer(mirror.commit_message(oid), "upstream-commit") or "unknown"
     return Build(name, commit, oid, mirror.tree_of(oid), "pypi")
-
-
-def _stem(package: str) -> str:
-    return re.sub(r"[^A-Za-z0-9]+", "_", package).lower()
 
 
 def _import_sdist(package: str, version: str, ref: str, store: Store, mirror: Mirror) -> str:

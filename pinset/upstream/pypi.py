@@ -47,7 +47,7 @@ def download_sdist(package: str, version: str, dest: Path, progress: bool = True
     found = _cached(dest, package, version)
     if found:
         return found
-    with locked(dest / f".{_stem(package)}-{version}.lock",
+    with locked(dest / f".{normalized_name(package)}-{version}.lock",
                 waiting=f"pypi:{package}=={version}: waiting for another pinset downloading it"):
         found = _cached(dest, package, version)
         if found:
@@ -62,7 +62,8 @@ def forget(sdist: Path) -> None:
     digest_path(sdist).unlink(missing_ok=True)
 
 
-def _stem(package: str) -> str:
+def normalized_name(package: str) -> str:
+    """PyPI's name normalisation (PEP 503, with `_`): how sdist file names spell the package."""
     return re.sub(r"[-_.]+", "_", package).lower()
 
 
@@ -84,7 +85,7 @@ def _cached(dest: Path, package: str, version: str) -> Path | None:
 
 
 def _find_sdist(dest: Path, package: str, version: str) -> Path | None:
-    want = f"{_stem(package)}_{version.replace('.', '_')}_tar"
+    want = f"{normalized_name(package)}_{version.replace('.', '_')}_tar"
     for path in sorted(dest.iterdir()):
         name = re.sub(r"[-_.]+", "_", path.name).lower()
         if path.is_file() and not path.name.startswith(".") and name.startswith(want) \
