@@ -139,12 +139,9 @@ def test_concurrent_runs_on_a_fresh_cache_agree(world, tmp_path, private_tmp):
     n = 8
     procs = [subprocess.Popen(pinset_argv("sim", "-c", str(cfg), "--json", str(tmp_path / f"sim-{i}.json"),
                                           "--cache", str(cache)),
-                              env=child_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                              env=child_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
              for i in range(n)]
-    results = [(p.wait(timeout=600), p.stderr.read()) for p in procs]
-    for p in procs:
-        p.stdout.close()
-        p.stderr.close()
+    results = [(p.communicate(timeout=600)[1], p.returncode)[::-1] for p in procs]
     codes = [code for code, _ in results]
     assert codes == [0] * n, results
     docs = [json.loads((tmp_path / f"sim-{i}.json").read_text()) for i in range(n)]
