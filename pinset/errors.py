@@ -31,3 +31,13 @@ class RuntimeFailure(Exception):
     """
 
     exit_code = 1
+
+
+class CacheDamaged(PinsetError):
+    """A cache entry pinset cannot repair by itself (e.g. lost git objects): exit 1, naming it."""
+
+    exit_code = 1
+
+    def __init__(self, path, detail: str):
+        self.path = str(path)
+        super().__init__(f"cache damaged: {self.path} ({detail}); remove it and run again")

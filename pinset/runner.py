@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import signal
 import subprocess
+import sys
+import threading
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping, Sequence
@@ -60,18 +64,18 @@ def run(
     full_env = child_env(env)
     started = time.monotonic()
     try:
-        proc = subprocess.run(
-            args, cwd=cwd, env=full_env, timeout=timeout, input=input,
-            capture_output=True, text=True, errors="replace",
-            stdin=None if input is not None else subprocess.DEVNULL,
-        )
-        result = Completed(args, proc.returncode, proc.stdout, proc.stderr, time.monotonic() - started)
-    except subprocess.TimeoutExpired as exc:
-        out = exc.stdout.decode(errors="replace") if isinstance(exc.stdout, bytes) else (exc.stdout or "")
-        err = exc.stderr.decode(errors="replace") if isinstance(exc.stderr, bytes) else (exc.stderr or "")
-        result = Completed(args, None, out, err, time.monotonic() - started, timed_out=True)
+        proc = _start(args, cwd=cwd, env=full_env, stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
+                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace")
     except FileNotFoundError:
         result = Completed(args, 127, "", f"{args[0]}: command not found", time.monotonic() - started)
+    else:
+        with _owned(proc):
+            try:
+                out, err = proc.communicate(input, timeout=timeout)
+                result = Completed(args, proc.returncode, out, err, time.monotonic() - started)
+            except subprocess.TimeoutExpired:
+                out, err = _kill_group(proc)
+                result = Completed(args, None, out, err, time.monotonic() - started, timed_out=True)
     if log is not None:
         write_log(log, result, cwd=cwd, env=env)
     return result
@@ -86,6 +90,115 @@ SECRET_ENV = ("GITHUB_TOKEN", "GH_TOKEN", "GITHUB_PAT", "GH_ENTERPRISE_TOKEN", "
 def child_env(env: Mapping[str, str] | None = None) -> dict[str, str]:
     """Our environment with the caller's variables on top, minus SECRET_ENV: every child gets this."""
     return {k: v for k, v in {**os.environ, **(env or {})}.items() if k not in SECRET_ENV}
+
+
+# --- process lifetime -----------------------------------------------------------------------
+# Every program runs in its own process group, so one killpg reaches what it started too (ninja's
+# compilers, ctest's tests). That group is killed when pinset stops for any reason:
+# - a timeout, an exception, Ctrl-C: `_owned` kills the group before the exception goes on;
+# - pinset itself SIGKILLed: the direct child has PR_SET_PDEATHSIG=SIGKILL (Linux), and the
+#   lifeline, a tiny watcher process started once per run, reads the open groups from a pipe and
+#   kills them when the pipe closes, which the kernel does when pinset dies.
+# PDEATHSIG follows the thread that forked: `_start` runs in the thread that then waits for the
+# child, so that thread cannot end first.
+
+_LIFELINE = r"""
+import os, signal, sys
+signal.signal(signal.SIGINT, signal.SIG_IGN)
+groups = set()
+for line in sys.stdin:
+    (groups.add if line[0] == "+" else groups.discard)(int(line[1:]))
+for group in groups:
+    try:
+        os.killpg(group, signal.SIGKILL)
+    except OSError:
+        pass
+"""
+_lifeline: subprocess.Popen | None = None
+_lifeline_lock = threading.Lock()
+
+
+@functools.lru_cache(maxsize=1)
+def _prctl():
+    if not sys.platform.startswith("linux"):
+        return None
+    import ctypes
+
+    try:
+        return ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+
+
+def _pdeathsig():
+    """A preexec_fn that makes the child die with its parent (None off Linux)."""
+    prctl = _prctl()
+    if prctl is None:
+        return None
+    parent = os.getpid()
+
+    def in_child() -> None:
+        prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+        if os.getppid() != parent:  # the parent died before prctl took effect
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    return in_child
+
+
+def _start(args: tuple[str, ...], **kw) -> subprocess.Popen:
+    """Popen in a new process group, tied to pinset's life (see above)."""
+    proc = subprocess.Popen(args, start_new_session=True, preexec_fn=_pdeathsig(), **kw)
+    _tell_lifeline(f"+{proc.pid}")
+    return proc
+
+
+def _tell_lifeline(message: str) -> None:
+    global _lifeline
+    with _lifeline_lock:
+        try:
+            if _lifeline is None or _lifeline.poll() is not None:
+                _lifeline = subprocess.Popen([sys.executable, "-I", "-S", "-c", _LIFELINE], stdin=subprocess.PIPE,
+                                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                             start_new_session=True, text=True, bufsize=1, env=child_env())
+            _lifeline.stdin.write(message + "\n")
+            _lifeline.stdin.flush()
+        except OSError:
+            pass  # no watcher: PDEATHSIG still ends the direct child
+
+
+@contextmanager
+def _owned(proc: subprocess.Popen):
+    """Kill the program's whole group if we leave early (exception, Ctrl-C), and what it left
+    running in the background when it ends (nothing a program started outlives it)."""
+    try:
+        yield
+    except BaseException:
+        _kill_group(proc)
+        raise
+    finally:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        _tell_lifeline(f"-{proc.pid}")
+
+
+def _kill_group(proc: subprocess.Popen) -> tuple[str, str]:
+    """SIGKILL the group, reap the child, and return what output it had (bounded wait: a program
+    that escaped the group may hold the pipes)."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except OSError:
+        pass
+    try:
+        out, err = proc.communicate(timeout=5)
+    except (subprocess.TimeoutExpired, ValueError, OSError):
+        for stream in (proc.stdout, proc.stderr):
+            if stream is not None:
+                stream.close()
+        proc.wait()
+        out = err = None
+    return out or "", err or ""
 
 
 def write_log(log: Path, result: Completed, cwd=None, env=None) -> None:
@@ -120,16 +233,12 @@ def run_streaming(
     stderr is merged into stdout (a build log reads in order); on timeout the whole process group
     is killed, so compilers started by ninja go too.
     """
-    import threading
-
     args = tuple(str(a) for a in argv)
     full_env = child_env(env)
     started = time.monotonic()
     try:
-        proc = subprocess.Popen(
-            args, cwd=cwd, env=full_env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT, text=True, errors="replace", bufsize=1, start_new_session=True,
-        )
+        proc = _start(args, cwd=cwd, env=full_env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                      stderr=subprocess.STDOUT, text=True, errors="replace", bufsize=1)
     except FileNotFoundError:
         result = Completed(args, 127, "", f"{args[0]}: command not found", time.monotonic() - started)
         if log is not None:
@@ -153,22 +262,16 @@ def run_streaming(
     reader = threading.Thread(target=pump, daemon=True)
     reader.start()
     timed_out = False
-    try:
-        proc.wait(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        timed_out = True
+    with _owned(proc):
         try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        proc.wait()
-    except BaseException:
-        try:
-            os.killpg(proc.pid, signal.SIGTERM)
-        except ProcessLookupError:
-            pass
-        proc.wait()
-        raise
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            proc.wait()
     reader.join(timeout=10)
     result = Completed(args, None if timed_out else proc.returncode, "".join(lines), "",
                        time.monotonic() - started, timed_out=timed_out)

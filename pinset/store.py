@@ -1,14 +1,24 @@
 """The tool's cache: the upstream mirror, imported sdists, build dirs, references.
 
-Everything pinset writes outside the paths the user names lives here, never in a user checkout.
+Everything pinset writes outside the paths the user names lives here, never in a user checkout, and
+never in /tmp: a killed run leaves its scratch folders in `tmp/` of the cache, where the next run
+removes them. Several pinset processes may share one cache at once, so every shared entry is written
+whole (temp file + rename) and every step that creates one holds a lock file in `locks/`.
 """
 
 from __future__ import annotations
 
+import errno
+import fcntl
 import hashlib
 import os
+import shutil
+import sys
+import uuid
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterator
 
 from pinset.errors import PinsetError
 
@@ -47,6 +57,16 @@ class Store:
         path.mkdir(parents=True, exist_ok=True)
         return path
 
+    def lock(self, name: str, waiting: str | None = None):
+        """An exclusive lock named `name` over the whole cache (see `locked`)."""
+        return locked(self.dir("locks") / f"{name}.lock", waiting)
+
+    def scratch(self, prefix: str):
+        """A private scratch folder under the cache's tmp/ (see `scratch_dir`); what dead runs left
+        there (whatever its name) goes first."""
+        clean_scratch(cache_tmp(self.root))
+        return scratch_dir(cache_tmp(self.root), prefix)
+
 
 def short_hash(*parts: str, length: int = 12) -> str:
     """Stable key for cache entries built from several strings."""
@@ -55,3 +75,154 @@ def short_hash(*parts: str, length: int = 12) -> str:
         h.update(part.encode())
         h.update(b"\0")
     return h.hexdigest()[:length]
+
+
+# --- locks ----------------------------------------------------------------------------------
+
+@contextmanager
+def locked(path: Path, waiting: str | None = None) -> Iterator[None]:
+    """Hold an exclusive flock on `path` (created if needed); the kernel drops it when we die.
+
+    `waiting` is said once on stderr when another process holds the lock, so a second run on a
+    busy cache does not look hung.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            if exc.errno not in (errno.EAGAIN, errno.EACCES):
+                raise
+            if waiting:
+                print(waiting, file=sys.stderr, flush=True)
+            fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+# --- entries written whole ------------------------------------------------------------------
+
+def atomic_write(path: Path, data: bytes) -> None:
+    """Write `path` so that a reader (or a run killed half-way) never sees a half-written file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}-{uuid.uuid4().hex[:8]}.tmp")
+    try:
+        with open(tmp, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def file_sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def digest_path(path: Path) -> Path:
+    """The completion marker of a cache entry: the sha256 of its content, written after it."""
+    return path.with_name(path.name + ".sha256")
+
+
+def write_checked(path: Path, data: bytes) -> None:
+    """A cache entry plus its digest marker; `read_checked` takes it only when both agree."""
+    atomic_write(path, data)
+    atomic_write(digest_path(path), (hashlib.sha256(data).hexdigest() + "\n").encode())
+
+
+def read_checked(path: Path) -> bytes | None:
+    """The entry's content, or None when it is missing, unfinished (no marker) or damaged."""
+    try:
+        data = path.read_bytes()
+        expected = digest_path(path).read_text().strip()
+    except OSError:
+        return None
+    return data if hashlib.sha256(data).hexdigest() == expected else None
+
+
+# --- scratch folders ------------------------------------------------------------------------
+
+def cache_tmp(root: Path) -> Path:
+    return Path(root) / "tmp"
+
+
+class scratch_dir:
+    """A new folder `parent/<prefix><pid>-<random>`, removed by close() (or on leaving `with`), or
+    by the next run when this process dies first.
+
+    The folder is flock-held while in use: `clean_scratch` removes exactly the folders whose lock
+    nobody holds (their run is over, however it ended), never one a live run is using.
+    """
+
+    def __init__(self, parent: Path, prefix: str):
+        clean_scratch(parent, prefix)
+        self.path, self._fd = _new_held_dir(Path(parent), prefix)
+
+    def close(self) -> None:
+        if self._fd is not None:
+            shutil.rmtree(self.path, ignore_errors=True)
+            os.close(self._fd)
+            self._fd = None
+
+    def __enter__(self) -> Path:
+        return self.path
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def _new_held_dir(parent: Path, prefix: str) -> tuple[Path, int]:
+    parent.mkdir(parents=True, exist_ok=True)
+    while True:
+        path = parent / f"{prefix}{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        path.mkdir()
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        if _same_file(fd, path):  # not removed by a cleaner between mkdir and flock
+            return path, fd
+        os.close(fd)
+
+
+def _same_file(fd: int, path: Path) -> bool:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return False
+    own = os.fstat(fd)
+    return (st.st_dev, st.st_ino) == (own.st_dev, own.st_ino)
+
+
+def clean_scratch(parent: Path, prefix: str = "") -> list[Path]:
+    """Remove the scratch folders (names starting with `prefix`) that dead runs left in `parent`."""
+    removed = []
+    try:
+        entries = list(Path(parent).iterdir())
+    except OSError:
+        return removed
+    for path in entries:
+        if not path.name.startswith(prefix) or path.is_symlink() or not path.is_dir():
+            continue
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+        except OSError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            continue  # a live run holds it
+        try:
+            if _same_file(fd, path):
+                shutil.rmtree(path, ignore_errors=True)
+                removed.append(path)
+        finally:
+            os.close(fd)
+    return removed

@@ -8,19 +8,17 @@ nothing. Sources are written from the mirror into the cache, never into a user c
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import re
 import shutil
 import time
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 from pinset import runner
 from pinset.errors import ToolchainError
-from pinset.store import Store, short_hash
+from pinset.store import Store, atomic_write, locked, short_hash
 
 NINJA_STEP_RE = re.compile(r"^\[(\d+)/(\d+)\]\s*(.*)$")
 NO_WORK = "ninja: no work to do."
@@ -146,17 +144,6 @@ def configured_compilers(build_dir: Path) -> dict[str, str]:
 
 # --- the build ------------------------------------------------------------------------------
 
-@contextmanager
-def _locked(path: Path):
-    """One pinset at a time per build folder (two verifies may share a cache)."""
-    with open(path, "w") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
-
-
 def build_key(tree: str, flags: list[str]) -> str:
     return short_hash(tree, *flags, length=16)
 
@@ -188,7 +175,13 @@ def ensure_build(store: Store, mirror, tree: str, *, label: str, commit: str, pi
     slug = re.sub(r"[^A-Za-z0-9_.-]+", "_", label).strip("_") or key
     env = _build_env(store)
     did_work = False
-    with _locked(root / "lock"):
+    # One pinset at a time per build folder (two verifies may share a cache); the others wait.
+    with locked(root / "lock", waiting=f"{label}: waiting for another pinset using {root}"):
+        # Compilers' temporary files go beside the build, not to /tmp: a killed build leaves them
+        # here, and the next build of this folder (we hold its lock) starts with an empty one.
+        env["TMPDIR"] = str(root / "tmp")
+        shutil.rmtree(root / "tmp", ignore_errors=True)
+        (root / "tmp").mkdir()
         if _read(source_dir / TREE_MARKER) != tree:
             _materialize(mirror, tree, root)
             did_work = True
@@ -200,8 +193,8 @@ def ensure_build(store: Store, mirror, tree: str, *, label: str, commit: str, pi
             if not configure.ok:
                 raise BuildFailed("configure", f"cmake configure failed ({configure.describe()})",
                                   _error_tail(configure.stdout + configure.stderr), log, time.monotonic() - started)
-            meta_path.write_text(json.dumps({"tree": tree, "commit": commit, "pinset": pinset_digest,
-                                             "label": label, "flags": flags}, indent=2) + "\n")
+            atomic_write(meta_path, (json.dumps({"tree": tree, "commit": commit, "pinset": pinset_digest,
+                                                 "label": label, "flags": flags}, indent=2) + "\n").encode())
             did_work = True
         log = logs / f"{slug}-build.log"
         compiled = _ninja(build_dir, targets, jobs or os.cpu_count() or 1, label, progress, env, log)

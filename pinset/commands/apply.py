@@ -1,13 +1,21 @@
-"""`pinset apply`: write the merged tree of one build to a folder (for building it)."""
+"""`pinset apply`: write the merged tree of one build to a folder (for building it).
+
+The tree is written into a hidden sibling of --out and renamed into place at the end, so an
+interrupted apply (Ctrl-C, SIGKILL) never leaves a partial tree at --out; the next apply to the same
+--out removes what a killed one left. A build on which a required pin fails is refused (exit 1,
+nothing written): a tree that lacks a required pin must not pass for the pinned tree.
+"""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from pinset.commands.common import add_config_args, open_config
 from pinset.errors import PinsetError
 from pinset.output import check_outputs, console
 from pinset.sim.run import pick_builds, simulate
+from pinset.store import scratch_dir
 
 
 def add_parser(sub):
@@ -20,22 +28,44 @@ def add_parser(sub):
 
 
 def run(args) -> int:
-    out = Path(args.out)
-    if out.exists() and (not out.is_dir() or any(out.iterdir())):
-        raise PinsetError(f"--out {out}: exists and is not an empty folder (nothing was written)")
+    out = Path(args.out).expanduser().absolute()
+    _check_out(out)
     check_outputs({}, {"--out": out})
     pinset, store = open_config(args)
     sim = simulate(pinset, pick_builds(pinset, args.build), store)
     try:
         build, result = sim.build(args.build)
-        sim.mirror.materialize(build.tree if args.bare else result.tree, out)
+        failed = [p.id for p in result.pins if p.required and not p.ok]
+        if failed and not args.bare:
+            console.print(f"[red]required pins failed on {build.name}:[/] {', '.join(failed)} "
+                          f"(see `pinset sim`); nothing written to {out} (--bare writes the build alone)")
+            return 1
+        write_tree(sim.mirror, build.tree if args.bare else result.tree, out)
     finally:
         sim.mirror.close()
     applied = [p.id for p in result.pins if p.status == "applied"]
     console.print(f"wrote {build.name} ({build.commit[:12]})"
                   + ("" if args.bare else f" + {len(applied)} pins ({', '.join(applied) or 'none'})") + f" to {out}")
-    failed = [p.id for p in result.pins if p.required and not p.ok]
-    if failed and not args.bare:
-        console.print(f"[red]required pins not in the tree or broken:[/] {', '.join(failed)}")
-        return 1
+    optional = [p.id for p in result.pins if not p.required and not p.ok]
+    if optional and not args.bare:
+        console.print(f"[yellow]optional pins not in the tree:[/] {', '.join(optional)}")
     return 0
+
+
+def _check_out(out: Path) -> None:
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise PinsetError(f"--out {out}: exists and is not an empty folder (nothing was written)")
+    if out.parent.exists() and not out.parent.is_dir():
+        raise PinsetError(f"--out {out}: {out.parent} is not a folder (nothing was written)")
+
+
+def write_tree(mirror, tree: str, out: Path) -> None:
+    """Write `tree` into a flock-held hidden sibling of `out`, then rename it to `out`: `out` is
+    either absent/empty or the whole tree, whenever the run stops."""
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        with scratch_dir(out.parent, f".{out.name}.pinset-tmp-") as tmp:
+            mirror.materialize(tree, tmp)
+            os.rename(tmp, out)
+    except OSError as exc:
+        raise PinsetError(f"--out {out}: {exc.strerror or exc} (nothing was written)") from None

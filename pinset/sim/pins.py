@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pinset.config.schema import PinSet, PinSpec
 from pinset.errors import UpstreamError
 from pinset.sim.changes import PinChange, combine, parse_patch, touched_paths
-from pinset.store import Store
+from pinset.store import Store, read_checked, write_checked
 from pinset.upstream.builds import UPSTREAM_HEAD_REF, upstream_url, fetch_head
 from pinset.upstream.mirror import Mirror
 
@@ -52,12 +52,11 @@ def _prepare_pr(spec: PinSpec, url: str, store: Store, mirror: Mirror) -> Prepar
     except UpstreamError as exc:
         return PreparedPin(spec, error=str(exc))
     diff_path = store.dir("pins") / f"{spec.pr.owner}-{spec.pr.repo}-{spec.pr.number}-{spec.commit[:12]}-{fork[:12]}.diff"
-    if not diff_path.exists():
-        text = mirror.git_ok("diff", "--binary", "--full-index", "--no-color", fork, spec.commit)
-        tmp = diff_path.with_suffix(".tmp")
-        tmp.write_text(text, encoding="utf-8")
-        tmp.replace(diff_path)
-    text = diff_path.read_text(encoding="utf-8")
+    cached = read_checked(diff_path)  # None: missing, half-written or damaged -> made again
+    if cached is None:
+        cached = mirror.git_ok("diff", "--binary", "--full-index", "--no-color", fork, spec.commit).encode()
+        write_checked(diff_path, cached)
+    text = cached.decode("utf-8", errors="replace")
     change = PinChange([diff_path] if text.strip() else [], parse_patch(text), touched_paths([text]))
     return PreparedPin(spec, change, fork_point=fork)
 

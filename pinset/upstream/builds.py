@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -36,27 +35,45 @@ def resolve_builds(names: list[str], upstream: str | None, base: Path, store: St
 
 
 def resolve_build(name: str, upstream: str | None, base: Path, store: Store, mirror: Mirror) -> Build:
+    """The build as a commit in the mirror, its tree checked whole (a lost blob is damage, not a conflict)."""
     m = PYPI_BUILD_RE.match(name)
     if m:
-        return _pypi_build(name, m["package"], m["version"], store, mirror)
-    if upstream is None:
+        build = _pypi_build(name, m["package"], m["version"], store, mirror)
+    elif upstream is None:
         raise UpstreamError(f"build {name!r}: no upstream configured to fetch it from")
-    return _git_build(name, upstream_url(upstream, base), mirror)
+    else:
+        build = _git_build(name, upstream_url(upstream, base), mirror)
+    mirror.check_tree(build.tree)
+    return build
 
 
 def _pypi_build(name: str, package: str, version: str, store: Store, mirror: Mirror) -> Build:
     ref = f"refs/pinset/pypi/{package}/{version}"
     oid = mirror.rev_parse(ref)
     if oid is None:
-        sdist = pypi.download_sdist(package, version, store.downloads)
-        tree_dir, upstream_commit = pypi.extract_vendored_tree(sdist, package, version)
-        try:
-            message = f"llama.cpp {upstream_commit} vendored in {package}=={version}\n\nupstream-commit: {upstream_commit}\n"
-            oid = mirror.import_directory(tree_dir, ref, message)
-        finally:
-            shutil.rmtree(tree_dir, ignore_errors=True)
+        with store.lock(f"pypi-{pypi.normalized_name(package)}-{version}", waiting=f"{name}: waiting for another pinset importing it"):
+            oid = mirror.rev_parse(ref) or _import_sdist(package, version, ref, store, mirror)
     commit = _trailer(mirror.commit_message(oid), "upstream-commit") or "unknown"
     return Build(name, commit, oid, mirror.tree_of(oid), "pypi")
+
+
+def _import_sdist(package: str, version: str, ref: str, store: Store, mirror: Mirror) -> str:
+    """Import the sdist's vendored tree at `ref`; a cached sdist that turns out unreadable
+    (truncated) is dropped and downloaded once more."""
+    sdist = pypi.download_sdist(package, version, store.downloads)
+    try:
+        return _import_tree(sdist, package, version, ref, store, mirror)
+    except pypi.SdistUnreadable:
+        pypi.forget(sdist)
+    return _import_tree(pypi.download_sdist(package, version, store.downloads), package, version, ref, store, mirror)
+
+
+def _import_tree(sdist: Path, package: str, version: str, ref: str, store: Store, mirror: Mirror) -> str:
+    """Unpack vendor/llama.cpp in the cache's scratch space and commit it at `ref`."""
+    with store.scratch("sdist-") as tree_dir:
+        upstream_commit = pypi.extract_vendored_tree(sdist, package, version, tree_dir)
+        message = f"llama.cpp {upstream_commit} vendored in {package}=={version}\n\nupstream-commit: {upstream_commit}\n"
+        return mirror.import_directory(tree_dir, ref, message)
 
 
 def _trailer(message: str, key: str) -> str | None:

@@ -3,15 +3,23 @@
 All git work (fetches, imports, in-memory applies on temporary index files) happens here, so the
 user's own checkouts are never touched. Blobs are content-addressed, so a tree imported from an sdist
 shares its objects with the same files fetched from GitHub and `git apply --3way` finds them.
+
+Several pinset runs may use one mirror at once: whatever moves a ref (init, fetch, update-ref) holds
+the cache's mirror lock; objects are written by git itself, which never shows a half-written one.
+A damaged mirror is repaired where nothing is lost (HEAD, a broken ref: the entry is fetched or
+imported again), else named in one line (CacheDamaged, exit 1).
 """
 
 from __future__ import annotations
 
-import tempfile
+import re
+import shutil
+from contextlib import contextmanager
 from pathlib import Path
 
 from pinset import runner
-from pinset.errors import UpstreamError
+from pinset.errors import CacheDamaged, UpstreamError
+from pinset.store import atomic_write, cache_tmp, clean_scratch, locked, scratch_dir
 
 # Fixed identity and dates make imported commits reproducible: same tree -> same commit id.
 _IDENTITY = {
@@ -21,29 +29,95 @@ _IDENTITY = {
 }
 
 
+# git's answers when an object or the repository itself is unreadable (never a plain "not found").
+_DAMAGE_RE = re.compile(r"^(?:error|fatal): .*(?:is corrupt|object file .* is empty|unable to read [0-9a-f]{7,}|"
+                        r"bad object|missing (?:blob|tree|commit|object)|inflate: data stream error|"
+                        r"packfile .* cannot be accessed|bad packed object|not a git repository|"
+                        r"invalid (?:sha1|object) pointer|sha1 mismatch|hash mismatch)", re.M | re.I)
+# Its own settings for every call: git's background gc would outlive (and race) the run.
+_CONFIG = ["-c", "gc.autoDetach=false", "-c", "maintenance.autoDetach=false"]
+
+
 class Mirror:
     def __init__(self, path: Path):
         self.path = Path(path)
-        if not (self.path / "HEAD").exists():
-            self.path.mkdir(parents=True, exist_ok=True)
-            made = runner.run(["git", "init", "--quiet", "--bare", str(self.path)], timeout=60)
-            if not made.ok:
-                raise UpstreamError(f"git init {self.path}: {made.tail(3) or made.describe()}")
-        self._tmp = Path(tempfile.mkdtemp(prefix="pinset-idx-"))
+        self.cache = self.path.parent
+        with self.lock():
+            if not (self.path / "objects").is_dir():
+                self._init()
+            self._repair()
+        clean_scratch(cache_tmp(self.cache))  # what killed runs left
+        self._scratch = scratch_dir(cache_tmp(self.cache), "mirror-")
+        self._tmp = self._scratch.path
         self._index_seq = 0
+
+    @contextmanager
+    def lock(self, waiting: str | None = None):
+        """Held while a ref moves, so concurrent runs never fight over a ref or the first init.
+
+        Every git that takes a ref lock runs under it, so a `*.lock` file found once we hold it was
+        left by a git killed with its run: removed, or it would block that ref for good.
+        """
+        with locked(self.cache / "locks" / "mirror.lock", waiting):
+            if (self.path / "refs").is_dir():
+                for stale in [*(self.path / "refs").rglob("*.lock"), *self.path.glob("*.lock")]:
+                    stale.unlink(missing_ok=True)
+            yield
+
+    def _init(self) -> None:
+        """Create the bare repository beside its place and move it in whole (a killed init leaves no
+        half-made mirror)."""
+        with scratch_dir(cache_tmp(self.cache), "mirror-init-") as tmp:
+            made = runner.run(["git", "init", "-q", "--bare", str(tmp / "mirror.git")], timeout=120)
+            if not made.ok:
+                raise UpstreamError(f"git init {self.path}: {made.tail(1) or made.describe()}")
+            if self.path.exists():  # an empty or object-less leftover: nothing of value in it
+                shutil.rmtree(self.path)
+            (tmp / "mirror.git").rename(self.path)
+
+    def _repair(self) -> None:
+        """Fix the damage that loses nothing: a truncated HEAD (the mirror never uses it) and refs
+        that are unreadable or point at missing objects (their build or pin is fetched again)."""
+        head = (self.path / "HEAD").read_bytes() if (self.path / "HEAD").is_file() else b""
+        if not re.fullmatch(rb"ref: refs/\S+\n?|[0-9a-f]{40}\n?", head):
+            atomic_write(self.path / "HEAD", b"ref: refs/heads/master\n")
+        listing = self.git("for-each-ref", "--format=%(objectname) %(refname)", check_damage=False)
+        if not listing.ok:
+            raise CacheDamaged(self.path, listing.tail(1) or listing.describe())
+        broken = re.findall(r"ignoring broken ref (\S+)", listing.stderr)
+        refs = [line.split(" ", 1) for line in listing.stdout.splitlines() if " " in line]
+        if refs:
+            check = self.git("cat-file", "--batch-check", input="".join(oid + "\n" for oid, _ in refs),
+                             check_damage=False)
+            states = check.stdout.splitlines()
+            broken += [ref for (oid, ref), state in zip(refs, states) if state.endswith(" missing")]
+        for ref in broken:
+            if not self.git("update-ref", "-d", "--no-deref", ref, check_damage=False).ok:
+                loose = self.path / ref
+                loose.unlink(missing_ok=True)
 
     # --- plumbing -------------------------------------------------------------------------
     def git(self, *args: str, index: Path | None = None, input: str | None = None,
-            timeout: float = 600, env: dict | None = None, work_tree: Path | None = None) -> runner.Completed:
-        """git on the mirror; `index` is a temporary index file, `work_tree` a folder to read or write."""
+            timeout: float = 600, env: dict | None = None, work_tree: Path | None = None,
+            check_damage: bool = True) -> runner.Completed:
+        """git on the mirror; `index` is a temporary index file, `work_tree` a folder to read or write.
+
+        A failure that says the mirror is damaged (a corrupt or missing object) raises CacheDamaged
+        rather than passing for a conflict or a missing file.
+        """
         full_env = dict(env or {})
         if index is not None:
             full_env["GIT_INDEX_FILE"] = str(index)
-        prefix = ["git", "--git-dir", str(self.path)]
+        prefix = ["git", *_CONFIG, "--git-dir", str(self.path)]
         if work_tree is not None:
             prefix += ["--work-tree", str(work_tree)]
-        return runner.run([*prefix, *args], env=full_env or None, input=input, timeout=timeout,
-                          cwd=work_tree)
+        result = runner.run([*prefix, *args], env=full_env or None, input=input, timeout=timeout,
+                            cwd=work_tree)
+        if check_damage and not result.ok:
+            damage = _DAMAGE_RE.search(result.stderr)
+            if damage:
+                raise CacheDamaged(self.path, damage.group(0).strip())
+        return result
 
     def git_ok(self, *args: str, **kw) -> str:
         result = self.git(*args, **kw)
@@ -77,13 +151,38 @@ class Mirror:
 
     def read_blob(self, tree: str, path: str) -> str | None:
         """Text of `path` in `tree`, or None when absent or not a file."""
-        result = self.git("cat-file", "blob", f"{tree}:{path}")
-        return result.stdout if result.ok else None
+        result = self.git("cat-file", "blob", f"{tree}:{path}", check_damage=False)
+        if result.ok:
+            return result.stdout
+        # Absent from the tree, or named by it but lost or corrupt (damage, not a missing file).
+        named = self.git("rev-parse", "--verify", "--quiet", f"{tree}:{path}", check_damage=False)
+        if named.ok and not self.git("cat-file", "-e", named.stdout.strip(), check_damage=False).ok:
+            raise CacheDamaged(self.path, f"object {named.stdout.strip()[:12]} ({path}) is missing")
+        return None
 
     # --- fetching -------------------------------------------------------------------------
     def fetch(self, url: str, refspecs: list[str], timeout: float = 900) -> runner.Completed:
-        return self.git("fetch", "--no-tags", "--quiet", url, *refspecs, timeout=timeout,
-                        env={"GIT_TERMINAL_PROMPT": "0"})
+        with self.lock(waiting=f"waiting for another pinset fetching into {self.path}"):
+            # check_damage=False: here git's words may be about the remote, not about the mirror.
+            return self.git("fetch", "--no-tags", "--quiet", url, *refspecs, timeout=timeout,
+                            env={"GIT_TERMINAL_PROMPT": "0"}, check_damage=False)
+
+    def update_ref(self, ref: str, oid: str) -> None:
+        with self.lock():
+            self.git_ok("update-ref", ref, oid)
+
+    def check_tree(self, tree: str) -> None:
+        """Every blob of `tree` is in the mirror: a tree with a lost blob would make pins "conflict"
+        (git apply lacks the blob) or lose files, so it is named as damage instead."""
+        listing = self.git_ok("ls-tree", "-r", "-z", "--full-tree", tree)
+        entries = [entry.split("\t", 1)[0].split() for entry in listing.split("\0") if entry]
+        blobs = [oid for _, kind, oid in entries if kind == "blob"]
+        if not blobs:
+            return
+        check = self.git_ok("cat-file", "--batch-check", input="".join(oid + "\n" for oid in blobs))
+        missing = [line.split()[0] for line in check.splitlines() if line.endswith(" missing")]
+        if missing:
+            raise CacheDamaged(self.path, f"tree {tree[:12]} lacks {len(missing)} objects (e.g. {missing[0][:12]})")
 
     # --- imports --------------------------------------------------------------------------
     def import_directory(self, directory: Path, ref: str, message: str) -> str:
@@ -96,7 +195,7 @@ class Mirror:
             raise UpstreamError(f"importing {directory}: {add.tail(3)}")
         tree = self.write_tree(index)
         commit = self.git_ok("commit-tree", tree, "-m", message, env=_IDENTITY).strip()
-        self.git_ok("update-ref", ref, commit)
+        self.update_ref(ref, commit)
         return commit
 
     def commit_message(self, commit: str) -> str:
@@ -111,9 +210,7 @@ class Mirror:
             raise UpstreamError(f"writing tree {tree[:12]} to {dest}: {checkout.tail(2)}")
 
     def close(self) -> None:
-        import shutil
-
-        shutil.rmtree(self._tmp, ignore_errors=True)
+        self._scratch.close()
 
     def __enter__(self):
         return self

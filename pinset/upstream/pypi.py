@@ -3,52 +3,229 @@
 Every llama-cpp-python sdist carries `vendor/llama.cpp`; its CHANGELOG names the upstream commit
 ("update llama.cpp to ggml-org/llama.cpp@0c1e57098"). That is how pinset gets real llama.cpp code on
 a machine that reaches PyPI but not GitHub.
+
+The sdist comes from PyPI's JSON API (https://pypi.org/pypi/NAME/VERSION/json: its URL and sha256),
+not through `pip download`, which would run a build backend. The download resumes a `.part` file in
+the cache, is checked against the published sha256, and only then takes its final name, next to a
+`.sha256` marker: a cached sdist with a marker is trusted only when its digest still matches.
+A cached sdist without marker (copied in by hand, e.g. a trimmed one for an offline machine) is
+trusted when it reads to the end as a tar archive.
 """
 
 from __future__ import annotations
 
+import os
 import posixpath
 import re
-import shutil
-import sys
 import tarfile
-import tempfile
+import time
+import zlib
 from pathlib import Path, PurePosixPath
 
-from pinset import runner
 from pinset.errors import UpstreamError
+from pinset.store import atomic_write, digest_path, file_sha256, locked
 
 VENDOR_DIR = "vendor/llama.cpp"
 CHANGELOG_COMMIT_RE = re.compile(r"llama\.cpp@([0-9a-f]{7,40})")
+DEFAULT_INDEX = "https://pypi.org"
+CHUNK = 1 << 16
+ATTEMPTS = 4          # a dropped connection resumes where it stopped, this many times
+PLAIN_EVERY_S = 15    # without a terminal: one progress line this often
 
 
-def download_sdist(package: str, version: str, dest: Path) -> Path:
-    """Fetch the sdist once into `dest` (a cache folder) and return its path."""
-    existing = _find_sdist(dest, package, version)
-    if existing:
-        return existing
+class SdistUnreadable(UpstreamError):
+    """A cached sdist that does not read to the end: damaged, to be downloaded again."""
+
+
+def index_url() -> str:
+    """PyPI, or the index named by PINSET_PYPI_URL (a mirror, or a fake one in tests)."""
+    return (os.environ.get("PINSET_PYPI_URL") or DEFAULT_INDEX).rstrip("/")
+
+
+def download_sdist(package: str, version: str, dest: Path, progress: bool = True) -> Path:
+    """The sdist in `dest` (a cache folder), downloaded once; one process downloads, others wait."""
     dest.mkdir(parents=True, exist_ok=True)
-    result = runner.run(
-        [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:",
-         "--disable-pip-version-check", "-q", "-d", str(dest), f"{package}=={version}"],
-        timeout=1800,
-    )
-    found = _find_sdist(dest, package, version)
-    if not result.ok or not found:
-        last = result.tail(1) or result.describe()
-        raise UpstreamError(f"pypi:{package}=={version}: could not download the sdist ({last})")
-    return found
+    found = _cached(dest, package, version)
+    if found:
+        return found
+    with locked(dest / f".{normalized_name(package)}-{version}.lock",
+                waiting=f"pypi:{package}=={version}: waiting for another pinset downloading it"):
+        found = _cached(dest, package, version)
+        if found:
+            return found
+        url, filename, sha256 = sdist_release(package, version)
+        return _download(url, dest, filename, sha256, f"pypi:{package}=={version}", progress)
+
+
+def forget(sdist: Path) -> None:
+    """Drop a damaged sdist (and its marker) from the cache."""
+    sdist.unlink(missing_ok=True)
+    digest_path(sdist).unlink(missing_ok=True)
+
+
+def normalized_name(package: str) -> str:
+    """PyPI's name normalisation (PEP 503, with `_`): how sdist file names spell the package."""
+    return re.sub(r"[-_.]+", "_", package).lower()
+
+
+def _cached(dest: Path, package: str, version: str) -> Path | None:
+    """A complete cached sdist: its digest marker agrees, or it has none (placed there by hand)."""
+    path = _find_sdist(dest, package, version)
+    if path is None:
+        return None
+    marker = digest_path(path)
+    if marker.exists():
+        try:
+            expected = marker.read_text().strip()
+        except OSError:
+            expected = ""
+        if file_sha256(path) != expected:
+            forget(path)
+            return None
+    return path
 
 
 def _find_sdist(dest: Path, package: str, version: str) -> Path | None:
-    if not dest.is_dir():
-        return None
-    stem = re.sub(r"[-_.]+", "_", package).lower()
-    for path in dest.iterdir():
+    want = f"{normalized_name(package)}_{version.replace('.', '_')}_tar"
+    for path in sorted(dest.iterdir()):
         name = re.sub(r"[-_.]+", "_", path.name).lower()
-        if name.startswith(f"{stem}_{version.replace('.', '_')}_tar") or name == f"{stem}_{version.replace('.', '_')}_tar_gz":
+        if path.is_file() and not path.name.startswith(".") and name.startswith(want) \
+                and not name.endswith(("_part", "_sha256", "_tmp", "_lock")):
             return path
     return None
+
+
+def sdist_release(package: str, version: str) -> tuple[str, str, str]:
+    """(url, filename, sha256) of the version's sdist, from the index's JSON API."""
+    import requests
+
+    what = f"pypi:{package}=={version}"
+    api = f"{index_url()}/pypi/{package}/{version}/json"
+    try:
+        response = requests.get(api, timeout=60)
+    except requests.RequestException as exc:
+        raise UpstreamError(f"{what}: {index_url()} unreachable ({type(exc).__name__})") from None
+    if response.status_code == 404:
+        raise UpstreamError(f"{what}: no such release on {index_url()}")
+    if response.status_code != 200:
+        raise UpstreamError(f"{what}: {api} answered HTTP {response.status_code}")
+    try:
+        files = response.json()["urls"]
+        sdists = [f for f in files if isinstance(f, dict) and f.get("packagetype") == "sdist"]
+    except (ValueError, KeyError, TypeError):
+        raise UpstreamError(f"{what}: {api} did not answer PyPI's JSON") from None
+    if not sdists:
+        raise UpstreamError(f"{what}: the release has no sdist on {index_url()}")
+    entry = sdists[0]
+    url, filename = entry.get("url"), entry.get("filename")
+    sha256 = (entry.get("digests") or {}).get("sha256") if isinstance(entry.get("digests"), dict) else None
+    if not (isinstance(url, str) and isinstance(filename, str) and isinstance(sha256, str)
+            and re.fullmatch(r"[\w.+-]+\.(?:tar\.gz|tgz|tar\.bz2|tar\.xz|zip|tar)", filename)
+            and not filename.startswith(".") and re.fullmatch(r"[0-9a-f]{64}", sha256)):
+        raise UpstreamError(f"{what}: {api} gives no usable sdist url, filename and sha256")
+    return url, filename, sha256
+
+
+def _download(url: str, dest: Path, filename: str, sha256: str, what: str, progress: bool) -> Path:
+    """GET `url` into `<filename>.part` (resuming it), check sha256, then give it its final name."""
+    import requests
+
+    part = dest / f"{filename}.part"
+    final = dest / filename
+    resumed = part.exists()
+    for attempt in range(1, ATTEMPTS + 1):
+        try:
+            _fetch_into(url, part, what, progress)
+            break
+        except (requests.ConnectionError, requests.Timeout, requests.exceptions.ChunkedEncodingError) as exc:
+            if attempt == ATTEMPTS:
+                raise UpstreamError(f"{what}: download of {url} failed ({type(exc).__name__}); "
+                                    f"the next run resumes it") from None
+            time.sleep(min(2 ** attempt, 10))
+    got = file_sha256(part)
+    if got != sha256 and resumed:  # the part we resumed was not the start of this file: once afresh
+        part.unlink()
+        return _download(url, dest, filename, sha256, what, progress)
+    if got != sha256:
+        part.unlink(missing_ok=True)
+        raise UpstreamError(f"{what}: {filename} has sha256 {got[:16]}…, the index publishes "
+                            f"{sha256[:16]}… (nothing cached)")
+    atomic_write(digest_path(final), (sha256 + "\n").encode())
+    os.replace(part, final)
+    return final
+
+
+def _fetch_into(url: str, part: Path, what: str, progress: bool) -> None:
+    import requests
+
+    have = part.stat().st_size if part.exists() else 0
+    headers = {"Range": f"bytes={have}-"} if have else {}
+    with requests.get(url, headers=headers, stream=True, timeout=60) as response:
+        if response.status_code == 416:  # nothing left to send: the part is whole (sha256 tells)
+            return
+        if response.status_code not in (200, 206):
+            raise UpstreamError(f"{what}: {url} answered HTTP {response.status_code}")
+        if response.status_code == 200:
+            have = 0  # the server ignored the range: start again
+        length = response.headers.get("Content-Length")
+        total = have + int(length) if length and length.isdigit() else None
+        with open(part, "ab" if have else "wb") as fh, _Progress(what, total, have, progress) as shown:
+            for block in response.iter_content(CHUNK):
+                fh.write(block)
+                shown.advance(len(block))
+
+
+class _Progress:
+    """Bytes and rate of a download: a rich bar on a terminal, else a plain line every ~15 s."""
+
+    def __init__(self, what: str, total: int | None, done: int, enabled: bool):
+        from pinset.output import err_console
+
+        self.what, self.total, self.done = what, total, done
+        self.started = self.last = time.monotonic()
+        self.start_bytes = done
+        self.bar = None
+        self.plain = enabled and not err_console.is_terminal
+        if enabled and err_console.is_terminal:
+            from rich.progress import (BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn,
+                                       TransferSpeedColumn)
+
+            self.bar = Progress(TextColumn("[bold]{task.description}"), BarColumn(), DownloadColumn(),
+                                TransferSpeedColumn(), TimeRemainingColumn(), console=err_console)
+            self.task = self.bar.add_task(f"download {what}", total=total, completed=done)
+
+    def __enter__(self):
+        if self.bar is not None:
+            self.bar.start()
+        elif self.plain:
+            size = f" ({self.total / 1e6:.1f} MB)" if self.total else ""
+            resumed = f", resuming at {self.done / 1e6:.1f} MB" if self.done else ""
+            self._say(f"downloading {self.what}{size}{resumed}")
+        return self
+
+    def advance(self, n: int) -> None:
+        self.done += n
+        if self.bar is not None:
+            self.bar.update(self.task, completed=self.done)
+        elif self.plain and time.monotonic() - self.last >= PLAIN_EVERY_S:
+            of = f"/{self.total / 1e6:.1f}" if self.total else ""
+            self._say(f"downloading {self.what}: {self.done / 1e6:.1f}{of} MB at {self._rate():.1f} MB/s")
+
+    def _rate(self) -> float:
+        return (self.done - self.start_bytes) / 1e6 / max(time.monotonic() - self.started, 1e-3)
+
+    def _say(self, text: str) -> None:
+        from pinset.output import err_console
+
+        self.last = time.monotonic()
+        err_console.print(text, highlight=False, markup=False)
+
+    def __exit__(self, *exc):
+        if self.bar is not None:
+            self.bar.stop()
+        elif self.plain and exc[0] is None:
+            self._say(f"downloaded {self.what}: {self.done / 1e6:.1f} MB in "
+                      f"{time.monotonic() - self.started:.0f} s ({self._rate():.1f} MB/s)")
 
 
 def changelog_commit(changelog: str, version: str) -> str | None:
@@ -85,11 +262,15 @@ def _check_members(members: list[tarfile.TarInfo]) -> None:
                 raise tarfile.TarError(f"{member.name}: symlink to {member.linkname} leaves the tree")
 
 
-def extract_vendored_tree(sdist: Path, package: str, version: str) -> tuple[Path, str]:
-    """Unpack vendor/llama.cpp of the sdist into a temp folder; return (folder, upstream commit)."""
-    tmp = Path(tempfile.mkdtemp(prefix="pinset-sdist-"))
+def extract_vendored_tree(sdist: Path, package: str, version: str, into: Path) -> str:
+    """Unpack vendor/llama.cpp of the sdist into the empty folder `into`; return the upstream commit.
+
+    The whole archive is read to its end, so a truncated sdist is SdistUnreadable, never a tree
+    with files missing.
+    """
     commit = None
     found_tree = False
+    what = f"pypi:{package}=={version}"
     try:
         with tarfile.open(sdist, "r:*") as tar:
             members = []
@@ -112,16 +293,19 @@ def extract_vendored_tree(sdist: Path, package: str, version: str) -> tuple[Path
                 members.append(member)
             _check_members(members)
             if EXTRACTION_FILTERS:
-                tar.extractall(tmp, members=members, filter="data")
+                tar.extractall(into, members=members, filter="data")
             else:
-                tar.extractall(tmp, members=members)
-    except (tarfile.TarError, OSError) as exc:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise UpstreamError(f"pypi:{package}=={version}: unreadable sdist {sdist.name}: {exc}") from None
+                tar.extractall(into, members=members)
+            while tar.fileobj.read(1 << 20):  # the rest, to the compressed stream's checksum
+                pass
+    except OSError as exc:
+        if exc.errno is not None:  # our disk (full, unwritable), not the archive
+            raise UpstreamError(f"{what}: unpacking {sdist.name} into {into}: {exc.strerror}") from None
+        raise SdistUnreadable(f"{what}: unreadable sdist {sdist} ({type(exc).__name__}: {exc})") from None
+    except (tarfile.TarError, EOFError, zlib.error) as exc:
+        raise SdistUnreadable(f"{what}: unreadable sdist {sdist} ({type(exc).__name__}: {exc})") from None
     if not found_tree:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise UpstreamError(f"pypi:{package}=={version}: sdist {sdist.name} has no vendored {VENDOR_DIR} tree")
+        raise UpstreamError(f"{what}: sdist {sdist.name} has no vendored {VENDOR_DIR} tree")
     if commit is None:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise UpstreamError(f"pypi:{package}=={version}: CHANGELOG.md names no llama.cpp commit for {version}")
-    return tmp, commit
+        raise UpstreamError(f"{what}: CHANGELOG.md names no llama.cpp commit for {version}")
+    return commit
