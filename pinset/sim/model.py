@@ -24,6 +24,8 @@ class PinResult:
     contract: Contract = field(default_factory=Contract)
     detail: str | None = None           # one line: why it conflicted / errored / counts as upstream
     carried_fraction: float | None = None  # share of substantive added lines already in the bare build
+    hunk: list[str] | None = None       # conflicts: the hunk git could not apply (header + first lines)
+    base_relation: str | None = None    # upstream conflicts on git builds: build vs pin base (older|contains|diverged)
 
     @property
     def ok(self) -> bool:
@@ -75,4 +77,8 @@ def _pin_json(p: PinResult) -> dict:
         out["detail"] = p.detail
     if p.carried_fraction is not None:
         out["carried_fraction"] = round(p.carried_fraction, 4)
+    if p.hunk:
+        out["hunk"] = list(p.hunk)
+    if p.base_relation:
+        out["base_relation"] = p.base_relation
     return out
