@@ -5,10 +5,10 @@ it, rolled back (read-tree) when it fails. Conflicts are then attributed by repl
 build: the pin fails there too -> `upstream`; otherwise the earlier pin it collides with.
 
 Which blobs a 3-way merge may use is fixed by the inputs, never by what the cache happens to hold:
-every apply runs against a private object directory (Mirror.object_dir) that holds the blobs of the
-index it applies to (the build's, and those the pins applied before it wrote), the blobs the pin
-names as its base (a PR's fork point and its own commit; a series' `base-commit:`, with the blobs
-the series creates on it) and nothing else of the mirror.
+every apply runs against private object directories (Mirror.object_dir) that hold the blobs of the
+index it applies to (the build's, and those of the pins applied before it on this build), the
+blobs the pin brings as its base (a PR's fork point and its own commit; a series' `base-commit:`,
+with the blobs the series creates on it) and nothing else of the mirror.
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ class _Index:
     """A temporary index file and the object directories holding every blob it names."""
 
     path: Path
-    objects: list[Path] = field(default_factory=list)  # the build's blobs, then what each applied pin wrote
+    objects: list[Path] = field(default_factory=list)  # the build's blobs, then each applied pin's
 
     def snapshot(self) -> tuple[bytes, int]:
         return self.path.read_bytes(), len(self.objects)
@@ -167,8 +167,8 @@ class Simulator:
 
     def _apply(self, index: _Index, prep: PreparedPin) -> ApplyOutcome:
         """`git apply --cached --3way` each patch; git reads only the index's and the pin's blobs."""
-        written = self._new_dir()
-        env = self.mirror.objects_env(written, [*index.objects, *self._objects_of(prep)])
+        written, brought = self._new_dir(), self._objects_of(prep)
+        env = self.mirror.objects_env(written, [*index.objects, *brought])
         for patch in prep.change.patches:
             result = self.mirror.git("apply", "--cached", "--3way", "--whitespace=nowarn", str(patch),
                                      index=index.path, env=env)
@@ -177,7 +177,8 @@ class Simulator:
                                                 patch.read_text(encoding="utf-8", errors="replace"))
                 return ApplyOutcome(False, sorted(failure.files) or sorted(prep.change.files),
                                     f"{patch.name}: {failure.reason}", failure.hunk)
-        index.objects.append(written)
+        # git writes no blob that a readable dir already has: the index may now name the pin's own.
+        index.objects += [written, *brought]
         return ApplyOutcome(True)
 
     def _applies_on(self, tree: str, *preps: PreparedPin) -> bool:
