@@ -150,3 +150,18 @@ def test_build_older_than_the_series_base_is_named_in_detail(make_repo, tmp_path
     assert old["status"] == "conflict" and old["conflict_with"] == "upstream"
     assert old["base_relation"] == "older"
     assert f"this build is older than the pin's base {newer[:12]}" in old["detail"]
+
+
+def test_unreachable_upstream_for_a_series_base_is_an_error_not_another_verdict(upstream, tmp_path, capsys, monkeypatch):
+    """Offline, the base cannot be had: say so in one line rather than simulate without it."""
+    up, other = upstream
+    plain, based = export(up, tmp_path / "plain"), export(up, tmp_path / "based", f"--base={other}")
+    monkeypatch.setenv("PINSET_CACHE", str(tmp_path / "c"))
+    assert main(["sim", "-c", str(pins_yaml(tmp_path, up, plain)), "--builds", "b-build"]) == 1  # fetches b-build
+    (up.path / ".git").rename(up.path / "gone")  # upstream is no longer reachable
+    based = pins_yaml(tmp_path, up, based)
+    capsys.readouterr()
+    code = main(["sim", "-c", str(based), "--builds", "b-build"])
+    err = capsys.readouterr().err
+    assert code != 0 and "unreachable" in err and f"base-commit {other[:12]}" in err, err
+    assert len(err.strip().splitlines()) == 1

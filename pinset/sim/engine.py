@@ -19,15 +19,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pinset.config.schema import PinSet
+from pinset.errors import UpstreamError
 from pinset.sim.apply_errors import explain_apply_failure
 from pinset.sim.changes import PinChange, line_counts, series_base
 from pinset.sim.model import BuildResult, Contract, PinResult, SimResult
 from pinset.sim.pins import PreparedPin
-from pinset.upstream.builds import Build, upstream_url
+from pinset.upstream.builds import Build, _unreachable, upstream_url
 from pinset.upstream.mirror import Mirror
 
 CARRIED_THRESHOLD = 0.95
-
 
 
 @dataclass
@@ -121,7 +121,11 @@ class Simulator:
             if base is None and prep.change is not None:
                 base = series_base([p.read_text(encoding="utf-8", errors="replace") for p in prep.change.patches])
                 if base and not self.mirror.has_commit(base) and self.pinset.upstream is not None:
-                    self.mirror.fetch(upstream_url(self.pinset.upstream, self.pinset.path.parent), [base])
+                    url = upstream_url(self.pinset.upstream, self.pinset.path.parent)
+                    fetched = self.mirror.fetch(url, [base])
+                    if not fetched.ok and _unreachable(fetched.stderr):  # offline is no answer: stop
+                        raise UpstreamError(f"upstream {url}: unreachable, needed for the base-commit "
+                                            f"{base[:12]} of pin {pin_id} ({fetched.tail(1)})")
                 if base and not self.mirror.has_commit(base):
                     base = None
             self._bases[pin_id] = base
