@@ -8,7 +8,9 @@ a PR's fork point) are used every time, on a fresh cache too.
 
 from __future__ import annotations
 
+import io
 import json
+import tarfile
 
 import pytest
 
@@ -165,3 +167,36 @@ def test_unreachable_upstream_for_a_series_base_is_an_error_not_another_verdict(
     err = capsys.readouterr().err
     assert code != 0 and "unreachable" in err and f"base-commit {other[:12]}" in err, err
     assert len(err.strip().splitlines()) == 1
+
+
+def fake_sdist(cache, version: str, upstream_commit: str, files: dict[str, str]) -> str:
+    """A llama-cpp-python sdist in the cache's downloads: CHANGELOG naming the commit, vendored files."""
+    downloads = cache / "downloads"
+    downloads.mkdir(parents=True, exist_ok=True)
+    top = f"llama_cpp_python-{version}"
+    with tarfile.open(downloads / f"{top}.tar.gz", "w:gz") as tar:
+        members = {"CHANGELOG.md": f"## [{version}]\n\n- update llama.cpp to ggml-org/llama.cpp@{upstream_commit[:9]}\n",
+                   **{f"vendor/llama.cpp/{path}": text for path, text in files.items()}}
+        for name, text in members.items():
+            data = text.encode()
+            info = tarfile.TarInfo(f"{top}/{name}")
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return f"pypi:llama-cpp-python=={version}"
+
+
+def test_sdist_build_older_than_the_series_base_by_its_changelog_commit(make_repo, tmp_path, monkeypatch):
+    up = make_repo("upstream")
+    old = up.commit("base", {"src/f.c": LINES})
+    newer = up.commit("rewrite", {"src/f.c": LINES.replace("line 12\n", "line twelve (new API)\n")})
+    up.commit("pin", {"src/f.c": LINES.replace("line 12\n", "line twelve (new API, pinned)\n")})
+    patches = tmp_path / "series"
+    up.git("format-patch", "-q", f"--base={newer}", "-o", str(patches), "HEAD~1..HEAD")
+    cfg = pins_yaml(tmp_path, up, patches)
+    old_sdist = fake_sdist(tmp_path / "c", "0.0.1", old, {"src/f.c": LINES})
+    unrelated = fake_sdist(tmp_path / "c", "0.0.2", "abcdef123", {"src/f.c": LINES.replace("line 12\n", "x\n")})
+    code, data = sim_json(tmp_path, cfg, f"{old_sdist},{unrelated}", tmp_path / "c", monkeypatch)
+    older, other = (b["pins"][0] for b in data["builds"])
+    assert older["status"] == "conflict" and older["base_relation"] == "older", older
+    assert f"this build is older than the pin's base {newer[:12]}" in older["detail"]
+    assert other["status"] == "conflict" and "base_relation" not in other  # not known: neutral

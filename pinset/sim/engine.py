@@ -211,7 +211,7 @@ class Simulator:
     def _carried(self, prep: PreparedPin, build: Build) -> tuple[bool, float | None]:
         spec = prep.spec
         if spec.kind == "pr" and build.source == "git":
-            if self.mirror.git("merge-base", "--is-ancestor", spec.commit, build.oid).ok:
+            if self._is_ancestor(spec.commit, build.oid):
                 return True, 1.0
         fraction = self.carried_fraction(prep.change, build.tree)
         if fraction is not None:
@@ -242,17 +242,25 @@ class Simulator:
         return applied[-1].pin_id if applied else "upstream"
 
     def base_relation(self, prep: PreparedPin, build: Build) -> str | None:
-        """How a git build stands to the pin's base: `older` (a strict ancestor of it: the pin was
-        made for newer code), `contains` (the base is in the build's history), `diverged`; None
-        when not known (no base, or an sdist build, whose history the mirror lacks)."""
+        """How the build stands to the pin's base: `older` (a strict ancestor of it: the pin was made
+        for newer code), `contains` (the base is in the build's history), `diverged`; None when not
+        known. An sdist build is placed by the upstream commit its CHANGELOG names, and only as
+        `older`: an ancestor of the base comes with the base's history, so that answer does not
+        depend on what else the mirror holds; the others would."""
         base = self._base(prep)
-        if base is None or build.source != "git":
+        if base is None:
             return None
-        if self.mirror.git("merge-base", "--is-ancestor", base, build.oid).ok:
+        if build.source != "git":
+            commit = self.mirror.rev_parse(build.commit) if build.commit != "unknown" else None
+            if commit and commit != base and self._is_ancestor(commit, base):
+                return "older"
+            return None
+        if self._is_ancestor(base, build.oid):
             return "contains"
-        if self.mirror.git("merge-base", "--is-ancestor", build.oid, base).ok:
-            return "older"
-        return "diverged"
+        return "older" if self._is_ancestor(build.oid, base) else "diverged"
+
+    def _is_ancestor(self, ancestor: str, descendant: str) -> bool:
+        return self.mirror.git("merge-base", "--is-ancestor", ancestor, descendant).ok
 
     def _contract(self, entry: _Applied, final_tree: str, base_tree: str, later: list[_Applied]) -> Contract:
         """The pin's files, added lines and feature symbols (those new to upstream's file) survived."""
