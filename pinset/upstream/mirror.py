@@ -129,7 +129,7 @@ class Mirror:
         (path / "info").mkdir()
         oids = sorted(set(blobs))
         if oids:
-            self.git_ok("pack-objects", "-q", str(path / "pack" / "pack"), input="\n".join(oids) + "\n")
+            self.git_ok("pack-objects", "-q", "--window=0", str(path / "pack" / "pack"), input="\n".join(oids) + "\n")
         return path
 
     @staticmethod
@@ -146,7 +146,7 @@ class Mirror:
         check = self.git_ok("cat-file", "--batch-check", input="\n".join(wanted) + "\n")
         missing = [line.split()[0] for line in check.splitlines() if line.endswith(" missing")]
         if missing:
-            self.git_ok("pack-objects", "-q", str(self.path / "objects" / "pack" / "pack"),
+            self.git_ok("pack-objects", "-q", "--window=0", str(self.path / "objects" / "pack" / "pack"),
                         input="\n".join(missing) + "\n",
                         env={"GIT_ALTERNATE_OBJECT_DIRECTORIES": os.pathsep.join(str(p) for p in sources)})
 
