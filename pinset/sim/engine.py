@@ -144,7 +144,7 @@ class Simulator:
             dirs.append(self._new_dir(b for tree in trees for b in _blobs(self._listing(tree))))
         elif base is not None:  # a series: its base, and the blobs it creates replayed on it
             base_tree = self.mirror.tree_of(base)
-            index = _Index(self.mirror.temp_path(f"base-index-{pin_id}"))
+            index = _Index(self.mirror.temp_path(f"base-index-{self._dirs}"))
             self._load(index, base_tree)
             written = self._new_dir()
             env = self.mirror.objects_env(written, index.objects)
