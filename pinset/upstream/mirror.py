@@ -125,10 +125,10 @@ class Mirror:
         """A new object directory in the temporary folder holding exactly `blobs` (packed from the
         mirror) and no alternates: git pointed at it sees nothing else of the mirror."""
         path = self.temp_path(name)
-        (path / "pack").mkdir(parents=True)
-        (path / "info").mkdir()
+        path.mkdir()
         oids = sorted(set(blobs))
         if oids:
+            (path / "pack").mkdir()
             self.git_ok("pack-objects", "-q", "--window=0", str(path / "pack" / "pack"), input="\n".join(oids) + "\n")
         return path
 
