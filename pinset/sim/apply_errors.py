@@ -59,7 +59,8 @@ def explain_apply_failure(output: str, patch_text: str = "") -> ApplyFailure:
             failed.add(path)
             found = find_hunk(patch_text, path, start)
             hunk = hunk or found
-            failed_hunks.append(f"patch failed: {path}:{start}" + (f" at hunk {_header_only(found[0])}" if found else ""))
+            at = f" at hunk {_header_only(found[0])}" if found else ""
+            failed_hunks.append(f"patch failed: {path}:{start}{at}")
             continue
         for pattern, kind in _PER_FILE_RES:
             m = pattern.match(line)
