@@ -214,7 +214,7 @@ def test_stopped_verify_and_conflicting_sim_are_blockers(small_pins, tmp_path, c
     assert [p.get("touched") for p in sim["builds"][0]["pins"]] == [["src/a.c"], ["src/a.c"]]
     rc, text = report([tmp_path / "sim.json", out], tmp_path)
     assert rc == 1
-    assert first_line(text).startswith("**❌ blocked:** `q` no longer applies (conflicts with upstream changes) on v1; "
+    assert first_line(text).startswith("**❌ blocked:** `q` does not apply to this build (conflicts with upstream) on v1; "
                                        "verify stopped on CPU only (")
 
 

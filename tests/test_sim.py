@@ -310,3 +310,22 @@ def test_renaming_pin_applies_and_keeps_its_contract(world, tmp_path):
     assert main(["apply", "-c", str(cfg), "--build", "b1", "--out", str(out)]) == 0
     assert (out / "src/ggml-types.h").read_text() == TYPES_H and not (out / "src/types.h").exists()
     assert (out / "src/mmq.cu").read_text() == MMQ_CU  # untouched files come through from the build
+
+
+def test_conflict_names_the_failed_hunk_in_console_json_and_markdown(world, tmp_path, capsys):
+    up, pins = world
+    cfg = pin_set(tmp_path, up, ["b2"], pins, "feat-iq1m")
+    md = tmp_path / "sim.md"
+    code, data = run_sim(tmp_path, cfg, "--markdown", str(md))
+    console = capsys.readouterr().out
+    pin = by_id(data["builds"][0])["feat-iq1m"]
+    assert code == 1 and pin["status"] == "conflict" and pin["files"] == ["src/mmq.cu"]
+    reason = "0001-add-IQ1_M.patch: patch failed: src/mmq.cu:2 at hunk @@ -2,6 +2,7 @@"
+    assert pin["detail"] == reason
+    assert pin["hunk"] == ["@@ -2,6 +2,7 @@", " bool ggml_cuda_should_use_mmq(enum ggml_type type) {",
+                           "     switch (type) {", "         case GGML_TYPE_Q4_0:",
+                           "+        case GGML_TYPE_IQ1_M:"]
+    assert reason in console.replace("\n", "") and "+        case GGML_TYPE_IQ1_M:" in console
+    text = md.read_text()
+    assert f"- **b2** `feat-iq1m`: {reason}\n  ```diff\n  @@ -2,6 +2,7 @@\n   bool" in text
+    assert "lacks the necessary blob" not in console + text + json.dumps(data)

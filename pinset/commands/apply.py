@@ -55,8 +55,6 @@ def run(args) -> int:
 def _check_out(out: Path) -> None:
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise PinsetError(f"--out {out}: exists and is not an empty folder (nothing was written)")
-    if out.parent.exists() and not out.parent.is_dir():
-        raise PinsetError(f"--out {out}: {out.parent} is not a folder (nothing was written)")
 
 
 def write_tree(mirror, tree: str, out: Path) -> None:

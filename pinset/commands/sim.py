@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from rich.markup import escape
 from rich.table import Table
 
 from pinset.commands.common import add_config_args, open_config
@@ -32,6 +33,10 @@ def run(args) -> int:
             if p.status == "conflict":
                 shown = ", ".join(p.files[:4]) + (f", … ({len(p.files)} files)" if len(p.files) > 4 else "")
                 console.print(f"  [red]{p.id}[/] on {short_build(b.build)}: conflicts with {p.conflict_with} in {shown}")
+                if p.detail:
+                    console.print(f"    {escape(p.detail)}")
+                for line in p.hunk or []:
+                    console.print(f"    [dim]{escape(line)}[/]", soft_wrap=True)
             elif p.status == "error":
                 console.print(f"  [red]{p.id}[/] on {short_build(b.build)}: {p.detail}")
             else:
@@ -43,7 +48,7 @@ def run(args) -> int:
     if args.json:
         write_json(args.json, result.to_json())
     if args.markdown:
-        write_text(args.markdown, sim_markdown(result.to_json()))
+        write_text(args.markdown, sim_markdown(result.to_json(), conflicts=True))
     return 0 if result.ok else 1
 
 

@@ -127,6 +127,16 @@ def ratio_text(row: dict) -> str:
     return f"{row['ratio']:.3f}× (95% CI {lo:.3f}–{hi:.3f})"
 
 
+# A pin that conflicts with upstream, by how the build stands to the pin's base (sim's base_relation):
+# only a build that contains the base has moved on from it; an older one never carried what the pin needs.
+UPSTREAM_CONFLICT = {
+    "contains": "no longer applies (conflicts with upstream changes since its base)",
+    "older": "does not apply to this older build (it predates the pin's base)",
+    "diverged": "does not apply to this build (conflicts with upstream)",
+    None: "does not apply to this build (conflicts with upstream)",
+}
+
+
 # --- verdict ----------------------------------------------------------------------------------
 def judge(m: Merged) -> Verdict:
     v = Verdict()
@@ -213,7 +223,7 @@ def _judge_sim(m: Merged, v: Verdict) -> bool:
             text = None
             if p["status"] == "conflict":
                 with_ = p["conflict_with"]
-                text = (f"`{p['id']}` no longer applies (conflicts with upstream changes)" if with_ in (None, "upstream")
+                text = (f"`{p['id']}` {UPSTREAM_CONFLICT[p.get('base_relation')]}" if with_ in (None, "upstream")
                         else f"`{p['id']}` conflicts with `{with_}`")
             elif p["status"] == "error":
                 text = f"`{p['id']}` could not be applied ({p.get('detail') or 'error'})"

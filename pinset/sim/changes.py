@@ -137,3 +137,12 @@ def line_counts(text: str | None) -> dict[str, int]:
             if s:
                 counts[s] = counts.get(s, 0) + 1
     return counts
+
+
+_BASE_COMMIT_RE = re.compile(r"^base-commit: ([0-9a-f]{40})\s*$", re.M)
+
+
+def series_base(texts: list[str]) -> str | None:
+    """The `base-commit:` a series names (`git format-patch --base`); None when absent or ambiguous."""
+    bases = {m.group(1) for text in texts for m in _BASE_COMMIT_RE.finditer(text)}
+    return bases.pop() if len(bases) == 1 else None

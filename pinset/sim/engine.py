@@ -3,6 +3,12 @@
 Each build gets one temporary index in the mirror; every pin is a `git apply --cached --3way` onto
 it, rolled back (read-tree) when it fails. Conflicts are then attributed by replaying on the bare
 build: the pin fails there too -> `upstream`; otherwise the earlier pin it collides with.
+
+Which blobs a 3-way merge may use is fixed by the inputs, never by what the cache happens to hold:
+every apply runs against private object directories (Mirror.object_dir) that hold the blobs of the
+index it applies to (the build's, and those of the pins applied before it on this build), the
+blobs the pin brings as its base (a PR's fork point and its own commit; a series' `base-commit:`,
+with the blobs the series creates on it) and nothing else of the mirror.
 """
 
 from __future__ import annotations
@@ -13,22 +19,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pinset.config.schema import PinSet
-from pinset.sim.changes import PinChange, line_counts
+from pinset.errors import UpstreamError
+from pinset.sim.apply_errors import explain_apply_failure
+from pinset.sim.changes import PinChange, line_counts, series_base
 from pinset.sim.model import BuildResult, Contract, PinResult, SimResult
 from pinset.sim.pins import PreparedPin
-from pinset.upstream.builds import Build
+from pinset.upstream.builds import Build, _unreachable, upstream_url
 from pinset.upstream.mirror import Mirror
 
 CARRIED_THRESHOLD = 0.95
-
-_CONFLICT_PATTERNS = [
-    re.compile(r"^U (.+)$"),
-    re.compile(r"^error: patch failed: (.+):\d+$"),
-    re.compile(r"^error: (.+): does not exist in index$"),
-    re.compile(r"^error: (.+): already exists in index$"),
-    re.compile(r"^error: (.+): patch does not apply$"),
-    re.compile(r"^Applied patch to '(.+)' with conflicts\.$"),
-]
 
 
 @dataclass
@@ -36,12 +35,32 @@ class ApplyOutcome:
     ok: bool
     conflict_files: list[str] = field(default_factory=list)
     message: str = ""
+    hunk: list[str] = field(default_factory=list)
+
+
+@dataclass
+class _Index:
+    """A temporary index file and the object directories holding every blob it names."""
+
+    path: Path
+    objects: list[Path] = field(default_factory=list)  # the build's blobs, then each applied pin's
+
+    def snapshot(self) -> tuple[bytes, int]:
+        return self.path.read_bytes(), len(self.objects)
+
+    def restore(self, snap: tuple[bytes, int]) -> None:
+        self.path.write_bytes(snap[0])
+        del self.objects[snap[1]:]
 
 
 @dataclass
 class _Applied:
     pin_id: str
-    change: PinChange
+    prep: PreparedPin
+
+    @property
+    def change(self) -> PinChange:
+        return self.prep.change
 
 
 class Simulator:
@@ -49,7 +68,11 @@ class Simulator:
         self.pinset = pinset
         self.mirror = mirror
         self.prepared = prepared
-        self._scratch = mirror.temp_path("scratch-index")
+        self._scratch = _Index(mirror.temp_path("scratch-index"))
+        self._dirs = 0
+        self._build_objects: dict[str, Path] = {}     # tree -> object dir of its blobs under the pins' paths
+        self._pin_objects: dict[str, list[Path]] = {}  # pin id -> object dirs of its base blobs
+        self._bases: dict[str, str | None] = {}         # pin id -> base commit in the mirror
         self._blob_cache: dict[tuple[str, str], dict[str, int]] = {}
         # The indexes we apply to hold only the paths some pin names: `git apply` then reads and
         # writes a few entries instead of the whole tree (thousands), which is most of its cost.
@@ -58,45 +81,113 @@ class Simulator:
         self._loaded: dict[str, tuple[bytes, set[str]]] = {}  # tree -> (index bytes, paths in it)
 
     # --- git primitives -------------------------------------------------------------------
-    def _load(self, index: Path, tree: str) -> None:
-        """Fill `index` with `tree`'s entries (only those under the pins' paths, see __init__)."""
-        if self._paths is None:
-            self.mirror.git_ok("read-tree", tree, index=index)
-            return
-        if tree not in self._loaded:
-            self.mirror.git_ok("read-tree", "--empty", index=index)
-            listing = self.mirror.git_ok("ls-tree", "-r", "-z", "--full-tree", tree, "--", *self._paths,
-                                         env={"GIT_LITERAL_PATHSPECS": "1"}) if self._paths else ""
-            if listing:
-                self.mirror.git_ok("update-index", "-z", "--index-info", index=index, input=listing)
-            paths = {entry.split("\t", 1)[1] for entry in listing.split("\0") if entry}
-            self._loaded[tree] = (index.read_bytes(), paths)
-        else:
-            index.write_bytes(self._loaded[tree][0])
+    def _new_dir(self, blobs=()) -> Path:
+        self._dirs += 1
+        return self.mirror.object_dir(f"objects-{self._dirs}", blobs)
 
-    def _merged_tree(self, base_tree: str, index: Path) -> str:
-        """The full tree: `base_tree` with the entries of the (partial) index laid over it."""
+    def _listing(self, tree: str) -> str:
+        """`ls-tree -r -z` of `tree` under the pins' paths (the whole tree when they are unknown)."""
         if self._paths is None:
-            return self.mirror.write_tree(index)
-        entries = self.mirror.git_ok("ls-files", "-s", "-z", index=index)
+            return self.mirror.git_ok("ls-tree", "-r", "-z", "--full-tree", tree)
+        if not self._paths:
+            return ""
+        return self.mirror.git_ok("ls-tree", "-r", "-z", "--full-tree", tree, "--", *self._paths,
+                                  env={"GIT_LITERAL_PATHSPECS": "1"})
+
+    def _load(self, index: _Index, tree: str) -> None:
+        """Fill `index` with `tree`'s entries (only those under the pins' paths, see __init__); its
+        blobs are the only ones it starts with."""
+        if tree not in self._loaded:
+            listing = self._listing(tree)
+            if self._paths is None:
+                self.mirror.git_ok("read-tree", tree, index=index.path)
+            else:
+                self.mirror.git_ok("read-tree", "--empty", index=index.path)
+                if listing:
+                    self.mirror.git_ok("update-index", "-z", "--index-info", index=index.path, input=listing)
+            paths = {entry.split("\t", 1)[1] for entry in listing.split("\0") if entry}
+            self._build_objects[tree] = self._new_dir(_blobs(listing))
+            self._loaded[tree] = (index.path.read_bytes(), paths)
+        else:
+            index.path.write_bytes(self._loaded[tree][0])
+        index.objects = [self._build_objects[tree]]
+
+    def _base(self, prep: PreparedPin) -> str | None:
+        """The commit the pin names as its base, when the mirror has it or upstream gives it:
+        a PR's fork point; a series' `base-commit:` (format-patch --base)."""
+        pin_id = prep.spec.id
+        if pin_id not in self._bases:
+            base = prep.fork_point
+            if base is None and prep.change is not None:
+                base = series_base([p.read_text(encoding="utf-8", errors="replace") for p in prep.change.patches])
+                if base and not self.mirror.has_commit(base) and self.pinset.upstream is not None:
+                    url = upstream_url(self.pinset.upstream, self.pinset.path.parent)
+                    fetched = self.mirror.fetch(url, [base])
+                    if not fetched.ok and _unreachable(fetched.stderr):  # offline is no answer: stop
+                        raise UpstreamError(f"upstream {url}: unreachable, needed for the base-commit "
+                                            f"{base[:12]} of pin {pin_id} ({fetched.tail(1)})")
+                if base and not self.mirror.has_commit(base):
+                    base = None
+            self._bases[pin_id] = base
+        return self._bases[pin_id]
+
+    def _objects_of(self, prep: PreparedPin) -> list[Path]:
+        """Object dirs with the blobs the pin brings for a 3-way merge: those of its base under the
+        pins' paths (and of a PR's own commit), and for a series those its patches create on it."""
+        pin_id = prep.spec.id
+        if pin_id in self._pin_objects:
+            return self._pin_objects[pin_id]
+        base = self._base(prep)
+        dirs: list[Path] = []
+        if base is not None and prep.fork_point is not None:  # a PR: its fork point and its commit
+            trees = [self.mirror.tree_of(c) for c in (base, prep.spec.commit)]
+            dirs.append(self._new_dir(b for tree in trees for b in _blobs(self._listing(tree))))
+        elif base is not None:  # a series: its base, and the blobs it creates replayed on it
+            base_tree = self.mirror.tree_of(base)
+            index = _Index(self.mirror.temp_path(f"base-index-{self._dirs}"))
+            self._load(index, base_tree)
+            written = self._new_dir()
+            env = self.mirror.objects_env(written, index.objects)
+            for patch in prep.change.patches:
+                if not self.mirror.git("apply", "--cached", "--whitespace=nowarn", str(patch),
+                                       index=index.path, env=env).ok:
+                    break
+            dirs += [self._build_objects[base_tree], written]
+        self._pin_objects[pin_id] = dirs
+        return dirs
+
+    def _merged_tree(self, base_tree: str, index: _Index) -> str:
+        """The full tree: `base_tree` with the entries of the (partial) index laid over it; the
+        blobs the pins wrote move from the private object dirs into the mirror."""
+        entries = self.mirror.git_ok("ls-files", "-s", "-z", index=index.path)
+        self.mirror.adopt_objects((e.split()[1] for e in entries.split("\0") if e), index.objects)
+        if self._paths is None:
+            return self.mirror.write_tree(index.path)
         now = {entry.split("\t", 1)[1] for entry in entries.split("\0") if entry}
         gone = "".join(f"0 {'0' * 40}\t{path}\0" for path in sorted(self._loaded[base_tree][1] - now))
         full = self.mirror.new_index(base_tree)
         self.mirror.git_ok("update-index", "-z", "--index-info", index=full, input=entries + gone)
         return self.mirror.write_tree(full)
 
-    def _apply(self, index: Path, change: PinChange) -> ApplyOutcome:
-        for patch in change.patches:
-            result = self.mirror.git("apply", "--cached", "--3way", "--whitespace=nowarn", str(patch), index=index)
+    def _apply(self, index: _Index, prep: PreparedPin) -> ApplyOutcome:
+        """`git apply --cached --3way` each patch; git reads only the index's and the pin's blobs."""
+        written, brought = self._new_dir(), self._objects_of(prep)
+        env = self.mirror.objects_env(written, [*index.objects, *brought])
+        for patch in prep.change.patches:
+            result = self.mirror.git("apply", "--cached", "--3way", "--whitespace=nowarn", str(patch),
+                                     index=index.path, env=env)
             if not result.ok:
-                output = result.stdout + "\n" + result.stderr
-                files = _conflict_files(output)
-                return ApplyOutcome(False, files or sorted(change.files), _first_error(output, patch.name))
+                failure = explain_apply_failure(result.stdout + "\n" + result.stderr,
+                                                patch.read_text(encoding="utf-8", errors="replace"))
+                return ApplyOutcome(False, sorted(failure.files) or sorted(prep.change.files),
+                                    f"{patch.name}: {failure.reason}", failure.hunk)
+        # git writes no blob that a readable dir already has: the index may now name the pin's own.
+        index.objects += [written, *brought]
         return ApplyOutcome(True)
 
-    def _applies_on(self, tree: str, *changes: PinChange) -> bool:
+    def _applies_on(self, tree: str, *preps: PreparedPin) -> bool:
         self._load(self._scratch, tree)
-        return all(self._apply(self._scratch, c).ok for c in changes)
+        return all(self._apply(self._scratch, p).ok for p in preps)
 
     def _counts(self, tree: str, path: str) -> dict[str, int]:
         key = (tree, path)
@@ -120,35 +211,56 @@ class Simulator:
     def _carried(self, prep: PreparedPin, build: Build) -> tuple[bool, float | None]:
         spec = prep.spec
         if spec.kind == "pr" and build.source == "git":
-            if self.mirror.git("merge-base", "--is-ancestor", spec.commit, build.oid).ok:
+            if self._is_ancestor(spec.commit, build.oid):
                 return True, 1.0
         fraction = self.carried_fraction(prep.change, build.tree)
         if fraction is not None:
             return fraction >= CARRIED_THRESHOLD, fraction
         # No substantive added lines (a pure removal): carried when applying changes nothing.
         self._load(self._scratch, build.tree)
-        before = self._scratch.read_bytes()
-        if self._apply(self._scratch, prep.change).ok:
-            return self._scratch.read_bytes() == before, None
+        before = self._scratch.path.read_bytes()
+        if self._apply(self._scratch, prep).ok:
+            return self._scratch.path.read_bytes() == before, None
         return False, None
 
-    def _attribute(self, change: PinChange, conflict_files: list[str], build: Build,
+    def _attribute(self, prep: PreparedPin, conflict_files: list[str], build: Build,
                    applied: list[_Applied]) -> str:
         """`upstream` if the pin fails on the bare build too, else the earlier pin it collides with."""
-        if not self._applies_on(build.tree, change):
+        if not self._applies_on(build.tree, prep):
             return "upstream"
-        touched = set(conflict_files) or set(change.files)
+        touched = set(conflict_files) or set(prep.change.files)
         for earlier in reversed(applied):
-            if touched & set(earlier.change.files) and self._applies_on(build.tree, earlier.change) \
-                    and not self._applies_on(build.tree, earlier.change, change):
+            if touched & set(earlier.change.files) and self._applies_on(build.tree, earlier.prep) \
+                    and not self._applies_on(build.tree, earlier.prep, prep):
                 return earlier.pin_id
         # The collision needs several earlier pins together: the first prefix after which it fails.
-        prefix: list[PinChange] = []
+        prefix: list[PreparedPin] = []
         for earlier in applied:
-            prefix.append(earlier.change)
-            if not self._applies_on(build.tree, *prefix, change):
+            prefix.append(earlier.prep)
+            if not self._applies_on(build.tree, *prefix, prep):
                 return earlier.pin_id
         return applied[-1].pin_id if applied else "upstream"
+
+    def base_relation(self, prep: PreparedPin, build: Build) -> str | None:
+        """How the build stands to the pin's base: `older` (a strict ancestor of it: the pin was made
+        for newer code), `contains` (the base is in the build's history), `diverged`; None when not
+        known. An sdist build is placed by the upstream commit its CHANGELOG names, and only as
+        `older`: an ancestor of the base comes with the base's history, so that answer does not
+        depend on what else the mirror holds; the others would."""
+        base = self._base(prep)
+        if base is None:
+            return None
+        if build.source != "git":
+            commit = self.mirror.rev_parse(build.commit) if build.commit != "unknown" else None
+            if commit and commit != base and self._is_ancestor(commit, base):
+                return "older"
+            return None
+        if self._is_ancestor(base, build.oid):
+            return "contains"
+        return "older" if self._is_ancestor(build.oid, base) else "diverged"
+
+    def _is_ancestor(self, ancestor: str, descendant: str) -> bool:
+        return self.mirror.git("merge-base", "--is-ancestor", ancestor, descendant).ok
 
     def _contract(self, entry: _Applied, final_tree: str, base_tree: str, later: list[_Applied]) -> Contract:
         """The pin's files, added lines and feature symbols (those new to upstream's file) survived."""
@@ -181,7 +293,7 @@ class Simulator:
 
     # --- one build ------------------------------------------------------------------------
     def simulate_build(self, build: Build) -> BuildResult:
-        index = self.mirror.temp_path(f"build-index-{build.tree[:12]}")
+        index = _Index(self.mirror.temp_path(f"build-index-{build.tree[:12]}"))
         self._load(index, build.tree)
         applied: list[_Applied] = []
         results: list[PinResult] = []
@@ -206,20 +318,26 @@ class Simulator:
                 continue
             # The index file itself is the snapshot: restoring its bytes rolls a failed pin back, and
             # unchanged bytes mean the pin changed nothing (no write-tree per pin).
-            before = index.read_bytes()
-            outcome = self._apply(index, prep.change)
+            before = index.snapshot()
+            outcome = self._apply(index, prep)
             if outcome.ok:
-                if index.read_bytes() == before:
+                if index.path.read_bytes() == before[0]:
+                    index.restore(before)
                     result.status, result.detail = "skipped", "no change on top of the earlier pins"
                     continue
-                applied.append(_Applied(spec.id, prep.change))
+                applied.append(_Applied(spec.id, prep))
                 result.status = "applied"
                 continue
-            index.write_bytes(before)  # roll back the half-applied pin
+            index.restore(before)  # roll back the half-applied pin (and forget the blobs it wrote)
             result.status = "conflict"
             result.files = outcome.conflict_files
-            result.conflict_with = self._attribute(prep.change, outcome.conflict_files, build, applied)
+            result.conflict_with = self._attribute(prep, outcome.conflict_files, build, applied)
             result.detail = outcome.message
+            result.hunk = outcome.hunk or None
+            if result.conflict_with == "upstream":
+                result.base_relation = self.base_relation(prep, build)
+                if result.base_relation == "older":
+                    result.detail += f" (this build is older than the pin's base {self._base(prep)[:12]})"
             result.contract = Contract(False, [f"{f}: does not apply (conflict with {result.conflict_with})"
                                                for f in outcome.conflict_files])
         merged = self._merged_tree(build.tree, index) if applied else build.tree
@@ -238,19 +356,11 @@ def _net_added(fc) -> Counter:
     return Counter({line: n for line, n in net.items() if n > 0})
 
 
-def _first_error(output: str, patch_name: str) -> str:
-    """The line that says why `git apply` failed (its last line is often only 'Falling back...')."""
-    lines = [line.strip() for line in output.splitlines() if line.strip()]
-    reason = next((line for line in lines if line.startswith("error:") or "with conflicts" in line),
-                  lines[-1] if lines else "git apply failed")
-    return f"{patch_name}: {reason}"
-
-
-def _conflict_files(output: str) -> list[str]:
-    files: list[str] = []
-    for line in output.splitlines():
-        for pattern in _CONFLICT_PATTERNS:
-            m = pattern.match(line.strip())
-            if m and m.group(1) not in files:
-                files.append(m.group(1))
-    return sorted(files)
+def _blobs(listing: str) -> list[str]:
+    """Blob ids of an `ls-tree -r -z` / `ls-files -s -z` listing (submodule commits left out)."""
+    ids = []
+    for entry in listing.split("\0"):
+        fields = entry.split("\t", 1)[0].split()
+        if len(fields) == 3 and fields[1] == "blob":
+            ids.append(fields[2])
+    return ids

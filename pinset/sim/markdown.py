@@ -16,7 +16,9 @@ def cell(pin: dict) -> str:
     return text
 
 
-def sim_markdown(sim: dict) -> str:
+def sim_markdown(sim: dict, conflicts: bool = False) -> str:
+    """The grid and the contract problems; with `conflicts`, why each conflict happened (the
+    report lists causes itself, so it leaves them out)."""
     builds = sim["builds"]
     if not builds:
         return "_no builds_\n"
@@ -29,4 +31,17 @@ def sim_markdown(sim: dict) -> str:
                 for prob in p["contract"]["problems"]]
     if problems:
         lines += ["", "Problems:", *problems]
+    causes = [item for b in builds for p in b["pins"] if p["status"] == "conflict"
+              for item in _conflict_cause(b["build"], p)] if conflicts else []
+    if causes:
+        lines += ["", "Conflicts:", *causes]
     return "\n".join(lines) + "\n"
+
+
+def _conflict_cause(build: str, pin: dict) -> list[str]:
+    """A list item with git's reason, and the hunk that failed as an indented diff block."""
+    item = [f"- **{build}** `{pin['id']}`: {pin.get('detail') or 'does not apply'}"]
+    if pin.get("hunk"):
+        fence = "````" if any("```" in line for line in pin["hunk"]) else "```"
+        item += [f"  {fence}diff", *(f"  {line}" for line in pin["hunk"]), f"  {fence}"]
+    return item

@@ -8,6 +8,7 @@ from dataclasses import asdict, dataclass, field
 from pinset.results import SCHEMAS, Doc
 
 STATUSES = ("applied", "conflict", "upstream", "skipped", "error")
+BASE_RELATIONS = ("older", "contains", "diverged")  # a build against the pin's base commit
 
 
 def is_cuda_path(path: str) -> bool:
@@ -33,6 +34,8 @@ class PinResult:
     detail: str | None = None           # one line: why it conflicted / errored / counts as upstream
     carried_fraction: float | None = None  # share of substantive added lines already in the bare build
     touched: list[str] | None = None    # every file the pin changes; None: unknown (could not be prepared, old file)
+    hunk: list[str] | None = None       # conflicts: the hunk git could not apply (header + first lines)
+    base_relation: str | None = None    # upstream conflicts on git builds: build vs pin base (older|contains|diverged)
 
     @property
     def ok(self) -> bool:
@@ -50,7 +53,8 @@ class PinResult:
                    d.get("conflict_with", str, None), d.strs("files"), d.get("retire", bool),
                    Contract(c.get("ok", bool), c.strs("problems")), d.get("detail", str, None, default=None),
                    d.num("carried_fraction", null=True, default=None),
-                   _touched(d))
+                   _touched(d), d.strs("hunk", default=None) or None,
+                   d.choice("base_relation", BASE_RELATIONS, default=None))
 
 
 def _touched(d: Doc) -> list[str] | None:
@@ -119,4 +123,8 @@ def _pin_json(p: PinResult) -> dict:
         out["carried_fraction"] = round(p.carried_fraction, 4)
     if p.touched is not None:
         out["touched"] = list(p.touched)
+    if p.hunk:
+        out["hunk"] = list(p.hunk)
+    if p.base_relation:
+        out["base_relation"] = p.base_relation
     return out

@@ -2,7 +2,9 @@
 
 All git work (fetches, imports, in-memory applies on temporary index files) happens here, so the
 user's own checkouts are never touched. Blobs are content-addressed, so a tree imported from an sdist
-shares its objects with the same files fetched from GitHub and `git apply --3way` finds them.
+shares its objects with the same files fetched from GitHub. What a `git apply --3way` may read is
+not the whole mirror but a private object directory (see object_dir and the sim engine), so a
+verdict does not depend on what earlier runs happened to fetch.
 
 Several pinset runs may use one mirror at once: whatever moves a ref (init, fetch, update-ref) holds
 the cache's mirror lock; objects are written by git itself, which never shows a half-written one.
@@ -12,8 +14,10 @@ imported again), else named in one line (CacheDamaged, exit 1).
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
+from collections.abc import Iterable
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -208,6 +212,36 @@ class Mirror:
         checkout = self.git("checkout-index", "-a", "-f", index=index, work_tree=dest.resolve(), timeout=900)
         if not checkout.ok:
             raise UpstreamError(f"writing tree {tree[:12]} to {dest}: {checkout.tail(2)}")
+
+    # --- private object directories -------------------------------------------------------
+    def object_dir(self, name: str, blobs: Iterable[str] = ()) -> Path:
+        """A new object directory in the temporary folder holding exactly `blobs` (packed from the
+        mirror) and no alternates: git pointed at it sees nothing else of the mirror."""
+        path = self.temp_path(name)
+        path.mkdir()
+        oids = sorted(set(blobs))
+        if oids:
+            (path / "pack").mkdir()
+            self.git_ok("pack-objects", "-q", "--window=0", str(path / "pack" / "pack"), input="\n".join(oids) + "\n")
+        return path
+
+    @staticmethod
+    def objects_env(write: Path, read: Iterable[Path] = ()) -> dict[str, str]:
+        """Environment for a git that writes objects to `write` and reads only `write` and `read`."""
+        return {"GIT_OBJECT_DIRECTORY": str(write),
+                "GIT_ALTERNATE_OBJECT_DIRECTORIES": os.pathsep.join(str(p) for p in read)}
+
+    def adopt_objects(self, oids: Iterable[str], sources: Iterable[Path]) -> None:
+        """Copy into the mirror those of `oids` it lacks, from the object directories `sources`."""
+        wanted = sorted(set(oids))
+        if not wanted:
+            return
+        check = self.git_ok("cat-file", "--batch-check", input="\n".join(wanted) + "\n")
+        missing = [line.split()[0] for line in check.splitlines() if line.endswith(" missing")]
+        if missing:
+            self.git_ok("pack-objects", "-q", "--window=0", str(self.path / "objects" / "pack" / "pack"),
+                        input="\n".join(missing) + "\n",
+                        env={"GIT_ALTERNATE_OBJECT_DIRECTORIES": os.pathsep.join(str(p) for p in sources)})
 
     def close(self) -> None:
         self._scratch.close()
