@@ -54,22 +54,8 @@ def run(args) -> int:
     # when the wait is interrupted.
     signal.signal(signal.SIGTERM, _interrupt)
     pinset, store = open_config(args, require_pins=False)
-    if args.cuda:  # pins.yaml's cuda.flags first, so kld/bench/model find the same cached build
-        cuda_flags = list(pinset.cuda_flags) + [f for f in cuda_flags if f not in pinset.cuda_flags]
     build_names = pick_builds(pinset, args.builds)
-    # Toolchain first: a missing program is one line and exit 2, before any download or build.
-    require_toolchain(args.cuda)
-    if shutil.which("ctest") is None:
-        raise ToolchainError("ctest not found on PATH (it comes with CMake)")
-    arch = gpu_arch = None
-    if args.cuda:
-        gpu_arch = cuda_architectures_from_gpu()
-        if gpu_arch is None:
-            raise ToolchainError("--cuda: no NVIDIA GPU visible (nvidia-smi is missing or lists no GPU)")
-        arch = (pinset.cuda_architectures or gpu_arch).replace(",", ";")
-        if pinset.cuda_architectures and not set(gpu_arch.split(";")) <= set(arch.replace(",", ";").split(";")):
-            console.print(f"[yellow]warning:[/] pins.yaml builds for CUDA architectures {arch}, "
-                          f"the GPU here is {gpu_arch}: the GPU gates may fail with 'no kernel image'")
+    cuda_flags, arch, gpu_arch = check_toolchain(pinset, args.cuda, cuda_flags)
     machine = probe_machine(find_nvcc() if args.cuda else None)
 
     sim = simulate(pinset, build_names, store)
@@ -79,7 +65,7 @@ def run(args) -> int:
                                 cuda_flags=cuda_flags, op_jobs=args.op_jobs,
                                 log_dir=_log_dir(args, store), progress=not args.no_progress)
         gates = Gates(pinset, store, sim.mirror, options, say=console.print)
-        verified = [gates.verify(_build_input(b, sim.prepared)) for b in sim.result.builds]
+        verified = [gates.verify(build_input(b, sim.prepared)) for b in sim.result.builds]
     finally:
         sim.mirror.close()
     result = VerifyResult(pinset.digest, machine.to_json(), verified, args.cuda,
@@ -97,11 +83,31 @@ def run(args) -> int:
     return 0 if result.ok else 1
 
 
+def check_toolchain(pinset, cuda: bool, cuda_flags: list[str]) -> tuple[list[str], str | None, str | None]:
+    """(CUDA flags, CUDA architectures, the GPU's architectures), or one line and exit 2 when a program
+    the build needs is missing: checked before any download or build (also used by `pinset pick --verify`)."""
+    if cuda:  # pins.yaml's cuda.flags first, so kld/bench/model find the same cached build
+        cuda_flags = list(pinset.cuda_flags) + [f for f in cuda_flags if f not in pinset.cuda_flags]
+    require_toolchain(cuda)
+    if shutil.which("ctest") is None:
+        raise ToolchainError("ctest not found on PATH (it comes with CMake)")
+    arch = gpu_arch = None
+    if cuda:
+        gpu_arch = cuda_architectures_from_gpu()
+        if gpu_arch is None:
+            raise ToolchainError("--cuda: no NVIDIA GPU visible (nvidia-smi is missing or lists no GPU)")
+        arch = (pinset.cuda_architectures or gpu_arch).replace(",", ";")
+        if pinset.cuda_architectures and not set(gpu_arch.split(";")) <= set(arch.replace(",", ";").split(";")):
+            console.print(f"[yellow]warning:[/] pins.yaml builds for CUDA architectures {arch}, "
+                          f"the GPU here is {gpu_arch}: the GPU gates may fail with 'no kernel image'")
+    return cuda_flags, arch, gpu_arch
+
+
 def _interrupt(signum, frame):
     raise KeyboardInterrupt
 
 
-def _build_input(b, prepared) -> BuildInput:
+def build_input(b, prepared) -> BuildInput:
     status = {p.id: p.status for p in b.pins}
     symbols: set[str] = set()
     for p in b.pins:
