@@ -97,6 +97,7 @@ def pypi_versions(selector: PypiSelector) -> list[str]:
     except (requests.RequestException, ValueError, KeyError, TypeError, AttributeError):
         raise UpstreamError(f"build selector {selector}: {url} gave no release list (HTTP {response.status_code})") from None
     spec = SpecifierSet(selector.specifier)
+    prereleases = spec.prereleases is True   # only when a specifier names one (">=0.4.0rc1")
     versions = []
     for text, files in items:
         try:
@@ -105,7 +106,7 @@ def pypi_versions(selector: PypiSelector) -> list[str]:
             continue
         has_sdist = isinstance(files, list) and any(
             isinstance(f, dict) and f.get("packagetype") == "sdist" and not f.get("yanked") for f in files)
-        if has_sdist and spec.contains(version, prereleases=None):
+        if has_sdist and spec.contains(version, prereleases=prereleases):
             versions.append(version)
     versions.sort()
     if selector.newest:
