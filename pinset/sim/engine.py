@@ -13,8 +13,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pinset.config.schema import PinSet
-from pinset.sim.changes import PinChange, line_counts
+from pinset.sim.changes import MovedMatch, PinChange, line_counts
 from pinset.sim.model import BuildResult, Contract, PinResult, SimResult
+from pinset.sim.moved import TreeLines
 from pinset.sim.pins import PreparedPin
 from pinset.upstream.builds import Build
 from pinset.upstream.mirror import Mirror
@@ -56,6 +57,8 @@ class Simulator:
         touched = [prep.change.touched for prep in prepared.values() if prep.change is not None]
         self._paths = None if any(t is None for t in touched) else sorted(set().union(*touched))
         self._loaded: dict[str, tuple[bytes, set[str]]] = {}  # tree -> (index bytes, paths in it)
+        self._moved = TreeLines(mirror, {line for prep in prepared.values() if prep.change is not None
+                                         for fc in prep.change.files.values() for line in fc.added})
 
     # --- git primitives -------------------------------------------------------------------
     def _load(self, index: Path, tree: str) -> None:
@@ -131,6 +134,15 @@ class Simulator:
         if self._apply(self._scratch, prep.change).ok:
             return self._scratch.read_bytes() == before, None
         return False, None
+
+    def _moved_carried(self, change: PinChange, tree: str) -> MovedMatch | None:
+        """A pin that does not apply may have landed in moved code: look for its lines in the whole tree."""
+        added: Counter = Counter()
+        for fc in change.files.values():
+            if not fc.deleted:
+                added.update(_net_added(fc))
+        match = self._moved.match(tree, added)
+        return match if match.carried(CARRIED_THRESHOLD) else None
 
     def _attribute(self, change: PinChange, conflict_files: list[str], build: Build,
                    applied: list[_Applied]) -> str:
@@ -216,6 +228,11 @@ class Simulator:
                 result.status = "applied"
                 continue
             index.write_bytes(before)  # roll back the half-applied pin
+            moved = self._moved_carried(prep.change, build.tree)
+            if moved is not None:
+                result.status, result.retire = "upstream", True
+                result.detail = f"build already carries this pin in moved code: {moved.describe()}"
+                continue
             result.status = "conflict"
             result.files = outcome.conflict_files
             result.conflict_with = self._attribute(prep.change, outcome.conflict_files, build, applied)
