@@ -1,9 +1,10 @@
 """Index of a build's whole tree for the pins' added lines: finds a pin upstream landed in moved code.
 
 Upstream often lands a pin's change in another shape (a file split or renamed), so the same-path
-check misses it and the pin shows as a conflict. Only lines some pin adds are indexed ("needles"),
-per blob, and a blob is read once per run whatever the number of pins or builds sharing it:
-consecutive upstream commits (blame's probes) share almost all their blobs.
+check misses it and the pin shows as a conflict. Only lines some pin adds are indexed ("needles").
+Trees and blobs are read through git's persistent cat-file and cached by object id, so a blob or an
+unchanged folder is read once per run whatever the number of pins or builds sharing it: consecutive
+upstream commits (blame's probes) differ in a few folders only.
 """
 
 from __future__ import annotations
@@ -13,40 +14,78 @@ from pinset.upstream.mirror import Mirror
 
 MAX_BLOB_BYTES = 1_000_000   # larger files are data (vocabularies, models), not code a pin adds to
 
+Locations = dict[str, dict[str, int]]   # needle -> {path: count}
+
 
 class TreeLines:
     def __init__(self, mirror: Mirror, needles: set[str]):
         self.mirror = mirror
         self._needles = {n.encode() for n in needles}
-        self._blobs: dict[str, dict[str, int]] = {}              # blob -> {needle: count}
-        self._trees: dict[str, dict[str, dict[str, int]]] = {}   # tree -> {needle: {path: count}}
+        self._blobs: dict[str, dict[str, int]] = {}   # blob -> {needle: count}
+        self._trees: dict[str, Locations] = {}        # tree or folder -> locations relative to it
+        self._listed: dict[str, list[tuple[bytes, str, str]]] = {}   # tree or folder -> its entries
 
-    def locations(self, tree: str) -> dict[str, dict[str, int]]:
+    def locations(self, tree: str) -> Locations:
         if tree not in self._trees:
-            found: dict[str, dict[str, int]] = {}
-            listing = self.mirror.git_ok("ls-tree", "-r", "-l", "-z", "--full-tree", tree)
-            for entry in listing.split("\0"):
-                if not entry:
-                    continue
-                meta, path = entry.split("\t", 1)
-                mode, kind, oid, size = meta.split()
-                if kind != "blob" or mode == "120000" or size == "-" or int(size) > MAX_BLOB_BYTES:
-                    continue
-                for needle, count in self._blob(oid).items():
-                    found.setdefault(needle, {})[path] = count
-            self._trees[tree] = found
+            self._read_new_blobs(tree)
+            self._trees[tree] = self._locations(tree)
         return self._trees[tree]
 
-    def _blob(self, oid: str) -> dict[str, int]:
-        if oid not in self._blobs:
-            _, _, _, data = self.mirror.repo.git.get_object_data(oid)
+    def _locations(self, tree: str) -> Locations:
+        if tree in self._trees:
+            return self._trees[tree]
+        found: Locations = {}
+        for mode, name, oid in self._entries(tree):
+            if mode == b"40000":
+                for needle, places in self._locations(oid).items():
+                    into = found.setdefault(needle, {})
+                    for path, count in places.items():
+                        into[f"{name}/{path}"] = count
+            elif mode in (b"100644", b"100755"):
+                for needle, count in self._blobs[oid].items():
+                    found.setdefault(needle, {})[name] = count
+        self._trees[tree] = found
+        return found
+
+    def _entries(self, tree: str) -> list[tuple[bytes, str, str]]:
+        """(mode, name, hex id) of a tree object, parsed from git's binary tree format."""
+        if tree not in self._listed:
+            _, _, _, data = self.mirror.repo.git.get_object_data(tree)
+            entries, pos = [], 0
+            while pos < len(data):
+                space = data.index(b" ", pos)
+                nul = data.index(b"\0", space)
+                entries.append((data[pos:space], data[space + 1:nul].decode("utf-8", "replace"),
+                                data[nul + 1:nul + 21].hex()))
+                pos = nul + 21
+            self._listed[tree] = entries
+        return self._listed[tree]
+
+    def _read_new_blobs(self, tree: str) -> None:
+        """Index the blobs of `tree` not seen yet: their sizes in one `cat-file --batch-check`, then the text."""
+        new: list[str] = []
+        folders = [tree]
+        while folders:
+            folder = folders.pop()
+            for mode, _, oid in self._entries(folder):
+                if mode == b"40000" and oid not in self._trees:
+                    folders.append(oid)
+                elif mode in (b"100644", b"100755") and oid not in self._blobs:
+                    new.append(oid)
+        if not new:
+            return
+        sizes = self.mirror.git_ok("cat-file", "--batch-check=%(objectname) %(objectsize)",
+                                   input="\n".join(dict.fromkeys(new)) + "\n")
+        for line in sizes.splitlines():
+            oid, size = line.split()
             counts: dict[str, int] = {}
-            if b"\0" not in data[:8000]:   # text only
-                lines = [line.strip() for line in data.splitlines()]
-                for needle in self._needles.intersection(lines):
-                    counts[needle.decode()] = lines.count(needle)
+            if int(size) <= MAX_BLOB_BYTES:
+                _, _, _, data = self.mirror.repo.git.get_object_data(oid)
+                if b"\0" not in data[:8000]:   # text only
+                    lines = [line.strip() for line in data.splitlines()]
+                    for needle in self._needles.intersection(lines):
+                        counts[needle.decode()] = lines.count(needle)
             self._blobs[oid] = counts
-        return self._blobs[oid]
 
     def match(self, tree: str, added: dict[str, int]) -> MovedMatch:
         """`added`: the pin's net added lines (line -> count), as the same-path check counts them."""
