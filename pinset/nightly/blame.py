@@ -150,13 +150,16 @@ def blame(pinset: PinSet, mirror: Mirror, prepared: dict[str, PreparedPin], good
     line = first_parent_line(mirror, good.oid, bad.oid, good.name, bad.name)
     say(f"{len(line) - 1} first-parent commits from {good.name} to {bad.name}")
     simulator = Simulator(pinset, mirror, prepared)
-    probed: dict[int, dict[str, PinResult]] = {}
+    probed: dict[tuple[int, bool], dict[str, PinResult]] = {}
 
-    def results(index: int) -> dict[str, PinResult]:
-        if index not in probed:
+    def results(index: int, full: bool = True) -> dict[str, PinResult]:
+        """sim on line[index]; `full=False` skips the search for moved code (conflict stays conflict)."""
+        key = (index, full)
+        if key not in probed:
             c = line[index]
-            probed[index] = {p.id: p for p in simulator.simulate_build(Build(c.sha, c.sha, c.sha, c.tree, "git")).pins}
-        return probed[index]
+            simulator.look_for_moved_code = full
+            probed[key] = {p.id: p for p in simulator.simulate_build(Build(c.sha, c.sha, c.sha, c.tree, "git")).pins}
+        return probed[key]
 
     chosen = pin_ids or [p.id for p in pinset.pins]
     at_good, at_bad = results(0), results(len(line) - 1)
@@ -166,8 +169,11 @@ def blame(pinset: PinSet, mirror: Mirror, prepared: dict[str, PreparedPin], good
                  if s in FINE and bad_states[pin] != s and (bad_states[pin] not in FINE or bad_states[pin] == "upstream")}
     if to_bisect:
         say(f"bisecting {', '.join(to_bisect)}")
+    # Landed-in-moved-code and conflict both differ from `applied`: the probes need the (whole-tree)
+    # search for moved code only when a pin's good state is `upstream`. The reported ends get it always.
+    full_probes = any(s == "upstream" for s in to_bisect.values())
     found = bisect_pins(len(line), to_bisect,
-                        lambda i: {pin: pin_state(r) for pin, r in results(i).items()}) if to_bisect else {}
+                        lambda i: {pin: pin_state(r) for pin, r in results(i, full_probes).items()}) if to_bisect else {}
 
     pins = []
     for pin in chosen:
@@ -182,8 +188,9 @@ def blame(pinset: PinSet, mirror: Mirror, prepared: dict[str, PreparedPin], good
         pins.append(PinBlame(pin, pin_state(at), good_states[pin], bad_states[pin],
                              _ref(mirror, line[f.last_good]), _ref(mirror, line[f.first_bad]), files, problems,
                              at.conflict_with, at.detail, f.steps))
+    probes = len({index for index, _ in probed} - {0, len(line) - 1})
     return BlameResult(pinset.digest, BuildRef(good.name, good.oid), BuildRef(bad.name, bad.oid), len(line) - 1,
-                       len(probed) - 2, pins)
+                       probes, pins)
 
 
 def _ref(mirror: Mirror, commit: Commit) -> CommitRef:

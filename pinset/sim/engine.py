@@ -59,6 +59,7 @@ class Simulator:
         self._loaded: dict[str, tuple[bytes, set[str]]] = {}  # tree -> (index bytes, paths in it)
         self._moved = TreeLines(mirror, {line for prep in prepared.values() if prep.change is not None
                                          for fc in prep.change.files.values() for line in fc.added})
+        self.look_for_moved_code = True  # off: a pin that does not apply is a conflict (blame's probes)
 
     # --- git primitives -------------------------------------------------------------------
     def _load(self, index: Path, tree: str) -> None:
@@ -228,7 +229,7 @@ class Simulator:
                 result.status = "applied"
                 continue
             index.write_bytes(before)  # roll back the half-applied pin
-            moved = self._moved_carried(prep.change, build.tree)
+            moved = self._moved_carried(prep.change, build.tree) if self.look_for_moved_code else None
             if moved is not None:
                 result.status, result.retire = "upstream", True
                 result.detail = f"build already carries this pin in moved code: {moved.describe()}"
