@@ -174,6 +174,8 @@ def test_blame_only_named_pins(world, tmp_path):
     (["--good", "b0", "--bad", "b0"], "same commit"),
     (["--good", "b0", "--bad", "bad", "--pin", "nope"], "--pin nope: no such pin"),
     (["--good", "b0", "--bad", "no-such-tag"], "no such tag"),
+    (["--good", "pypi:llama-cpp-python==0.3.35", "--bad", "bad"], "no history to bisect"),
+    (["--good", "b0", "--bad", "tags:b*:2"], "no history to bisect"),
 ])
 def test_blame_bad_input_is_one_line_exit_2(world, tmp_path, capsys, args, message):
     _, cfg, _ = world
@@ -206,4 +208,23 @@ def test_shared_bisection_finds_every_flip(count, flips):
     for pin, (at, _) in flips.items():
         assert found[pin].first_bad == at and found[pin].last_good == at - 1
         assert found[pin].steps <= math.ceil(math.log2(count))
-    assert len(probes) == len(set(probes)) or len(probes) <= len(flips) * math.ceil(math.log2(count))
+    assert len(probes) == len(set(probes))   # a commit is never probed twice
+    assert len(probes) <= len(flips) * math.ceil(math.log2(count))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.data())
+def test_bisection_of_any_state_sequence_ends_on_a_flip(data):
+    """Non-monotonic states (a pin that breaks, heals and breaks again): the answer is still a real
+    flip, last_good in the good state and first_bad, right after it, not."""
+    count = data.draw(st.integers(2, 200))
+    states = {p: data.draw(st.lists(st.sampled_from(["applied", "conflict", "upstream"]), min_size=count,
+                                    max_size=count)) for p in ("a", "b", "c")}
+    for seq in states.values():
+        seq[0] = "applied"
+        if seq[-1] == "applied":
+            seq[-1] = "conflict"
+    found = bisect_pins(count, dict.fromkeys(states, "applied"), lambda i: {p: s[i] for p, s in states.items()})
+    for pin, f in found.items():
+        assert f.first_bad == f.last_good + 1
+        assert states[pin][f.last_good] == "applied" and states[pin][f.first_bad] != "applied"

@@ -10,6 +10,7 @@ from conftest import GitRepo, write_pins
 from history import FastHistory
 from pinset.cli import main
 from pinset.config.schema import load_pinset
+from pinset.errors import PinsetError
 from pinset.nightly.pick import PickResult, pick
 from pinset.sim.pins import prepare_pins
 from pinset.store import Store
@@ -151,3 +152,17 @@ def test_pypi_builds_are_ordered_by_version():
     builds = [Build(f"pypi:llama-cpp-python=={v}", "x", "o", "t", "pypi") for v in ("0.3.9", "0.3.36", "0.3.10")]
     ordered = order_oldest_first(builds, mirror=None)
     assert [b.name.split("==")[1] for b in ordered] == ["0.3.9", "0.3.10", "0.3.36"]
+
+
+def test_mixed_builds_order_a_pypi_build_at_its_upstream_commit(world, tmp_path):
+    _, cfg, shas = world
+    pinset = load_pinset(cfg)
+    store = Store.open(tmp_path / "cache3")
+    with Mirror(store.mirror) as mirror:
+        git_builds = resolve_builds(["b12", "b9", "b10"], pinset.upstream, cfg.parent, store, mirror)
+        vendored = Build("pypi:llama-cpp-python==0.3.99", shas[15][:9], "o", "t", "pypi")
+        ordered = order_oldest_first([*git_builds, vendored], mirror)
+        assert [b.name for b in ordered] == ["b9", "pypi:llama-cpp-python==0.3.99", "b10", "b12"]
+        stranger = Build("pypi:llama-cpp-python==0.3.98", "0123456789", "o", "t", "pypi")
+        with pytest.raises(PinsetError, match="cannot order pypi:llama-cpp-python==0.3.98 among git builds"):
+            order_oldest_first([*git_builds, stranger], mirror)

@@ -7,6 +7,7 @@ import time
 from rich.table import Table
 
 from pinset.commands.common import add_config_args, open_config
+from pinset.config.selectors import looks_like_selector
 from pinset.errors import PinsetError
 from pinset.nightly.blame import blame
 from pinset.nightly.markdown import blame_markdown
@@ -37,6 +38,10 @@ def run(args) -> int:
             raise PinsetError(f"--pin {pin_id}: no such pin in {pinset.path.name} (pins: {', '.join(sorted(known))})")
     if pinset.upstream is None:
         raise PinsetError(f"{pinset.path.name}: blame needs an `upstream:` with git history")
+    for flag, name in (("--good", args.good), ("--bad", args.bad)):
+        if name.startswith("pypi:") or looks_like_selector(name):
+            raise PinsetError(f"{flag} {name}: blame needs one upstream git build (a tag, branch or commit); "
+                              "an sdist snapshot or a selector has no history to bisect")
     started = time.monotonic()
     with Mirror(store.mirror) as mirror:
         good = resolve_build(args.good, pinset.upstream, pinset.path.parent, store, mirror)
