@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import fnmatch
 import os
-from pathlib import Path
 
 import requests
 from packaging.specifiers import SpecifierSet
