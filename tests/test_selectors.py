@@ -176,3 +176,21 @@ def test_parse_selector_raises_only_value_error(text):
         assert "\n" not in str(exc)
         return
     assert parse_selector(str(selector)) == selector  # canonical strings parse back to the same selector
+
+
+def test_sim_expands_a_tag_selector_of_pins_yaml(branching, tmp_path):
+    (tmp_path / "p").mkdir()
+    (tmp_path / "p" / "0001.patch").write_text("diff --git a/g2 b/g2\nnew file mode 100644\n--- /dev/null\n+++ b/g2\n"
+                                               "@@ -0,0 +1 @@\n+int pinned_feature = 1;\n")
+    cfg = write_pins(tmp_path / "pins.yaml", f"""
+        upstream: {branching.path}
+        builds:
+          - tags: {{match: "b*", newest: 2}}
+          - b9
+        pins:
+          - id: p
+            patches: p
+        """)
+    out = tmp_path / "sim.json"
+    assert main(["sim", "-c", str(cfg), "--json", str(out)]) == 0
+    assert [b["build"] for b in json.loads(out.read_text())["builds"]] == ["b100", "b11", "b9"]
