@@ -153,14 +153,16 @@ def blame(pinset: PinSet, mirror: Mirror, prepared: dict[str, PreparedPin], good
     probed: dict[tuple[int, bool], dict[str, PinResult]] = {}
 
     def results(index: int, full: bool = True) -> dict[str, PinResult]:
-        """sim on line[index]; `full=False` skips the search for moved code (conflict stays conflict)."""
+        """sim on line[index]; `full=False` only for the pins' states (see the comment on moved_in_probes)."""
         key = (index, full)
         if key not in probed:
             c = line[index]
-            simulator.look_for_moved_code = full
+            simulator.look_for_moved_code = full or moved_in_probes
+            simulator.attribute_conflicts = full
             probed[key] = {p.id: p for p in simulator.simulate_build(Build(c.sha, c.sha, c.sha, c.tree, "git")).pins}
         return probed[key]
 
+    moved_in_probes = False   # set below, once the pins' good states are known
     chosen = pin_ids or [p.id for p in pinset.pins]
     at_good, at_bad = results(0), results(len(line) - 1)
     good_states = {pin: pin_state(at_good[pin]) for pin in chosen}
@@ -169,11 +171,13 @@ def blame(pinset: PinSet, mirror: Mirror, prepared: dict[str, PreparedPin], good
                  if s in FINE and bad_states[pin] != s and (bad_states[pin] not in FINE or bad_states[pin] == "upstream")}
     if to_bisect:
         say(f"bisecting {', '.join(to_bisect)}")
-    # Landed-in-moved-code and conflict both differ from `applied`: the probes need the (whole-tree)
-    # search for moved code only when a pin's good state is `upstream`. The reported ends get it always.
-    full_probes = any(s == "upstream" for s in to_bisect.values())
+    # A probe needs each pin's state only: who a conflict is with does not change it, and landed-in-moved-
+    # code and conflict both differ from `applied`, so the (whole-tree) search for moved code is needed
+    # only when a pin's good state is `upstream`. The two ends and the reported first bad commits get
+    # the full sim.
+    moved_in_probes = any(s == "upstream" for s in to_bisect.values())
     found = bisect_pins(len(line), to_bisect,
-                        lambda i: {pin: pin_state(r) for pin, r in results(i, full_probes).items()}) if to_bisect else {}
+                        lambda i: {pin: pin_state(r) for pin, r in results(i, False).items()}) if to_bisect else {}
 
     pins = []
     for pin in chosen:

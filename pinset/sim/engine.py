@@ -59,7 +59,10 @@ class Simulator:
         self._loaded: dict[str, tuple[bytes, set[str]]] = {}  # tree -> (index bytes, paths in it)
         self._moved = TreeLines(mirror, {line for prep in prepared.values() if prep.change is not None
                                          for fc in prep.change.files.values() for line in fc.added})
-        self.look_for_moved_code = True  # off: a pin that does not apply is a conflict (blame's probes)
+        # Blame's probes need each pin's state only: they may turn off the whole-tree search for moved
+        # code (a pin that does not apply stays a conflict) and the attribution of conflicts.
+        self.look_for_moved_code = True
+        self.attribute_conflicts = True
 
     # --- git primitives -------------------------------------------------------------------
     def _load(self, index: Path, tree: str) -> None:
@@ -236,7 +239,8 @@ class Simulator:
                 continue
             result.status = "conflict"
             result.files = outcome.conflict_files
-            result.conflict_with = self._attribute(prep.change, outcome.conflict_files, build, applied)
+            result.conflict_with = self._attribute(prep.change, outcome.conflict_files, build, applied) \
+                if self.attribute_conflicts else None
             result.detail = outcome.message
             result.contract = Contract(False, [f"{f}: does not apply (conflict with {result.conflict_with})"
                                                for f in outcome.conflict_files])
