@@ -22,6 +22,7 @@ from pinset.upstream.builds import Build
 from pinset.upstream.mirror import Mirror
 
 FINE = ("applied", "upstream")
+BROKEN = ("conflict", "contract", "error", "skipped")
 
 
 def pin_state(pin: PinResult) -> str:
@@ -167,8 +168,8 @@ def blame(pinset: PinSet, mirror: Mirror, prepared: dict[str, PreparedPin], good
     at_good, at_bad = results(0), results(len(line) - 1)
     good_states = {pin: pin_state(at_good[pin]) for pin in chosen}
     bad_states = {pin: pin_state(at_bad[pin]) for pin in chosen}
-    to_bisect = {pin: s for pin, s in good_states.items()
-                 if s in FINE and bad_states[pin] != s and (bad_states[pin] not in FINE or bad_states[pin] == "upstream")}
+    to_bisect = {pin: s for pin, s in good_states.items()   # fine on good; broken, or newly landed, on bad
+                 if s in FINE and bad_states[pin] != s and bad_states[pin] in ("upstream", *BROKEN)}
     if to_bisect:
         say(f"bisecting {', '.join(to_bisect)}")
     # A probe needs each pin's state only: who a conflict is with does not change it, and landed-in-moved-

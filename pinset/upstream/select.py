@@ -94,7 +94,8 @@ def pypi_versions(selector: PypiSelector) -> list[str]:
         releases = response.json()["releases"]
         items = releases.items()
     except (requests.RequestException, ValueError, KeyError, TypeError, AttributeError):
-        raise UpstreamError(f"build selector {selector}: {url} gave no release list (HTTP {response.status_code})") from None
+        raise UpstreamError(f"build selector {selector}: {url} gave no release list "
+                            f"(HTTP {response.status_code})") from None
     spec = SpecifierSet(selector.specifier)
     prereleases = spec.prereleases is True   # only when a specifier names one (">=0.4.0rc1")
     versions = []
