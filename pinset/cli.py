@@ -15,6 +15,8 @@ from pinset.errors import PinsetError, RuntimeFailure
 
 COMMANDS = {
     "sim": "apply the pin set onto upstream builds in memory and check contracts",
+    "pick": "name the newest upstream build on which the pin set is green",
+    "blame": "bisect upstream to the commit that broke (or landed) each pin",
     "apply": "materialise the pinned tree of one build into a folder",
     "verify": "build the pinned tree and prove it: CPU gate, CUDA build, tests, feature checks",
     "kld": "KL divergence of base and head CUDA paths against a CPU reference",

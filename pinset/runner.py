@@ -57,28 +57,36 @@ def run(
     env: Mapping[str, str] | None = None,
     timeout: float | None = None,
     log: Path | None = None,
-    input: str | None = None,
+    input: str | bytes | None = None,
+    binary: bool = False,
 ) -> Completed:
-    """Run argv, capture text output, optionally append a log with the command line."""
+    """Run argv, capture text output, optionally append a log with the command line.
+
+    binary: `input` and stdout are bytes (object contents from git); stderr is still text."""
     args = tuple(str(a) for a in argv)
     full_env = child_env(env)
     started = time.monotonic()
+    text = {} if binary else {"text": True, "errors": "replace"}
     try:
         proc = _start(args, cwd=cwd, env=full_env, stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
-                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace")
+                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, **text)
     except FileNotFoundError:
         result = Completed(args, 127, "", f"{args[0]}: command not found", time.monotonic() - started)
     else:
         with _owned(proc):
             try:
                 out, err = proc.communicate(input, timeout=timeout)
-                result = Completed(args, proc.returncode, out, err, time.monotonic() - started)
+                result = Completed(args, proc.returncode, out, _text(err), time.monotonic() - started)
             except subprocess.TimeoutExpired:
                 out, err = _kill_group(proc)
-                result = Completed(args, None, out, err, time.monotonic() - started, timed_out=True)
+                result = Completed(args, None, out, _text(err), time.monotonic() - started, timed_out=True)
     if log is not None:
         write_log(log, result, cwd=cwd, env=env)
     return result
+
+
+def _text(output: str | bytes | None) -> str:
+    return output.decode(errors="replace") if isinstance(output, bytes) else (output or "")
 
 
 # Credentials pinset may hold for `report --post` (and that gh, git credential helpers and CI set).

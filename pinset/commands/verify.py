@@ -61,16 +61,7 @@ def run(args) -> int:
     signal.signal(signal.SIGTERM, _interrupt)
     pinset, store = open_config(args, require_pins=False)
     build_names = pick_builds(pinset, args.builds)
-    # The same settings as kld/bench/model, so they find this build in the cache; no GPU is one line.
-    settings = build_settings(pinset, cuda=args.cuda, gpu_hint="drop --cuda for the CPU gates only",
-                              extra_flags=cuda_flags)
-    # Toolchain first: a missing program is one line and exit 2, before any download or build.
-    require_toolchain(args.cuda)
-    if shutil.which("ctest") is None:
-        raise ToolchainError("ctest not found on PATH (it comes with CMake)")
-    arch, gpu_arch, cuda_flags = settings.cuda_architectures, settings.gpu_architectures, list(settings.cuda_flags)
-    if settings.coverage_warning():
-        console.print(f"[yellow]warning:[/] {settings.coverage_warning()}")
+    cuda_flags, arch, gpu_arch = check_toolchain(pinset, args.cuda, cuda_flags)
     machine = probe_machine(find_nvcc() if args.cuda else None)
 
     sim = simulate(pinset, build_names, store)
@@ -80,7 +71,7 @@ def run(args) -> int:
                                 cuda_flags=cuda_flags, op_jobs=args.op_jobs,
                                 log_dir=_log_dir(args, store), progress=not args.no_progress)
         gates = Gates(pinset, store, sim.mirror, options, say=console.print)
-        verified = [gates.verify(_build_input(b, sim.prepared)) for b in sim.result.builds]
+        verified = [gates.verify(build_input(b, sim.prepared)) for b in sim.result.builds]
     finally:
         sim.mirror.close()
     if not args.cuda:
@@ -101,11 +92,26 @@ def run(args) -> int:
     return 0 if result.ok else 1
 
 
+def check_toolchain(pinset, cuda: bool, cuda_flags: list[str]) -> tuple[list[str], str | None, str | None]:
+    """(CUDA flags, CUDA architectures, the GPU's architectures) from the one build-settings function, or one
+    line and exit 2 when the GPU or a program the build needs is missing: checked before any download or
+    build (also used by `pinset pick --verify`)."""
+    # The same settings as kld/bench/model, so they find this build in the cache; no GPU is one line.
+    settings = build_settings(pinset, cuda=cuda, gpu_hint="drop --cuda for the CPU gates only",
+                              extra_flags=cuda_flags)
+    require_toolchain(cuda)
+    if shutil.which("ctest") is None:
+        raise ToolchainError("ctest not found on PATH (it comes with CMake)")
+    if settings.coverage_warning():
+        console.print(f"[yellow]warning:[/] {settings.coverage_warning()}")
+    return list(settings.cuda_flags), settings.cuda_architectures, settings.gpu_architectures
+
+
 def _interrupt(signum, frame):
     raise KeyboardInterrupt
 
 
-def _build_input(b, prepared) -> BuildInput:
+def build_input(b, prepared) -> BuildInput:
     status = {p.id: p.status for p in b.pins}
     symbols: set[str] = set()
     for p in b.pins:

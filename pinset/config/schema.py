@@ -20,6 +20,7 @@ from pinset import runner
 from pinset.config.patches import SeriesProblem, patch_series
 from pinset.config.reading import compose, decode_utf8, read_regular_file
 from pinset.errors import ConfigError, ToolchainError
+from pinset.config.selectors import looks_like_selector, parse_selector, specifier
 
 SHA_RE = re.compile(r"^[0-9a-f]{7,40}$")
 FULL_SHA_RE = re.compile(r"^[0-9a-f]{40}$")
@@ -228,13 +229,9 @@ def load_pinset(path: str | Path, *, require_pins: bool = True) -> PinSet:
     if "builds" not in top:
         r.fail(root, "builds", "missing (list the upstream builds to test: tags, commits or pypi:PKG==VER)")
     for node in r.sequence(top["builds"], "builds"):
-        name = r.string(node, "builds[]")
-        if not (PYPI_BUILD_RE.match(name) or BUILD_RE.match(name)):
-            r.fail(node, "builds[]", f"malformed build {name!r} (a tag, a commit sha or pypi:PACKAGE==VERSION)")
+        name = _read_build(r, node, upstream)
         if name in builds:
             r.fail(node, "builds[]", f"duplicate build {name!r}")
-        if not PYPI_BUILD_RE.match(name) and upstream is None:
-            r.fail(node, "builds[]", f"build {name!r} needs an `upstream:` git URL or path")
         builds.append(name)
     if not builds:
         r.fail(top["builds"], "builds", "empty list")
@@ -268,6 +265,59 @@ def load_pinset(path: str | Path, *, require_pins: bool = True) -> PinSet:
     description = r.string(top["description"], "description") if "description" in top else None
     return PinSet(path.resolve(), upstream, tuple(builds), tuple(pins), cuda_arch, description, text,
                   tuple(cuda_flags))
+
+
+def _read_build(r: _Reader, node, upstream: str | None) -> str:
+    """One `builds:` entry: a build name, a selector string, or a selector mapping (normalised to its string)."""
+    if isinstance(node, yaml.MappingNode):
+        fields = r.mapping(node, "builds[]", {"tags", "pypi"})
+        if len(fields) != 1:
+            r.fail(node, "builds[]", "a selector mapping has one key: tags or pypi")
+        (kind, body), = fields.items()
+        key = f"builds[].{kind}"
+        if kind == "tags":
+            sel = r.mapping(body, key, {"match", "newest"})
+            for name in ("match", "newest"):
+                if name not in sel:
+                    r.fail(body, f"{key}.{name}", "missing")
+            text = f"tags:{r.string(sel['match'], key + '.match')}:{_count(r, sel['newest'], key + '.newest')}"
+        else:
+            sel = r.mapping(body, key, {"package", "versions", "newest"})
+            for name in ("package", "versions"):
+                if name not in sel:
+                    r.fail(body, f"{key}.{name}", "missing")
+            package = r.string(sel["package"], key + ".package")
+            if not re.fullmatch(r"[A-Za-z0-9_.-]+", package):
+                r.fail(sel["package"], key + ".package", f"malformed package name {package!r}")
+            try:
+                text = f"pypi:{package}{specifier(r.string(sel['versions'], key + '.versions'))}"
+            except ValueError as exc:
+                r.fail(sel["versions"], key + ".versions", str(exc))
+            if "newest" in sel:
+                text += f":{_count(r, sel['newest'], key + '.newest')}"
+    else:
+        text = r.string(node, "builds[]")
+    if PYPI_BUILD_RE.match(text) or BUILD_RE.match(text):
+        if not PYPI_BUILD_RE.match(text) and upstream is None:
+            r.fail(node, "builds[]", f"build {text!r} needs an `upstream:` git URL or path")
+        return text
+    if not looks_like_selector(text):
+        r.fail(node, "builds[]", f"malformed build {text!r} (a tag, a commit sha, pypi:PACKAGE==VERSION, "
+                                 "or a selector tags:PATTERN:N / pypi:PACKAGE>=VERSION)")
+    try:
+        selector = parse_selector(text)
+    except ValueError as exc:
+        r.fail(node, "builds[]", str(exc))
+    if text.startswith("tags:") and upstream is None:
+        r.fail(node, "builds[]", f"tag selector {text!r} needs an `upstream:` git URL or path")
+    return str(selector)
+
+
+def _count(r: _Reader, node, key: str) -> int:
+    if isinstance(node, yaml.ScalarNode) and node.tag.endswith(":int") and re.fullmatch(r"[0-9]+", node.value) \
+            and 1 <= int(node.value) <= 1000:
+        return int(node.value)
+    r.fail(node, key, f"must be a count from 1 to 1000, got {_kind(node)}")
 
 
 def _check_upstream(r: _Reader, node, value: str, base: Path) -> None:

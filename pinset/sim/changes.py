@@ -146,3 +146,56 @@ def series_base(texts: list[str]) -> str | None:
     """The `base-commit:` a series names (`git format-patch --base`); None when absent or ambiguous."""
     bases = {m.group(1) for text in texts for m in _BASE_COMMIT_RE.finditer(text)}
     return bases.pop() if len(bases) == 1 else None
+
+
+# Retirement across moved code: a pin's added lines found anywhere in the build tree (renames, splits).
+BOILERPLATE_FILES = 3      # a line present in this many files of the build or more is boilerplate
+                           # (a pin's own line that landed is in one file, two when upstream split it)
+MIN_DISTINCTIVE = 3        # fewer distinctive lines than this: too little to recognise the pin by
+MIN_DISTINCTIVE_SHARE = 0.5  # ...or less than half of its lines: a pin made of boilerplate is never retired
+
+
+@dataclass
+class MovedMatch:
+    """Where a pin's distinctive added lines are in a build, wherever the files are now."""
+
+    total: int              # substantive added lines of the pin (with multiplicity)
+    distinctive: int        # of those, lines present in fewer than BOILERPLATE_FILES files of the build
+    found: int              # distinctive lines present somewhere in the build
+    where: list[tuple[str, int]]  # (path, distinctive lines found there), most first
+
+    @property
+    def fraction(self) -> float:
+        return self.found / self.distinctive if self.distinctive else 0.0
+
+    def carried(self, threshold: float) -> bool:
+        return (self.distinctive >= MIN_DISTINCTIVE and self.distinctive >= MIN_DISTINCTIVE_SHARE * self.total
+                and self.fraction >= threshold)
+
+    def describe(self, limit: int = 4) -> str:
+        places = ", ".join(f"{path} ({n})" for path, n in self.where[:limit])
+        more = f" and {len(self.where) - limit} more files" if len(self.where) > limit else ""
+        return f"{self.found} of its {self.distinctive} distinctive added lines found in {places}{more}"
+
+
+def moved_match(added: dict[str, int], locations: dict[str, dict[str, int]]) -> MovedMatch:
+    """Match a pin's net added lines (line -> count) against `locations` (line -> {path: count in the build}).
+
+    A line found in BOILERPLATE_FILES files or more says nothing about this pin and is left out of
+    both sides of the share; a repeated line counts as often as the pin adds it, at most as often as
+    the build has it.
+    """
+    total = distinctive = found = 0
+    where: dict[str, int] = {}
+    for line, n in added.items():
+        total += n
+        places = locations.get(line, {})
+        if len(places) >= BOILERPLATE_FILES:
+            continue
+        distinctive += n
+        present = min(n, sum(places.values()))
+        found += present
+        for path, count in places.items():
+            where[path] = where.get(path, 0) + min(n, count)
+    ranked = sorted(where.items(), key=lambda item: (-item[1], item[0]))
+    return MovedMatch(total, distinctive, found, ranked)

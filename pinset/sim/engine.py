@@ -21,8 +21,9 @@ from pathlib import Path
 from pinset.config.schema import PinSet
 from pinset.errors import UpstreamError
 from pinset.sim.apply_errors import explain_apply_failure
-from pinset.sim.changes import PinChange, line_counts, series_base
+from pinset.sim.changes import MovedMatch, PinChange, line_counts, series_base
 from pinset.sim.model import BuildResult, Contract, PinResult, SimResult
+from pinset.sim.moved import TreeLines
 from pinset.sim.pins import PreparedPin
 from pinset.upstream.builds import Build, _unreachable, upstream_url
 from pinset.upstream.mirror import Mirror
@@ -69,7 +70,6 @@ class Simulator:
         self.mirror = mirror
         self.prepared = prepared
         self._scratch = _Index(mirror.temp_path("scratch-index"))
-        self._dirs = 0
         self._build_objects: dict[str, Path] = {}     # tree -> object dir of its blobs under the pins' paths
         self._pin_objects: dict[str, list[Path]] = {}  # pin id -> object dirs of its base blobs
         self._bases: dict[str, str | None] = {}         # pin id -> base commit in the mirror
@@ -79,11 +79,16 @@ class Simulator:
         touched = [prep.change.touched for prep in prepared.values() if prep.change is not None]
         self._paths = None if any(t is None for t in touched) else sorted(set().union(*touched))
         self._loaded: dict[str, tuple[bytes, set[str]]] = {}  # tree -> (index bytes, paths in it)
+        self._moved = TreeLines(mirror, {line for prep in prepared.values() if prep.change is not None
+                                         for fc in prep.change.files.values() for line in fc.added})
+        # Blame's probes need each pin's state only: they may turn off the whole-tree search for moved
+        # code (a pin that does not apply stays a conflict) and the attribution of conflicts.
+        self.look_for_moved_code = True
+        self.attribute_conflicts = True
 
     # --- git primitives -------------------------------------------------------------------
     def _new_dir(self, blobs=()) -> Path:
-        self._dirs += 1
-        return self.mirror.object_dir(f"objects-{self._dirs}", blobs)
+        return self.mirror.object_dir("objects", blobs)
 
     def _listing(self, tree: str) -> str:
         """`ls-tree -r -z` of `tree` under the pins' paths (the whole tree when they are unknown)."""
@@ -144,7 +149,7 @@ class Simulator:
             dirs.append(self._new_dir(b for tree in trees for b in _blobs(self._listing(tree))))
         elif base is not None:  # a series: its base, and the blobs it creates replayed on it
             base_tree = self.mirror.tree_of(base)
-            index = _Index(self.mirror.temp_path(f"base-index-{self._dirs}"))
+            index = _Index(self.mirror.fresh_path("base-index"))
             self._load(index, base_tree)
             written = self._new_dir()
             env = self.mirror.objects_env(written, index.objects)
@@ -222,6 +227,15 @@ class Simulator:
         if self._apply(self._scratch, prep).ok:
             return self._scratch.path.read_bytes() == before, None
         return False, None
+
+    def _moved_carried(self, change: PinChange, tree: str) -> MovedMatch | None:
+        """A pin that does not apply may have landed in moved code: look for its lines in the whole tree."""
+        added: Counter = Counter()
+        for fc in change.files.values():
+            if not fc.deleted:
+                added.update(_net_added(fc))
+        match = self._moved.match(tree, added)
+        return match if match.carried(CARRIED_THRESHOLD) else None
 
     def _attribute(self, prep: PreparedPin, conflict_files: list[str], build: Build,
                    applied: list[_Applied]) -> str:
@@ -329,9 +343,15 @@ class Simulator:
                 result.status = "applied"
                 continue
             index.restore(before)  # roll back the half-applied pin (and forget the blobs it wrote)
+            moved = self._moved_carried(prep.change, build.tree) if self.look_for_moved_code else None
+            if moved is not None:
+                result.status, result.retire = "upstream", True
+                result.detail = f"build already carries this pin in moved code: {moved.describe()}"
+                continue
             result.status = "conflict"
             result.files = outcome.conflict_files
-            result.conflict_with = self._attribute(prep, outcome.conflict_files, build, applied)
+            result.conflict_with = self._attribute(prep, outcome.conflict_files, build, applied) \
+                if self.attribute_conflicts else None
             result.detail = outcome.message
             result.hunk = outcome.hunk or None
             if result.conflict_with == "upstream":

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pinset.config.schema import PYPI_BUILD_RE, BUILD_RE, PinSet
+from pinset.config.selectors import looks_like_selector, parse_selector, split_builds
 from pinset.errors import PinsetError
 from pinset.sim.engine import Simulator
 from pinset.sim.model import SimResult
@@ -34,17 +35,25 @@ def pick_builds(pinset: PinSet, selection: str | None) -> list[str]:
     """The builds of pins.yaml, or those named by --builds (which may add new ones)."""
     if not selection:
         return list(pinset.builds)
-    names = [n.strip() for n in selection.split(",")]
-    if not any(names):
+    pieces = [piece.strip() for piece in selection.split(",")]
+    if not any(pieces):
         raise PinsetError("--builds: empty list")
-    for i, name in enumerate(names):
-        if not name:
+    for i, piece in enumerate(pieces):
+        if not piece:
             raise PinsetError(f"--builds {selection!r}: entry {i + 1} is empty")
+    names = split_builds(selection)
+    for i, name in enumerate(names):
         if name in names[:i]:
             raise PinsetError(f"--builds: duplicate build {name!r}")
-        if not (PYPI_BUILD_RE.match(name) or BUILD_RE.match(name)):
-            raise PinsetError(f"--builds: malformed build {name!r} (a tag, a commit sha or pypi:PACKAGE==VERSION)")
-        if not PYPI_BUILD_RE.match(name) and pinset.upstream is None:
+        if looks_like_selector(name):
+            try:
+                names[i] = str(parse_selector(name))
+            except ValueError as exc:
+                raise PinsetError(f"--builds: {exc}") from None
+        elif not (PYPI_BUILD_RE.match(name) or BUILD_RE.match(name)):
+            raise PinsetError(f"--builds: malformed build {name!r} (a tag, a commit sha, pypi:PACKAGE==VERSION, "
+                              "or a selector tags:PATTERN:N / pypi:PACKAGE>=VERSION)")
+        if not name.startswith("pypi:") and pinset.upstream is None:
             raise PinsetError(f"--builds: {name!r} needs an `upstream:` in {pinset.path.name}")
     return names
 

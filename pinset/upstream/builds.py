@@ -11,6 +11,7 @@ from pinset.errors import UpstreamError
 from pinset.store import Store
 from pinset.upstream import pypi
 from pinset.upstream.mirror import Mirror
+from pinset.upstream.select import expand_builds
 
 UPSTREAM_HEAD_REF = "refs/pinset/upstream/HEAD"
 
@@ -31,6 +32,7 @@ def upstream_url(upstream: str, base: Path) -> str:
 
 
 def resolve_builds(names: list[str], upstream: str | None, base: Path, store: Store, mirror: Mirror) -> list[Build]:
+    names = expand_builds(names, upstream_url(upstream, base) if upstream else None, mirror)
     return [resolve_build(name, upstream, base, store, mirror) for name in names]
 
 

@@ -101,9 +101,9 @@ class Mirror:
                 loose.unlink(missing_ok=True)
 
     # --- plumbing -------------------------------------------------------------------------
-    def git(self, *args: str, index: Path | None = None, input: str | None = None,
+    def git(self, *args: str, index: Path | None = None, input: str | bytes | None = None,
             timeout: float = 600, env: dict | None = None, work_tree: Path | None = None,
-            check_damage: bool = True) -> runner.Completed:
+            check_damage: bool = True, binary: bool = False) -> runner.Completed:
         """git on the mirror; `index` is a temporary index file, `work_tree` a folder to read or write.
 
         A failure that says the mirror is damaged (a corrupt or missing object) raises CacheDamaged
@@ -116,7 +116,7 @@ class Mirror:
         if work_tree is not None:
             prefix += ["--work-tree", str(work_tree)]
         result = runner.run([*prefix, *args], env=full_env or None, input=input, timeout=timeout,
-                            cwd=work_tree)
+                            cwd=work_tree, binary=binary)
         if check_damage and not result.ok:
             damage = _DAMAGE_RE.search(result.stderr)
             if damage:
@@ -128,6 +128,11 @@ class Mirror:
         if not result.ok:
             raise UpstreamError(f"git {' '.join(args[:3])}: {result.tail(3) or result.describe()}")
         return result.stdout
+
+    def fresh_path(self, prefix: str) -> Path:
+        """A path in the temporary folder no other user of this mirror (several simulators) has."""
+        self._index_seq += 1
+        return self.temp_path(f"{prefix}-{self._index_seq}")
 
     def temp_path(self, name: str) -> Path:
         """A path in the mirror's temporary folder (index files), removed by close()."""
@@ -152,6 +157,26 @@ class Mirror:
 
     def tree_of(self, commit: str) -> str:
         return self.git_ok("rev-parse", f"{commit}^{{tree}}").strip()
+
+    def read_objects(self, oids) -> dict[str, bytes]:
+        """Raw contents of many objects from one `git cat-file --batch`; absent ones are left out."""
+        wanted = list(dict.fromkeys(oids))
+        if not wanted:
+            return {}
+        result = self.git("cat-file", "--batch", input=("\n".join(wanted) + "\n").encode(), binary=True)
+        if not result.ok:
+            raise UpstreamError(f"git cat-file --batch: {result.tail(3) or result.describe()}")
+        out, found, pos = result.stdout, {}, 0
+        while pos < len(out):
+            eol = out.index(b"\n", pos)
+            header = out[pos:eol].split()
+            pos = eol + 1
+            if len(header) != 3:  # "<name> missing"
+                continue
+            size = int(header[2])
+            found[header[0].decode()] = out[pos:pos + size]
+            pos += size + 1
+        return found
 
     def read_blob(self, tree: str, path: str) -> str | None:
         """Text of `path` in `tree`, or None when absent or not a file."""
@@ -217,7 +242,7 @@ class Mirror:
     def object_dir(self, name: str, blobs: Iterable[str] = ()) -> Path:
         """A new object directory in the temporary folder holding exactly `blobs` (packed from the
         mirror) and no alternates: git pointed at it sees nothing else of the mirror."""
-        path = self.temp_path(name)
+        path = self.fresh_path(name)
         path.mkdir()
         oids = sorted(set(blobs))
         if oids:

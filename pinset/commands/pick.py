@@ -1,0 +1,86 @@
+"""`pinset pick`: the newest upstream build the pin set can ship on (optionally confirmed by verify)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.table import Table
+
+from pinset.commands.common import add_config_args, count, open_config
+from pinset.commands.verify import build_input, check_toolchain
+from pinset.errors import PinsetError
+from pinset.nightly.markdown import pick_markdown
+from pinset.nightly.pick import pick
+from pinset.output import check_outputs, console, write_json, write_text
+from pinset.sim.pins import prepare_pins
+from pinset.sim.run import pick_builds
+from pinset.upstream.builds import resolve_builds
+from pinset.upstream.mirror import Mirror
+from pinset.upstream.select import order_oldest_first
+from pinset.verify.gates import Gates, VerifyOptions
+from pinset.verify.plan import parse_ops
+
+STYLE = {"picked": "green", "not green": "red", "verify failed": "red", "not tried": "dim"}
+
+
+def add_parser(sub):
+    p = sub.add_parser("pick", help="name the newest build on which every required pin is fine")
+    add_config_args(p)
+    p.add_argument("--verify", action="store_true",
+                   help="confirm the picked build with `pinset verify`; fall back to the next older green build "
+                        "when a gate fails")
+    p.add_argument("--cuda", action="store_true", help="with --verify: also the CUDA build and GPU gates")
+    p.add_argument("-j", "--jobs", type=count(1), help="with --verify: parallel compile jobs (default: all cores)")
+    p.add_argument("--logs", help="with --verify: folder for program output (default: in the cache)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar while building")
+    p.add_argument("--json", help="write the pick JSON here")
+    p.add_argument("--markdown", help="write a markdown summary here")
+    return p
+
+
+def run(args) -> int:
+    if args.cuda and not args.verify:
+        raise PinsetError("--cuda needs --verify")
+    check_outputs({"--json": args.json, "--markdown": args.markdown}, {"--logs": args.logs}, inputs=[args.config])
+    pinset, store = open_config(args)
+    names = pick_builds(pinset, args.builds)
+    cuda_flags, arch = [], None
+    if args.verify:
+        cuda_flags, arch, _ = check_toolchain(pinset, args.cuda, [])
+    with Mirror(store.mirror) as mirror:
+        builds = order_oldest_first(resolve_builds(names, pinset.upstream, pinset.path.parent, store, mirror), mirror)
+        prepared = prepare_pins(pinset, store, mirror)
+        confirm = None
+        if args.verify:
+            options = VerifyOptions(cuda=args.cuda, ops=parse_ops(None), cuda_architectures=arch, jobs=args.jobs,
+                                    cuda_flags=cuda_flags, progress=not args.no_progress,
+                                    log_dir=Path(args.logs) if args.logs else store.dir("logs", "pick"))
+            gates = Gates(pinset, store, mirror, options, say=console.print)
+
+            def confirm(build, result):
+                verified = gates.verify(build_input(result, prepared))
+                failed = [g.name for g in verified.gates
+                          if g.status == "failed" or (g.status == "not-run" and not g.extra.get("not_requested"))]
+                return verified.ok, {"failed_gates": failed, "gates": {g.name: g.status for g in verified.gates}}
+
+        result = pick(pinset, mirror, prepared, list(reversed(builds)), confirm,
+                      say=lambda text: console.print(f"[dim]{text}[/]"))
+    doc = result.to_json()
+    console.print(pick_table(doc))
+    console.print(f"[green]picked[/] {result.picked}" if result.ok else "[red]no build is green[/]")
+    if args.json:
+        write_json(args.json, doc)
+    if args.markdown:
+        write_text(args.markdown, pick_markdown(doc))
+    return 0 if result.ok else 1
+
+
+def pick_table(doc: dict) -> Table:
+    table = Table(title="pinset pick (newest first)")
+    for column in ("build", "commit", "verdict", "why"):
+        table.add_column(column)
+    for b in doc["builds"]:
+        style = STYLE[b["verdict"]]
+        table.add_row(b["build"], (b["commit"] or "")[:12], f"[{style}]{b['verdict']}[/]",
+                      "\n".join(r["summary"] for r in b["reasons"]))
+    return table

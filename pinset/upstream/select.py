@@ -1,0 +1,145 @@
+"""Turn build selectors into build names, and order builds from oldest to newest.
+
+The ordering rule (pick walks it newest first, selectors take their newest N by it):
+- git builds: by upstream history. A build is newer than every build its commit contains;
+  builds that do not contain each other follow `git rev-list --topo-order` (children before
+  parents, otherwise newer committer date first), so the order is total and the same every time.
+- pypi builds: by PEP 440 version among themselves. Mixed with git builds, a pypi build stands at
+  the upstream commit its CHANGELOG names, which must then be in the fetched upstream history.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+
+import requests
+from packaging.specifiers import SpecifierSet
+from packaging.version import InvalidVersion, Version
+
+from pinset.config.schema import PYPI_BUILD_RE
+from pinset.config.selectors import PypiSelector, TagSelector, looks_like_selector, parse_selector
+from pinset.errors import PinsetError, UpstreamError
+from pinset.upstream.mirror import Mirror
+
+PYPI_URL_ENV = "PINSET_PYPI_URL"   # index base URL of the JSON API (default https://pypi.org); tests use 127.0.0.1
+_TAGS = "refs/pinset/upstream/tags/"
+
+
+def expand_builds(names: list[str], upstream_url: str | None, mirror: Mirror) -> list[str]:
+    """Plain names stay; each selector becomes its builds, oldest first. Duplicates keep their first place."""
+    out: list[str] = []
+    for name in names:
+        expanded = [name]
+        if looks_like_selector(name):
+            try:
+                selector = parse_selector(name)
+            except ValueError as exc:
+                raise PinsetError(f"build selector {name!r}: {exc}") from None
+            if isinstance(selector, TagSelector):
+                if upstream_url is None:
+                    raise PinsetError(f"build selector {name!r} needs an `upstream:` to list tags from")
+                expanded = newest_tags(selector, upstream_url, mirror)
+            else:
+                expanded = pypi_versions(selector)
+        out += [n for n in expanded if n not in out]
+    return out
+
+
+def newest_tags(selector: TagSelector, url: str, mirror: Mirror) -> list[str]:
+    """The `selector.newest` newest tags matching the glob, by upstream history, oldest first."""
+    prefix = selector.pattern.split("*")[0].split("?")[0].split("[")[0]
+    result = mirror.fetch(url, [f"+refs/tags/{prefix}*:{_TAGS}{prefix}*"])
+    if not result.ok:
+        raise UpstreamError(f"tags at {url}: could not list them ({result.tail(1)})")
+    listing = mirror.git_ok("for-each-ref", "--format=%(refname)%09%(objectname)%09%(*objectname)", _TAGS)
+    commits: dict[str, str] = {}
+    for line in listing.splitlines():
+        ref, oid, peeled = line.split("\t")
+        name = ref[len(_TAGS):]
+        if fnmatch.fnmatchcase(name, selector.pattern):
+            commits[name] = peeled or oid
+    if not commits:
+        raise UpstreamError(f"build selector {selector}: no tag at {url} matches {selector.pattern!r}")
+    rank = topo_rank(mirror, list(commits.values()))
+    newest = sorted(commits, key=lambda n: (rank[commits[n]], n))[:selector.newest]
+    return list(reversed(newest))
+
+
+def topo_rank(mirror: Mirror, commits: list[str]) -> dict[str, int]:
+    """Position of each commit in `rev-list --topo-order` of them all: 0 is the newest."""
+    wanted = set(commits)
+    rank: dict[str, int] = {}
+    out = mirror.git_ok("rev-list", "--topo-order", "--stdin", input="\n".join(sorted(wanted)) + "\n")
+    for position, sha in enumerate(out.split()):
+        if sha in wanted:
+            rank[sha] = position
+            if len(rank) == len(wanted):
+                break
+    return rank
+
+
+def pypi_versions(selector: PypiSelector) -> list[str]:
+    """Versions of the package with an sdist that match the specifiers (newest N), oldest first."""
+    base = os.environ.get(PYPI_URL_ENV, "https://pypi.org").rstrip("/")
+    url = f"{base}/pypi/{selector.package}/json"
+    try:
+        response = requests.get(url, timeout=60)
+    except requests.RequestException as exc:
+        raise UpstreamError(f"build selector {selector}: {url} unreachable ({type(exc).__name__})") from None
+    if response.status_code == 404:
+        raise UpstreamError(f"build selector {selector}: no package {selector.package!r} at {base}")
+    try:
+        response.raise_for_status()
+        releases = response.json()["releases"]
+        items = releases.items()
+    except (requests.RequestException, ValueError, KeyError, TypeError, AttributeError):
+        raise UpstreamError(f"build selector {selector}: {url} gave no release list "
+                            f"(HTTP {response.status_code})") from None
+    spec = SpecifierSet(selector.specifier)
+    prereleases = spec.prereleases is True   # only when a specifier names one (">=0.4.0rc1")
+    versions = []
+    for text, files in items:
+        try:
+            version = Version(text)
+        except InvalidVersion:
+            continue
+        has_sdist = isinstance(files, list) and any(
+            isinstance(f, dict) and f.get("packagetype") == "sdist" and not f.get("yanked") for f in files)
+        if has_sdist and spec.contains(version, prereleases=prereleases):
+            versions.append(version)
+    versions.sort()
+    if selector.newest:
+        versions = versions[-selector.newest:]
+    if not versions:
+        raise UpstreamError(f"build selector {selector}: no sdist version of {selector.package} matches "
+                            f"{selector.specifier!r} at {base}")
+    return [f"pypi:{selector.package}=={v}" for v in versions]
+
+
+def order_oldest_first(builds: list, mirror: Mirror) -> list:
+    """`builds` (resolved Build objects) sorted by the rule in this module's docstring."""
+    git_builds = [b for b in builds if b.source == "git"]
+    pypi_builds = [b for b in builds if b.source != "git"]
+    if not git_builds:
+        return sorted(builds, key=_pypi_version)
+    positions = {}
+    for b in pypi_builds:
+        sha = mirror.rev_parse(b.commit) if b.commit != "unknown" else None
+        if sha is None:
+            raise PinsetError(f"cannot order {b.name} among git builds: its llama.cpp commit {b.commit} is not in "
+                              "the fetched upstream history (list builds of one kind, or fetch further)")
+        positions[b.name] = sha
+    for b in git_builds:
+        positions[b.name] = b.oid
+    rank = topo_rank(mirror, list(positions.values()))
+    index = {b.name: i for i, b in enumerate(builds)}
+    return sorted(builds, key=lambda b: (-rank[positions[b.name]], _pypi_version(b), index[b.name]))
+
+
+def _pypi_version(build) -> Version:
+    m = PYPI_BUILD_RE.match(build.name)
+    try:
+        return Version(m["version"]) if m else Version("0")
+    except InvalidVersion:
+        return Version("0")
