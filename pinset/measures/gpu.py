@@ -36,8 +36,8 @@ def _num(text: str, kind=int):
     text = text.strip()
     try:
         return kind(float(text)) if kind is int else kind(text)
-    except ValueError:
-        return None  # "[N/A]", "[Not Supported]"
+    except (ValueError, OverflowError):
+        return None  # "[N/A]", "[Not Supported]", "inf"
 
 
 def parse_query_gpu(text: str) -> list[dict]:
