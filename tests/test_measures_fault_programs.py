@@ -194,7 +194,7 @@ def test_odd_llama_bench_output_is_a_failed_run(tmp_path, name, stdout):
 def test_a_requested_test_missing_fails(tmp_path):
     fake_bench(tmp_path / "bin", bench_line() + "\n")
     code, doc = run_bench(tmp_path, "-p", "64,128", "-n", "16")
-    assert code == 1 and "no test for pp128, tg16" in runs(doc)[0]["detail"]
+    assert code == 1 and "no result for tg16; pp128 although" in runs(doc)[0]["detail"]
 
 
 def test_a_cpu_bench_that_saw_a_gpu_fails(tmp_path):

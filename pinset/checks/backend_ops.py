@@ -442,6 +442,8 @@ def judge_backend_ops(output: BackendOpsOutput, backend: str, *, returncode: int
             problems.append(f"{output.backends_passed[0]}/{output.backends_passed[1]} backends passed")
         if output.final == "FAIL":
             problems.append("the run ended with FAIL")
+        elif output.final is None:
+            problems.append("no closing `N/M backends passed` and `OK` (output cut short)")
     if returncode not in (0, None) and not signal_name and not problems:
         problems.append(f"exit {returncode}")
     ops = count_ops(selected, section.name, [t for t in output.failing_tests if op is None or t.split("(", 1)[0] == op]) \

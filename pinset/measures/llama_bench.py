@@ -11,6 +11,7 @@ checks a whole run against what was asked: -r samples per test, the -p/-n/-pg si
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import re
@@ -128,33 +129,37 @@ def parse_jsonl(stdout: str) -> list[BenchLine]:
     return lines
 
 
-SIZE_FLAGS = {"-p": "pp", "--n-prompt": "pp", "-n": "tg", "--n-gen": "tg", "-d": "depth", "--n-depth": "depth",
-              "-pg": "pg", "--prompt-gen": "pg"}
+TEST_FLAGS = {"-p": "pp", "--n-prompt": "pp", "-n": "tg", "--n-gen": "tg", "-pg": "pg", "--prompt-gen": "pg"}
+# llama-bench runs every combination of these lists with every test (get_cmd_params_instances).
+GRID_FLAGS = {"-b": "n_batch", "--batch-size": "n_batch", "-ub": "n_ubatch", "--ubatch-size": "n_ubatch",
+              "-t": "n_threads", "--threads": "n_threads", "-ngl": "n_gpu_layers", "--n-gpu-layers": "n_gpu_layers",
+              "-d": "n_depth", "--n-depth": "n_depth"}
+INT_LIST_RE = re.compile(r"\d+(?:,\d+)*")
 
 
-def requested_tests(bench_args: list[str]) -> dict[str, set]:
-    """The tests a llama-bench command line asks for by size: {"pp": {512}, "tg": {128}, "pg": {(512, 128)},
-    "depth": {0, 4096}}, from plain lists (`-p 512,2048`, `-pg 512,128`); ranges (`-p 1-512*2`) are not read."""
-    out: dict[str, set] = {}
+def requested_grid(bench_args: list[str]) -> tuple[set[tuple[int, int]] | None, dict[str, list[int]]]:
+    """What a llama-bench command line asks for: the (n_prompt, n_gen) tests (None: llama-bench's defaults)
+    and the values of each grid parameter, from plain lists only (`-p 512,2048`, `-pg 512,128`,
+    `-ub 256,512`); ranges (`-p 1-512*2`) and other options are not read."""
+    tests: set[tuple[int, int]] | None = None
+    grid: dict[str, list[int]] = {}
     for flag, value in zip(bench_args, bench_args[1:]):
-        kind = SIZE_FLAGS.get(flag)
+        kind = TEST_FLAGS.get(flag)
         if kind == "pg" and re.fullmatch(r"\d+,\d+", value):
-            out.setdefault(kind, set()).add(tuple(int(v) for v in value.split(",")))
-        elif kind and kind != "pg" and re.fullmatch(r"\d+(,\d+)*", value):
-            out.setdefault(kind, set()).update(int(v) for v in value.split(",") if int(v) or kind == "depth")
-    return out
-
-
-def _sizes(line: BenchLine) -> tuple[int, int, int]:
-    """(n_prompt, n_gen, n_depth) of a test, read back from its name (pp512+tg128 @ d4096)."""
-    m = re.fullmatch(r"(?:pp(\d+))?\+?(?:tg(\d+))?(?: @ d(\d+))?", line.test)
-    return tuple(int(g or 0) for g in m.groups()) if m else (-1, -1, -1)
+            tests = (tests or set()) | {tuple(int(v) for v in value.split(","))}
+        elif kind and kind != "pg" and INT_LIST_RE.fullmatch(value):
+            sizes = [int(v) for v in value.split(",") if int(v)]
+            tests = (tests or set()) | {(v, 0) if kind == "pp" else (0, v) for v in sizes}
+        elif flag in GRID_FLAGS and INT_LIST_RE.fullmatch(value):
+            values = grid.setdefault(GRID_FLAGS[flag], [])
+            values += [int(v) for v in value.split(",") if int(v) not in values]
+    return tests, grid
 
 
 def run_problem(lines: list[BenchLine], *, repetitions: int, bench_args: list[str], gpu: bool | None = None) -> str | None:
     """Why one llama-bench run's lines are not the measurement asked for (None when they are):
-    a sample count other than -r, a test printed twice, a requested size with no test, a GPU run
-    that saw no GPU or a CPU run that saw one."""
+    a sample count other than -r, a test printed twice, a requested combination with no test, a GPU
+    run that saw no GPU or a CPU run that saw one."""
     if not lines:
         return "llama-bench printed no test line"
     for line in lines:
@@ -163,14 +168,18 @@ def run_problem(lines: list[BenchLine], *, repetitions: int, bench_args: list[st
     keys = [line.key for line in lines]
     if len(set(keys)) != len(keys):
         return f"{next(line.test for line in lines if keys.count(line.key) > 1)}: the same test printed twice"
-    sizes = [_sizes(line) for line in lines]
-    asked = requested_tests(bench_args)
-    missing = [f"pp{v}" for v in sorted(asked.get("pp", ())) if not any(s[:2] == (v, 0) for s in sizes)]
-    missing += [f"tg{v}" for v in sorted(asked.get("tg", ())) if not any(s[:2] == (0, v) for s in sizes)]
-    missing += [f"pp{p}+tg{g}" for p, g in sorted(asked.get("pg", ())) if not any(s[:2] == (p, g) for s in sizes)]
-    missing += [f"@ d{v}" for v in sorted(asked.get("depth", ())) if not any(s[2] == v for s in sizes)]
+    tests, grid = requested_grid(bench_args)
+    tests = tests or {(line.params.get("n_prompt"), line.params.get("n_gen")) for line in lines}
+    fields = sorted(grid)
+    got = {(line.params.get("n_prompt"), line.params.get("n_gen"), *(line.params.get(f) for f in fields))
+           for line in lines}
+    missing = [combo for combo in itertools.product(sorted(tests), *(grid[f] for f in fields))
+               if (*combo[0], *combo[1:]) not in got]
     if missing:
-        return f"no test for {', '.join(missing)} although the command line asks for it"
+        shown = "; ".join(test_name(*combo[0]) + "".join(f" {f}={v}" for f, v in zip(fields, combo[1:]))
+                          for combo in missing[:3])
+        return f"no result for {shown}" + (f" and {len(missing) - 3} more" if len(missing) > 3 else "") \
+            + " although the command line asks for it"
     if gpu is not None:
         seen = [line.gpu_info for line in lines if line.gpu_info]
         if gpu and len(seen) != len(lines):

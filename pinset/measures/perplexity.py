@@ -27,6 +27,9 @@ BUILD_RE = re.compile(r"^build: (\d+) \(([0-9a-f]+)\)", re.M)
 COMPUTING_RE = re.compile(r"(?:computing|calculating perplexity) over (\d+) chunks, n_ctx=(\d+)")
 DEVICE_RE = re.compile(r"using device (\S+) \(([^)]*)\)")
 OFFLOADED_RE = re.compile(r"offloaded (\d+)/(\d+) layers to GPU")
+# stdout carries only numbers (chunk values, tables, statistics): a nan or inf anywhere there means the
+# computation broke, whichever figure it is in (also those pinset does not read, e.g. Cor(...))
+NON_FINITE_RE = re.compile(r"(?<![\w.])[-+]?(?:nan|inf(?:inity)?)(?!\w)", re.I)
 # Errors: LOG_ERR lines carry level "E" after the timestamp ("0.00.623.546 E kl_divergence: ...");
 # without log prefixes they are recognised by their wording.
 ERROR_LEVEL_RE = re.compile(r"^(?:\d+\.\d+\.\d+\.\d+ )?E (.+)$", re.M)
@@ -153,6 +156,9 @@ def parse_perplexity(stdout: str, stderr: str) -> PerplexityOutput:
     from one stream to the other still parses; the fixtures pin where each line is today."""
     both = stdout + "\n" + stderr
     anomalies: list[str] = []
+    non_finite = NON_FINITE_RE.findall(stdout)
+    if non_finite:
+        anomalies.append(f"{len(non_finite)} non-finite value(s) ({non_finite[0]}) on stdout")
     finals = FINAL_PPL_RE.findall(both)
     if len(finals) > 1:
         anomalies.append(f"Final estimate printed {len(finals)} times")
@@ -267,6 +273,8 @@ def base_problem(out: PerplexityOutput, returncode: int | None) -> str | None:
     if out.final_ppl is None:
         why = out.errors[-1] if out.errors else "no error printed"
         return f"no final perplexity estimate in the output: {why}"
-    if problem := _bad("PPL", out.final_ppl.value, 0, low_open=True) or _bad("PPL ±", out.final_ppl.err, 0):
+    problem = _bad("PPL", out.final_ppl.value, 0, low_open=True) or _bad("PPL ±", out.final_ppl.err, 0) \
+        or next((p for i, v in enumerate(out.chunk_ppls, 1) if (p := _bad(f"chunk {i} PPL", v, 0, low_open=True))), None)
+    if problem:
         return f"impossible final perplexity: {problem}"
     return device_problem(out, gpu=False)
