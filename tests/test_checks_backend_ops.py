@@ -275,7 +275,9 @@ def test_feature_check_params_match_exactly_per_key_value(params, case_type, ok)
 
 def test_filter_terms_and_case_params():
     from pinset.checks.backend_ops import case_params, filter_terms, matches_filter
-    assert case_params("type_a=f32,bs=[1,1],nr=[2,3],k=3") == {"type_a": "f32", "bs": "[1,1]", "nr": "[2,3]", "k": "3"}
+    assert case_params("type_a=f32,bs=[1,1],nr=[2,3],k=3") == {"type_a": ["f32"], "bs": ["[1,1]"], "nr": ["[2,3]"],
+                                                                "k": ["3"]}
+    assert not matches_filter("type_a=iq1_m,type_a=f32", "type_a=iq1_m")   # a key twice: each value must match
     assert filter_terms("type_a=iq1_m,.*n_mats=128") == [[("type_a", "iq1_m"), ("n_mats", "128")]]
     assert filter_terms(r"bs=\[1,1\],type_a=[a-z0-9_]+") == [[("bs", r"\[1,1\]"), ("type_a", "[a-z0-9_]+")]]
     assert filter_terms("type_a=q4_0|type_a=q8_0") == [[("type_a", "q4_0")], [("type_a", "q8_0")]]

@@ -225,9 +225,10 @@ def parse_backend_ops(text: str) -> BackendOpsOutput:
 KEY_VALUE_RE = re.compile(r"(?P<key>[A-Za-z_][A-Za-z0-9_]*)=(?P<value>.+)", re.S)
 
 
-def case_params(params: str) -> dict[str, str]:
-    """`type_a=f32,ne=[4,5,1,1],k=3` -> {"type_a": "f32", "ne": "[4,5,1,1]", "k": "3"} (commas in brackets stay)."""
-    out: dict[str, str] = {}
+def case_params(params: str) -> dict[str, list[str]]:
+    """`type_a=f32,ne=[4,5,1,1],k=3` -> {"type_a": ["f32"], "ne": ["[4,5,1,1]"], "k": ["3"]}: commas inside
+    brackets stay, and a key printed twice keeps both values (a filter must match each)."""
+    out: dict[str, list[str]] = {}
     depth, start = 0, 0
     for i, ch in enumerate(params + ","):
         if ch in "[(":
@@ -237,7 +238,7 @@ def case_params(params: str) -> dict[str, str]:
         elif ch == "," and depth == 0:
             key, sep, value = params[start:i].partition("=")
             if sep:
-                out[key.strip()] = value
+                out.setdefault(key.strip(), []).append(value)
             start = i + 1
     return out
 
@@ -308,7 +309,7 @@ def matches_filter(params: str, params_regex: str | None) -> bool:
     except re.error:
         pass  # std::regex accepted what Python's re does not: the key=value terms still decide
     values = case_params(params)
-    return any(all(k in values and re.fullmatch(v, values[k]) for k, v in pairs)
+    return any(all(k in values and all(re.fullmatch(v, x) for x in values[k]) for k, v in pairs)
                for pairs in filter_terms(params_regex))
 
 

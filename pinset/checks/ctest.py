@@ -29,7 +29,8 @@ class CtestCase:
     status: str        # passed | failed | timeout | crashed | not-run | skipped
     raw_status: str    # ctest's own words ("***Failed", "Subprocess aborted***Exception:")
     seconds: float
-    of: int = 0        # the N of "i/N Test #..."
+    index: int = 0     # the i of "i/N Test #..."
+    of: int = 0        # the N
 
 
 @dataclass
@@ -63,7 +64,7 @@ def parse_ctest(text: str) -> CtestOutput:
         m = RESULT_RE.match(line)
         if m:
             out.cases.append(CtestCase(m["name"], _status(m["status"]), m["status"].strip(), float(m["sec"]),
-                                       int(m["n"])))
+                                       int(m["i"]), int(m["n"])))
             continue
         m = TOTAL_RE.match(line.strip())
         if m:
@@ -108,7 +109,8 @@ def judge_ctest(output: CtestOutput, *, returncode: int | None, timed_out: bool 
     elif output.total is not None and (output.failed or output.percent != 100):
         problems.append(f"ctest says {output.percent}% tests passed, {output.failed} failed out of {output.total}")
     names = [c.name for c in output.cases]
-    if len(set(names)) != len(names) or any(c.of != len(output.cases) for c in output.cases):
+    if len(set(names)) != len(names) or any(c.of != len(output.cases) for c in output.cases) \
+            or sorted(c.index for c in output.cases) != list(range(1, len(output.cases) + 1)):
         problems.append("result lines do not add up (a test twice, or `i/N` with another N)")
     if returncode not in (0, None) and not problems:
         problems.append(f"ctest exit {returncode}")

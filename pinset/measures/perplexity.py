@@ -18,10 +18,12 @@ import re
 from dataclasses import dataclass, field
 
 NUM = r"([-+]?(?:\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|(?i:nan|inf(?:inity)?)))"
-END = r"[ \t]*%?[ \t]*$"   # nothing but an optional percent sign may follow a value
+# Nothing but an optional percent sign may follow a value, and its line must be complete (a newline):
+# output cut inside the last number ("± 2.0" of "± 2.089") would otherwise read as a shorter number.
+END = r"[ \t]*%?[ \t]*(?=\r?\n)"
 PM = r"\s*±\s*"
 
-FINAL_PPL_RE = re.compile(rf"Final estimate: PPL = {NUM} \+/- {NUM}")
+FINAL_PPL_RE = re.compile(rf"Final estimate: PPL = {NUM} \+/- {NUM}{END}")
 CHUNK_PPL_RE = re.compile(rf"\[(\d+)\]{NUM},")
 BUILD_RE = re.compile(r"^build: (\d+) \(([0-9a-f]+)\)", re.M)
 COMPUTING_RE = re.compile(r"(?:computing|calculating perplexity) over (\d+) chunks, n_ctx=(\d+)")
