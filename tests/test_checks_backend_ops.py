@@ -179,7 +179,7 @@ def test_h200_feature_check_runs_from_verify_itself():
 
 def _run_text(cases: str, backend: str = "CUDA0", summary: str | None = None, status: str = "OK") -> str:
     """A complete, well-formed `-b BACKEND` run around the given case lines (the H200 layout)."""
-    lines = [c for c in cases.splitlines() if c.strip()]
+    lines = [c for c in cases.split("\n") if c.strip()]
     n = sum(1 for c in lines if c.endswith(": OK"))
     head = f"Testing 2 devices\n\nBackend 1/2: {backend}\n  Device description: NVIDIA H200\n" \
            f"  Device memory: 143155 MB (142629 MB free)\n\n"
@@ -293,3 +293,10 @@ def test_perf_lines_must_be_complete_and_positive():
     for bad in (perf.replace("10 runs", "0 runs"), perf.replace("18.68 us", "0.00 us"), perf[:-10]):
         text = _run_text("  " + bad).replace("  0/1 tests passed\n", "")
         assert not judge_backend_ops(parse_backend_ops(text), "CUDA0", returncode=0, mode="perf", op="MUL_MAT").ok
+
+
+@pytest.mark.parametrize("sep", ["\r", "\x1c", "\x85", "\u2028", "\x0b"])
+def test_only_a_newline_ends_a_case_line(sep):
+    # "FAIL<sep>OK" or "<sep>OK" must not read as a pass whatever a terminal would show
+    assert not _judge(_run_text(f"  {MM}: FAIL{sep}OK", summary="1/1")).ok
+    assert not _judge(_run_text(f"  {MM}: {sep}OK", summary="1/1")).ok

@@ -103,7 +103,7 @@ def _classify(result: str, prefix: str) -> tuple[str, str]:
     nothing ahead of the case name; `FAIL` at the end is a failure whatever precedes it. Anything
     else the program could not have printed for a finished case is "unreadable" (red).
     """
-    text, prefix = result.strip(), prefix.strip()
+    text, prefix = result.strip(" \t"), prefix.strip(" \t")   # a \r or other control character is not blank
     if text.startswith("not supported") or text == "NOT SUPPORTED":
         return "not-supported", text
     if text.startswith("skipping"):
@@ -135,12 +135,12 @@ def parse_backend_ops(text: str) -> BackendOpsOutput:
     current: BackendSection | None = None
     in_failing = False
     awaiting_result = False   # the last case line ended in a log message: its result may be on a later line
-    for raw in strip_ansi(text).splitlines():
-        line = raw.rstrip()
+    for raw in strip_ansi(text).split("\n"):   # only a newline ends a line (not \r, \x1c, \u2028...)
+        line = raw.rstrip(" \t")
         if awaiting_result and current is not None and current.cases:
-            if _is_result(line.strip()):
+            if _is_result(line.strip(" \t")):
                 case = current.cases[-1]
-                case.status, case.detail = _classify(line.strip(), "")
+                case.status, case.detail = _classify(line, "")
                 awaiting_result = False
                 continue
             awaiting_result = bool(LOG_INTERRUPTION_RE.match(line.strip()))
@@ -182,8 +182,8 @@ def parse_backend_ops(text: str) -> BackendOpsOutput:
             out.backends_passed = (int(m["passed"]), int(m["total"]))
             current = None
             continue
-        if line.strip() in ("OK", "FAIL") and out.backends_passed is not None:
-            out.final = "FAIL" if "FAIL" in (out.final, line.strip()) else line.strip()
+        if line.strip(" \t") in ("OK", "FAIL") and out.backends_passed is not None:
+            out.final = "FAIL" if "FAIL" in (out.final, line.strip(" \t")) else line.strip(" \t")
             continue
         if current is not None:
             m = DESCRIPTION_RE.match(line)
