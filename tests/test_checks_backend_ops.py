@@ -281,6 +281,9 @@ def test_filter_terms_and_case_params():
     assert filter_terms("type_a=iq1_m,.*n_mats=128") == [[("type_a", "iq1_m"), ("n_mats", "128")]]
     assert filter_terms(r"bs=\[1,1\],type_a=[a-z0-9_]+") == [[("bs", r"\[1,1\]"), ("type_a", "[a-z0-9_]+")]]
     assert filter_terms("type_a=q4_0|type_a=q8_0") == [[("type_a", "q4_0")], [("type_a", "q8_0")]]
+    assert filter_terms("type_a=iq1_m.*n_mats=128") == [[("type_a", "iq1_m"), ("n_mats", "128")]]
+    assert filter_terms("type_a=q4_.*,type_b=f32") == [[("type_a", "q4_.*"), ("type_b", "f32")]]
+    assert matches_filter("type_a=q4_K,type_b=f32", "type_a=q4_.*") and not matches_filter("type_a=q8_0", "type_a=q4_.*")
     assert matches_filter("type_a=q8_0,n=16", "type_a=q4_0|type_a=q8_0")
     assert not matches_filter("type_a=q8_0,n=16", "n=1")
     assert matches_filter("type_a=q8_0,n=16", "q8")      # no key=value term: the regex alone decides

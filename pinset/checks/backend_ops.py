@@ -223,6 +223,8 @@ def parse_backend_ops(text: str) -> BackendOpsOutput:
 # --- -p filters: exact per key=value -------------------------------------------------------------
 
 KEY_VALUE_RE = re.compile(r"(?P<key>[A-Za-z_][A-Za-z0-9_]*)=(?P<value>.+)", re.S)
+# `.*` / `.+` between two terms ("type_a=iq1_m.*n_mats=128"); one that ends a value stays in it ("type_a=q4_.*")
+GAP_BEFORE_KEY_RE = re.compile(r"(\.[*+]\??)(?=[A-Za-z_][A-Za-z0-9_]*=)")
 
 
 def case_params(params: str) -> dict[str, list[str]]:
@@ -246,9 +248,10 @@ def case_params(params: str) -> dict[str, list[str]]:
 def filter_terms(params_regex: str) -> list[list[tuple[str, str]]]:
     r"""The `key=value` terms of a -p regex, one list per top-level alternative.
 
-    Terms are separated by `,` or `.*`/`.+` outside groups, character classes and escaped brackets
-    (`bs=\[1,1\]` is one term); a term is `KEY=VALUE` with a literal key, VALUE a regex that must match
-    the case's whole value. Other terms (no `=`) are left to the regex itself.
+    Terms are separated by `,`, or by `.*`/`.+` followed by the next `KEY=`, outside groups, character
+    classes and escaped brackets (`bs=\[1,1\]` is one term; `type_a=q4_.*` keeps its `.*`); a term is
+    `KEY=VALUE` with a literal key, VALUE a regex that must match the case's whole value. Other terms
+    (no `=`) are left to the regex itself.
     """
     alternatives: list[list[str]] = [[]]
     term, depth, i, n = "", 0, 0, len(params_regex)
@@ -272,12 +275,13 @@ def filter_terms(params_regex: str) -> list[list[tuple[str, str]]]:
             depth += 1
         elif ch == ")":
             depth = max(depth - 1, 0)
-        if depth == 0 and (ch in ",|" or (ch == "." and params_regex[i + 1:i + 2] in ("*", "+"))):
+        gap = GAP_BEFORE_KEY_RE.match(params_regex, i) if ch == "." else None
+        if depth == 0 and (ch in ",|" or gap):
             alternatives[-1].append(term)
             term = ""
             if ch == "|":
                 alternatives.append([])
-            i += 1 if ch in ",|" else 2 + (params_regex[i + 2:i + 3] == "?")
+            i = gap.end(1) if gap else i + 1
             continue
         term += ch
         i += 1

@@ -229,7 +229,9 @@ def _stats_problems(k: KldStats) -> list[str]:
         _bad("same top p", k.same_top_p_pct.value, 0, 100), _bad("same top p ±", k.same_top_p_pct.err, 0, 100),
         _bad("RMS Δp", k.rms_dp_pct.value, 0, 100), _bad("RMS Δp ±", k.rms_dp_pct.err, 0),
     ]
-    checks += [_bad(f"{p} KLD", v, KLD_FLOOR) if p not in ("min", "0.1", "1.0") else _bad(f"{p} KLD", v)
+    # single tokens can go below zero (a CPU run against its own reference printed a minimum of -0.000027):
+    # the floor holds for the median and above only
+    checks += [_bad(f"{p} KLD", v) if p in ("min", "0.1", "1.0", "5.0", "10.0") else _bad(f"{p} KLD", v, KLD_FLOOR)
                for p, v in k.kld_percentiles.items()]
     checks += [_bad(f"{p} Δp", v, -100, 100) for p, v in k.dp_percentiles_pct.items()]
     if k.ln_ppl_ratio is not None:
