@@ -225,3 +225,13 @@ def test_reanalysis_of_a_recorded_file_with_impossible_speeds_keeps_them_out(tmp
         rnd["runs"]["head"]["tests"][0]["samples_ts"] = [float("inf")] * 3
     rows = analyse(recorded)
     assert rows[0]["verdict"] == "insufficient data" and "is not finite" in rows[0]["excluded"][1]
+
+
+def test_a_recorded_bench_with_an_impossible_speed_is_not_ok():
+    from pinset.measures.bench import _ok
+
+    recorded = json.loads((FIX / "llama-bench" / "aa-cpu-recorded.json").read_text())["round_log"]
+    rows = [{"verdict": "no change"}]
+    assert _ok(rows, recorded)
+    recorded[-1]["runs"]["head"]["tests"][0]["samples_ts"][1] = float("nan")
+    assert not _ok(rows, recorded)

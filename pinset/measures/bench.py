@@ -219,8 +219,10 @@ METHOD = ("run speed = median of llama-bench's samples; per-round log(head/base)
 
 
 def _ok(rows: list[dict], recorded: list[dict]) -> bool:
-    """Every run succeeded and every row is "faster" or "no change"."""
-    run_failed = any(not run["ok"] for r in recorded for run in r["runs"].values())
+    """Every run succeeded (with physical speeds, also in a re-analysed file) and every row is "faster" or
+    "no change"."""
+    run_failed = any(not run["ok"] or any(recorded_speed_problem(t) for t in run["tests"])
+                     for r in recorded for run in r["runs"].values())
     return bool(rows) and not run_failed and all(r["verdict"] in ("faster", "no change") for r in rows)
 
 
