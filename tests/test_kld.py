@@ -18,7 +18,7 @@ FIX = Path(__file__).parent / "fixtures" / "perplexity"
 def _run(label: str, fixture: str, rc: int = 0) -> DeviceRun:
     out = parse_perplexity((FIX / f"{fixture}.stdout").read_text(), (FIX / f"{fixture}.stderr").read_text())
     side = Side(label, "b1", "0c1e57098" + "0" * 31, Path("/nonexistent"), None)
-    return DeviceRun(label, side, "CPU", out, rc, kld_problem(out, rc, gpu=False), 1.0)
+    return DeviceRun(label, side, "CPU", out, rc, kld_problem(out, rc), 1.0)
 
 
 def _shifted(run: DeviceRun, delta: float) -> DeviceRun:

@@ -258,8 +258,9 @@ def device_problem(out: PerplexityOutput, *, gpu: bool) -> str | None:
     return None
 
 
-def kld_problem(out: PerplexityOutput, returncode: int | None, *, gpu: bool) -> str | None:
-    """Why a --kl-divergence run did not give a result (None when it did)."""
+def kld_problem(out: PerplexityOutput, returncode: int | None, *, gpu: bool = False) -> str | None:
+    """Why a --kl-divergence run did not give a result (None when it did). gpu: the run claims a GPU
+    (it must show the device line); a CPU run (the default) must show none."""
     if problem := _exit_problem(out, returncode):
         return problem
     if out.kld is None:
