@@ -68,3 +68,9 @@ def test_truncated_block_is_not_a_result():
     text = (FIX / "kld-iq1m-vs-f16.stdout").read_text()
     cut = text[: text.index("====== Token probability statistics ======")]
     assert parse_perplexity(cut, "").kld is None
+
+
+def test_a_percentile_printed_twice_is_unreadable():
+    text = (FIX / "kld-iq1m-vs-f16.stdout").read_text()
+    out = parse_perplexity(text.replace("Median  KLD:   3.375562", "Median  KLD:   3.375562\nMedian  KLD:   0.1"), "")
+    assert out.kld is None and "unreadable" in kld_problem(out, 0)

@@ -94,8 +94,9 @@ def _f(text: str) -> float:
 
 def _value_err(block: str, label: str, anomalies: list[str] | None = None) -> ValueErr | None:
     found = re.findall(rf"^{label}\s*:?\s*{NUM}{PM}{NUM}{END}", block, re.M)
-    if len(found) > 1 and anomalies is not None:
-        anomalies.append(f"{label.replace(chr(92), '').split('(')[0].strip()} printed {len(found)} times")
+    if len(found) > 1:   # which one is the run's?
+        if anomalies is not None:
+            anomalies.append(f"{label.replace(chr(92), '').split('(')[0].strip()} printed {len(found)} times")
         return None
     return ValueErr(_f(found[0][0]), _f(found[0][1])) if found else None
 
@@ -112,12 +113,14 @@ def _section(text: str, header: str) -> str | None:
 _PCT_KEYS = {"Maximum": "max", "Minimum": "min", "Median": "median"}
 
 
-def _percentiles(block: str, what: str) -> dict[str, float]:
+def _percentiles(block: str, what: str, anomalies: list[str] | None = None) -> dict[str, float]:
     out: dict[str, float] = {}
     for m in re.finditer(rf"^\s*(Maximum|Minimum|Median|\d+\.\d+%)\s+{what}:\s*{NUM}{END}", block, re.M):
         key = _PCT_KEYS.get(m.group(1), m.group(1).rstrip("%"))
-        if key in out:
-            return {}   # printed twice: which one is the run's?
+        if key in out:   # printed twice: which one is the run's?
+            if anomalies is not None:
+                anomalies.append(f"{m.group(1)} {what} printed twice")
+            return {}
         out[key] = _f(m.group(2))
     return out
 
@@ -140,7 +143,7 @@ def parse_kld_block(text: str, anomalies: list[str] | None = None) -> KldStats |
     same = _value_err(tok_block, r"Same top p", anomalies)
     ppl_q = _value_err(ppl_block, r"Mean PPL\(Q\)\s*", anomalies)
     ppl_base = _value_err(ppl_block, r"Mean PPL\(base\)\s*", anomalies)
-    kld_pct = _percentiles(kld_block, "KLD")
+    kld_pct = _percentiles(kld_block, "KLD", anomalies)
     if None in (kld_mean, rms, same, ppl_q, ppl_base) or "99.9" not in kld_pct or "median" not in kld_pct:
         return None
     return KldStats(
@@ -148,7 +151,7 @@ def parse_kld_block(text: str, anomalies: list[str] | None = None) -> KldStats |
         ln_ppl_ratio=_value_err(ppl_block, r"Mean ln\(PPL\(Q\)/PPL\(base\)\)\s*", anomalies),
         kld_mean=kld_mean, kld_percentiles=kld_pct,
         dp_mean_pct=_value_err(tok_block, r"Mean\s+Δp", anomalies),
-        dp_percentiles_pct=_percentiles(tok_block, "Δp"),
+        dp_percentiles_pct=_percentiles(tok_block, "Δp", anomalies),
         rms_dp_pct=rms, same_top_p_pct=same,
     )
 
