@@ -173,3 +173,133 @@ def test_h200_feature_check_runs_from_verify_itself():
         assert verdict.ok and verdict.not_supported == 0 and verdict.device == "NVIDIA H200"
         shorts += [o.short() for o in verdict.ops]
     assert shorts == ["MUL_MAT 44/44", "MUL_MAT_ID 38/38", "MUL_MAT_ID 38/38"]
+
+
+# --- odd output never passes (issue 12 §2) ---------------------------------------------------------
+
+def _run_text(cases: str, backend: str = "CUDA0", summary: str | None = None, status: str = "OK") -> str:
+    """A complete, well-formed `-b BACKEND` run around the given case lines (the H200 layout)."""
+    lines = [c for c in cases.split("\n") if c.strip()]
+    n = sum(1 for c in lines if c.endswith(": OK"))
+    head = f"Testing 2 devices\n\nBackend 1/2: {backend}\n  Device description: NVIDIA H200\n" \
+           f"  Device memory: 143155 MB (142629 MB free)\n\n"
+    tail = f"  {summary or f'{n}/{len(lines)}'} tests passed\n  Backend {backend}: {status}\nBackend 2/2: CPU\n" \
+           f"  Skipping\n2/2 backends passed\nOK\n"
+    return head + "\n".join(lines) + "\n" + tail
+
+
+MM = "MUL_MAT(type_a=iq1_m,type_b=f32,m=16,n=1,k=256,bs=[1,1],nr=[1,1],per=[0,1,2,3],k_v=0,o=1)"
+
+
+def _judge(text, op="MUL_MAT", params=None, backend="CUDA0"):
+    return judge_backend_ops(parse_backend_ops(text), backend, returncode=0, op=op, params=params)
+
+
+def test_the_well_formed_synthetic_run_passes():
+    verdict = _judge(_run_text(f"  {MM}: OK"), params="type_a=iq1_m")
+    assert verdict.ok, verdict.problems
+    assert [o.short() for o in verdict.ops] == ["MUL_MAT 1/1"]
+
+
+def test_cases_of_another_op_are_not_the_op_asked_for():
+    verdict = _judge(_run_text("  ADD(type=f32,ne=[10,5,4,3],nr=[1,1,1,1],nf=1): OK"))
+    assert not verdict.ok and verdict.cases_run == 0 and verdict.ops == []
+    assert "zero tests run of MUL_MAT" in verdict.detail and "other ops in a `-o MUL_MAT` run" in verdict.detail
+
+
+@pytest.mark.parametrize("result", ["not OK", "OK!", "OK OK", "NOT OK", "OKAY", "ok", "OK (cached)", "passed", "0 OK",
+                                    "FAIL OK", "[MUL_MAT] ERR = 1.0 > 0.5 OK"])
+def test_only_the_exact_pass_marker_passes(result):
+    verdict = _judge(_run_text(f"  {MM}: {result}", summary="1/1"))
+    assert not verdict.ok and verdict.problems
+
+
+def test_error_text_ahead_of_an_ok_is_a_failure():
+    verdict = _judge(_run_text(f"[MUL_MAT] ERR = 0.9 > 0.0005   {MM}: OK", summary="1/1"))
+    assert not verdict.ok and "failing tests" in verdict.detail
+
+
+def test_two_case_names_on_one_line_are_unreadable():
+    verdict = _judge(_run_text(f"  {MM}: FAIL  {MM}: OK", summary="1/1"))
+    assert not verdict.ok
+
+
+def test_a_line_for_another_backend_is_not_this_backend():
+    text = _run_text(f"  {MM}: OK").replace("Backend 2/2: CPU\n  Skipping\n",
+                                              f"Backend 2/2: CUDA1\n  Device description: x\n  {MM}: OK\n"
+                                              "  1/1 tests passed\n  Backend CUDA1: OK\n")
+    verdict = _judge(text)
+    assert not verdict.ok and "results for backend CUDA1" in verdict.detail
+
+
+def test_a_status_line_naming_another_backend_does_not_count():
+    text = _run_text(f"  {MM}: OK").replace("  Backend CUDA0: OK\n", "  Backend CUDA1: OK\n")
+    verdict = _judge(text)
+    assert not verdict.ok and "no `Backend CUDA0: OK` line" in verdict.detail
+
+
+def test_a_second_section_or_status_line_is_red():
+    text = _run_text(f"  {MM}: OK")
+    assert not _judge(text.replace("  Backend CUDA0: OK\n", "  Backend CUDA0: FAIL\n  Backend CUDA0: OK\n")).ok
+    twice = text.replace("Backend 2/2: CPU", "Backend 2/2: CUDA0")
+    assert "a second section for backend CUDA0" in _judge(twice).detail
+
+
+def test_a_run_that_ends_with_fail_is_red():
+    assert not _judge(_run_text(f"  {MM}: OK").replace("2/2 backends passed\nOK", "1/2 backends passed\nFAIL")).ok
+
+
+def test_a_result_split_by_a_log_line_still_needs_the_exact_marker():
+    split = f"  {MM}: ggml_backend_cuda_graph_compute: CUDA graph warmup reset\nOK"
+    assert _judge(_run_text(split, summary="1/1")).ok
+    assert not _judge(_run_text(f"  {MM}: not\nOK", summary="1/1")).ok
+    assert not _judge(_run_text(f"  {MM}: ggml_x: y\nnot OK", summary="1/1")).ok
+
+
+@pytest.mark.parametrize("params,case_type,ok", [
+    ("type_a=iq1_m", "type_a=iq1_m", True),
+    ("type_a=iq1_m", "type_a=iq1_m_xyz", False),          # the regex finds it inside a longer value
+    ("type_a=iq1_m", "type_a=f32,xtype_a=iq1_m", False),   # ... or inside another key
+    ("type_a=iq1_m,", "type_a=iq1_m", True),
+    ("type_a=(iq1_m|iq1_s),", "type_a=iq1_s", True),
+    ("type_a=(iq1_m|iq1_s),", "type_a=iq1_s_r4", False),
+    ("n=1", "type_a=iq1_m", True),
+])
+def test_feature_check_params_match_exactly_per_key_value(params, case_type, ok):
+    case = MM.replace("type_a=iq1_m", case_type)
+    verdict = _judge(_run_text(f"  {case}: OK"), params=params)
+    assert verdict.ok is ok, verdict.problems
+    if not ok:
+        assert "zero tests run" in verdict.detail and "exactly" in verdict.detail
+
+
+def test_filter_terms_and_case_params():
+    from pinset.checks.backend_ops import case_params, filter_terms, matches_filter
+    assert case_params("type_a=f32,bs=[1,1],nr=[2,3],k=3") == {"type_a": ["f32"], "bs": ["[1,1]"], "nr": ["[2,3]"],
+                                                                "k": ["3"]}
+    assert not matches_filter("type_a=iq1_m,type_a=f32", "type_a=iq1_m")   # a key twice: each value must match
+    assert filter_terms("type_a=iq1_m,.*n_mats=128") == [[("type_a", "iq1_m"), ("n_mats", "128")]]
+    assert filter_terms(r"bs=\[1,1\],type_a=[a-z0-9_]+") == [[("bs", r"\[1,1\]"), ("type_a", "[a-z0-9_]+")]]
+    assert filter_terms("type_a=q4_0|type_a=q8_0") == [[("type_a", "q4_0")], [("type_a", "q8_0")]]
+    assert filter_terms("type_a=iq1_m.*n_mats=128") == [[("type_a", "iq1_m"), ("n_mats", "128")]]
+    assert filter_terms("type_a=q4_.*,type_b=f32") == [[("type_a", "q4_.*"), ("type_b", "f32")]]
+    assert matches_filter("type_a=q4_K,type_b=f32", "type_a=q4_.*") and not matches_filter("type_a=q8_0", "type_a=q4_.*")
+    assert matches_filter("type_a=q8_0,n=16", "type_a=q4_0|type_a=q8_0")
+    assert not matches_filter("type_a=q8_0,n=16", "n=1")
+    assert matches_filter("type_a=q8_0,n=16", "q8")      # no key=value term: the regex alone decides
+
+
+def test_perf_lines_must_be_complete_and_positive():
+    perf = "MUL_MAT(type_a=iq1_s,m=16):    10 runs -    18.68 us/run - 117.44 MFLOP/run -   6.29 TFLOPS"
+    text = _run_text("  " + perf).replace("  0/1 tests passed\n", "")
+    assert judge_backend_ops(parse_backend_ops(text), "CUDA0", returncode=0, mode="perf", op="MUL_MAT").ok
+    for bad in (perf.replace("10 runs", "0 runs"), perf.replace("18.68 us", "0.00 us"), perf[:-10]):
+        text = _run_text("  " + bad).replace("  0/1 tests passed\n", "")
+        assert not judge_backend_ops(parse_backend_ops(text), "CUDA0", returncode=0, mode="perf", op="MUL_MAT").ok
+
+
+@pytest.mark.parametrize("sep", ["\r", "\x1c", "\x85", "\u2028", "\x0b"])
+def test_only_a_newline_ends_a_case_line(sep):
+    # "FAIL<sep>OK" or "<sep>OK" must not read as a pass whatever a terminal would show
+    assert not _judge(_run_text(f"  {MM}: FAIL{sep}OK", summary="1/1")).ok
+    assert not _judge(_run_text(f"  {MM}: {sep}OK", summary="1/1")).ok

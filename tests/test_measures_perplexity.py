@@ -31,7 +31,7 @@ def test_reference_run_final_ppl_is_on_stderr_and_chunks_on_stdout():
 def test_kld_run_blocks():
     out = load("kld-iq1m-vs-f16")
     k = out.kld
-    assert k is not None and kld_problem(out, 0) is None
+    assert k is not None and kld_problem(out, 0, gpu=False) is None
     assert (k.kld_mean.value, k.kld_mean.err) == (3.544505, 0.067744)
     assert k.kld_percentiles["99.9"] == 8.729576
     assert k.kld_percentiles["max"] == 9.076786 and k.kld_percentiles["min"] == 0.323141
@@ -49,22 +49,28 @@ def test_kld_run_blocks():
 def test_bad_base_file_exits_0_without_block_and_the_error_is_reported():
     out = load("kld-bad-base-file")
     assert out.kld is None
-    problem = kld_problem(out, 0)
+    problem = kld_problem(out, 0, gpu=False)
     assert problem and "does not look like a file containing log-probabilities" in problem
 
 
 def test_too_few_tokens_exits_0_without_statistics():
     out = load("kld-too-few-tokens")
     assert out.kld is None and out.errors == []
-    assert "no KL divergence block" in kld_problem(out, 0)
+    assert "no KL divergence block" in kld_problem(out, 0, gpu=False)
 
 
 def test_nonzero_exit_is_a_problem_even_with_a_block():
     out = load("kld-iq1m-vs-f16")
-    assert "exited 1" in kld_problem(out, 1)
+    assert "exited 1" in kld_problem(out, 1, gpu=False)
 
 
 def test_truncated_block_is_not_a_result():
     text = (FIX / "kld-iq1m-vs-f16.stdout").read_text()
     cut = text[: text.index("====== Token probability statistics ======")]
     assert parse_perplexity(cut, "").kld is None
+
+
+def test_a_percentile_printed_twice_is_unreadable():
+    text = (FIX / "kld-iq1m-vs-f16.stdout").read_text()
+    out = parse_perplexity(text.replace("Median  KLD:   3.375562", "Median  KLD:   3.375562\nMedian  KLD:   0.1"), "")
+    assert out.kld is None and "unreadable" in kld_problem(out, 0)

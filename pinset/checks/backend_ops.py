@@ -5,6 +5,12 @@ not exist only prints `Skipping` for every device and ends with `OK`; a filter t
 reports `0/0 tests passed`; "not supported" cases are not counted as run; a crash leaves a half
 line. The verdict therefore needs the requested backend's own `Backend X: OK` line, a device
 description, at least one case run, and a clean exit.
+
+Odd output never passes: a case's result must be exactly the pass marker `OK` (not `not OK`, not
+`OK` with text after or before it), every case counted must be of the op asked for (`-o MUL_MAT`
+printing only `ADD(...)` cases is `MUL_MAT 0/0`) and, with a `-p` filter, carry each of the filter's
+`key=value` terms exactly (`type_a=iq1_m` is not `type_a=iq1_m_xyz`, nor `type_b=iq1_m`); a second
+section, status line or results for a backend other than the one asked for make the run unreadable.
 """
 
 from __future__ import annotations
@@ -24,7 +30,12 @@ BACKENDS_PASSED_RE = re.compile(r"^(?P<passed>\d+)/(?P<total>\d+) backends passe
 DESCRIPTION_RE = re.compile(r"^\s+Device description: (?P<text>.*)$")
 MEMORY_RE = re.compile(r"^\s+Device memory: (?P<total>\d+) MB \((?P<free>\d+) MB free\)")
 CUDA_DEVICE_RE = re.compile(r"^\s*Device (?P<index>\d+): (?P<name>.+?), compute capability (?P<cc>[\d.]+)")
-PERF_RE = re.compile(r"^\s*(?P<runs>\d+) runs - +(?P<us>[\d.]+) us/run")
+# "    1234 runs -    18.68 us/run - 117.44 MFLOP/run -   6.29 TFLOPS" or "... -   4096 kB/run -  812.50 GB/s"
+PERF_RE = re.compile(r"^\s*(?P<runs>\d+) runs - +(?P<us>\d+\.\d+) us/run - +(?:\d+\.\d+ [kMGT]FLOP/run - +"
+                     r"\d+\.\d+ [kMGT]FLOPS|\d+ kB/run - +\d+\.\d+ GB/s)$")
+# Text a case line may carry between "): " and a result pushed to the next line: a log line of the
+# program or the CUDA backend on merged stderr ("ggml_backend_cuda_graph_compute: CUDA graph warmup reset").
+LOG_INTERRUPTION_RE = re.compile(r"^[a-z_][a-z0-9_]*: \S")
 TESTING_RE = re.compile(r"^Testing (?P<count>\d+) devices")
 ERROR_TEXT_RE = re.compile(r"\[[A-Z0-9_]+\] (?:ERR|NMSE|MAA) = \S+ > \S+|\[[A-Z0-9_]+\] NaN at index[^)]*\)|"
                            r"\[[A-Z0-9_]+\] inf (?:sign )?mismatch: \S+ \S+|sentinel mismatch: \S+|compare failed")
@@ -34,13 +45,16 @@ ERROR_TEXT_RE = re.compile(r"\[[A-Z0-9_]+\] (?:ERR|NMSE|MAA) = \S+ > \S+|\[[A-Z0
 class Case:
     op: str
     params: str
-    status: str           # passed | failed | not-supported | skipped | measured | incomplete
+    status: str           # passed | failed | unreadable | not-supported | skipped | measured | incomplete
     backend: str | None   # the section it was printed in
     detail: str = ""      # the error text for failures ("[MUL_MAT] ERR = ... > ..."), perf numbers
 
     @property
     def name(self) -> str:
         return f"{self.op}({self.params})"
+
+
+RUN_STATUSES = ("passed", "failed", "unreadable", "incomplete", "measured")   # the case ran (or began to)
 
 
 @dataclass
@@ -50,7 +64,7 @@ class BackendSection:
     skipped: str | None = None        # "Skipping", "Skipping CPU backend"
     description: str | None = None
     memory_mib: int | None = None
-    status: str | None = None         # OK | FAIL from "  Backend NAME: OK"; None when never printed
+    status: str | None = None         # OK | FAIL from "  Backend NAME: OK"; None when never printed; FAIL sticks
     summary: tuple[int, int] | None = None  # "  N/M tests passed"
     cases: list[Case] = field(default_factory=list)
 
@@ -64,6 +78,7 @@ class BackendOpsOutput:
     final: str | None = None              # the last OK / FAIL line
     cuda_devices: list[dict] = field(default_factory=list)
     error_lines: list[str] = field(default_factory=list)
+    anomalies: list[str] = field(default_factory=list)   # what real output never shows (a second status line...)
 
     def backend(self, name: str) -> BackendSection | None:
         for section in self.backends:
@@ -76,31 +91,42 @@ class BackendOpsOutput:
         return [c for b in self.backends for c in b.cases]
 
 
+def _perf_ok(text: str) -> bool:
+    m = PERF_RE.match(text)
+    return bool(m) and int(m["runs"]) > 0 and float(m["us"]) > 0
+
+
 def _classify(result: str, prefix: str) -> tuple[str, str]:
-    text = result.strip()
-    if text.startswith("not supported"):
+    """A case's status from the text after "): " (result) and the text ahead of its name (prefix).
+
+    Only the exact markers count: `OK` (test), `SUPPORTED` (support) or a complete perf line, with
+    nothing ahead of the case name; `FAIL` at the end is a failure whatever precedes it. Anything
+    else the program could not have printed for a finished case is "unreadable" (red).
+    """
+    text, prefix = result.strip(" \t"), prefix.strip(" \t")   # a \r or other control character is not blank
+    if text.startswith("not supported") or text == "NOT SUPPORTED":
         return "not-supported", text
     if text.startswith("skipping"):
         return "skipped", text
-    if PERF_RE.match(text):
-        return "measured", text
     if text.endswith("FAIL"):
-        detail = " ".join(s for s in (prefix.strip(), text[:-4].strip()) if s)
+        detail = " ".join(s for s in (prefix, text[:-4].strip()) if s)
         first = ERROR_TEXT_RE.search(detail)  # the callback prints one per compared node: keep the first
         return "failed", first.group(0) if first else detail[:200]
-    if text == "OK" or text.endswith(" OK"):
-        return "passed", text
-    if text == "SUPPORTED":
-        return "passed", text
-    if text == "NOT SUPPORTED":
-        return "not-supported", text
-    return "incomplete", " ".join(s for s in (prefix.strip(), text) if s)
+    if prefix and ERROR_TEXT_RE.search(prefix):
+        return "failed", ERROR_TEXT_RE.search(prefix).group(0)
+    if text in ("OK", "SUPPORTED"):
+        return ("passed", text) if not prefix else ("unreadable", f"{prefix!r} ahead of the case name")
+    if _perf_ok(text):
+        return ("measured", text) if not prefix else ("unreadable", f"{prefix!r} ahead of the case name")
+    if not text or LOG_INTERRUPTION_RE.match(text):
+        return "incomplete", " ".join(s for s in (prefix, text) if s)
+    return "unreadable", f"result {text[:80]!r} is not a test-backend-ops result"
 
 
-def _is_result(line: str) -> bool:
-    text = line.strip()
-    return text in ("OK", "FAIL") or text.startswith("not supported") or bool(PERF_RE.match(text)) \
-        or (text.endswith(" FAIL") and ERROR_TEXT_RE.search(text) is not None)
+def _is_result(text: str) -> bool:
+    """A line that finishes a case whose result was pushed to the next line by a log message."""
+    return text in ("OK", "FAIL", "SUPPORTED", "NOT SUPPORTED") or text.startswith("not supported") \
+        or _perf_ok(text) or (text.endswith(" FAIL") and ERROR_TEXT_RE.search(text) is not None)
 
 
 def parse_backend_ops(text: str) -> BackendOpsOutput:
@@ -108,8 +134,16 @@ def parse_backend_ops(text: str) -> BackendOpsOutput:
     out = BackendOpsOutput()
     current: BackendSection | None = None
     in_failing = False
-    for raw in strip_ansi(text).splitlines():
-        line = raw.rstrip()
+    awaiting_result = False   # the last case line ended in a log message: its result may be on a later line
+    for raw in strip_ansi(text).split("\n"):   # only a newline ends a line (not \r, \x1c, \u2028...)
+        line = raw.rstrip(" \t")
+        if awaiting_result and current is not None and current.cases:
+            if _is_result(line.strip(" \t")):
+                case = current.cases[-1]
+                case.status, case.detail = _classify(line, "")
+                awaiting_result = False
+                continue
+            awaiting_result = bool(LOG_INTERRUPTION_RE.match(line.strip()))
         if in_failing:
             if line.startswith("  ") and line.strip() and not BACKEND_STATUS_RE.match(line):
                 out.failing_tests.append(line.strip())
@@ -124,6 +158,8 @@ def parse_backend_ops(text: str) -> BackendOpsOutput:
             continue
         m = BACKEND_HEADER_RE.match(line)
         if m:
+            if out.backend(m["name"]) is not None:
+                out.anomalies.append(f"a second section for backend {m['name']}")
             current = BackendSection(m["name"], int(m["index"]))
             out.backends.append(current)
             continue
@@ -133,17 +169,21 @@ def parse_backend_ops(text: str) -> BackendOpsOutput:
             continue
         m = BACKEND_STATUS_RE.match(line)
         if m:
-            section = out.backend(m["name"]) or current
-            if section is not None:
-                section.status = m["status"]
+            if current is None or m["name"] != current.name:
+                where = f"in the section of {current.name}" if current else "outside any backend section"
+                out.anomalies.append(f"`Backend {m['name']}: {m['status']}` {where}")
+                continue
+            if current.status is not None:
+                out.anomalies.append(f"a second `Backend {current.name}: ...` line")
+            current.status = "FAIL" if "FAIL" in (current.status, m["status"]) else m["status"]
             continue
         m = BACKENDS_PASSED_RE.match(line)
         if m:
             out.backends_passed = (int(m["passed"]), int(m["total"]))
             current = None
             continue
-        if line.strip() in ("OK", "FAIL") and out.backends_passed is not None:
-            out.final = line.strip()
+        if line.strip(" \t") in ("OK", "FAIL") and out.backends_passed is not None:
+            out.final = "FAIL" if "FAIL" in (out.final, line.strip(" \t")) else line.strip(" \t")
             continue
         if current is not None:
             m = DESCRIPTION_RE.match(line)
@@ -156,6 +196,8 @@ def parse_backend_ops(text: str) -> BackendOpsOutput:
                 continue
             m = SUMMARY_RE.match(line)
             if m:
+                if current.summary is not None:
+                    out.anomalies.append(f"a second `N/M tests passed` line for backend {current.name}")
                 current.summary = (int(m["passed"]), int(m["total"]))
                 continue
             if line.strip().startswith("Skipping") and not current.cases:
@@ -163,19 +205,116 @@ def parse_backend_ops(text: str) -> BackendOpsOutput:
                 continue
             m = CASE_RE.search(line)
             if m:
-                status, detail = _classify(m["result"], line[:m.start()])
+                if "): " in m["params"]:
+                    # two case names on one line: the greedy match cannot say where one ends
+                    status, detail = "unreadable", "two case names on one line"
+                else:
+                    status, detail = _classify(m["result"], line[:m.start()])
                 current.cases.append(Case(m["op"], m["params"], status, current.name, detail))
+                awaiting_result = status == "incomplete"
                 if status == "failed" and detail:
                     out.error_lines.append(line.strip())
-                continue
-            if current.cases and current.cases[-1].status == "incomplete" and _is_result(line):
-                # stderr merged into stdout (2>&1) can split a case line: the result comes on the next line
-                case = current.cases[-1]
-                case.status, case.detail = _classify(line.strip(), "")
                 continue
         if re.search(r"\b(ERR|NMSE|MAA) = |NaN at index|inf mismatch|sentinel mismatch", line):
             out.error_lines.append(line.strip())
     return out
+
+
+# --- -p filters: exact per key=value -------------------------------------------------------------
+
+KEY_VALUE_RE = re.compile(r"(?P<key>[A-Za-z_][A-Za-z0-9_]*)=(?P<value>.+)", re.S)
+# `.*` / `.+` between two terms ("type_a=iq1_m.*n_mats=128"); one that ends a value stays in it ("type_a=q4_.*")
+GAP_BEFORE_KEY_RE = re.compile(r"(\.[*+]\??)(?=[A-Za-z_][A-Za-z0-9_]*=)")
+
+
+def case_params(params: str) -> dict[str, list[str]]:
+    """`type_a=f32,ne=[4,5,1,1],k=3` -> {"type_a": ["f32"], "ne": ["[4,5,1,1]"], "k": ["3"]}: commas inside
+    brackets stay, and a key printed twice keeps both values (a filter must match each)."""
+    out: dict[str, list[str]] = {}
+    depth, start = 0, 0
+    for i, ch in enumerate(params + ","):
+        if ch in "[(":
+            depth += 1
+        elif ch in "])":
+            depth = max(depth - 1, 0)
+        elif ch == "," and depth == 0:
+            key, sep, value = params[start:i].partition("=")
+            if sep:
+                out.setdefault(key.strip(), []).append(value)
+            start = i + 1
+    return out
+
+
+def filter_terms(params_regex: str) -> list[list[tuple[str, str]]]:
+    r"""The `key=value` terms of a -p regex, one list per top-level alternative.
+
+    Terms are separated by `,`, or by `.*`/`.+` followed by the next `KEY=`, outside groups, character
+    classes and escaped brackets (`bs=\[1,1\]` is one term; `type_a=q4_.*` keeps its `.*`); a term is
+    `KEY=VALUE` with a literal key, VALUE a regex that must match the case's whole value. Other terms
+    (no `=`) are left to the regex itself.
+    """
+    alternatives: list[list[str]] = [[]]
+    term, depth, i, n = "", 0, 0, len(params_regex)
+    while i < n:
+        ch = params_regex[i]
+        if ch == "\\" and i + 1 < n:
+            nxt = params_regex[i + 1]
+            depth += 1 if nxt == "[" else -1 if nxt == "]" and depth > 0 else 0
+            term += params_regex[i:i + 2]
+            i += 2
+            continue
+        if ch == "[":   # a character class: copied whole
+            j = i + 1 + (params_regex[i + 1:i + 2] == "^")
+            j += params_regex[j:j + 1] == "]"
+            while j < n and params_regex[j] != "]":
+                j += 2 if params_regex[j] == "\\" else 1
+            term += params_regex[i:j + 1]
+            i = j + 1
+            continue
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth = max(depth - 1, 0)
+        gap = GAP_BEFORE_KEY_RE.match(params_regex, i) if ch == "." else None
+        if depth == 0 and (ch in ",|" or gap):
+            alternatives[-1].append(term)
+            term = ""
+            if ch == "|":
+                alternatives.append([])
+            i = gap.end(1) if gap else i + 1
+            continue
+        term += ch
+        i += 1
+    alternatives[-1].append(term)
+    out = []
+    for terms in alternatives:
+        pairs = []
+        for t in terms:
+            m = KEY_VALUE_RE.fullmatch(t.strip().lstrip("^").rstrip("$"))
+            if m:
+                try:
+                    re.compile(m["value"])
+                except re.error:
+                    continue
+                pairs.append((m["key"], m["value"]))
+        out.append(pairs)
+    return out
+
+
+def matches_filter(params: str, params_regex: str | None) -> bool:
+    """Whether a case's parameters satisfy a -p filter the way its author meant it: the regex finds
+    them (as test-backend-ops does) and every `key=value` term of one alternative names a parameter
+    of the case and matches its whole value."""
+    if not params_regex:
+        return True
+    try:
+        if not re.search(params_regex, params):
+            return False
+    except re.error:
+        pass  # std::regex accepted what Python's re does not: the key=value terms still decide
+    values = case_params(params)
+    return any(all(k in values and all(re.fullmatch(v, x) for x in values[k]) for k, v in pairs)
+               for pairs in filter_terms(params_regex))
 
 
 @dataclass
@@ -214,36 +353,39 @@ class BackendOpsVerdict:
         return "; ".join(self.problems) if self.problems else None
 
 
-def count_ops(section: BackendSection, failing_tests: list[str]) -> list[OpCount]:
-    """passed/total per op of one backend section; failures from the `Failing tests:` block."""
+def count_ops(cases: list[Case], backend: str, failing_tests: list[str]) -> list[OpCount]:
+    """passed/total per op of the given cases; failures from the `Failing tests:` block."""
     by_op: dict[str, OpCount] = {}
-    for case in section.cases:
-        count = by_op.setdefault(case.op, OpCount(case.op, section.name, 0, 0, 0, []))
-        if case.status == "passed":
+    for case in cases:
+        count = by_op.setdefault(case.op, OpCount(case.op, backend, 0, 0, 0, []))
+        if case.status in ("passed", "measured"):
             count.passed += 1
             count.total += 1
-        elif case.status in ("failed", "incomplete"):
+        elif case.status in ("failed", "incomplete", "unreadable"):
             count.total += 1
-            if not failing_tests:  # no block (crash): the FAIL lines are all we have
+            if not failing_tests or case.status != "failed":  # no block (crash): the FAIL lines are all we have
                 count.failures.append(case.name + (f": {case.detail}" if case.detail else ""))
         elif case.status == "not-supported":
             count.not_supported += 1
-        elif case.status == "measured":
-            count.passed += 1
-            count.total += 1
-    details = {c.name: c.detail for c in section.cases if c.status == "failed"}
+    details = {c.name: c.detail for c in cases if c.status == "failed"}
     for name in failing_tests:
         op = name.split("(", 1)[0]
-        count = by_op.setdefault(op, OpCount(op, section.name, 0, 0, 0, []))
+        count = by_op.setdefault(op, OpCount(op, backend, 0, 0, 0, []))
         count.failures.append(name + (f": {details[name]}" if details.get(name) else ""))
     return list(by_op.values())
 
 
+def _names(cases: list[Case], n: int = 2) -> str:
+    shown = ", ".join(c.name[:120] for c in cases[:n])
+    return shown + (f" and {len(cases) - n} more" if len(cases) > n else "")
+
+
 def judge_backend_ops(output: BackendOpsOutput, backend: str, *, returncode: int | None,
                       signal_name: str | None = None, timed_out: bool = False, raw_text: str = "",
-                      mode: str = "test") -> BackendOpsVerdict:
-    """Red unless the requested backend really ran, ran at least one case, and nothing failed or crashed."""
-    problems: list[str] = []
+                      mode: str = "test", op: str | None = None, params: str | None = None) -> BackendOpsVerdict:
+    """Red unless the requested backend really ran, ran at least one case of `op` whose parameters
+    match `params` exactly, and nothing failed, crashed or looked odd."""
+    problems: list[str] = list(output.anomalies)
     section = output.backend(backend)
     if section is None:
         names = ", ".join(b.name for b in output.backends) or "none"
@@ -252,29 +394,47 @@ def judge_backend_ops(output: BackendOpsOutput, backend: str, *, returncode: int
         problems.append(f"backend {backend} was skipped ({section.skipped})")
     elif not section.description:
         problems.append(f"backend {backend} printed no device description")
-    ops = count_ops(section, output.failing_tests) if section is not None else []
+    for other in output.backends:
+        if other.name != backend and (other.cases or other.status or other.summary):
+            problems.append(f"results for backend {other.name}, which was not asked for")
     cases = section.cases if section is not None else []
-    run = sum(1 for c in cases if c.status in ("passed", "failed", "incomplete", "measured"))
-    measured = sum(1 for c in cases if c.status == "measured")
-    not_supported = sum(1 for c in cases if c.status == "not-supported")
+    foreign = [c for c in cases if op is not None and c.op != op]
+    mine = [c for c in cases if c not in foreign]
+    selected = [c for c in mine if matches_filter(c.params, params)]
+    outside = [c for c in mine if c not in selected]
+    run = sum(1 for c in selected if c.status in RUN_STATUSES)
+    measured = sum(1 for c in selected if c.status == "measured")
+    not_supported = sum(1 for c in selected if c.status == "not-supported")
     failed = sum(1 for c in cases if c.status == "failed")
     if timed_out:
         problems.append("timed out")
     elif signal_name:
         problems.append(f"killed by {signal_name}")
+    if foreign:
+        problems.append(f"{len(foreign)} case(s) of other ops in a `-o {op}` run ({_names(foreign)})")
     if section is not None and not section.skipped:
         if run == 0:
-            problems.append(f"zero tests run ({not_supported} not supported)" if not_supported else "zero tests run")
+            what = "zero tests run" + (f" of {op}" if op else "") + (f" with {params}" if params else "")
+            if not_supported:
+                what += f" ({not_supported} not supported)"
+            if any(c.status in RUN_STATUSES for c in outside):
+                what += f"; the cases that ran do not carry each key=value of the filter exactly ({_names(outside)})"
+            problems.append(what)
         if mode == "test":
             if section.summary is not None:
                 passed, total = section.summary
+                all_run = sum(c.status in RUN_STATUSES for c in cases)
                 parsed_passed = sum(c.status == "passed" for c in cases)
-                if total != run or passed != parsed_passed:
-                    problems.append(f"summary says {passed}/{total} tests passed but {parsed_passed}/{run} case lines were read")
+                if total != all_run or passed != parsed_passed:
+                    problems.append(f"summary says {passed}/{total} tests passed but {parsed_passed}/{all_run} case lines were read")
             elif not (timed_out or signal_name):
                 problems.append("no `N/M tests passed` summary")
         if failed or output.failing_tests:
             problems.append(f"{max(failed, len(output.failing_tests))} failing tests")
+        unreadable = [c for c in cases if c.status == "unreadable"]
+        if unreadable:
+            problems.append(f"{len(unreadable)} case line(s) without a valid result: {unreadable[0].name[:120]}: "
+                            f"{unreadable[0].detail}")
         incomplete = [c for c in cases if c.status == "incomplete"]
         if incomplete:
             problems.append(f"case {incomplete[-1].name} did not finish")
@@ -282,8 +442,17 @@ def judge_backend_ops(output: BackendOpsOutput, backend: str, *, returncode: int
             problems.append(f"no `Backend {backend}: OK` line")
         elif section.status == "FAIL" and not failed and not output.failing_tests:
             problems.append(f"`Backend {backend}: FAIL`")
+    if not (timed_out or signal_name):
+        if output.backends_passed is not None and output.backends_passed[0] != output.backends_passed[1]:
+            problems.append(f"{output.backends_passed[0]}/{output.backends_passed[1]} backends passed")
+        if output.final == "FAIL":
+            problems.append("the run ended with FAIL")
+        elif output.final is None:
+            problems.append("no closing `N/M backends passed` and `OK` (output cut short)")
     if returncode not in (0, None) and not signal_name and not problems:
         problems.append(f"exit {returncode}")
+    ops = count_ops(selected, section.name, [t for t in output.failing_tests if op is None or t.split("(", 1)[0] == op]) \
+        if section is not None else []
     if (timed_out or signal_name) and raw_text:
         problems.append("last output: " + " | ".join(last_lines(raw_text, 5).splitlines()))
     if (timed_out or signal_name) and ops and not any(c.status == "incomplete" for c in cases):

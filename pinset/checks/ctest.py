@@ -1,4 +1,10 @@
-"""ctest's console output -> per-test results, and the verdict (at least one test must have run)."""
+"""ctest's console output -> per-test results, and the verdict.
+
+Green needs at least one result line, every one `Passed`, and ctest's own closing count agreeing:
+"100% tests passed, 0 tests failed out of N" with N the result lines read. ctest that found no test
+("No tests were found!!!", exit 0), a count of zero, a missing count (cut short) or a count that
+disagrees with the lines is red.
+"""
 
 from __future__ import annotations
 
@@ -20,9 +26,11 @@ NO_TESTS_RE = re.compile(r"^No tests were found")
 @dataclass
 class CtestCase:
     name: str
-    status: str        # passed | failed | timeout | crashed | not-run
+    status: str        # passed | failed | timeout | crashed | not-run | skipped
     raw_status: str    # ctest's own words ("***Failed", "Subprocess aborted***Exception:")
     seconds: float
+    index: int = 0     # the i of "i/N Test #..."
+    of: int = 0        # the N
 
 
 @dataclass
@@ -30,13 +38,17 @@ class CtestOutput:
     cases: list[CtestCase] = field(default_factory=list)
     total: int | None = None
     failed: int | None = None
+    percent: int | None = None
     no_tests: bool = False
+    summaries: int = 0   # closing count lines read (one in a real run)
 
 
 def _status(raw: str) -> str:
     text = raw.strip()
     if text == "Passed":
         return "passed"
+    if "Skipped" in text:
+        return "skipped"
     if "Timeout" in text:
         return "timeout"
     if "Not Run" in text or "Unable to find" in text:
@@ -51,11 +63,13 @@ def parse_ctest(text: str) -> CtestOutput:
     for line in strip_ansi(text).splitlines():
         m = RESULT_RE.match(line)
         if m:
-            out.cases.append(CtestCase(m["name"], _status(m["status"]), m["status"].strip(), float(m["sec"])))
+            out.cases.append(CtestCase(m["name"], _status(m["status"]), m["status"].strip(), float(m["sec"]),
+                                       int(m["i"]), int(m["n"])))
             continue
         m = TOTAL_RE.match(line.strip())
         if m:
-            out.total, out.failed = int(m["total"]), int(m["failed"] or 0)
+            out.total, out.failed, out.percent = int(m["total"]), int(m["failed"] or 0), int(m["pct"])
+            out.summaries += 1
             continue
         if NO_TESTS_RE.match(line.strip()):
             out.no_tests = True
@@ -88,6 +102,16 @@ def judge_ctest(output: CtestOutput, *, returncode: int | None, timed_out: bool 
             problems.append(f"{case.name}: {case.raw_status} ({case.status})")
     if output.total is not None and output.total != len(output.cases):
         problems.append(f"ctest counted {output.total} tests but {len(output.cases)} result lines were read")
+    if output.summaries == 0 and not output.no_tests and not timed_out:
+        problems.append("no `N% tests passed ... out of N` line (ctest did not finish)")
+    elif output.summaries > 1:
+        problems.append(f"{output.summaries} `tests passed` lines")
+    elif output.total is not None and (output.failed or output.percent != 100):
+        problems.append(f"ctest says {output.percent}% tests passed, {output.failed} failed out of {output.total}")
+    names = [c.name for c in output.cases]
+    if len(set(names)) != len(names) or any(c.of != len(output.cases) for c in output.cases) \
+            or sorted(c.index for c in output.cases) != list(range(1, len(output.cases) + 1)):
+        problems.append("result lines do not add up (a test twice, or `i/N` with another N)")
     if returncode not in (0, None) and not problems:
         problems.append(f"ctest exit {returncode}")
     return CtestVerdict(not problems, len(output.cases), problems)

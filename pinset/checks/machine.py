@@ -18,27 +18,35 @@ class GpuInfo:
     memory_mib: int
 
 
+COLUMNS = ["name", "driver_version", "compute_cap", "memory.total"]
+# What each value must look like: a malformed line (an error message with commas, "[N/A]", a header
+# of other columns) is no GPU rather than a GPU with made-up facts.
+VALUE_RE = {"name": r"[^\[\],]*[A-Za-z0-9][^\[\],]*", "driver_version": r"\d+(?:\.\d+)+",
+            "compute_cap": r"\d+\.\d+", "memory.total": r"[1-9]\d*(?: MiB)?"}
+
+
 def parse_nvidia_smi(text: str) -> list[GpuInfo]:
     """`nvidia-smi --query-gpu=name,driver_version,compute_cap,memory.total --format=csv,noheader,nounits`.
 
     Also reads `--format=csv` output (a header line names the columns, values carry units) with
-    these four columns among others.
+    these four columns among others. A line counts as a GPU only when every one of the four values
+    is well-formed; a header without all four columns makes the lines under it unreadable.
     """
-    columns = ["name", "driver_version", "compute_cap", "memory.total"]
+    columns: list[str] | None = list(COLUMNS)
     gpus = []
     for line in text.splitlines():
         parts = [p.strip() for p in line.split(",")]
         if parts and parts[0] == "name":
-            columns = [re.sub(r"\s*\[.*\]$", "", p) for p in parts]
+            named = [re.sub(r"\s*\[.*\]$", "", p) for p in parts]
+            columns = named if set(COLUMNS) <= set(named) and len(set(named)) == len(named) else None
             continue
-        if len(parts) != len(columns):
+        if columns is None or len(parts) != len(columns):
             continue
         row = dict(zip(columns, parts))
-        if not re.fullmatch(r"\d+\.\d+", row.get("compute_cap", "")):
+        if not all(re.fullmatch(VALUE_RE[c], row[c]) for c in COLUMNS):
             continue
-        memory = re.match(r"\d+", row.get("memory.total", ""))
-        gpus.append(GpuInfo(row["name"], row.get("driver_version", ""), row["compute_cap"],
-                            int(memory.group(0)) if memory else 0))
+        gpus.append(GpuInfo(row["name"], row["driver_version"], row["compute_cap"],
+                            int(row["memory.total"].split()[0])))
     return gpus
 
 

@@ -26,7 +26,7 @@ from statistics import median
 
 from pinset import runner
 from pinset.measures import gpu as gpu_mod
-from pinset.measures.llama_bench import BenchLine, BenchParseError, parse_jsonl
+from pinset.measures.llama_bench import BenchLine, BenchParseError, parse_jsonl, run_problem, speed_problem
 from pinset.measures.sides import Side
 from pinset.measures.stats import compare
 from pinset.results import SCHEMAS, Doc
@@ -82,6 +82,17 @@ def run_tps(test: dict) -> float:
     return float(median(samples)) if samples else float(test["avg_ts"])
 
 
+def recorded_speed_problem(test: dict) -> str | None:
+    """Why a recorded test (round_log, possibly from an older or edited file) has no usable speed."""
+    samples = test.get("samples_ts") or []
+    if not isinstance(samples, list):
+        return f"samples_ts {samples!r} is not a list"
+    for value in samples or [test.get("avg_ts")]:
+        if problem := speed_problem(value):
+            return problem
+    return None
+
+
 def run_side(side: Side, model: Path, bench_args: list[str], repetitions: int, *, cpu: bool,
              log: Path | None = None, timeout: float = 1800) -> tuple[SideRun, runner.Completed]:
     argv = [side.exe("llama-bench"), "-m", model, "-o", "jsonl", "-r", str(repetitions), *bench_args]
@@ -93,8 +104,8 @@ def run_side(side: Side, model: Path, bench_args: list[str], repetitions: int, *
         detail = f"unreadable llama-bench output: {exc}"
     if not done.ok:
         detail = f"llama-bench {done.describe()}: {done.tail(3)}"
-    elif not lines and detail is None:
-        detail = "llama-bench printed no test line"
+    elif detail is None:
+        detail = run_problem(lines, repetitions=repetitions, bench_args=bench_args, gpu=not cpu)
     return SideRun(side.label, detail is None, lines, detail, done.seconds), done
 
 
@@ -103,6 +114,7 @@ def run_rounds(base: Side, head: Side, models: dict[str, Path], bench_args: list
     """models: the GGUF each side runs ({"base": ..., "head": ...}; the same file for a build comparison)."""
     sides = {"base": base, "head": head}
     out = []
+    tests: list[str] | None = None   # the tests of the first good run: every other run must have the same
     for i in range(rounds):
         order = "BH" if i % 2 == 0 else "HB"
         rnd = Round(i, order, warmup=(i == 0))
@@ -110,7 +122,13 @@ def run_rounds(base: Side, head: Side, models: dict[str, Path], bench_args: list
         for letter in order:
             label = "base" if letter == "B" else "head"
             log = (log_dir / f"bench-round{i}-{label}.log") if log_dir else None
-            rnd.runs[label], _ = run_side(sides[label], models[label], bench_args, repetitions, cpu=cpu, log=log)
+            run, _ = run_side(sides[label], models[label], bench_args, repetitions, cpu=cpu, log=log)
+            if run.ok:
+                tests = tests if tests is not None else sorted(line.test for line in run.lines)
+                if sorted(line.test for line in run.lines) != tests:
+                    run.ok, run.detail = False, (f"tests {', '.join(sorted(l.test for l in run.lines))} differ from "
+                                                 f"the other runs' {', '.join(tests)}")
+            rnd.runs[label] = run
         rnd.gpu_after = None if cpu else gpu_mod.snapshot()
         out.append(rnd)
         if on_round:
@@ -148,10 +166,11 @@ def analyse(rounds: list[dict], *, keep_busy_rounds: bool = False) -> list[dict]
             for label in ("base", "head"):
                 run = rnd["runs"].get(label)
                 match = [t for t in (run or {}).get("tests", []) if _key(t["params"]) == k]
-                if not run or not run["ok"] or not match or not (run_tps(match[0]) > 0):
+                why = (run or {}).get("detail") or (("test missing" if not match else "the test twice" if len(match) > 1
+                                                    else recorded_speed_problem(match[0])) if run else None)
+                if not run or not run["ok"] or why:
                     vals = None
-                    excluded.append(f"round {rnd['round']}: {label} has no result"
-                                    + (f" ({run['detail']})" if run and run.get("detail") else ""))
+                    excluded.append(f"round {rnd['round']}: {label} has no result" + (f" ({why})" if why else ""))
                     break
                 vals[label] = run_tps(match[0])
             if vals:
@@ -198,8 +217,10 @@ METHOD = ("run speed = median of llama-bench's samples; per-round log(head/base)
 
 
 def _ok(rows: list[dict], recorded: list[dict]) -> bool:
-    """Every run succeeded and every row is "faster" or "no change"."""
-    run_failed = any(not run["ok"] for r in recorded for run in r["runs"].values())
+    """Every run succeeded (with physical speeds, also in a re-analysed file) and every row is "faster" or
+    "no change"."""
+    run_failed = any(not run["ok"] or any(recorded_speed_problem(t) for t in run["tests"])
+                     for r in recorded for run in r["runs"].values())
     return bool(rows) and not run_failed and all(r["verdict"] in ("faster", "no change") for r in rows)
 
 

@@ -6,10 +6,12 @@ comparable; recording both lets the bench verdict exclude such rounds and lets a
 
 from __future__ import annotations
 
+import re
 import shutil
 from dataclasses import dataclass
 
 from pinset import runner
+from pinset.checks.machine import VALUE_RE
 
 QUERY = "name,driver_version,clocks.sm,clocks.mem,clocks.max.sm,temperature.gpu,power.draw,utilization.gpu"
 
@@ -34,8 +36,8 @@ def _num(text: str, kind=int):
     text = text.strip()
     try:
         return kind(float(text)) if kind is int else kind(text)
-    except ValueError:
-        return None  # "[N/A]", "[Not Supported]"
+    except (ValueError, OverflowError):
+        return None  # "[N/A]", "[Not Supported]", "inf"
 
 
 def parse_query_gpu(text: str) -> list[dict]:
@@ -43,8 +45,9 @@ def parse_query_gpu(text: str) -> list[dict]:
     gpus = []
     for line in text.splitlines():
         parts = [p.strip() for p in line.split(",")]
-        if len(parts) < 8:
-            continue
+        if len(parts) != 8 or not (re.fullmatch(VALUE_RE["name"], parts[0])
+                                   and re.fullmatch(VALUE_RE["driver_version"], parts[1])):
+            continue  # an error message or a malformed line: no GPU rather than a made-up one
         gpus.append({"name": parts[0], "driver": parts[1], "sm_clock_mhz": _num(parts[2]),
                      "mem_clock_mhz": _num(parts[3]), "max_sm_clock_mhz": _num(parts[4]),
                      "temperature_c": _num(parts[5]), "power_w": _num(parts[6], float),

@@ -25,6 +25,9 @@ from pinset.measures.sides import Side
 from pinset.results import SCHEMAS, Doc
 
 CPU_ENV = {"CUDA_VISIBLE_DEVICES": ""}
+# llama.cpp prints its `using device CUDA0 (NVIDIA H200)` line only at log verbosity 4 (common/log.h:
+# llama's INFO messages are TRACE to the tool); without it a run cannot show which device it used.
+DEVICE_LOG = ["-lv", "4"]
 SIGMAS = 2.0  # head is "further" when its mean KLD exceeds base's by more than 2 combined std errors
 
 
@@ -80,7 +83,7 @@ def reference(side: Side, model: Path, text: Path, ctx: int, chunks: int, store,
         return Reference(logits, out, True, key, side.build, side.commit)
     tmp = folder / "logits.bin.part"
     argv = [side.exe("llama-perplexity"), "-m", model, "-f", text, "-c", str(ctx), "--chunks", str(chunks),
-            "-ngl", "0", "--kl-divergence-base", tmp, *extra]
+            "-ngl", "0", "--kl-divergence-base", tmp, *DEVICE_LOG, *extra]
     if threads:
         argv += ["-t", str(threads)]
     log = (log_dir / "kld-reference.log") if log_dir else folder / "reference.log"
@@ -103,14 +106,15 @@ def device_run(side: Side, model: Path, ref: Reference, ctx: int, chunks: int, *
                log_dir: Path | None = None) -> DeviceRun:
     ngl = "0" if cpu else str(gpu_layers)
     argv = [side.exe("llama-perplexity"), "-m", model, "-c", str(ctx), "--chunks", str(chunks), "-ngl", ngl,
-            "--kl-divergence-base", ref.logits, "--kl-divergence", *extra]
+            "--kl-divergence-base", ref.logits, "--kl-divergence", *DEVICE_LOG, *extra]
     if threads:
         argv += ["-t", str(threads)]
     done = runner.run(argv, env=CPU_ENV if cpu else None, timeout=7200,
                       log=(log_dir / f"kld-{side.label}.log") if log_dir else None)
     out = parse_perplexity(done.stdout, done.stderr)
-    backend = "CPU" if cpu else (out.devices[0].split()[0] if out.devices else "CUDA0")
-    return DeviceRun(side.label, side, backend, out, done.returncode, kld_problem(out, done.returncode), done.seconds)
+    backend = "CPU" if cpu else (out.devices[0].split()[0] if out.devices else "unknown")
+    return DeviceRun(side.label, side, backend, out, done.returncode, kld_problem(out, done.returncode, gpu=not cpu),
+                     done.seconds)
 
 
 def verdict(base: DeviceRun, head: DeviceRun) -> dict:

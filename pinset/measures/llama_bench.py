@@ -3,11 +3,18 @@
 A test is identified by the parameters that change what is measured (prompt/gen sizes, batch sizes,
 offload, flash attention, cache types, threads...), so base and head runs of the same invocation pair
 up row by row. Each line keeps llama-bench's per-repetition samples; measures/bench.py takes their median.
+
+A line is refused (BenchParseError) unless every speed is a real number in (0, MAX_TOKENS_PER_SECOND]:
+NaN, infinite, zero, negative, absurd or non-numeric speeds are not measurements. `run_problem` then
+checks a whole run against what was asked: -r samples per test, the -p/-n/-pg sizes, no test twice.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
+import math
+import re
 from dataclasses import dataclass
 
 # Fields that define *which* test a line is (not build, model path or timings).
@@ -40,6 +47,31 @@ class BenchParseError(ValueError):
     pass
 
 
+# No llama.cpp run produces more than this: a toy 2-layer model on an H200 stays below ~1e6 t/s (the
+# 4-layer 3B-A0.3B MoE makes 1.3e5 t/s pp512), so a larger "speed" is a broken timer or a forged line.
+MAX_TOKENS_PER_SECOND = 1e7
+
+
+def speed_problem(value) -> str | None:
+    """Why a tokens/s value is not a measured speed (None when it is one)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return f"{value!r} is not a number"
+    if not math.isfinite(value):
+        return f"{value} is not finite"
+    if value <= 0:
+        return f"{value:g} t/s is not positive"
+    if value > MAX_TOKENS_PER_SECOND:
+        return f"{value:g} t/s is beyond any physical rate (> {MAX_TOKENS_PER_SECOND:g})"
+    return None
+
+
+def _count(obj: dict, key: str, default=None) -> int:
+    value = obj.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise BenchParseError(f"{key} = {value!r} is not a count")
+    return value
+
+
 def test_name(n_prompt: int, n_gen: int, n_depth: int = 0) -> str:
     """llama-bench's own naming (its markdown printer): pp512, tg128, pp512+tg128, plus ' @ d<depth>'."""
     if n_prompt and n_gen:
@@ -52,7 +84,8 @@ def test_name(n_prompt: int, n_gen: int, n_depth: int = 0) -> str:
 
 
 def parse_jsonl(stdout: str) -> list[BenchLine]:
-    """Every test line; non-JSON lines (none expected on stdout) are ignored, a broken JSON line is an error."""
+    """Every test line; non-JSON lines (none expected on stdout) are ignored, a broken JSON line or a
+    line whose numbers are not measured speeds is an error."""
     lines = []
     for i, raw in enumerate(stdout.splitlines(), 1):
         raw = raw.strip()
@@ -60,20 +93,97 @@ def parse_jsonl(stdout: str) -> list[BenchLine]:
             continue
         try:
             obj = json.loads(raw)
-        except json.JSONDecodeError as exc:
+        except (json.JSONDecodeError, RecursionError) as exc:
             raise BenchParseError(f"line {i}: not JSON: {exc}") from None
         try:
-            n_prompt, n_gen = int(obj["n_prompt"]), int(obj["n_gen"])
-            n_depth = int(obj.get("n_depth", 0) or 0)
+            if not isinstance(obj, dict):
+                raise BenchParseError("not a JSON object")
+            n_prompt, n_gen, n_depth = _count(obj, "n_prompt"), _count(obj, "n_gen"), _count(obj, "n_depth", 0)
+            if not (n_prompt or n_gen):
+                raise BenchParseError("n_prompt and n_gen are both 0")
+            samples = obj.get("samples_ts", [])
+            if not isinstance(samples, list) or not samples:
+                raise BenchParseError(f"samples_ts = {samples!r} is not a list of speeds")
+            for name, value in [("avg_ts", obj["avg_ts"]), *(("samples_ts", x) for x in samples)]:
+                if problem := speed_problem(value):
+                    raise BenchParseError(f"{name}: {problem}")
+            stddev = obj.get("stddev_ts", 0.0)
+            if isinstance(stddev, bool) or not isinstance(stddev, (int, float)) or not (0 <= stddev < math.inf):
+                raise BenchParseError(f"stddev_ts = {stddev!r} is not a standard deviation")
+            mean = sum(samples) / len(samples)
+            if abs(obj["avg_ts"] - mean) > 0.01 * mean:
+                raise BenchParseError(f"avg_ts {obj['avg_ts']:g} is not the mean of samples_ts ({mean:g})")
             params = {k: obj[k] for k in PARAM_FIELDS if k in obj}
             lines.append(BenchLine(
                 test=test_name(n_prompt, n_gen, n_depth), params=params,
-                avg_ts=float(obj["avg_ts"]), stddev_ts=float(obj.get("stddev_ts", 0.0)),
-                samples_ts=tuple(float(x) for x in obj.get("samples_ts", ())),
+                avg_ts=float(obj["avg_ts"]), stddev_ts=float(stddev),
+                samples_ts=tuple(float(x) for x in samples),
                 build_commit=obj.get("build_commit"), build_number=obj.get("build_number"),
                 model_type=obj.get("model_type"), model_size=obj.get("model_size"),
                 backends=obj.get("backends"), gpu_info=obj.get("gpu_info"),
             ))
+        except BenchParseError as exc:
+            raise BenchParseError(f"line {i}: {exc}") from None
         except (KeyError, TypeError, ValueError) as exc:
             raise BenchParseError(f"line {i}: missing or bad field: {exc}") from None
     return lines
+
+
+TEST_FLAGS = {"-p": "pp", "--n-prompt": "pp", "-n": "tg", "--n-gen": "tg", "-pg": "pg", "--prompt-gen": "pg"}
+# llama-bench runs every combination of these lists with every test (get_cmd_params_instances).
+GRID_FLAGS = {"-b": "n_batch", "--batch-size": "n_batch", "-ub": "n_ubatch", "--ubatch-size": "n_ubatch",
+              "-t": "n_threads", "--threads": "n_threads", "-ngl": "n_gpu_layers", "--n-gpu-layers": "n_gpu_layers",
+              "-d": "n_depth", "--n-depth": "n_depth"}
+INT_LIST_RE = re.compile(r"\d+(?:,\d+)*")
+
+
+def requested_grid(bench_args: list[str]) -> tuple[set[tuple[int, int]] | None, dict[str, list[int]]]:
+    """What a llama-bench command line asks for: the (n_prompt, n_gen) tests (None: llama-bench's defaults)
+    and the values of each grid parameter, from plain lists only (`-p 512,2048`, `-pg 512,128`,
+    `-ub 256,512`); ranges (`-p 1-512*2`) and other options are not read."""
+    tests: set[tuple[int, int]] | None = None
+    grid: dict[str, list[int]] = {}
+    for flag, value in zip(bench_args, bench_args[1:]):
+        kind = TEST_FLAGS.get(flag)
+        if kind == "pg" and re.fullmatch(r"\d+,\d+", value):
+            tests = (tests or set()) | {tuple(int(v) for v in value.split(","))}
+        elif kind and kind != "pg" and INT_LIST_RE.fullmatch(value):
+            sizes = [int(v) for v in value.split(",") if int(v)]
+            tests = (tests or set()) | {(v, 0) if kind == "pp" else (0, v) for v in sizes}
+        elif flag in GRID_FLAGS and INT_LIST_RE.fullmatch(value):
+            values = grid.setdefault(GRID_FLAGS[flag], [])
+            values += [int(v) for v in value.split(",") if int(v) not in values]
+    return tests, grid
+
+
+def run_problem(lines: list[BenchLine], *, repetitions: int, bench_args: list[str], gpu: bool | None = None) -> str | None:
+    """Why one llama-bench run's lines are not the measurement asked for (None when they are):
+    a sample count other than -r, a test printed twice, a requested combination with no test, a GPU
+    run that saw no GPU or a CPU run that saw one."""
+    if not lines:
+        return "llama-bench printed no test line"
+    for line in lines:
+        if len(line.samples_ts) != repetitions:
+            return f"{line.test}: {len(line.samples_ts)} samples for -r {repetitions}"
+    keys = [line.key for line in lines]
+    if len(set(keys)) != len(keys):
+        return f"{next(line.test for line in lines if keys.count(line.key) > 1)}: the same test printed twice"
+    tests, grid = requested_grid(bench_args)
+    tests = tests or {(line.params.get("n_prompt"), line.params.get("n_gen")) for line in lines}
+    fields = sorted(grid)
+    got = {(line.params.get("n_prompt"), line.params.get("n_gen"), *(line.params.get(f) for f in fields))
+           for line in lines}
+    missing = [combo for combo in itertools.product(sorted(tests), *(grid[f] for f in fields))
+               if (*combo[0], *combo[1:]) not in got]
+    if missing:
+        shown = "; ".join(test_name(*combo[0]) + "".join(f" {f}={v}" for f, v in zip(fields, combo[1:]))
+                          for combo in missing[:3])
+        return f"no result for {shown}" + (f" and {len(missing) - 3} more" if len(missing) > 3 else "") \
+            + " although the command line asks for it"
+    if gpu is not None:
+        seen = [line.gpu_info for line in lines if line.gpu_info]
+        if gpu and len(seen) != len(lines):
+            return "llama-bench saw no GPU (gpu_info empty): the run was on the CPU"
+        if not gpu and seen:
+            return f"a CPU run saw GPU {seen[0]}"
+    return None

@@ -5,21 +5,33 @@ LOG_INF/LOG_WRN/LOG_ERR to stderr. So the per-chunk "[1]12.3,[2]..." line and th
 "====== ... statistics ======" KLD report are on stdout, while "Final estimate: PPL = ..." and
 every error are on stderr. The program returns 0 even when the KLD step gave up (bad base file,
 fewer than 100 tokens, ...), so a missing block is how a failure shows: `KldRun.problem` says so.
+
+Odd output never passes: a value that is not a finite number in its range (KLD < 0, PPL <= 0,
+a percentage outside [0, 100], nan, inf), a statistic printed twice, or a run that does not show
+the device it ran on (llama.cpp's `using device CUDA0 (...)` line, printed at `-lv 4`) is a problem.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 
-NUM = r"([-+]?(?:\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|nan|-?inf))"
+NUM = r"([-+]?(?:\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|(?i:nan|inf(?:inity)?)))"
+# Nothing but an optional percent sign may follow a value, and its line must be complete (a newline):
+# output cut inside the last number ("± 2.0" of "± 2.089") would otherwise read as a shorter number.
+END = r"[ \t]*%?[ \t]*(?=\r?\n)"
 PM = r"\s*±\s*"
 
-FINAL_PPL_RE = re.compile(rf"Final estimate: PPL = {NUM} \+/- {NUM}")
+FINAL_PPL_RE = re.compile(rf"Final estimate: PPL = {NUM} \+/- {NUM}{END}")
 CHUNK_PPL_RE = re.compile(rf"\[(\d+)\]{NUM},")
 BUILD_RE = re.compile(r"^build: (\d+) \(([0-9a-f]+)\)", re.M)
 COMPUTING_RE = re.compile(r"(?:computing|calculating perplexity) over (\d+) chunks, n_ctx=(\d+)")
 DEVICE_RE = re.compile(r"using device (\S+) \(([^)]*)\)")
+OFFLOADED_RE = re.compile(r"offloaded (\d+)/(\d+) layers to GPU")
+# stdout carries only numbers (chunk values, tables, statistics): a nan or inf anywhere there means the
+# computation broke, whichever figure it is in (also those pinset does not read, e.g. Cor(...))
+NON_FINITE_RE = re.compile(r"(?<![\w.])[-+]?(?:nan|inf(?:inity)?)(?!\w)", re.I)
 # Errors: LOG_ERR lines carry level "E" after the timestamp ("0.00.623.546 E kl_divergence: ...");
 # without log prefixes they are recognised by their wording.
 ERROR_LEVEL_RE = re.compile(r"^(?:\d+\.\d+\.\d+\.\d+ )?E (.+)$", re.M)
@@ -70,17 +82,23 @@ class PerplexityOutput:
     build_commit: str | None
     n_chunks: int | None
     n_ctx: int | None
-    devices: list[str] = field(default_factory=list)   # "CUDA0 (NVIDIA H200)"; empty: CPU only
+    devices: list[str] = field(default_factory=list)   # "CUDA0 (NVIDIA H200)"; empty: CPU only (or not printed)
     errors: list[str] = field(default_factory=list)
+    offloaded: tuple[int, int] | None = None              # "offloaded 5/5 layers to GPU"
+    anomalies: list[str] = field(default_factory=list)    # what llama-perplexity never prints (a value twice...)
 
 
 def _f(text: str) -> float:
     return float(text)
 
 
-def _value_err(block: str, label: str) -> ValueErr | None:
-    m = re.search(rf"^{label}\s*:?\s*{NUM}{PM}{NUM}", block, re.M)
-    return ValueErr(_f(m.group(1)), _f(m.group(2))) if m else None
+def _value_err(block: str, label: str, anomalies: list[str] | None = None) -> ValueErr | None:
+    found = re.findall(rf"^{label}\s*:?\s*{NUM}{PM}{NUM}{END}", block, re.M)
+    if len(found) > 1:   # which one is the run's?
+        if anomalies is not None:
+            anomalies.append(f"{label.replace(chr(92), '').split('(')[0].strip()} printed {len(found)} times")
+        return None
+    return ValueErr(_f(found[0][0]), _f(found[0][1])) if found else None
 
 
 def _section(text: str, header: str) -> str | None:
@@ -95,35 +113,45 @@ def _section(text: str, header: str) -> str | None:
 _PCT_KEYS = {"Maximum": "max", "Minimum": "min", "Median": "median"}
 
 
-def _percentiles(block: str, what: str) -> dict[str, float]:
+def _percentiles(block: str, what: str, anomalies: list[str] | None = None) -> dict[str, float]:
     out: dict[str, float] = {}
-    for m in re.finditer(rf"^\s*(Maximum|Minimum|Median|\d+\.\d+%)\s+{what}:\s*{NUM}%?\s*$", block, re.M):
+    for m in re.finditer(rf"^\s*(Maximum|Minimum|Median|\d+\.\d+%)\s+{what}:\s*{NUM}{END}", block, re.M):
         key = _PCT_KEYS.get(m.group(1), m.group(1).rstrip("%"))
+        if key in out:   # printed twice: which one is the run's?
+            if anomalies is not None:
+                anomalies.append(f"{m.group(1)} {what} printed twice")
+            return {}
         out[key] = _f(m.group(2))
     return out
 
 
-def parse_kld_block(text: str) -> KldStats | None:
-    """The statistics of a --kl-divergence run, or None when the KL divergence block is absent."""
+def parse_kld_block(text: str, anomalies: list[str] | None = None) -> KldStats | None:
+    """The statistics of a --kl-divergence run, or None when the KL divergence block is absent,
+    incomplete or ambiguous (a block or a value printed twice: `anomalies` says which)."""
+    for header in (PPL_HEADER, KLD_HEADER, TOKEN_HEADER):
+        if text.count(header) > 1:
+            if anomalies is not None:
+                anomalies.append(f"{header.strip('= ')} printed {text.count(header)} times")
+            return None
     ppl_block = _section(text, PPL_HEADER)
     kld_block = _section(text, KLD_HEADER)
     tok_block = _section(text, TOKEN_HEADER)
     if ppl_block is None or kld_block is None or tok_block is None:
         return None
-    kld_mean = _value_err(kld_block, r"Mean\s+KLD")
-    rms = _value_err(tok_block, r"RMS Δp\s*")
-    same = _value_err(tok_block, r"Same top p")
-    ppl_q = _value_err(ppl_block, r"Mean PPL\(Q\)\s*")
-    ppl_base = _value_err(ppl_block, r"Mean PPL\(base\)\s*")
-    kld_pct = _percentiles(kld_block, "KLD")
+    kld_mean = _value_err(kld_block, r"Mean\s+KLD", anomalies)
+    rms = _value_err(tok_block, r"RMS Δp\s*", anomalies)
+    same = _value_err(tok_block, r"Same top p", anomalies)
+    ppl_q = _value_err(ppl_block, r"Mean PPL\(Q\)\s*", anomalies)
+    ppl_base = _value_err(ppl_block, r"Mean PPL\(base\)\s*", anomalies)
+    kld_pct = _percentiles(kld_block, "KLD", anomalies)
     if None in (kld_mean, rms, same, ppl_q, ppl_base) or "99.9" not in kld_pct or "median" not in kld_pct:
         return None
     return KldStats(
         ppl_q=ppl_q, ppl_base=ppl_base,
-        ln_ppl_ratio=_value_err(ppl_block, r"Mean ln\(PPL\(Q\)/PPL\(base\)\)\s*"),
+        ln_ppl_ratio=_value_err(ppl_block, r"Mean ln\(PPL\(Q\)/PPL\(base\)\)\s*", anomalies),
         kld_mean=kld_mean, kld_percentiles=kld_pct,
-        dp_mean_pct=_value_err(tok_block, r"Mean\s+Δp"),
-        dp_percentiles_pct=_percentiles(tok_block, "Δp"),
+        dp_mean_pct=_value_err(tok_block, r"Mean\s+Δp", anomalies),
+        dp_percentiles_pct=_percentiles(tok_block, "Δp", anomalies),
         rms_dp_pct=rms, same_top_p_pct=same,
     )
 
@@ -132,7 +160,15 @@ def parse_perplexity(stdout: str, stderr: str) -> PerplexityOutput:
     """Parse one run. Both streams are searched for each item, so a llama.cpp that moves a line
     from one stream to the other still parses; the fixtures pin where each line is today."""
     both = stdout + "\n" + stderr
-    final = FINAL_PPL_RE.search(both)
+    anomalies: list[str] = []
+    non_finite = NON_FINITE_RE.findall(stdout)
+    if non_finite:
+        anomalies.append(f"{len(non_finite)} non-finite value(s) ({non_finite[0]}) on stdout")
+    finals = FINAL_PPL_RE.findall(both)
+    if len(finals) > 1:
+        anomalies.append(f"Final estimate printed {len(finals)} times")
+    final = finals[0] if len(finals) == 1 else None
+    offloaded = OFFLOADED_RE.findall(both)
     chunks = [float(m.group(2)) for m in CHUNK_PPL_RE.finditer(stdout)]
     build = BUILD_RE.search(both)
     comp = COMPUTING_RE.search(both)
@@ -145,40 +181,108 @@ def parse_perplexity(stdout: str, stderr: str) -> PerplexityOutput:
     for m in ERROR_WORDS_RE.findall(stderr):
         if not any(e in m for e in errors):
             errors.append(m.strip())
+    kld = parse_kld_block(stdout, anomalies)
+    if kld is None and not anomalies:
+        kld = parse_kld_block(both, anomalies)
     return PerplexityOutput(
-        final_ppl=ValueErr(_f(final.group(1)), _f(final.group(2))) if final else None,
+        final_ppl=ValueErr(_f(final[0]), _f(final[1])) if final else None,
         chunk_ppls=chunks,
-        kld=parse_kld_block(stdout) or parse_kld_block(both),
+        kld=kld,
         build_number=build.group(1) if build else None,
         build_commit=build.group(2) if build else None,
         n_chunks=int(comp.group(1)) if comp else None,
         n_ctx=int(comp.group(2)) if comp else None,
         devices=devices,
         errors=errors,
+        offloaded=(int(offloaded[-1][0]), int(offloaded[-1][1])) if offloaded else None,
+        anomalies=anomalies,
     )
 
 
 def _exit_problem(out: PerplexityOutput, returncode: int | None) -> str | None:
     if returncode != 0:
         return f"llama-perplexity exited {returncode}" + (f": {out.errors[-1]}" if out.errors else "")
+    if out.anomalies:
+        return "unreadable llama-perplexity output: " + "; ".join(out.anomalies)
     return None
 
 
-def kld_problem(out: PerplexityOutput, returncode: int | None) -> str | None:
-    """Why a --kl-divergence run did not give a result (None when it did)."""
+# Negative KLD beyond this is not rounding: the reference's log-probabilities are stored as 16-bit
+# steps, so a run identical to the reference can print a mean a hair below zero, never -1e-4.
+KLD_FLOOR = -1e-4
+
+
+def _bad(name: str, value: float, low: float | None = None, high: float | None = None, *,
+         low_open: bool = False) -> str | None:
+    """Why a printed value cannot be right: not finite, or outside [low, high] ((low, high] if low_open)."""
+    if not math.isfinite(value):
+        return f"{name} is {value}"
+    if low is not None and (value <= low if low_open else value < low):
+        return f"{name} is {value:g} (must be {'>' if low_open else '>='} {low:g})"
+    if high is not None and value > high:
+        return f"{name} is {value:g} (must be <= {high:g})"
+    return None
+
+
+def _stats_problems(k: KldStats) -> list[str]:
+    checks = [
+        _bad("mean KLD", k.kld_mean.value, KLD_FLOOR), _bad("mean KLD ±", k.kld_mean.err, 0),
+        _bad("PPL(Q)", k.ppl_q.value, 0, low_open=True), _bad("PPL(Q) ±", k.ppl_q.err, 0),
+        _bad("PPL(base)", k.ppl_base.value, 0, low_open=True), _bad("PPL(base) ±", k.ppl_base.err, 0),
+        _bad("same top p", k.same_top_p_pct.value, 0, 100), _bad("same top p ±", k.same_top_p_pct.err, 0, 100),
+        _bad("RMS Δp", k.rms_dp_pct.value, 0, 100), _bad("RMS Δp ±", k.rms_dp_pct.err, 0),
+    ]
+    # single tokens can go below zero (a CPU run against its own reference printed a minimum of -0.000027):
+    # the floor holds for the median and above only
+    checks += [_bad(f"{p} KLD", v) if p in ("min", "0.1", "1.0", "5.0", "10.0") else _bad(f"{p} KLD", v, KLD_FLOOR)
+               for p, v in k.kld_percentiles.items()]
+    checks += [_bad(f"{p} Δp", v, -100, 100) for p, v in k.dp_percentiles_pct.items()]
+    if k.ln_ppl_ratio is not None:
+        checks += [_bad("ln(PPL(Q)/PPL(base))", k.ln_ppl_ratio.value), _bad("ln(PPL(Q)/PPL(base)) ±", k.ln_ppl_ratio.err, 0)]
+    if k.dp_mean_pct is not None:
+        checks += [_bad("mean Δp", k.dp_mean_pct.value, -100, 100)]
+    pct = k.kld_percentiles
+    if pct["median"] > pct["99.9"] or ("max" in pct and pct["99.9"] > pct["max"]):
+        checks.append(f"KLD percentiles out of order (median {pct['median']:g}, 99.9 % {pct['99.9']:g})")
+    return [c for c in checks if c]
+
+
+def device_problem(out: PerplexityOutput, *, gpu: bool) -> str | None:
+    """Whether the output shows the run used the device it claims: a GPU run needs llama.cpp's
+    `using device X (...)` line (printed at -lv 4) and no "offloaded 0/N layers"; a CPU run none."""
+    if gpu:
+        if not out.devices:
+            return "no `using device ...` line: the output does not show the run used a GPU"
+        if out.offloaded is not None and out.offloaded[0] == 0:
+            return f"offloaded {out.offloaded[0]}/{out.offloaded[1]} layers to GPU: the model ran on the CPU"
+        return None
+    if out.devices:
+        return f"a CPU run used device {', '.join(out.devices)}"
+    return None
+
+
+def kld_problem(out: PerplexityOutput, returncode: int | None, *, gpu: bool = False) -> str | None:
+    """Why a --kl-divergence run did not give a result (None when it did). gpu: the run claims a GPU
+    (it must show the device line); a CPU run (the default) must show none."""
     if problem := _exit_problem(out, returncode):
         return problem
     if out.kld is None:
         why = out.errors[-1] if out.errors else "no error printed (fewer than 100 evaluated tokens?)"
         return f"no KL divergence block in the output although the program exited 0: {why}"
-    return None
+    if problems := _stats_problems(out.kld):
+        return "impossible statistics: " + "; ".join(problems)
+    return device_problem(out, gpu=gpu)
 
 
 def base_problem(out: PerplexityOutput, returncode: int | None) -> str | None:
-    """Why a --kl-divergence-base (reference) run did not give a result."""
+    """Why a --kl-divergence-base (reference, CPU) run did not give a result."""
     if problem := _exit_problem(out, returncode):
         return problem
     if out.final_ppl is None:
         why = out.errors[-1] if out.errors else "no error printed"
         return f"no final perplexity estimate in the output: {why}"
-    return None
+    problem = _bad("PPL", out.final_ppl.value, 0, low_open=True) or _bad("PPL ±", out.final_ppl.err, 0) \
+        or next((p for i, v in enumerate(out.chunk_ppls, 1) if (p := _bad(f"chunk {i} PPL", v, 0, low_open=True))), None)
+    if problem:
+        return f"impossible final perplexity: {problem}"
+    return device_problem(out, gpu=False)

@@ -174,7 +174,8 @@ class Gates:
         done = runner.run(argv, cwd=built.build_dir, timeout=self.options.op_timeout, log=log)
         output = parse_backend_ops(done.stdout)
         verdict = judge_backend_ops(output, backend, returncode=done.returncode, signal_name=done.signal_name,
-                                    timed_out=done.timed_out, raw_text=done.stdout + "\n" + done.stderr, mode=mode)
+                                    timed_out=done.timed_out, raw_text=done.stdout + "\n" + done.stderr, mode=mode,
+                                    op=op, params=params)
         return verdict, done
 
     def _op_gate(self, gate: GateResult, built: BuiltTree, runs: list[tuple[str, str | None]], backend: str,
@@ -281,7 +282,7 @@ class Gates:
                                source_dir=built.source_dir)
         done = runner.run(argv, cwd=built.source_dir, timeout=check.timeout, log=log)
         text = strip_ansi(done.stdout + "\n" + done.stderr)
-        matches = len(re.findall(check.expect, text, re.M))
+        matches = count_matches(check.expect, text)
         if not done.ok:
             return CheckResult(pin_id, name, "failed", matches,
                                f"{done.describe()}: {' | '.join(last_lines(text, 4).splitlines())}")
@@ -289,6 +290,12 @@ class Gates:
             return CheckResult(pin_id, name, "failed", 0,
                                f"output does not match /{check.expect}/: {' | '.join(last_lines(text, 3).splitlines())}")
         return CheckResult(pin_id, name, "passed", matches, f"{matches} match(es) of /{check.expect}/")
+
+
+def count_matches(expect: str, text: str) -> int:
+    """Non-empty matches of a command check's regex: an `expect` that can match the empty string
+    (`x*`, `^`, `a|`) would otherwise "match" any output, an empty one included."""
+    return sum(1 for m in re.finditer(expect, text, re.M) if m.group(0).strip())
 
 
 def _slug(text: str) -> str:
