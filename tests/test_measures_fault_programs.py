@@ -7,6 +7,7 @@ everything else is pinset's own code: the CLI, the runner, the parsers and the v
 from __future__ import annotations
 
 import json
+import os
 import stat
 import sys
 from pathlib import Path
@@ -30,6 +31,15 @@ def write_script(path: Path, body: str) -> Path:
     path.write_text(f"#!{sys.executable}\nimport sys\n{body}")
     path.chmod(path.stat().st_mode | stat.S_IEXEC)
     return path
+
+
+@pytest.fixture(autouse=True)
+def visible_gpu(tmp_path, monkeypatch):
+    """A device run needs a visible GPU before it starts: an nvidia-smi that names one compute capability
+    (and answers nothing else, so no GPU snapshot is taken)."""
+    write_script(tmp_path / "smi" / "nvidia-smi",
+                 'if "--query-gpu=compute_cap" in sys.argv:\n    print("9.0")\nelse:\n    sys.exit(9)\n')
+    monkeypatch.setenv("PATH", f"{tmp_path / 'smi'}{os.pathsep}{os.environ['PATH']}")
 
 
 def fake_perplexity(bin_dir: Path, kld_stdout: str = KLD_OUT, device_lines: str = DEVICE_LINES,

@@ -121,15 +121,19 @@ def _fake_llama_bench(folder: Path, body: str) -> Path:
     return folder
 
 
+# the command line cpu-tiny-moe-iq1m.jsonl was captured with (tests/fixtures/README-llama-bench.md)
+CAPTURED_ARGS = ["-t", "2", "-p", "64,128", "-n", "16", "-ub", "64,128", "-b", "128", "-ngl", "0"]
+
+
 def _bench_file(tmp_path, bin_dir: Path, rounds: int) -> Path:
     model = tmp_path / "m.gguf"
     model.write_bytes(b"GGUF")
     base = Side("base", BUILD, COMMIT, bin_dir, None)
     head = Side("head", BUILD, COMMIT, bin_dir, None)
-    recorded = run_rounds(base, head, {"base": model, "head": model}, ["-p", "32"], rounds=rounds, repetitions=2,
+    recorded = run_rounds(base, head, {"base": model, "head": model}, CAPTURED_ARGS, rounds=rounds, repetitions=2,
                           cpu=True)
     path = tmp_path / "bench.json"
-    write_json(path, bench_document({"base": model, "head": model}, ["-p", "32"], recorded, 2, base, head))
+    write_json(path, bench_document({"base": model, "head": model}, CAPTURED_ARGS, recorded, 2, base, head))
     return path
 
 
