@@ -56,6 +56,12 @@ class Shape:
     rope_freq_base: float = 1_000_000.0
     rms_eps: float = 1e-6
 
+    def layer_params(self) -> int:
+        """Weights in the repeating layers (no embeddings): what makes a full-depth model big."""
+        attn = 2 * self.n_embd * (self.n_head + self.n_head_kv) * self.head_dim
+        ffn = 3 * self.n_embd * (self.n_expert * self.expert_ff if self.n_expert else self.n_ff)
+        return self.n_layer * (attn + ffn + self.n_expert * self.n_embd)
+
     def describe(self) -> str:
         moe = f", {self.n_expert} experts ({self.n_expert_used} used, ff {self.expert_ff})" if self.n_expert else f", ff {self.n_ff}"
         return (f"{self.arch}: {self.n_layer} layers, embd {self.n_embd}, heads {self.n_head}/{self.n_head_kv}"
@@ -203,11 +209,11 @@ def tensor_type(spec: TensorSpec, quant: str, other_quant: str) -> str:
 
 def recipe(quant: str, other_quant: str, arch_has_experts: bool) -> dict[str, str]:
     """Tensor classes -> ggml type, for the JSON description."""
+    f32 = "norms" + (", ffn_gate_inp" if arch_has_experts else "")
     if quant == "F16":
-        return {"matrices": "F16", "norms, ffn_gate_inp": "F32"}
+        return {"matrices": "F16", f32: "F32"}
     ffn = "ffn_gate_exps, ffn_up_exps, ffn_down_exps" if arch_has_experts else "ffn_gate, ffn_up, ffn_down"
-    return {ffn: quant, "token_embd, output, attn_q, attn_k, attn_v, attn_output": other_quant,
-            "norms" + (", ffn_gate_inp" if arch_has_experts else ""): "F32"}
+    return {ffn: quant, "token_embd, output, attn_q, attn_k, attn_v, attn_output": other_quant, f32: "F32"}
 
 
 def _fill(spec: TensorSpec, seed: int, threads: int) -> np.ndarray:
