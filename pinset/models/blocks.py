@@ -50,12 +50,16 @@ def unit_rms(qtype: str) -> float:
     return math.sqrt(IQ1_SCALE_MS * IQ1_UNIT_MS)
 
 
-def _half_bits(value: float) -> int:
-    """The fp16 bit pattern of value, refusing values fp16 cannot hold as a normal number."""
-    h = np.float16(value)
-    if not np.isfinite(h) or abs(float(h)) < 6.2e-5:
-        raise ValueError(f"block scale {value!r} is outside fp16's normal range")
-    return int(np.array(h).view(np.uint16))
+def scale_bits(qtype: str, std: float) -> int:
+    """fp16 bits of the super-block scale d that gives weights of standard deviation std.
+
+    Refuses a d below fp16's smallest normal number (2^-14): such weights would lose their precision.
+    """
+    with np.errstate(over="ignore", invalid="ignore"):
+        d = np.float16(std / unit_rms(qtype))
+    if not np.isfinite(d) or abs(float(d)) < 2.0**-14:
+        raise ValueError(f"a {qtype} weight std of {std:.3g} needs a block scale outside fp16's normal range")
+    return int(np.array(d).view(np.uint16))
 
 
 def _symmetric_int8(raw: np.ndarray) -> np.ndarray:
@@ -108,7 +112,7 @@ def random_blocks(qtype: str, n_elements: int, std: float, seed_words: list[int]
     if n_elements % per_block:
         raise ValueError(f"{n_elements} weights is not a whole number of {qtype} blocks of {per_block}")
     n_blocks = n_elements // per_block
-    d_bits = _half_bits(std / unit_rms(qtype))
+    d_bits = scale_bits(qtype, std)
     out = np.empty((n_blocks, nbytes), dtype=np.uint8)
     starts = list(range(0, n_blocks, CHUNK_BLOCKS))
     seeds = np.random.SeedSequence(seed_words).spawn(len(starts))

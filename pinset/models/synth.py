@@ -335,6 +335,10 @@ def write_synthetic_gguf(shape: Shape, dest: Path, *, vocab_path: Path, seed: in
             if spec.shape[-1] % per_block:
                 raise PinsetError(f"{spec.name}: rows of {spec.shape[-1]} weights are not whole {qtype} blocks of "
                                   f"{per_block}: choose sizes that are multiples of {per_block}")
+            try:
+                blocks.scale_bits(qtype, spec.std)
+            except ValueError as exc:
+                raise PinsetError(f"{spec.name}: {exc}") from None
             byte_shape = (*spec.shape[:-1], spec.shape[-1] // per_block * block_bytes)
             writer.add_tensor_info(spec.name, byte_shape, np.dtype(np.uint8), int(np.prod(byte_shape)),
                                    raw_dtype=gguf.GGMLQuantizationType[qtype])
