@@ -178,9 +178,11 @@ def test_direct_model_recipe_metadata_and_scales(tmp_path, quant, ftype):
     assert list(t["token_embd.weight"].shape) == [256, 300]
     # every matrix dequantizes to finite weights with the F16 recipe's standard deviation
     f16 = write_synthetic_gguf(shape, tmp_path / "f16.gguf", vocab_path=vocab, seed=3, threads=2)
-    f16_std = {x.name: float(np.asarray(x.data, dtype=np.float32).std()) for x in gguf.GGUFReader(str(f16.path)).tensors}
+    f16_std = {x.name: float(np.asarray(x.data, dtype=np.float32).std())
+               for x in gguf.GGUFReader(str(f16.path)).tensors}
     for name, x in t.items():
-        w = np.asarray(x.data, dtype=np.float32).reshape(-1) if types[name] == "F32" else dequantize(x.data, types[name])
+        w = (np.asarray(x.data, dtype=np.float32).reshape(-1) if types[name] == "F32"
+             else dequantize(x.data, types[name]))
         assert w.size == int(np.prod(x.shape)) and np.all(np.isfinite(w)), name
         assert abs(w.std() - f16_std[name]) <= 0.05 * f16_std[name] + 1e-6, name
     assert np.all(np.asarray(t["blk.0.attn_norm.weight"].data) == 1.0)
@@ -243,9 +245,12 @@ def test_cli_direct_needs_no_build_and_records_the_recipe(tmp_path):
     assert json.loads((tmp_path / "m.json").read_text())["seconds"] == {"cached": True}
     assert main(argv + ["--seed", "1"]) == 0  # another recipe: rewritten
     assert (out / "synth-qwen3moe-tiny-IQ1_S.gguf").read_bytes() != first
-    # the quantize method without a build is a usage error, as before
+    # the quantize method without a build is a usage error, as before; --other-quant is direct's only
     assert main(["model", "synth", "--arch", "qwen3moe", "--size", "tiny", "--method", "quantize",
                  "--vocab", str(vocab), "-o", str(out)]) == 2
+    assert main(argv[:argv.index("--direct")] + argv[argv.index("--direct") + 1:] + ["--other-quant", "F16"]) == 2
+    assert main(argv + ["--other-quant", "F16", "--name", "f16rest"]) == 0
+    assert json.loads((tmp_path / "m.json").read_text())["direct"]["tensor_types"] == {"F16": 9, "F32": 11, "IQ1_S": 6}
 
 
 needs_llama = pytest.mark.skipif(not LLAMA_BIN or gguf is None or not os.environ.get("PINSET_LLAMA_TREE"),
@@ -297,3 +302,19 @@ def test_llama_bench_runs_a_direct_model(tmp_path):
     assert [x.test for x in lines] == ["pp64", "tg8"]
     assert all(np.isfinite(x.avg_ts) and x.avg_ts > 0 for x in lines)
     assert lines[0].model_type.endswith("IQ1_M - 1.75 bpw")
+
+
+@pytest.mark.slow
+@needs_llama
+def test_kld_runs_on_a_direct_model_without_any_f16(tmp_path):
+    """KLD compares two runs on the same file: a directly written model is all it needs."""
+    import json
+
+    model = synthesize(preset("qwen3moe", "tiny"), "IQ1_S", tmp_path, None, method="direct", threads=2,
+                       trees=[os.environ["PINSET_LLAMA_TREE"]]).path
+    assert sorted(p.suffix for p in tmp_path.iterdir()) == [".gguf", ".json"]
+    argv = ["kld", "--base-bin", LLAMA_BIN, "--head-bin", LLAMA_BIN, "--cpu", "-m", str(model), "--ctx", "256",
+            "--chunks", "2", "-t", "2", "--cache", str(tmp_path / "cache"), "--json", str(tmp_path / "kld.json")]
+    assert main(argv) == 0
+    doc = json.loads((tmp_path / "kld.json").read_text())
+    assert all(r["ok"] for r in doc["runs"]) and np.isfinite(doc["runs"][1]["kld"]["mean"])

@@ -41,8 +41,8 @@ methods:
     s.add_argument("--quant", default="IQ1_M", help="llama-quantize type (IQ1_M, IQ1_S, Q4_K_M, F16...; default IQ1_M)")
     s.add_argument("--method", choices=METHODS, default="auto", help="how the quantized model is made (see above)")
     s.add_argument("--direct", dest="method", action="store_const", const="direct", help="same as --method direct")
-    s.add_argument("--other-quant", choices=OTHER_QUANTS, default="Q8_0",
-                   help="direct: type of token_embd, output and attention (default Q8_0)")
+    s.add_argument("--other-quant", choices=OTHER_QUANTS,
+                   help="direct only: type of token_embd, output and attention (default Q8_0)")
     s.add_argument("--bin", type=Path, help="folder with llama-imatrix and llama-quantize (build/bin); "
                                             "default: the base build of -c/--build; not needed by direct")
     s.add_argument("-c", "--config", default=None, help="pin set file: use (and build) its bare build's tools")
@@ -81,6 +81,9 @@ def run(args) -> int:
         overrides["tie_embeddings"] = True
     shape = preset(args.arch, args.size, **overrides)
     method = choose_method(args.method, args.quant, shape)
+    if args.other_quant and method != "direct":
+        raise PinsetError("--other-quant: only for --method direct (this model is made by llama-quantize, "
+                          "which picks those types itself)")
     trees = [args.llama_tree] if args.llama_tree else []
     tools = None
     if args.bin is not None:
@@ -99,7 +102,7 @@ def run(args) -> int:
         raise PinsetError("give --bin DIR (llama.cpp build/bin) or -c pins.yaml [--build B]")
     console.print(f"synth {shape.describe()} -> {args.quant} ({method})")
     result = synthesize(shape, args.quant, args.out, tools, name=args.name or f"synth-{args.arch}-{args.size}",
-                        method=method, other_quant=args.other_quant, text=args.text, seed=args.seed,
+                        method=method, other_quant=args.other_quant or "Q8_0", text=args.text, seed=args.seed,
                         gpu_layers=args.gpu_layers, imatrix_chunks=args.imatrix_chunks, threads=args.threads,
                         trees=trees, keep_f16=not args.drop_f16, force=args.force)
     doc = {"schema": 1, "kind": "model", **result.to_json()}
