@@ -95,6 +95,7 @@ from hypothesis import strategies as st  # noqa: E402
 
 from pinset.models import blocks  # noqa: E402
 from pinset.models.pipeline import choose_method, synthesize  # noqa: E402
+from pinset.models.synth import find_vocab, read_gguf_kv  # noqa: E402
 
 LLAMA_BIN = os.environ.get("PINSET_TEST_LLAMA_BIN")
 
@@ -318,3 +319,43 @@ def test_kld_runs_on_a_direct_model_without_any_f16(tmp_path):
     assert main(argv) == 0
     doc = json.loads((tmp_path / "kld.json").read_text())
     assert all(r["ok"] for r in doc["runs"]) and np.isfinite(doc["runs"][1]["kld"]["mean"])
+
+
+def _decoded(value):
+    if isinstance(value, list):
+        return [_decoded(v) for v in value]
+    return value.decode() if isinstance(value, bytes) else value
+
+
+@needs_gguf
+@pytest.mark.parametrize("vocab", ["made", "llama-spm", pytest.param("qwen2", marks=pytest.mark.slow),
+                                   pytest.param("llama-bpe", marks=pytest.mark.slow)])  # GGUFReader: ~40 s each
+def test_tokenizer_keys_read_from_the_header_equal_ggufs_reader(tmp_path, vocab):
+    """Our header reader (fast) against gguf's GGUFReader (slow) on the vocab files the presets use."""
+    if vocab == "made":
+        path = make_vocab(tmp_path / "vocab.gguf")
+    elif os.environ.get("PINSET_LLAMA_TREE"):
+        path = find_vocab(vocab, [os.environ["PINSET_LLAMA_TREE"]])
+    else:
+        pytest.skip("PINSET_LLAMA_TREE not set: no llama.cpp vocab files")
+    ours = read_gguf_kv(path, "tokenizer.")
+    theirs = {k: f for k, f in gguf.GGUFReader(str(path)).fields.items() if k.startswith("tokenizer.")}
+    assert [k for k, *_ in ours] == list(theirs)
+    for key, value, vtype, sub_type in ours:
+        field = theirs[key]
+        assert vtype == field.types[0] and (sub_type is None or sub_type == field.types[-1]), key
+        want, got = field.contents(), _decoded(value)
+        if isinstance(want, list) and want and isinstance(want[0], float):
+            assert np.allclose(got, want), key
+        else:
+            assert got == want, key
+
+
+def test_a_file_that_is_not_gguf_is_one_clear_error(tmp_path):
+    bad = tmp_path / "vocab.gguf"
+    bad.write_bytes(b"GGUF\x03\x00\x00\x00" + b"\x00" * 8 + b"\x05")  # header cut short
+    with pytest.raises(PinsetError, match="vocab.gguf: not a readable GGUF file"):
+        read_gguf_kv(bad, "tokenizer.")
+    bad.write_bytes(b"PK\x03\x04" + b"\x00" * 40)
+    with pytest.raises(PinsetError, match="not a readable GGUF file"):
+        read_gguf_kv(bad, "tokenizer.")
