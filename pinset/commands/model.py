@@ -1,13 +1,15 @@
-"""`pinset model synth`: a random-weight GGUF of a real architecture's shape, quantized by a build's own tools."""
+"""`pinset model synth`: a random-weight GGUF of a real architecture's shape, quantized by a build's own tools
+or written directly in the target type (full-size models)."""
 
 from __future__ import annotations
 
+import argparse
 import json
 from pathlib import Path
 
 from pinset.errors import PinsetError
-from pinset.models.pipeline import DEFAULT_TEXT, LlamaBin, synthesize
-from pinset.models.synth import ARCHS, PRESETS, preset
+from pinset.models.pipeline import AUTO_DIRECT_F16_BYTES, DEFAULT_TEXT, METHODS, LlamaBin, choose_method, synthesize
+from pinset.models.synth import ARCHS, DIRECT_QUANTS, OTHER_QUANTS, PRESETS, preset
 from pinset.commands.common import check_inputs, count
 from pinset.output import check_outputs, console, write_json
 
@@ -20,13 +22,30 @@ def add_parser(sub):
     p = sub.add_parser("model", help="models that work anywhere (random weights, real shapes)")
     verbs = p.add_subparsers(dest="model_verb", metavar="VERB")
     verbs.required = True
-    s = verbs.add_parser("synth", help="write a random-weight GGUF, make an imatrix, quantize it",
-                         description="sizes: " + "; ".join(f"{a} {z}: {sh.describe()}" for (a, z), sh in PRESETS.items()))
+    s = verbs.add_parser(
+        "synth", help="write a random-weight GGUF: quantized by the build's tools, or directly (full size)",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="sizes:\n" + "\n".join(f"  {a} {z}: {sh.describe()}" for (a, z), sh in PRESETS.items()) + f"""
+
+methods:
+  quantize  F16 model -> llama-imatrix -> llama-quantize of a build (--bin or -c): the exact bytes that
+            llama.cpp makes; any llama-quantize type; for small models (CI)
+  direct    random valid blocks written straight in the target type ({', '.join(DIRECT_QUANTS)}), no F16
+            file, no imatrix, no build: a 48-layer a3b IQ1_M (~8 GB) in a minute or two. Recipe: the FFN
+            weights (ffn_gate/up/down_exps, or a dense model's ffn_gate/up/down) in --quant; token_embd,
+            output and attention in --other-quant (Q8_0); norms and the router ffn_gate_inp in F32.
+            Weights dequantize to the same standard deviations as the F16 model's.
+  auto      direct when the F16 layers would exceed {AUTO_DIRECT_F16_BYTES >> 30} GiB and --quant is a direct
+            type (e.g. --size a3b), else quantize (default)""")
     s.add_argument("--arch", choices=ARCHS, required=True)
     s.add_argument("--size", required=True, help="a named size (see above)")
     s.add_argument("--quant", default="IQ1_M", help="llama-quantize type (IQ1_M, IQ1_S, Q4_K_M, F16...; default IQ1_M)")
+    s.add_argument("--method", choices=METHODS, default="auto", help="how the quantized model is made (see above)")
+    s.add_argument("--direct", dest="method", action="store_const", const="direct", help="same as --method direct")
+    s.add_argument("--other-quant", choices=OTHER_QUANTS,
+                   help="direct only: type of token_embd, output and attention (default Q8_0)")
     s.add_argument("--bin", type=Path, help="folder with llama-imatrix and llama-quantize (build/bin); "
-                                            "default: the base build of -c/--build")
+                                            "default: the base build of -c/--build; not needed by direct")
     s.add_argument("-c", "--config", default=None, help="pin set file: use (and build) its bare build's tools")
     s.add_argument("--build", help="which build of pins.yaml (default: the first)")
     s.add_argument("--cache", help="cache folder")
@@ -65,25 +84,31 @@ def run(args) -> int:
     if args.tie_embeddings is not None:
         overrides["tie_embeddings"] = True
     shape = preset(args.arch, args.size, **overrides)
+    method = choose_method(args.method, args.quant, shape)
+    if args.other_quant and method != "direct":
+        raise PinsetError("--other-quant: only for --method direct (this model is made by llama-quantize, "
+                          "which picks those types itself)")
     trees = [args.llama_tree] if args.llama_tree else []
-    if args.bin is None:
-        if not args.config:
-            raise PinsetError("give --bin DIR (llama.cpp build/bin) or -c pins.yaml [--build B]")
+    tools = None
+    if args.bin is not None:
+        if not args.bin.is_dir():
+            raise PinsetError(f"--bin {args.bin}: not a folder")
+        tools = LlamaBin(args.bin.resolve())
+    elif args.config:
         from pinset.commands.sides import built_base
 
-        side = built_base(args, ["llama-imatrix", "llama-quantize"], cuda=args.cuda, gpu_hint="drop --cuda")
-        bin_dir = side.bin_dir
+        # direct needs only the base tree (vocab files, gguf-py): llama-quantize is the smallest cached build
+        needed = ["llama-imatrix", "llama-quantize"] if method == "quantize" else ["llama-quantize"]
+        side = built_base(args, needed, cuda=args.cuda, gpu_hint="drop --cuda")
+        tools = LlamaBin(side.bin_dir.resolve())
         trees.append(side.source_dir)
-    else:
-        bin_dir = args.bin
-    if not bin_dir.is_dir():
-        raise PinsetError(f"--bin {bin_dir}: not a folder")
-    console.print(f"synth {shape.describe()} -> {args.quant}")
-    result = synthesize(shape, args.quant, args.out, LlamaBin(bin_dir.resolve()),
-                        name=args.name or f"synth-{args.arch}-{args.size}", text=args.text, seed=args.seed,
+    elif method == "quantize":
+        raise PinsetError("give --bin DIR (llama.cpp build/bin) or -c pins.yaml [--build B]")
+    console.print(f"synth {shape.describe()} -> {args.quant} ({method})")
+    result = synthesize(shape, args.quant, args.out, tools, name=args.name or f"synth-{args.arch}-{args.size}",
+                        method=method, other_quant=args.other_quant or "Q8_0", text=args.text, seed=args.seed,
                         gpu_layers=args.gpu_layers, imatrix_chunks=args.imatrix_chunks, threads=args.threads,
-                        trees=trees, keep_f16=not args.drop_f16,
-                        force=args.force)
+                        trees=trees, keep_f16=not args.drop_f16, force=args.force)
     doc = {"schema": 1, "kind": "model", **result.to_json()}
     cached = " (cached: same recipe)" if result.seconds.get("cached") else ""
     console.print(f"[green]{result.path}[/] {result.size_bytes / 2**20:,.1f} MiB{cached} "

@@ -1,40 +1,66 @@
-"""F16 synthetic model -> importance matrix (llama-imatrix) -> quantized model (llama-quantize).
+"""A synthetic model in a quantization, by one of two methods.
 
+"quantize": F16 synthetic model -> importance matrix (llama-imatrix) -> quantized model (llama-quantize).
 The quantization is done by the build's own tools, so the quantized bytes are exactly what that
 llama.cpp would produce. IQ1_S/IQ1_M/IQ2_XXS/IQ2_XS refuse to quantize without an importance matrix;
-llama-imatrix on a few chunks of any text makes one in seconds.
+llama-imatrix on a few chunks of any text makes one in seconds. Right for small models (CI).
+
+"direct": random valid blocks written straight in the target type (synth.py, blocks.py): no F16
+intermediate and no build needed, for full-size models whose F16 file would be tens of GB.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from pinset import runner
 from pinset.build.programs import LlamaBin
 from pinset.errors import PinsetError, RuntimeFailure
-from pinset.models.synth import Shape, SynthResult, find_vocab, write_synthetic_gguf
+from pinset.models.synth import DIRECT_QUANTS, Shape, SynthResult, find_vocab, write_synthetic_gguf
 
 # Types llama-quantize will not make without --imatrix.
 NEEDS_IMATRIX = {"IQ1_S", "IQ1_M", "IQ2_XXS", "IQ2_XS", "IQ2_S"}
 DEFAULT_TEXT = Path(__file__).resolve().parent.parent / "data" / "prose.txt"
+METHODS = ("auto", "direct", "quantize")
+# "auto" writes directly when the F16 intermediate's layers alone would exceed this (the 48-layer
+# a3b: ~60 GB; the 4-layer a3b-4l: ~5 GB, still quantized by the build's tools as before).
+AUTO_DIRECT_F16_BYTES = 16 << 30
+
+
+def choose_method(method: str, quant: str, shape: Shape) -> str:
+    """"direct" or "quantize" for the requested method (see METHODS and AUTO_DIRECT_F16_BYTES)."""
+    quant = quant.upper()
+    if method not in METHODS:
+        raise PinsetError(f"--method {method!r}: not one of {', '.join(METHODS)}")
+    if method == "direct" and quant not in DIRECT_QUANTS:
+        raise PinsetError(f"--quant {quant}: not written directly (direct types: {', '.join(DIRECT_QUANTS)}); "
+                          "use --method quantize")
+    if method != "auto":
+        return method
+    big = 2 * shape.layer_params() > AUTO_DIRECT_F16_BYTES
+    return "direct" if big and quant in DIRECT_QUANTS else "quantize"
 
 
 @dataclass(frozen=True)
 class QuantizedModel:
     path: Path
     quant: str
-    f16: SynthResult | None
+    f16: SynthResult | None       # method "quantize": the F16 model llama-quantize read
     imatrix: Path | None
     size_bytes: int
     seconds: dict
+    method: str = "quantize"
+    direct: SynthResult | None = None  # method "direct": the model as written (recipe, tensor types)
 
     def to_json(self) -> dict:
-        return {"path": str(self.path), "quant": self.quant, "size_bytes": self.size_bytes,
+        return {"path": str(self.path), "quant": self.quant, "method": self.method, "size_bytes": self.size_bytes,
                 "imatrix": str(self.imatrix) if self.imatrix else None,
-                "f16": self.f16.to_json() if self.f16 else None, "seconds": self.seconds}
+                "f16": self.f16.to_json() if self.f16 else None,
+                "direct": self.direct.to_json() if self.direct else None, "seconds": self.seconds}
 
 
 def _require_ok(done: runner.Completed, what: str, log: Path | None) -> None:
@@ -74,36 +100,51 @@ def quantize(tools: LlamaBin, model: Path, out: Path, quant: str, *, imatrix: Pa
     return done
 
 
-def synthesize(shape: Shape, quant: str, out_dir: Path, tools: LlamaBin, *, name: str | None = None,
-               text: Path = DEFAULT_TEXT, seed: int = 0, gpu_layers: int = 0, imatrix_chunks: int = 8,
-               imatrix_ctx: int = 512, threads: int | None = None, trees=(), keep_f16: bool = True,
-               force: bool = False) -> QuantizedModel:
-    """Write <name>-F16.gguf, <name>.imatrix.gguf and <name>-<QUANT>.gguf (+ <name>-<QUANT>.json) in out_dir.
+def synthesize(shape: Shape, quant: str, out_dir: Path, tools: LlamaBin | None, *, name: str | None = None,
+               method: str = "auto", other_quant: str = "Q8_0", text: Path = DEFAULT_TEXT, seed: int = 0,
+               gpu_layers: int = 0, imatrix_chunks: int = 8, imatrix_ctx: int = 512, threads: int | None = None,
+               trees=(), keep_f16: bool = True, force: bool = False) -> QuantizedModel:
+    """Write <name>-<QUANT>.gguf (+ <name>-<QUANT>.json) in out_dir; method "quantize" also leaves
+    <name>-F16.gguf and <name>.imatrix.gguf there. tools (llama-imatrix, llama-quantize) are needed only
+    by "quantize".
 
-    An existing output with the same recipe (shape, seed, quant, vocab) is reused unless force.
+    An existing output with the same recipe (shape, seed, quant, vocab, method) is reused unless force.
     """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     quant = quant.upper()
+    method = choose_method(method, quant, shape)
+    if method == "quantize" and tools is None:
+        raise PinsetError(f"{quant} by llama-quantize needs a build: give --bin DIR or -c pins.yaml "
+                          f"(or --method direct for {', '.join(DIRECT_QUANTS)})")
     name = name or f"synth-{shape.arch}"
     f16_path = out_dir / f"{name}-F16.gguf"
     q_path = out_dir / f"{name}-{quant}.gguf"
     meta_path = out_dir / f"{name}-{quant}.json"
     log = out_dir / f"{name}-{quant}.log"
-    vocab_path = find_vocab(shape.vocab, list(trees) + [tools.bin_dir])
-    recipe = {"shape": shape.__dict__, "seed": seed, "quant": quant, "vocab": str(vocab_path)}
+    trees = list(trees) + ([tools.bin_dir] if tools else [])
+    vocab_path = find_vocab(shape.vocab, trees)
+    recipe = {"shape": shape.__dict__, "seed": seed, "quant": quant, "vocab": str(vocab_path), "method": method}
+    if method == "direct":
+        recipe["other_quant"] = other_quant.upper()
     if not force and q_path.is_file() and meta_path.is_file():
         old = json.loads(meta_path.read_text())
-        if old.get("recipe") == recipe:
+        if {"method": "quantize", **old.get("recipe", {})} == recipe:  # files before "method" were quantized
             return QuantizedModel(q_path, quant, None, Path(old["imatrix"]) if old.get("imatrix") else None,
-                                  q_path.stat().st_size, {"cached": True})
+                                  q_path.stat().st_size, {"cached": True}, method)
     if log.exists():
         log.unlink()
-    import time
     seconds = {}
     t0 = time.monotonic()
+    if method == "direct":
+        written = write_synthetic_gguf(shape, q_path, vocab_path=vocab_path, seed=seed, name=name, trees=trees,
+                                       threads=threads, quant=quant, other_quant=other_quant)
+        seconds["write_direct"] = round(time.monotonic() - t0, 1)
+        result = QuantizedModel(q_path, quant, None, None, written.size_bytes, seconds, method, written)
+        meta_path.write_text(json.dumps({"recipe": recipe, **result.to_json()}, indent=2) + "\n")
+        return result
     f16 = write_synthetic_gguf(shape, f16_path, vocab_path=vocab_path, seed=seed, name=name,
-                               trees=list(trees) + [tools.bin_dir], threads=threads)
+                               trees=trees, threads=threads)
     seconds["write_f16"] = round(time.monotonic() - t0, 1)
     imatrix = None
     if quant == "F16":
@@ -120,6 +161,6 @@ def synthesize(shape: Shape, quant: str, out_dir: Path, tools: LlamaBin, *, name
         seconds["quantize"] = round(time.monotonic() - t0, 1)
         if not keep_f16:
             f16_path.unlink()
-    result = QuantizedModel(q_path, quant, f16, imatrix, q_path.stat().st_size, seconds)
+    result = QuantizedModel(q_path, quant, f16, imatrix, q_path.stat().st_size, seconds, method)
     meta_path.write_text(json.dumps({"recipe": recipe, **result.to_json()}, indent=2) + "\n")
     return result

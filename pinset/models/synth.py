@@ -1,4 +1,4 @@
-"""Write a random-weight F16 GGUF with real tensor names and metadata for an architecture.
+"""Write a random-weight GGUF (F16, or directly quantized) with real tensor names and metadata for an architecture.
 
 Why random weights: KLD and speed comparisons between two builds of the same kernels need a model
 of the right *shape* (expert count, hidden size, quant type), not a trained one, and a synthetic model
@@ -7,12 +7,22 @@ in the llama.cpp tree (models/ggml-vocab-*.gguf) so tokenization of real text wo
 
 Weights are scaled so that activations stay O(1) through the layers and the logits have a standard
 deviation of about 3: the output distribution is peaked enough that quantization error shows up in KLD.
+
+Written directly quantized (quant != "F16", see blocks.py) the same tensors get random valid blocks
+with the same standard deviations, in a recipe close to llama-quantize's for the low-bit types: the FFN
+weights (expert tensors ffn_{gate,up,down}_exps, or a dense model's ffn_{gate,up,down}) in the target
+type, the other matrices (token_embd, output, attention) in `other_quant` (Q8_0 by default: llama-quantize
+keeps them at higher precision too), and norms and the MoE router (ffn_gate_inp) in F32 as llama-quantize
+always leaves them.
 """
 
 from __future__ import annotations
 
 import math
+import mmap
 import os
+import re
+import struct
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -20,9 +30,14 @@ from pathlib import Path
 import numpy as np
 
 from pinset.errors import PinsetError
+from pinset.models import blocks
 from pinset.models.gguf_module import candidate_trees, import_gguf
 
 ARCHS = ("qwen3moe", "llama")
+# Types the writer makes without llama-quantize: F16 (the imatrix path's input) and blocks.TYPES.
+DIRECT_QUANTS = ("F16", *blocks.TYPES)
+OTHER_QUANTS = ("Q8_0", "F16")
+_FFN_WEIGHT = re.compile(r"\.ffn_(gate|up|down)(_exps)?\.weight$")
 
 
 @dataclass(frozen=True)
@@ -43,16 +58,26 @@ class Shape:
     rope_freq_base: float = 1_000_000.0
     rms_eps: float = 1e-6
 
+    def layer_params(self) -> int:
+        """Weights in the repeating layers (no embeddings): what makes a full-depth model big."""
+        attn = 2 * self.n_embd * (self.n_head + self.n_head_kv) * self.head_dim
+        ffn = 3 * self.n_embd * (self.n_expert * self.expert_ff if self.n_expert else self.n_ff)
+        return self.n_layer * (attn + ffn + self.n_expert * self.n_embd)
+
     def describe(self) -> str:
         moe = f", {self.n_expert} experts ({self.n_expert_used} used, ff {self.expert_ff})" if self.n_expert else f", ff {self.n_ff}"
         return (f"{self.arch}: {self.n_layer} layers, embd {self.n_embd}, heads {self.n_head}/{self.n_head_kv}"
                 f" x {self.head_dim}{moe}, vocab {self.vocab}")
 
 
-# Named sizes. "a3b-4l" is the Qwen3-30B-A3B layer shape cut to 4 layers (the IQ1_M MMQ anchor model);
+# Named sizes. "a3b" is Qwen3-30B-A3B's shape (its GGUF metadata: 48 layers, 128 experts, 8 used); "a3b-4l"
+# the same layer shape cut to 4 layers (the IQ1_M MMQ anchor model);
 # "1b-4l" is Llama-3.2-1B's layer shape cut to 4 layers; "tiny" ones are for CPU tests (rows of 256 so
 # every k-quant and IQ1 type applies).
 PRESETS: dict[tuple[str, str], Shape] = {
+    ("qwen3moe", "a3b"): Shape("qwen3moe", n_layer=48, n_embd=2048, n_head=32, n_head_kv=4, head_dim=128,
+                               n_ff=6144, n_expert=128, n_expert_used=8, expert_ff=768, vocab="qwen2",
+                               ctx_train=40960),
     ("qwen3moe", "a3b-4l"): Shape("qwen3moe", n_layer=4, n_embd=2048, n_head=32, n_head_kv=4, head_dim=128,
                                   n_ff=6144, n_expert=128, n_expert_used=8, expert_ff=768, vocab="qwen2",
                                   ctx_train=40960),
@@ -172,6 +197,27 @@ def _name_lookup(gguf):
     return names
 
 
+def _seed_words(seed: int, name: str) -> list[int]:
+    """The random stream of one tensor: the seed and the tensor's name."""
+    return [seed, len(name)] + [ord(c) for c in name]
+
+
+def tensor_type(spec: TensorSpec, quant: str, other_quant: str) -> str:
+    """The ggml type a tensor is written in (see the module docstring for the recipe)."""
+    if spec.dtype == np.float32 or quant == "F16":
+        return np.dtype(spec.dtype).name.replace("float", "F")
+    return quant if _FFN_WEIGHT.search(spec.name) else other_quant
+
+
+def recipe(quant: str, other_quant: str, arch_has_experts: bool) -> dict[str, str]:
+    """Tensor classes -> ggml type, for the JSON description."""
+    f32 = "norms" + (", ffn_gate_inp" if arch_has_experts else "")
+    if quant == "F16":
+        return {"matrices": "F16", f32: "F32"}
+    ffn = "ffn_gate_exps, ffn_up_exps, ffn_down_exps" if arch_has_experts else "ffn_gate, ffn_up, ffn_down"
+    return {ffn: quant, "token_embd, output, attn_q, attn_k, attn_v, attn_output": other_quant, f32: "F32"}
+
+
 def _fill(spec: TensorSpec, seed: int, threads: int) -> np.ndarray:
     """Random N(0, std^2) tensor in spec.dtype, generated in parallel slices (numpy releases the GIL)."""
     out = np.empty(spec.shape, dtype=spec.dtype)
@@ -180,9 +226,9 @@ def _fill(spec: TensorSpec, seed: int, threads: int) -> np.ndarray:
         return out
     flat = out.reshape(-1)
     n = flat.size
-    step = max(1 << 20, -(-n // max(1, threads * 4)))
+    step = 1 << 20  # fixed, so the bytes do not depend on the thread count
     starts = list(range(0, n, step))
-    seeds = np.random.SeedSequence([seed, len(spec.name)] + [ord(c) for c in spec.name]).spawn(len(starts))
+    seeds = np.random.SeedSequence(_seed_words(seed, spec.name)).spawn(len(starts))
 
     def work(k: int) -> None:
         lo, hi = starts[k], min(n, starts[k] + step)
@@ -199,21 +245,65 @@ def _fill(spec: TensorSpec, seed: int, threads: int) -> np.ndarray:
     return out
 
 
+# GGUF metadata value types (gguf's GGUFValueType): struct formats of the scalars, STRING and ARRAY.
+_GGUF_SCALARS = {0: "B", 1: "b", 2: "H", 3: "h", 4: "I", 5: "i", 6: "f", 7: "?", 10: "Q", 11: "q", 12: "d"}
+_GGUF_STRING, _GGUF_ARRAY = 8, 9
+
+
+def read_gguf_kv(path: Path, prefix: str) -> list[tuple[str, object, int, int | None]]:
+    """(key, value, type, array item type) of the metadata keys starting with prefix, from the header alone.
+
+    Why not gguf.GGUFReader: it builds a numpy view per array item, ~30 s for qwen2's 151 936 tokens and
+    merges; this takes about a second. Strings stay bytes, so they are copied exactly.
+    """
+    with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as buf:
+        pos = 0
+
+        def take(fmt: str):
+            nonlocal pos
+            (value,) = struct.unpack_from("<" + fmt, buf, pos)
+            pos += struct.calcsize("<" + fmt)
+            return value
+
+        def value_of(vtype: int):
+            nonlocal pos
+            if vtype in _GGUF_SCALARS:
+                return take(_GGUF_SCALARS[vtype])
+            if vtype == _GGUF_STRING:
+                n = take("Q")
+                pos += n
+                return bytes(buf[pos - n:pos])
+            raise ValueError(f"unknown value type {vtype}")
+
+        try:
+            if bytes(buf[:4]) != b"GGUF" or struct.unpack_from("<I", buf, 4)[0] not in (2, 3):
+                raise ValueError("no GGUF v2/v3 header")
+            pos = 8
+            take("Q")  # tensor count
+            out = []
+            for _ in range(take("Q")):
+                key = value_of(_GGUF_STRING).decode()
+                vtype = take("I")
+                if vtype == _GGUF_ARRAY:
+                    item_type, count = take("I"), take("Q")
+                    value, sub_type = [value_of(item_type) for _ in range(count)], item_type
+                else:
+                    value, sub_type = value_of(vtype), None
+                if key.startswith(prefix):
+                    out.append((key, value, vtype, sub_type))
+        except (ValueError, struct.error, UnicodeDecodeError) as exc:
+            raise PinsetError(f"{path}: not a readable GGUF file ({exc})") from None
+    return out
+
+
 def _copy_tokenizer(gguf, writer, vocab_path: Path) -> int:
     """Copy every tokenizer.* key of a vocab GGUF into writer; return the vocabulary size."""
-    reader = gguf.GGUFReader(str(vocab_path))
     n_vocab = 0
-    for key, field in reader.fields.items():
-        if not key.startswith("tokenizer."):
-            continue
-        vtype = field.types[0]
-        value = field.contents()
+    for key, value, vtype, sub_type in read_gguf_kv(vocab_path, "tokenizer."):
         if key == "tokenizer.ggml.tokens":
             n_vocab = len(value)
-        if vtype == gguf.GGUFValueType.ARRAY:
-            writer.add_key_value(key, value, vtype, sub_type=field.types[-1])
-        else:
-            writer.add_key_value(key, value, vtype)
+        sub = gguf.GGUFValueType(sub_type) if sub_type is not None else None
+        writer.add_key_value(key, value, gguf.GGUFValueType(vtype), sub_type=sub)
     if not n_vocab:
         raise PinsetError(f"{vocab_path} has no tokenizer.ggml.tokens")
     return n_vocab
@@ -228,16 +318,29 @@ class SynthResult:
     size_bytes: int
     vocab_path: Path
     seed: int
+    quant: str = "F16"
+    recipe: dict | None = None
+    tensor_types: dict | None = None  # ggml type -> number of tensors
 
     def to_json(self) -> dict:
         return {"path": str(self.path), "shape": asdict(self.shape), "n_vocab": self.n_vocab,
                 "n_params": self.n_params, "size_bytes": self.size_bytes, "vocab_path": str(self.vocab_path),
-                "seed": self.seed}
+                "seed": self.seed, "quant": self.quant, "recipe": self.recipe, "tensor_types": self.tensor_types}
 
 
 def write_synthetic_gguf(shape: Shape, dest: Path, *, vocab_path: Path, seed: int = 0, name: str | None = None,
-                         trees: list[Path | str | None] = (), threads: int | None = None) -> SynthResult:
-    """Write the F16 model to dest (via a temp file renamed at the end, so a crash leaves no half model)."""
+                         trees: list[Path | str | None] = (), threads: int | None = None, quant: str = "F16",
+                         other_quant: str = "Q8_0") -> SynthResult:
+    """Write the model to dest in `quant` (F16, or one of blocks.TYPES written directly, no F16 first).
+
+    Tensors are generated and written one at a time, so memory stays near the largest tensor (token_embd);
+    dest appears only complete (a temp file renamed at the end, so a crash leaves no half model).
+    """
+    quant, other_quant = quant.upper(), other_quant.upper()
+    if quant not in DIRECT_QUANTS:
+        raise PinsetError(f"--quant {quant}: not written directly (direct types: {', '.join(DIRECT_QUANTS)})")
+    if other_quant not in OTHER_QUANTS:
+        raise PinsetError(f"--other-quant {other_quant}: not one of {', '.join(OTHER_QUANTS)}")
     gguf = import_gguf(list(trees) + [vocab_path.parent.parent])
     threads = threads or min(16, os.cpu_count() or 1)
     dest = Path(dest)
@@ -247,7 +350,9 @@ def write_synthetic_gguf(shape: Shape, dest: Path, *, vocab_path: Path, seed: in
     a = shape.arch
     writer.add_name(name or f"pinset-synth-{a}")
     writer.add_string("general.description", "random weights written by `pinset model synth` (not a trained model)")
-    writer.add_uint32("general.file_type", 1)  # LLAMA_FTYPE_MOSTLY_F16
+    writer.add_uint32("general.file_type", 1 if quant == "F16" else int(gguf.LlamaFileType[f"MOSTLY_{quant}"]))
+    if quant != "F16":
+        writer.add_quantization_version(gguf.GGML_QUANT_VERSION)
     writer.add_uint32(f"{a}.context_length", shape.ctx_train)
     writer.add_uint32(f"{a}.embedding_length", shape.n_embd)
     writer.add_uint32(f"{a}.block_count", shape.n_layer)
@@ -269,19 +374,41 @@ def write_synthetic_gguf(shape: Shape, dest: Path, *, vocab_path: Path, seed: in
         writer.add_uint32(f"{a}.vocab_size", n_vocab)
 
     specs = tensor_specs(shape, n_vocab, _name_lookup(gguf))
-    for spec in specs:
-        nbytes = int(np.prod(spec.shape)) * np.dtype(spec.dtype).itemsize
-        writer.add_tensor_info(spec.name, spec.shape, np.dtype(spec.dtype), nbytes)
+    types = [tensor_type(spec, quant, other_quant) for spec in specs]
+    for spec, qtype in zip(specs, types):
+        if qtype in blocks.BLOCK:
+            per_block, block_bytes = blocks.BLOCK[qtype]
+            if spec.shape[-1] % per_block:
+                raise PinsetError(f"{spec.name}: rows of {spec.shape[-1]} weights are not whole {qtype} blocks of "
+                                  f"{per_block}: choose sizes that are multiples of {per_block}")
+            try:
+                blocks.scale_bits(qtype, spec.std)
+            except ValueError as exc:
+                raise PinsetError(f"{spec.name}: {exc}") from None
+            byte_shape = (*spec.shape[:-1], spec.shape[-1] // per_block * block_bytes)
+            writer.add_tensor_info(spec.name, byte_shape, np.dtype(np.uint8), int(np.prod(byte_shape)),
+                                   raw_dtype=gguf.GGMLQuantizationType[qtype])
+        else:
+            nbytes = int(np.prod(spec.shape)) * np.dtype(spec.dtype).itemsize
+            writer.add_tensor_info(spec.name, spec.shape, np.dtype(spec.dtype), nbytes)
     try:
         writer.write_header_to_file(tmp)
         writer.write_kv_data_to_file()
         writer.write_ti_data_to_file()
-        for spec in specs:
-            writer.write_tensor_data(_fill(spec, seed, threads))
+        for spec, qtype in zip(specs, types):
+            if qtype in blocks.BLOCK:
+                data = blocks.random_blocks(qtype, int(np.prod(spec.shape)), spec.std, _seed_words(seed, spec.name),
+                                            threads)
+            else:
+                data = _fill(spec, seed, threads)
+            writer.write_tensor_data(data)
+            del data
         writer.close()
         os.replace(tmp, dest)
     finally:
         if tmp.exists():
             tmp.unlink()
     n_params = sum(int(np.prod(s.shape)) for s in specs)
-    return SynthResult(dest, shape, n_vocab, n_params, dest.stat().st_size, vocab_path, seed)
+    counts = {t: types.count(t) for t in sorted(set(types))}
+    return SynthResult(dest, shape, n_vocab, n_params, dest.stat().st_size, vocab_path, seed, quant,
+                       recipe(quant, other_quant, bool(shape.n_expert)), counts)
