@@ -201,8 +201,8 @@ def rows_from_frame(frame, *, plan: Plan = Plan(), noise: dict[str, float] | Non
             "ci95": list(eff.ci_ratio) if eff else None,
             "ci_method": "t-seq" if eff else None,
             "p_value": eff.p_value if eff else None,
-            "aa_spread": frac(st.margin) if st else None,
-            "threshold": frac(st.margin) if st else None,
+            "aa_spread": frac(st.margin) if eff else None,
+            "threshold": frac(st.margin) if eff else None,
             "noise_sd": st.noise_sd if st else None,
             "decided_after": st.decided_after if st else None,
             "more_rounds": st.more_rounds if st else None,
@@ -463,7 +463,8 @@ class BenchResult:
     gpu: dict | None              # {"name", "driver"}; None: run with the GPU hidden (device: CPU)
     round_log: list[dict]         # Round.to_json() of every round, warm-up included
     rows: list[BenchRow]
-    extra: dict = field(default_factory=dict)   # method, aa_check, reanalysed_from
+    extra: dict = field(default_factory=dict)   # method, aa_check, reanalysed_from, host, decision, aa_noise
+    schema: int = SCHEMAS["bench"]               # a file read keeps its own (schema 1: the A/A-band rule's fields)
 
     @property
     def device(self) -> str:
@@ -476,7 +477,7 @@ class BenchResult:
                 for r in round_log for label, run in (r.get("runs") or {}).items() if not run.get("ok")]
 
     def to_json(self) -> dict:
-        return {"schema": SCHEMAS["bench"], "kind": "bench", "ok": self.ok, "compare": self.compare,
+        return {"schema": self.schema, "kind": "bench", "ok": self.ok, "compare": self.compare,
                 "model": dict(self.model), "llama_bench_args": list(self.llama_bench_args), "rounds": self.rounds,
                 "repetitions": self.repetitions, "warmup_rounds": self.warmup_rounds, "base": dict(self.base),
                 "head": dict(self.head), "gpu": self.gpu, "round_log": self.round_log,
@@ -504,4 +505,5 @@ class BenchResult:
                    {"path": m.get("path", str), "name": m.get("name", str)}, d.strs("llama_bench_args"),
                    d.get("rounds", int), d.get("repetitions", int), d.get("warmup_rounds", int), base, head,
                    {"name": gpu.get("name", str), "driver": gpu.get("driver", str)} if gpu else None,
-                   d.get("round_log", list), rows, {k: v for k, v in d.raw.items() if k not in known})
+                   d.get("round_log", list), rows, {k: v for k, v in d.raw.items() if k not in known},
+                   d.get("schema", int))
