@@ -25,6 +25,7 @@ def main() -> None:
     args = ap.parse_args()
     kept = args.max_rounds - 1
     plan = Plan.adaptive(kept, 5)
+    print(f"command: PYTHONPATH=. python benchmarks/bench_rule_sim.py --trials {args.trials} --max-rounds {args.max_rounds}")
     print(f"rule {RULE}: alpha {ALPHA} over {plan.looks} looks ({plan.alpha_per_look:.5f} each), "
           f"margin ±max(1 %, {NOISE_K:g} x per-round sd), {kept} kept rounds at most, {args.trials} trials per cell")
     print(f"{'sigma':>6} {'tails':>10} {'effect':>7} | {'no change':>9} {'faster':>6} {'slower':>6} {'too noisy':>9}"

@@ -154,3 +154,14 @@ def test_csv_is_the_tidy_round_table(tmp_path):
         assert all(json.loads(ln["samples"]) for ln in mine)
     warm = [ln for ln in lines if ln["round"] == "0"]
     assert warm and all(ln["kept"] == "False" and ln["excluded"] == "round 0: warm-up" for ln in warm)
+
+
+def test_a_head_that_keeps_failing_stops_the_adaptive_bench_at_once(tmp_path):
+    base = fake_bin(tmp_path / "base", {"pp": 1000.0, "tg": 100.0}, 0.002, 15)
+    head = tmp_path / "head"
+    head.mkdir()
+    (head / "llama-bench").write_text("#!/bin/sh\necho 'main: error: failed to load model' >&2\nexit 1\n")
+    (head / "llama-bench").chmod(0o755)
+    rc, doc = bench(tmp_path, base, head)
+    assert rc == 1 and doc["ok"] is False
+    assert doc["rounds"] == 2 and not doc["decision"]["budget_ran_out"]

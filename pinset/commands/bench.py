@@ -122,7 +122,7 @@ def run(args) -> int:
                           f"undecided: {', '.join(open_rows) or 'none'}", highlight=False)
         if not adaptive:
             return False
-        if decisive(rows):
+        if decisive(rows) or failing(so_far):
             return True
         state["ran_out"] = used >= args.max_time or len(so_far) >= args.max_rounds
         return state["ran_out"]
@@ -139,6 +139,13 @@ def run(args) -> int:
 
 
 FIRST_LOOK = 5   # kept rounds before an adaptive bench may stop
+
+
+def failing(so_far) -> bool:
+    """A run failed in each of the last two rounds, or both runs of the last one: more rounds would only
+    repeat the failure, so an adaptive bench stops (not ok, and not for want of time)."""
+    failed = [any(not run.ok for run in rnd.runs.values()) for rnd in so_far]
+    return failed[-2:] == [True, True] or not any(run.ok for run in so_far[-1].runs.values())
 
 
 def noise_from(path: Path, bench_args: list[str], *, cpu: bool) -> dict:

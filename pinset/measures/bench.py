@@ -350,10 +350,17 @@ def row_cells(row: dict) -> list[str]:
             "—" if b is None else f"{b:,.1f}", "—" if h is None else f"{h:,.1f}", _pct(row["ratio"]),
             "—" if not ci else f"{_pct(ci[0])} … {_pct(ci[1])}",
             "—" if row["p_value"] is None else f"{row['p_value']:.3g}",
-            "—" if row["aa_spread"] is None else f"±{row['aa_spread'] * 100:.1f} %", row["verdict"]]
+            "—" if row["aa_spread"] is None else f"±{row['aa_spread'] * 100:.1f} %", verdict_text(row)]
 
 
-HEADERS = ["test", "params", "rounds", "base t/s", "head t/s", "head vs base", "95 % CI", "p", "A/A", "verdict"]
+def verdict_text(row: dict) -> str:
+    """The verdict, with the further rounds a "too noisy" row suggests."""
+    more = row.get("more_rounds")
+    return f"{row['verdict']} (~{more} more rounds)" if row["verdict"] == "too noisy" and more else row["verdict"]
+
+
+HEADERS = ["test", "params", "rounds", "base t/s", "head t/s", "head vs base", "95 % CI", "p", "no-change band",
+           "verdict"]
 
 
 def subject(doc: dict) -> str:
@@ -390,6 +397,7 @@ def bench_markdown(doc: dict, plot_name: str | None = None) -> str:
              f"{sides}; GPU: {doc['gpu']['name'] if doc['gpu'] else 'none (CPU)'}; "
              f"{doc['rounds']} interleaved rounds (first = warm-up) of `-r {doc['repetitions']}`; "
              f"args `{' '.join(doc['llama_bench_args'])}`. t/s: {speed_stat(doc)}.", "",
+             *_decision_lines(doc),
              "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     lines += ["| " + " | ".join(row_cells(r)) + " |" for r in doc["rows"]]
     if doc.get("reanalysed_from"):
@@ -398,6 +406,23 @@ def bench_markdown(doc: dict, plot_name: str | None = None) -> str:
     if plot_name:
         lines += ["", f"![per-round t/s]({plot_name})"]
     return "\n".join(lines) + "\n"
+
+
+def _decision_lines(doc: dict) -> list[str]:
+    """How the verdicts were reached (schema 2), in one paragraph."""
+    dec = doc.get("decision")
+    if not dec:
+        return []
+    looks = (f"stopping allowed after each of {dec['looks']} rounds (alpha {dec['alpha']:g} spread over them, "
+             f"{dec['alpha_per_look']:.2g} each)" if dec["looks"] > 1 else f"one look, {1 - dec['alpha']:.0%} CI")
+    band = f"from the A/A bench `{dec['noise_from']}`" if dec.get("noise_from") else "from this bench's own scatter"
+    budget = ""
+    if dec.get("adaptive"):
+        budget = (f"; budget {dec['max_rounds']} rounds / {dec['max_time_s']:g} s, used {doc['rounds']} rounds / "
+                  f"{dec['elapsed_s']:g} s" + (" — ran out" if dec.get("budget_ran_out") else ""))
+    more = f"; the undecided rows suggest ~{dec['more_rounds']} more rounds" if dec.get("more_rounds") else ""
+    return [f"Decision ({dec['rule']}): {looks}; no-change band ±max({dec['margin_min']:.0%}, "
+            f"{dec['noise_k']:g} × per-round noise sd) {band}{budget}{more}.", ""]
 
 
 # --- the result model (kind "bench"): written by `pinset bench`, read by `pinset report` -------------------
