@@ -25,11 +25,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from statistics import median
 
+import numpy as np
+
 from pinset import runner
 from pinset.measures import gpu as gpu_mod
 from pinset.measures.llama_bench import BenchLine, BenchParseError, parse_jsonl
 from pinset.measures.sides import Side
-from pinset.measures.stats import ALPHA, MIN_EFFECT, NOISE_K, RULE, Plan, compare
+from pinset.measures.stats import ALPHA, MIN_EFFECT, MIN_ROUNDS, NOISE_K, RULE, Plan, compare
 from pinset.results import SCHEMAS, Doc
 
 CPU_ENV = {"CUDA_VISIBLE_DEVICES": ""}
@@ -274,9 +276,11 @@ def noise_of(decision: dict | None) -> dict[str, float] | None:
 
 
 def aa_noise(rows: list[dict]) -> list[dict]:
-    """The noise an A/A bench measured, per test, to feed a later bench's margin (--noise-from)."""
-    return [{"test": r["test"], "params": r["params"], "sd": r["noise_sd"], "rounds": len(r["base_tps"])}
-            for r in rows if r.get("noise_sd") is not None]
+    """The noise an A/A bench measured, per test, to feed a later bench's margin (--noise-from): the sd of
+    ln(head/base) over all its kept rounds (not only up to the deciding look)."""
+    return [{"test": r["test"], "params": r["params"], "rounds": len(r["base_tps"]),
+             "sd": float(np.std(np.log(np.asarray(r["head_tps"]) / np.asarray(r["base_tps"])), ddof=1))}
+            for r in rows if len(r["base_tps"]) >= MIN_ROUNDS]
 
 
 def more_rounds(rows: list[dict]) -> int | None:
