@@ -35,7 +35,8 @@ def add_parser(sub):
     p.add_argument("--rounds", type=int, default=None,
                    help="a fixed count of rounds, the first one a discarded warm-up (turns adaptive rounds off)")
     p.add_argument("--max-time", type=float, default=300.0, metavar="SECONDS",
-                   help="adaptive: add rounds until every row is decisive or this much time is spent (default 300)")
+                   help="adaptive: add rounds until every row is decisive or the next round would end past this "
+                        "many seconds (default 300)")
     p.add_argument("--max-rounds", type=int, default=40,
                    help="adaptive: at most this many rounds, warm-up included (default 40); the statistics "
                         "spread their error rate over every round the bench may stop after")
@@ -124,7 +125,8 @@ def run(args) -> int:
             return False
         if decisive(rows) or failing(so_far):
             return True
-        state["ran_out"] = used >= args.max_time or len(so_far) >= args.max_rounds
+        last = sum(run.seconds for run in so_far[-1].runs.values())
+        state["ran_out"] = used + last > args.max_time or len(so_far) >= args.max_rounds   # the next would overrun
         return state["ran_out"]
 
     rounds = run_rounds(base, head, models, bench_args, rounds=args.max_rounds if adaptive else args.rounds,
