@@ -17,8 +17,8 @@ from pathlib import Path
 from pinset.errors import PinsetError
 
 # Version of each kind's JSON (bumped when a field's meaning changes); `from_json` reads READS[kind].
-SCHEMAS = {"sim": 1, "verify": 1, "kld": 1, "bench": 1, "report": 2}
-READS = {"sim": (1,), "verify": (1,), "kld": (1,), "bench": (1,), "report": (1, 2)}
+SCHEMAS = {"sim": 1, "verify": 1, "kld": 1, "bench": 2, "report": 2}
+READS = {"sim": (1,), "verify": (1,), "kld": (1,), "bench": (1, 2), "report": (1, 2)}
 
 NUM = (int, float)
 _NAMES = {int: "an integer", float: "a number", str: "a string", bool: "true/false", list: "a list",

@@ -44,7 +44,7 @@ def test_bench_end_to_end_on_cpu(tmp_path):
                "--plot", str(out / "bench.png"), "--", "-p", "32", "-n", "4", "-t", "2", "-ngl", "0"])
     assert rc in (0, 1)  # an A/A run on a shared CPU may be "too noisy"; it must never be an error
     doc = json.loads((out / "bench.json").read_text())
-    assert doc["kind"] == "bench" and doc["schema"] == 1 and doc["warmup_rounds"] == 1
+    assert doc["kind"] == "bench" and doc["schema"] == 2 and doc["warmup_rounds"] == 1
     assert [r["order"] for r in doc["round_log"]] == ["BH", "HB", "BH", "HB"]
     assert [r["test"] for r in doc["rows"]] == ["pp32", "tg4"]
     for row in doc["rows"]:

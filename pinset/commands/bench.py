@@ -8,10 +8,13 @@ from pathlib import Path
 from rich.table import Table
 
 from pinset.errors import PinsetError
-from pinset.measures.bench import (bench_document, bench_markdown, headers, reanalysed, row_cells, run_rounds,
-                                   run_tps, subject)
+import time
+
+from pinset.measures.bench import (aa_noise, analyse, bench_document, bench_markdown, decision_record, decisive,
+                                   headers, reanalysed, row_cells, run_rounds, run_tps, subject)
+from pinset.measures.stats import Plan
 from pinset.commands.sides import add_side_args, resolve_sides
-from pinset.commands.common import check_inputs, count
+from pinset.commands.common import check_inputs, count, seconds
 from pinset.output import check_outputs, console, err_console, write_json, write_text
 
 TARGETS = ["llama-bench"]
@@ -30,7 +33,18 @@ def add_parser(sub):
     p.add_argument("--vs-model", type=Path, metavar="REFERENCE",
                    help="compare two models on the head build instead of two builds on one model: REFERENCE runs "
                         "as the base side, -m as the head side (e.g. IQ1_M vs IQ1_S of the same weights)")
-    p.add_argument("--rounds", type=count(2), default=6, help="rounds, the first one a discarded warm-up (default 6)")
+    p.add_argument("--rounds", type=count(2), default=None,
+                   help="a fixed count of rounds, the first one a discarded warm-up (turns adaptive rounds off)")
+    p.add_argument("--max-time", type=seconds, default=300.0, metavar="SECONDS",
+                   help="adaptive: add rounds until every row is decisive or the next round would end past this "
+                        "many seconds (default 300)")
+    p.add_argument("--max-rounds", type=count(FIRST_LOOK + 1), default=40,
+                   help="adaptive: at most this many rounds, warm-up included (default 40); the statistics "
+                        "spread their error rate over every round the bench may stop after")
+    p.add_argument("--noise-from", type=Path, metavar="AA_JSON",
+                   help="an A/A bench (--aa) of this machine and these tests: its per-round noise sets the "
+                        "\"no change\" margin")
+    p.add_argument("--csv", type=Path, help="write the tidy per-round table (round, order, side, test, samples, t/s)")
     p.add_argument("-r", "--repetitions", type=count(1), default=3, help="llama-bench -r per run (default 3)")
     p.add_argument("--cpu", action="store_true", help="hide GPUs (CUDA_VISIBLE_DEVICES=): for tests without a GPU")
     p.add_argument("--aa", action="store_true",
@@ -61,9 +75,10 @@ def run(args) -> int:
     clash = sorted(OWNED.intersection(bench_args))
     if clash:
         raise PinsetError(f"{', '.join(clash)}: set by pinset (use -m/--model and -r/--repetitions before --)")
-    check_inputs({"--model": args.model, "--vs-model": args.vs_model})
+    check_inputs({"--model": args.model, "--vs-model": args.vs_model, "--noise-from": args.noise_from})
     if args.vs_model is not None and args.aa:
         raise PinsetError("--aa and --vs-model exclude each other (an A/A check runs one model)")
+    noise = noise_from(args.noise_from, bench_args, cpu=args.cpu) if args.noise_from else None
     base, head, _store = resolve_sides(args, TARGETS, cpu=args.cpu, head_only=args.vs_model is not None)
     if args.aa:
         from dataclasses import replace
@@ -82,12 +97,79 @@ def run(args) -> int:
         busy = " [yellow]other GPU process[/]" if rnd.other_gpu_processes else ""
         err_console.print(f"round {rnd.index} {rnd.order}{tag}{busy}: " + "; ".join(parts))
 
-    rounds = run_rounds(base, head, models, bench_args, rounds=args.rounds, repetitions=args.repetitions,
-                        cpu=args.cpu, log_dir=args.log_dir, on_round=progress)
+    adaptive = args.rounds is None
+    plan = Plan.adaptive(args.max_rounds - 1, FIRST_LOOK) if adaptive else Plan()
+    decision = decision_record(plan, noise=noise and noise["noise"], noise_from=noise and str(args.noise_from),
+                               max_rounds=args.max_rounds if adaptive else None,
+                               max_time_s=args.max_time if adaptive else None)
+    start = time.monotonic()
+    state = {"ran_out": False}
+
+    def done(so_far) -> bool:
+        """Adaptive stop: every row decisive, or the budget spent; one plain progress line per round."""
+        rows = analyse([r.to_json() for r in so_far], keep_busy_rounds=args.keep_busy_rounds, plan=plan,
+                       noise=noise and noise["by_params"])
+        used = time.monotonic() - start
+        open_rows = [r["test"] for r in rows if r["verdict"] not in ("faster", "slower", "no change")]
+        budget = f"{used:.0f}/{args.max_time:.0f} s" if adaptive else f"{used:.0f} s"
+        err_console.print(f"bench: {len(so_far)} of {args.max_rounds if adaptive else args.rounds} rounds, {budget}, "
+                          f"undecided: {', '.join(open_rows) or 'none'}", highlight=False)
+        if not adaptive:
+            return False
+        if decisive(rows) or failing(so_far):
+            return True
+        last = sum(run.seconds for run in so_far[-1].runs.values())
+        state["ran_out"] = used + last > args.max_time or len(so_far) >= args.max_rounds   # the next would overrun
+        return state["ran_out"]
+
+    rounds = run_rounds(base, head, models, bench_args, rounds=args.max_rounds if adaptive else args.rounds,
+                        repetitions=args.repetitions, cpu=args.cpu, log_dir=args.log_dir, on_round=progress, done=done)
+    decision.update(elapsed_s=round(time.monotonic() - start, 1), budget_ran_out=state["ran_out"])
     doc = bench_document(models, bench_args, rounds, args.repetitions, base, head,
-                         keep_busy_rounds=args.keep_busy_rounds)
+                         keep_busy_rounds=args.keep_busy_rounds, decision=decision)
     doc["aa_check"] = bool(args.aa)  # head is the base build itself
+    if args.aa:
+        doc["aa_noise"] = aa_noise(doc["rows"])
     return _write(doc, args)
+
+
+FIRST_LOOK = 5   # kept rounds before an adaptive bench may stop
+
+
+def failing(so_far) -> bool:
+    """A run failed in each of the last two rounds, or both runs of the last one: more rounds would only
+    repeat the failure, so an adaptive bench stops (not ok, and not for want of time)."""
+    failed = [any(not run.ok for run in rnd.runs.values()) for rnd in so_far]
+    return failed[-2:] == [True, True] or not any(run.ok for run in so_far[-1].runs.values())
+
+
+def noise_from(path: Path, bench_args: list[str], *, cpu: bool) -> dict:
+    """The A/A noise of `path` for this bench: refused (exit 2) unless it is an A/A bench of this host and GPU
+    with the same llama-bench options (so the same tests)."""
+    import json
+    import socket
+
+    from pinset.measures import gpu as gpu_mod
+    from pinset.report.load import load_result
+
+    aa = load_result(path)
+    data = aa.data
+    if aa.kind != "bench" or not data.get("aa_check"):
+        raise PinsetError(f"--noise-from {path}: not an A/A bench (pinset bench --aa)")
+    if data.get("host") != socket.gethostname():
+        raise PinsetError(f"--noise-from {path}: measured on host {data.get('host')!r}, this is {socket.gethostname()!r}")
+    snap = None if cpu else gpu_mod.snapshot()
+    here = snap.name if snap else None
+    there = (data.get("gpu") or {}).get("name")
+    if there != here:
+        raise PinsetError(f"--noise-from {path}: measured on {there or 'CPU'}, this machine has {here or 'no GPU'}")
+    if list(data.get("llama_bench_args") or []) != list(bench_args):
+        raise PinsetError(f"--noise-from {path}: llama-bench options {' '.join(data.get('llama_bench_args') or [])!r} "
+                          f"differ from {' '.join(bench_args)!r} (other tests)")
+    entries = data.get("aa_noise") or aa_noise(analyse(data["round_log"]))
+    if not entries:
+        raise PinsetError(f"--noise-from {path}: no test with a measured noise (fewer than 3 kept rounds)")
+    return {"noise": entries, "by_params": {json.dumps(e["params"], sort_keys=True): float(e["sd"]) for e in entries}}
 
 
 def _reanalyse(args) -> int:
@@ -106,6 +188,10 @@ def _write(doc: dict, args) -> int:
     console.print(bench_table(doc))
     if args.json:
         write_json(args.json, doc)
+    if args.csv:
+        from pinset.measures.bench import rounds_frame, write_csv
+
+        write_csv(rounds_frame(doc["round_log"], keep_busy_rounds=args.keep_busy_rounds), args.csv)
     plot_name = None
     if args.plot:
         from pinset.measures.plot import plot_bench
@@ -121,6 +207,9 @@ def _write(doc: dict, args) -> int:
 def bench_table(doc) -> Table:
     gpu = doc["gpu"]["name"] if doc["gpu"] else "CPU"
     t = Table(title=f"pinset bench: {subject(doc)} on {gpu} ({doc['rounds']} rounds, first = warm-up)")
+    more = (doc.get("decision") or {}).get("more_rounds")
+    if more:
+        t.caption = f"too noisy: the scatter so far suggests about {more} more rounds (--max-time / --max-rounds)"
     for h in headers(doc):
         t.add_column(h)
     for row in doc["rows"]:

@@ -20,15 +20,18 @@ from __future__ import annotations
 import json
 import math
 import re
+import socket
 from dataclasses import dataclass, field
 from pathlib import Path
 from statistics import median
+
+import numpy as np
 
 from pinset import runner
 from pinset.measures import gpu as gpu_mod
 from pinset.measures.llama_bench import BenchLine, BenchParseError, parse_jsonl, run_problem, speed_problem
 from pinset.measures.sides import Side
-from pinset.measures.stats import compare
+from pinset.measures.stats import ALPHA, MIN_EFFECT, MIN_ROUNDS, NOISE_K, RULE, Plan, compare
 from pinset.results import SCHEMAS, Doc
 
 CPU_ENV = {"CUDA_VISIBLE_DEVICES": ""}
@@ -110,8 +113,9 @@ def run_side(side: Side, model: Path, bench_args: list[str], repetitions: int, *
 
 
 def run_rounds(base: Side, head: Side, models: dict[str, Path], bench_args: list[str], *, rounds: int,
-               repetitions: int, cpu: bool, log_dir: Path | None = None, on_round=None) -> list[Round]:
-    """models: the GGUF each side runs ({"base": ..., "head": ...}; the same file for a build comparison)."""
+               repetitions: int, cpu: bool, log_dir: Path | None = None, on_round=None, done=None) -> list[Round]:
+    """models: the GGUF each side runs ({"base": ..., "head": ...}; the same file for a build comparison).
+    rounds: the most rounds to run; done(rounds so far) -> True stops after a round (adaptive benches)."""
     sides = {"base": base, "head": head}
     out = []
     tests: list[str] | None = None   # the tests of the first good run: every other run must have the same
@@ -133,6 +137,8 @@ def run_rounds(base: Side, head: Side, models: dict[str, Path], bench_args: list
         out.append(rnd)
         if on_round:
             on_round(rnd)
+        if done and done(out):
+            break
     return out
 
 
@@ -140,8 +146,31 @@ def _key(params: dict) -> tuple:
     return tuple(sorted((k, repr(v)) for k, v in params.items()))
 
 
-def analyse(rounds: list[dict], *, keep_busy_rounds: bool = False) -> list[dict]:
-    """Bench rows from recorded rounds (the JSON form of Round, so recorded files re-analyse the same way)."""
+def _round_exclusion(rnd: dict, k: tuple, keep_busy_rounds: bool) -> str | None:
+    """Why round `rnd` gives no value for test `k` (None: it does)."""
+    if rnd["warmup"]:
+        return f"round {rnd['round']}: warm-up"
+    if rnd.get("other_gpu_processes") and not keep_busy_rounds:
+        return f"round {rnd['round']}: {BUSY}"
+    for label in ("base", "head"):
+        run = rnd["runs"].get(label)
+        match = [t for t in (run or {}).get("tests", []) if _key(t["params"]) == k]
+        why = (run or {}).get("detail") or (("test missing" if not match else "the test twice" if len(match) > 1
+                                            else recorded_speed_problem(match[0])) if run else None)
+        if not run or not run["ok"] or why:
+            return f"round {rnd['round']}: {label} has no result" + (f" ({why})" if why else "")
+    return None
+
+
+FRAME_COLUMNS = ["round", "order", "side", "test", "params", "samples", "tps", "kept", "excluded"]
+
+
+def rounds_frame(rounds: list[dict], *, keep_busy_rounds: bool = False):
+    """The tidy table of a round log (pandas): one line per round, side and test, with the run's speed
+    (run_tps) and whether the statistics keep it (else why not). Rows, the CSV, the tables and the report's
+    speeds all come from here."""
+    import pandas as pd
+
     order: list[tuple] = []
     names: dict[tuple, tuple[str, dict]] = {}
     for rnd in rounds:
@@ -151,57 +180,80 @@ def analyse(rounds: list[dict], *, keep_busy_rounds: bool = False) -> list[dict]
                 if k not in names:
                     names[k] = (t["test"], t["params"])
                     order.append(k)
-    rows = []
+    records = []
     for k in order:
         test, params = names[k]
-        base_tps, head_tps, kept_rounds, excluded = [], [], [], []
         for rnd in rounds:
-            if rnd["warmup"]:
-                excluded.append(f"round {rnd['round']}: warm-up")
-                continue
-            if rnd.get("other_gpu_processes") and not keep_busy_rounds:
-                excluded.append(f"round {rnd['round']}: {BUSY}")
-                continue
-            vals = {}
+            why = _round_exclusion(rnd, k, keep_busy_rounds)
             for label in ("base", "head"):
-                run = rnd["runs"].get(label)
-                match = [t for t in (run or {}).get("tests", []) if _key(t["params"]) == k]
-                why = (run or {}).get("detail") or (("test missing" if not match else "the test twice" if len(match) > 1
-                                                    else recorded_speed_problem(match[0])) if run else None)
-                if not run or not run["ok"] or why:
-                    vals = None
-                    excluded.append(f"round {rnd['round']}: {label} has no result" + (f" ({why})" if why else ""))
-                    break
-                vals[label] = run_tps(match[0])
-            if vals:
-                base_tps.append(vals["base"])
-                head_tps.append(vals["head"])
-                kept_rounds.append(rnd["round"])
-        st = compare(base_tps, head_tps) if base_tps else None
+                run = rnd["runs"].get(label) or {}
+                match = [t for t in run.get("tests", []) if _key(t["params"]) == k]
+                records.append({"round": rnd["round"], "order": rnd["order"], "side": label, "test": test,
+                                "params": json.dumps(params, sort_keys=True),
+                                "samples": list(match[0].get("samples_ts") or []) if match else [],
+                                "tps": run_tps(match[0]) if match and run.get("ok") else math.nan,
+                                "kept": why is None, "excluded": why})
+    return pd.DataFrame.from_records(records, columns=FRAME_COLUMNS)
+
+
+def write_csv(frame, dest: Path) -> Path:
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    frame.assign(samples=frame["samples"].map(json.dumps)).to_csv(dest, index=False)
+    return dest
+
+
+def rows_from_frame(frame, *, plan: Plan = Plan(), noise: dict[str, float] | None = None) -> list[dict]:
+    """Bench rows from rounds_frame(): per test, the kept rounds' speeds and the decision (stats.decide).
+    noise: per-round sd of ln(head/base) by test params (json) from an A/A bench of this machine."""
+    rows = []
+    for params_json in frame["params"].unique():
+        sub = frame[frame["params"] == params_json]
+        kept = sub[sub["kept"]].pivot(index="round", columns="side", values="tps").sort_index()
+        excluded = list(dict.fromkeys(e for e in sub["excluded"] if isinstance(e, str)))
+        base_tps, head_tps = [float(x) for x in kept.get("base", [])], [float(x) for x in kept.get("head", [])]
+        noise_sd = (noise or {}).get(params_json)
+        st = compare(base_tps, head_tps, plan, noise_sd=noise_sd) if base_tps else None
         eff = st.effect if st else None
+        frac = (lambda x: None if x is None else math.exp(x) - 1.0)
         rows.append({
-            "test": test, "params": params, "rounds": kept_rounds,
+            "test": sub["test"].iloc[0], "params": json.loads(params_json), "rounds": [int(r) for r in kept.index],
             "base_tps": base_tps, "head_tps": head_tps,
             "ratio": eff.ratio if eff else None,
             "ci95": list(eff.ci_ratio) if eff else None,
-            "ci_method": eff.ci_method if eff else None,
+            "ci_method": "t-seq" if eff else None,
             "p_value": eff.p_value if eff else None,
-            "aa_spread": (math.exp(st.aa_spread) - 1.0) if st and st.aa_spread is not None else None,
-            "threshold": (math.exp(st.threshold) - 1.0) if st else None,
+            "aa_spread": frac(st.margin) if eff else None,
+            "threshold": frac(st.margin) if eff else None,
+            "noise_sd": st.noise_sd if st else None,
+            "decided_after": st.decided_after if st else None,
+            "more_rounds": st.more_rounds if st else None,
             "verdict": st.verdict if st else "insufficient data",
             "excluded": excluded,
         })
     return rows
 
 
+def analyse(rounds: list[dict], *, keep_busy_rounds: bool = False, plan: Plan = Plan(),
+            noise: dict[str, float] | None = None) -> list[dict]:
+    """Bench rows from recorded rounds (the JSON form of Round, so recorded files re-analyse the same way)."""
+    return rows_from_frame(rounds_frame(rounds, keep_busy_rounds=keep_busy_rounds), plan=plan, noise=noise)
+
+
+def decisive(rows: list[dict]) -> bool:
+    """Every row has a verdict a sequential bench may stop on."""
+    return bool(rows) and all(r["verdict"] in ("faster", "slower", "no change") for r in rows)
+
+
 def bench_document(models: dict[str, Path], bench_args: list[str], rounds: list[Round], repetitions: int,
-                   base: Side, head: Side, *, keep_busy_rounds: bool = False) -> dict:
+                   base: Side, head: Side, *, keep_busy_rounds: bool = False, decision: dict | None = None) -> dict:
     """compare "builds" (one model, base vs head build) or "models" (one build, the base side's model as the
     reference); pinset report takes only the first kind."""
     model = models["head"]
     compare_models = models["base"] != models["head"]
     recorded = [r.to_json() for r in rounds]
-    rows = analyse(recorded, keep_busy_rounds=keep_busy_rounds)
+    decision = decision or decision_record(Plan())
+    rows = analyse(recorded, keep_busy_rounds=keep_busy_rounds, plan=plan_of(decision), noise=noise_of(decision))
+    decision = {**decision, "more_rounds": more_rounds(rows)}
     snap = next((s for r in rounds for s in (r.gpu_before, r.gpu_after) if s), None)
     return BenchResult(
         _ok(rows, recorded), "models" if compare_models else "builds", {"path": str(model), "name": model.name},
@@ -209,11 +261,51 @@ def bench_document(models: dict[str, Path], bench_args: list[str], rounds: list[
         {"build": base.build, "commit": _commit(base, rounds, "base"), "model": models["base"].name},
         {"build": head.build, "commit": _commit(head, rounds, "head"), "model": models["head"].name},
         {"name": snap.name, "driver": snap.driver} if snap else None, recorded,
-        [BenchRow.from_json(Doc(r, "<bench>", "bench.rows")) for r in rows], {"method": METHOD}).to_json()
+        [BenchRow.from_json(Doc(r, "<bench>", "bench.rows")) for r in rows],
+        {"method": METHOD, "host": socket.gethostname(), "decision": decision}).to_json()
 
 
-METHOD = ("run speed = median of llama-bench's samples; per-round log(head/base), Hodges-Lehmann effect, 95 % CI "
-          "(Wilcoxon inversion, t with <6 rounds), Wilcoxon signed-rank p; no change = CI inside ±max(1 %, A/A spread)")
+METHOD = ("run speed = median of llama-bench's samples; per-round log(head/base), mean effect, t CI at alpha 0.05 "
+          "spread over the bench's looks (Bonferroni; one look for a fixed round count), verdict at the first decisive "
+          "look; no change = CI inside ±max(1 %, per-round noise sd)")
+
+
+def decision_record(plan: Plan, *, noise: list[dict] | None = None, noise_from: str | None = None,
+                    max_rounds: int | None = None, max_time_s: float | None = None, elapsed_s: float | None = None,
+                    budget_ran_out: bool = False) -> dict:
+    """The JSON "decision" object: how the verdicts were reached (docs/bench.md)."""
+    return {"rule": RULE, "alpha": plan.alpha, "looks": plan.looks, "first_look": plan.first_look,
+            "alpha_per_look": plan.alpha_per_look, "margin_min": math.exp(MIN_EFFECT) - 1.0, "noise_k": NOISE_K,
+            "noise_from": noise_from, "noise": noise, "adaptive": plan.looks > 1, "max_rounds": max_rounds,
+            "max_time_s": max_time_s, "elapsed_s": None if elapsed_s is None else round(elapsed_s, 1),
+            "budget_ran_out": budget_ran_out, "more_rounds": None}
+
+
+def plan_of(decision: dict | None) -> Plan:
+    if not decision:
+        return Plan()
+    return Plan(int(decision.get("looks", 1)), int(decision.get("first_look", Plan().first_look)),
+                float(decision.get("alpha", ALPHA)))
+
+
+def noise_of(decision: dict | None) -> dict[str, float] | None:
+    """{params json: per-round sd of ln(head/base)} from the decision's A/A noise, as rows_from_frame takes it."""
+    entries = (decision or {}).get("noise")
+    return {json.dumps(e["params"], sort_keys=True): float(e["sd"]) for e in entries} if entries else None
+
+
+def aa_noise(rows: list[dict]) -> list[dict]:
+    """The noise an A/A bench measured, per test, to feed a later bench's margin (--noise-from): the sd of
+    ln(head/base) over all its kept rounds (not only up to the deciding look)."""
+    return [{"test": r["test"], "params": r["params"], "rounds": len(r["base_tps"]),
+             "sd": float(np.std(np.log(np.asarray(r["head_tps"]) / np.asarray(r["base_tps"])), ddof=1))}
+            for r in rows if len(r["base_tps"]) >= MIN_ROUNDS]
+
+
+def more_rounds(rows: list[dict]) -> int | None:
+    """The most further rounds any "too noisy" row suggests (None: none is, or none can say)."""
+    wanted = [r["more_rounds"] for r in rows if r["verdict"] == "too noisy" and r.get("more_rounds")]
+    return max(wanted) if wanted else None
 
 
 def _ok(rows: list[dict], recorded: list[dict]) -> bool:
@@ -227,9 +319,12 @@ def _ok(rows: list[dict], recorded: list[dict]) -> bool:
 def reanalysed(doc: dict, *, keep_busy_rounds: bool = False) -> dict:
     """A recorded bench document with its rows recomputed from round_log by this pinset's method: for results
     written before the method changed. The original method is kept under reanalysed_from."""
-    rows = analyse(doc["round_log"], keep_busy_rounds=keep_busy_rounds)
-    return {**doc, "ok": _ok(rows, doc["round_log"]), "rows": rows, "method": METHOD,
-            "reanalysed_from": {"method": doc.get("method")}}
+    decision = doc.get("decision") or decision_record(Plan())
+    rows = analyse(doc["round_log"], keep_busy_rounds=keep_busy_rounds, plan=plan_of(decision),
+                   noise=noise_of(decision))
+    return {**doc, "schema": SCHEMAS["bench"], "ok": _ok(rows, doc["round_log"]), "rows": rows, "method": METHOD,
+            "decision": {**decision_record(plan_of(decision)), **decision, "more_rounds": more_rounds(rows)},
+            "reanalysed_from": {"method": doc.get("method"), "schema": doc.get("schema")}}
 
 
 def _commit(side: Side, rounds: list[Round], label: str) -> str:
@@ -280,10 +375,17 @@ def row_cells(row: dict) -> list[str]:
             "—" if b is None else f"{b:,.1f}", "—" if h is None else f"{h:,.1f}", _pct(row["ratio"]),
             "—" if not ci else f"{_pct(ci[0])} … {_pct(ci[1])}",
             "—" if row["p_value"] is None else f"{row['p_value']:.3g}",
-            "—" if row["aa_spread"] is None else f"±{row['aa_spread'] * 100:.1f} %", row["verdict"]]
+            "—" if row["aa_spread"] is None else f"±{row['aa_spread'] * 100:.1f} %", verdict_text(row)]
 
 
-HEADERS = ["test", "params", "rounds", "base t/s", "head t/s", "head vs base", "95 % CI", "p", "A/A", "verdict"]
+def verdict_text(row: dict) -> str:
+    """The verdict, with the further rounds a "too noisy" row suggests."""
+    more = row.get("more_rounds")
+    return f"{row['verdict']} (~{more} more rounds)" if row["verdict"] == "too noisy" and more else row["verdict"]
+
+
+HEADERS = ["test", "params", "rounds", "base t/s", "head t/s", "head vs base", "95 % CI", "p", "no-change band",
+           "verdict"]
 
 
 def subject(doc: dict) -> str:
@@ -320,6 +422,7 @@ def bench_markdown(doc: dict, plot_name: str | None = None) -> str:
              f"{sides}; GPU: {doc['gpu']['name'] if doc['gpu'] else 'none (CPU)'}; "
              f"{doc['rounds']} interleaved rounds (first = warm-up) of `-r {doc['repetitions']}`; "
              f"args `{' '.join(doc['llama_bench_args'])}`. t/s: {speed_stat(doc)}.", "",
+             *_decision_lines(doc),
              "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     lines += ["| " + " | ".join(row_cells(r)) + " |" for r in doc["rows"]]
     if doc.get("reanalysed_from"):
@@ -328,6 +431,23 @@ def bench_markdown(doc: dict, plot_name: str | None = None) -> str:
     if plot_name:
         lines += ["", f"![per-round t/s]({plot_name})"]
     return "\n".join(lines) + "\n"
+
+
+def _decision_lines(doc: dict) -> list[str]:
+    """How the verdicts were reached (schema 2), in one paragraph."""
+    dec = doc.get("decision")
+    if not dec:
+        return []
+    looks = (f"stopping allowed after each of {dec['looks']} rounds (alpha {dec['alpha']:g} spread over them, "
+             f"{dec['alpha_per_look']:.2g} each)" if dec["looks"] > 1 else f"one look, {1 - dec['alpha']:.0%} CI")
+    band = f"from the A/A bench `{dec['noise_from']}`" if dec.get("noise_from") else "from this bench's own scatter"
+    budget = ""
+    if dec.get("adaptive"):
+        budget = (f"; budget {dec['max_rounds']} rounds / {dec['max_time_s']:g} s, used {doc['rounds']} rounds / "
+                  f"{dec['elapsed_s']:g} s" + (" — ran out" if dec.get("budget_ran_out") else ""))
+    more = f"; the undecided rows suggest ~{dec['more_rounds']} more rounds" if dec.get("more_rounds") else ""
+    return [f"Decision ({dec['rule']}): {looks}; no-change band ±max({dec['margin_min']:.0%}, "
+            f"{dec['noise_k']:g} × per-round noise sd) {band}{budget}{more}.", ""]
 
 
 # --- the result model (kind "bench"): written by `pinset bench`, read by `pinset report` -------------------
@@ -343,17 +463,21 @@ class BenchRow:
     ratio: float | None
     ci95: list[float] | None
     p_value: float | None
-    aa_spread: float | None       # a fraction: 0.01 = 1 %
+    aa_spread: float | None       # a fraction: 0.01 = 1 %; schema 2: the "no change" margin (= threshold)
     verdict: str
     excluded: list[str]
     rounds: list[int] | None = None
     ci_method: str | None = None
     threshold: float | None = None
+    noise_sd: float | None = None        # schema 2: per-round sd of ln(head/base) behind the margin
+    decided_after: int | None = None     # schema 2: kept rounds at the first decisive look
+    more_rounds: int | None = None       # schema 2: "too noisy": further rounds the scatter suggests
 
     def to_json(self) -> dict:
         return {"test": self.test, "params": dict(self.params), "rounds": self.rounds, "base_tps": list(self.base_tps),
                 "head_tps": list(self.head_tps), "ratio": self.ratio, "ci95": self.ci95, "ci_method": self.ci_method,
                 "p_value": self.p_value, "aa_spread": self.aa_spread, "threshold": self.threshold,
+                "noise_sd": self.noise_sd, "decided_after": self.decided_after, "more_rounds": self.more_rounds,
                 "verdict": self.verdict, "excluded": list(self.excluded)}
 
     @classmethod
@@ -370,7 +494,9 @@ class BenchRow:
         rounds = d.get("rounds", list, None, default=None)
         return cls(d.get("test", str), d.get("params", dict), d.nums("base_tps"), d.nums("head_tps"), ratio, ci,
                    d.num("p_value", null=True), d.num("aa_spread", null=True), verdict, d.strs("excluded"),
-                   rounds, d.get("ci_method", str, None, default=None), d.num("threshold", null=True, default=None))
+                   rounds, d.get("ci_method", str, None, default=None), d.num("threshold", null=True, default=None),
+                   d.num("noise_sd", null=True, default=None), d.get("decided_after", int, None, default=None),
+                   d.get("more_rounds", int, None, default=None))
 
 
 @dataclass
@@ -387,7 +513,8 @@ class BenchResult:
     gpu: dict | None              # {"name", "driver"}; None: run with the GPU hidden (device: CPU)
     round_log: list[dict]         # Round.to_json() of every round, warm-up included
     rows: list[BenchRow]
-    extra: dict = field(default_factory=dict)   # method, aa_check, reanalysed_from
+    extra: dict = field(default_factory=dict)   # method, aa_check, reanalysed_from, host, decision, aa_noise
+    schema: int = SCHEMAS["bench"]               # a file read keeps its own (schema 1: the A/A-band rule's fields)
 
     @property
     def device(self) -> str:
@@ -400,7 +527,7 @@ class BenchResult:
                 for r in round_log for label, run in (r.get("runs") or {}).items() if not run.get("ok")]
 
     def to_json(self) -> dict:
-        return {"schema": SCHEMAS["bench"], "kind": "bench", "ok": self.ok, "compare": self.compare,
+        return {"schema": self.schema, "kind": "bench", "ok": self.ok, "compare": self.compare,
                 "model": dict(self.model), "llama_bench_args": list(self.llama_bench_args), "rounds": self.rounds,
                 "repetitions": self.repetitions, "warmup_rounds": self.warmup_rounds, "base": dict(self.base),
                 "head": dict(self.head), "gpu": self.gpu, "round_log": self.round_log,
@@ -428,4 +555,5 @@ class BenchResult:
                    {"path": m.get("path", str), "name": m.get("name", str)}, d.strs("llama_bench_args"),
                    d.get("rounds", int), d.get("repetitions", int), d.get("warmup_rounds", int), base, head,
                    {"name": gpu.get("name", str), "driver": gpu.get("driver", str)} if gpu else None,
-                   d.get("round_log", list), rows, {k: v for k, v in d.raw.items() if k not in known})
+                   d.get("round_log", list), rows, {k: v for k, v in d.raw.items() if k not in known},
+                   d.get("schema", int))

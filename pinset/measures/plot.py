@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from pinset.measures.bench import subject
+from pinset.measures.bench import subject, verdict_text
 
 
 def plot_bench(doc: dict, dest: Path) -> Path:
@@ -30,7 +30,7 @@ def plot_bench(doc: dict, dest: Path) -> Path:
         ratio = "" if row["ratio"] is None else f"  {mark} {100 * (row['ratio'] - 1):+.1f} %"
         params = " ".join(f"{k.replace('n_', '')}={v}" for k, v in row["params"].items()
                           if k in ("n_ubatch", "n_batch", "flash_attn"))
-        ax.set_title(f"{row['test']} {params}\n{row['verdict']}{ratio}", fontsize=9)
+        ax.set_title(f"{row['test']} {params}\n{verdict_text(row)}{ratio}", fontsize=9)
         ax.set_xlabel("round")
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_ylabel("t/s")

@@ -1,28 +1,26 @@
 """Statistics for interleaved base/head benchmark rounds, kept apart from the runner so they can be
-checked on recorded and simulated rounds.
+checked on recorded and simulated rounds (benchmarks/bench_rule_sim.py, tests/test_stats.py).
 
 Model: round r gives one base speed b_r and one head speed h_r measured back to back (order flipped
 every round), so d_r = ln(h_r / b_r) cancels what drifts slowly (clocks, temperature, other load).
-- effect: Hodges-Lehmann estimate of d (median of Walsh averages), reported as ratio exp(d) (>1 faster).
-- 95 % CI: the distribution-free interval that inverts scipy's Wilcoxon signed-rank test when n >= 6
-  (with n <= 5 no interval from signed ranks reaches 95 %); with 3..5 rounds, the Student t interval
-  of the mean log-ratio (scipy.stats.ttest_1samp).
-- p-value: scipy.stats.wilcoxon on d (two-sided).
-- A/A spread: the largest |CI bound| that a comparison of the *same* binary with itself over n rounds
-  reaches: a typical CI half-width plus a 99 % bound on the A/A centre (99 %, not 95 %, so that with
-  the noise itself estimated from few rounds A/A still says "no change" >= 95 % of the time).
-  The run-to-run noise comes from base-vs-base pairs (the base runs of consecutive rounds,
-  ln(b_{r+1}/b_r)), pooled with the scatter of the head-vs-base log-ratios around their centre
-  (same variance under A/A, more degrees of freedom):
-      spread = (t_{0.975,n-1} + t_{0.995,df}) * s_pooled / sqrt(n)
-  Consecutive rounds are further apart in time than the two runs of one round, so drift makes the
-  spread larger, never smaller.
-- verdict: "no change" when the CI lies inside ±max(1 %, A/A spread); "faster"/"slower" when it is
-  not and excludes 0; otherwise "too noisy". When the band is wider than MAX_NO_CHANGE_BAND (5 %:
-  "no change" would then hide real 5-10 % changes) the machine is too noisy: only a CI entirely beyond
-  the band gives "faster"/"slower", anything else is "too noisy". < 3 kept rounds: "insufficient data".
-  Checked by benchmarks/stats_aa.py and tests/test_stats.py: A/A comes out
-  "no change" in >= 95 % of simulated trials at realistic noise, a 10 % slowdown comes out "slower".
+
+Rule "seq-t-bonferroni" (valid when the bench stops as soon as every row is decisive):
+- effect: the mean of d, shown as the ratio exp(mean) (> 1: head faster).
+- CI after n kept rounds: mean ± t_{1-a/2, n-1} · s / sqrt(n), with a = alpha / looks. A bench that may
+  stop after any of `looks` rounds spends alpha evenly over them (Bonferroni), so with probability
+  >= 1 - alpha *every* interval it could stop at covers the true effect, whatever the stopping rule.
+  A fixed --rounds N is one look: the plain 95 % t interval.
+- margin (the "no change" band): ±max(1 %, NOISE_K · sd), sd the per-round sd of d: from an A/A bench
+  of the same machine when given (`--noise-from`), else this bench's own scatter. Changes below 1 %
+  are not worth a verdict; on a noisier row the band is one round's noise, the finest statement the
+  machine supports in a budget of tens of rounds: an A/A needs ~((z + 1.6) / NOISE_K)^2 rounds to fit
+  its CI inside the band, independent of the noise level, and a real change as large as the band
+  still comes out "faster"/"slower" first (its CI leaves 0 long before it could fit inside the band).
+- verdict at a look: "no change" when the CI lies inside ±margin; else "faster"/"slower" when it
+  excludes 0; else "too noisy". A row's verdict is the one of its first decisive look (the look at
+  which the bench could have stopped for it); < MIN_ROUNDS kept rounds: "insufficient data".
+Error guarantee (from the coverage above, checked by simulation): a false "faster"/"slower" (true effect
+on the other side of 0) or a false "no change" (true effect outside the band) has probability <= alpha.
 """
 
 from __future__ import annotations
@@ -34,11 +32,29 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-MIN_ROUNDS = 3
+RULE = "seq-t-bonferroni"
+MIN_ROUNDS = 3                         # kept rounds before any verdict (t needs 2 d.o.f.)
 MIN_EFFECT = math.log(1.01)            # 1 %: smaller changes are not worth a verdict
-MAX_NO_CHANGE_BAND = math.log(1.05)    # a wider "no change" band means the machine is too noisy
-AA_QUANTILE = 0.995                    # two-sided 99 % bound on where an A/A centre lands
-CONFIDENCE = 0.95
+NOISE_K = 1.0                          # band = NOISE_K x per-round noise sd (when above 1 %)
+ALPHA = 0.05
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How many looks the alpha is spread over: 1 for a fixed round count, else one per round from
+    first_look to the round cap."""
+
+    looks: int = 1
+    first_look: int = MIN_ROUNDS
+    alpha: float = ALPHA
+
+    @property
+    def alpha_per_look(self) -> float:
+        return self.alpha / self.looks
+
+    @classmethod
+    def adaptive(cls, max_kept: int, first_look: int) -> Plan:
+        return cls(max(1, max_kept - first_look + 1), first_look)
 
 
 @dataclass(frozen=True)
@@ -47,7 +63,6 @@ class Effect:
     log_ratio: float
     ci_log: tuple[float, float]
     p_value: float | None
-    ci_method: str  # "wilcoxon" | "t" | "none"
 
     @property
     def ratio(self) -> float:
@@ -57,19 +72,15 @@ class Effect:
     def ci_ratio(self) -> tuple[float, float]:
         return (math.exp(self.ci_log[0]), math.exp(self.ci_log[1]))
 
-    @property
-    def extent(self) -> float:
-        """Largest distance of the CI from 0 (log units)."""
-        return max(abs(self.ci_log[0]), abs(self.ci_log[1]))
-
 
 @dataclass(frozen=True)
 class RowStats:
-    effect: Effect | None
-    aa_spread: float | None      # log units
-    aa_noise: float | None       # pooled run-to-run sd of a log-ratio (log units)
-    threshold: float             # log units: max(1 %, A/A spread)
+    effect: Effect | None        # at the deciding look (the last one when none decided)
+    noise_sd: float | None       # per-round sd of d (log units) behind the margin
+    margin: float                # log units
     verdict: str
+    decided_after: int | None    # kept rounds at the first decisive look; None: never decisive
+    more_rounds: int | None      # when "too noisy": further rounds the current scatter suggests
 
 
 def log_ratios(base: list[float], head: list[float]) -> np.ndarray:
@@ -81,16 +92,8 @@ def log_ratios(base: list[float], head: list[float]) -> np.ndarray:
     return np.log(h / b)
 
 
-def walsh_averages(d: np.ndarray) -> np.ndarray:
-    i, j = np.triu_indices(len(d))
-    return np.sort((d[i] + d[j]) / 2.0)
-
-
-def hodges_lehmann(d: np.ndarray) -> float:
-    return float(np.median(walsh_averages(np.asarray(d, float))))
-
-
 def wilcoxon_p(d: np.ndarray) -> float | None:
+    """Two-sided signed-rank p of d at a fixed n: informational, the verdict does not use it."""
     d = np.asarray(d, float)
     if len(d) < 2 or np.all(d == 0):
         return None
@@ -99,89 +102,28 @@ def wilcoxon_p(d: np.ndarray) -> float | None:
         return float(stats.wilcoxon(d, alternative="two-sided").pvalue)
 
 
-def wilcoxon_ci(d: np.ndarray, confidence: float = CONFIDENCE) -> tuple[float, float] | None:
-    """The shifts m for which scipy's signed-rank test of d - m is not rejected: an interval between
-    Walsh averages. None when even the widest such interval has confidence below `confidence` (n <= 5)."""
-    d = np.asarray(d, float)
-    w = np.unique(walsh_averages(d))
-    alpha = 1.0 - confidence
-    # The test statistic only changes at Walsh averages: probe each gap between them once.
-    span = (w[-1] - w[0]) or max(abs(w[0]), 1.0)
-    probes = np.concatenate(([w[0] - span], (w[:-1] + w[1:]) / 2.0, [w[-1] + span]))
-    # Acceptance is an interval of probes around the HL estimate (the statistic is monotone in the
-    # shift): bisect for its two ends instead of testing every gap.
-    def ok(k: int) -> bool:
-        p = wilcoxon_p(d - probes[k])
-        return p is not None and p >= alpha
-
-    centre = int(np.searchsorted(probes, hodges_lehmann(d)))
-    centre = min(max(centre, 1), len(probes) - 2)
-    if not ok(centre):
-        centre = next((k for k in range(1, len(probes) - 1) if ok(k)), None)
-        if centre is None:
-            return None
-    if ok(0) or ok(len(probes) - 1):
-        return None
-    lo_k, hi_k = 0, centre          # ok(lo_k) False, ok(hi_k) True
-    while hi_k - lo_k > 1:
-        mid = (lo_k + hi_k) // 2
-        lo_k, hi_k = (lo_k, mid) if ok(mid) else (mid, hi_k)
-    first = hi_k
-    lo_k, hi_k = centre, len(probes) - 1   # ok(lo_k) True, ok(hi_k) False
-    while hi_k - lo_k > 1:
-        mid = (lo_k + hi_k) // 2
-        lo_k, hi_k = (mid, hi_k) if ok(mid) else (lo_k, mid)
-    last = lo_k
-    return float(w[first - 1]), float(w[last])
+def t_quantile(n: int, plan: Plan) -> float:
+    return float(stats.t.ppf(1.0 - plan.alpha_per_look / 2.0, n - 1))
 
 
-def t_ci(d: np.ndarray, confidence: float = CONFIDENCE) -> tuple[float, float]:
-    d = np.asarray(d, float)
-    if np.all(d == d[0]):
-        return float(d[0]), float(d[0])
-    ci = stats.ttest_1samp(d, 0.0).confidence_interval(confidence)
-    return float(ci.low), float(ci.high)
-
-
-def estimate(d: np.ndarray, confidence: float = CONFIDENCE) -> Effect | None:
-    """HL effect + CI + Wilcoxon p for paired log-ratios; None with fewer than MIN_ROUNDS values."""
+def estimate(d: np.ndarray, plan: Plan = Plan(), *, p_value: bool = True) -> Effect | None:
+    """Mean log-ratio and its CI at the plan's per-look confidence; None below MIN_ROUNDS values."""
     d = np.asarray(d, float)
     if len(d) < MIN_ROUNDS:
         return None
-    ci, method = wilcoxon_ci(d, confidence), "wilcoxon"
-    if ci is None:
-        ci, method = t_ci(d, confidence), "t"
-    return Effect(len(d), hodges_lehmann(d), ci, wilcoxon_p(d), method)
+    mean, half = float(d.mean()), t_quantile(len(d), plan) * float(d.std(ddof=1)) / math.sqrt(len(d))
+    return Effect(len(d), mean, (mean - half, mean + half), wilcoxon_p(d) if p_value else None)
 
 
-def aa_spread(base: list[float], head_vs_base: np.ndarray | None = None) -> tuple[float, float] | None:
-    """(spread, pooled sd) from base-vs-base pairs of consecutive rounds (+ head-vs-base scatter)."""
-    b = np.asarray(base, float)
-    if len(b) < MIN_ROUNDS:
-        return None
-    aa = np.log(b[1:] / b[:-1])
-    ss, df = float(((aa - aa.mean()) ** 2).sum()), len(aa) - 1
-    n = len(b)
-    if head_vs_base is not None and len(head_vs_base) >= 2:
-        d = np.asarray(head_vs_base, float)
-        ss += float(((d - d.mean()) ** 2).sum())
-        df += len(d) - 1
-        n = len(d)
-    if df < 1:
-        return None
-    sd = math.sqrt(ss / df)
-    spread = (stats.t.ppf(0.975, n - 1) + stats.t.ppf(AA_QUANTILE, df)) * sd / math.sqrt(n)
-    return float(spread), sd
+def margin_for(noise_sd: float | None, min_effect: float = MIN_EFFECT) -> float:
+    return max(min_effect, NOISE_K * noise_sd) if noise_sd is not None else min_effect
 
 
-def verdict_for(effect: Effect | None, threshold: float) -> str:
+def verdict_for(effect: Effect | None, margin: float) -> str:
     if effect is None:
         return "insufficient data"
     lo, hi = effect.ci_log
-    if threshold > MAX_NO_CHANGE_BAND:
-        # A noisy machine: only an effect beyond the whole noise band is believable.
-        return "faster" if lo > threshold else "slower" if hi < -threshold else "too noisy"
-    if -threshold < lo and hi < threshold:
+    if -margin < lo and hi < margin:
         return "no change"
     if lo > 0:
         return "faster"
@@ -190,13 +132,47 @@ def verdict_for(effect: Effect | None, threshold: float) -> str:
     return "too noisy"
 
 
-def compare(base: list[float], head: list[float], *, aa_base: list[float] | None = None,
+def rounds_needed(d: np.ndarray, margin: float, plan: Plan, limit: int = 10_000) -> int | None:
+    """Kept rounds at which, if the mean and sd stayed as they are, the CI would fit inside the band or
+    clear 0: what a "too noisy" row suggests. None when even `limit` rounds would not do."""
+    d = np.asarray(d, float)
+    mean, sd = abs(float(d.mean())), float(d.std(ddof=1))
+    room = max(margin - mean, mean)   # the easier of: inside the band, or away from 0
+    if sd == 0:
+        return len(d)
+    n = np.arange(max(MIN_ROUNDS, len(d)), limit + 1)
+    ok = stats.t.ppf(1.0 - plan.alpha_per_look / 2.0, n - 1) * sd / np.sqrt(n) < room
+    return int(n[np.argmax(ok)]) if ok.any() else None
+
+
+def decide(d: np.ndarray, plan: Plan = Plan(), *, noise_sd: float | None = None,
+           min_effect: float = MIN_EFFECT) -> RowStats:
+    """Walk the looks the plan allows (every prefix of d from first_look on, or only the full d for a
+    one-look plan) and stop at the first decisive one. noise_sd: the machine's A/A noise (log units);
+    None: each look's own scatter sets the margin."""
+    d = np.asarray(d, float)
+    looks = range(max(plan.first_look, MIN_ROUNDS), len(d) + 1) if plan.looks > 1 else []
+    looks = looks or [len(d)]   # one look: the full data (also a sequential bench stopped before its first look)
+    effect, sd, margin = None, noise_sd, margin_for(noise_sd, min_effect)
+    for n in looks:
+        effect = estimate(d[:n], plan, p_value=False)
+        if effect is None:
+            continue
+        if noise_sd is None:
+            sd = float(d[:n].std(ddof=1))
+            margin = margin_for(sd, min_effect)
+        verdict = verdict_for(effect, margin)
+        if verdict != "too noisy":
+            return RowStats(estimate(d[:n], plan), sd, margin, verdict, n, None)
+    if effect is None:
+        return RowStats(None, sd, margin, "insufficient data", None, None)
+    effect = estimate(d, plan)
+    needed = rounds_needed(d, margin, plan)
+    return RowStats(effect, sd, margin, "too noisy", None, None if needed is None else max(1, needed - len(d)))
+
+
+def compare(base: list[float], head: list[float], plan: Plan = Plan(), *, noise_sd: float | None = None,
             min_effect: float = MIN_EFFECT) -> RowStats:
     """Everything for one benchmark row (base[i], head[i] from the same round)."""
     n = min(len(base), len(head))
-    d = log_ratios(base[:n], head[:n]) if n else np.array([])
-    effect = estimate(d) if n else None
-    aa = aa_spread(aa_base if aa_base is not None else base[:n], d)
-    spread, noise = aa if aa else (None, None)
-    threshold = max(min_effect, spread or 0.0)
-    return RowStats(effect, spread, noise, threshold, verdict_for(effect, threshold))
+    return decide(log_ratios(base[:n], head[:n]), plan, noise_sd=noise_sd, min_effect=min_effect)

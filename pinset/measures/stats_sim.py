@@ -1,8 +1,9 @@
-"""Simulated benchmark rounds to check the bench statistics (used by tests and benchmarks/stats_aa.py).
+"""Simulated benchmark rounds to check the bench decision rule (tests and benchmarks/bench_rule_sim.py).
 
-Noise model per round r: a shared drift g_r ~ N(0, drift^2) (clocks, temperature: both runs of a round
-see it) and independent run noise e ~ N(0, sigma^2) (or Student t with 3 d.o.f. scaled to the same sd
-for heavy tails); speed = mu * effect * exp(g_r + e). effect = 1.0 is an A/A run, 0.9 a 10 % slowdown.
+Noise model of one kept round's log-ratio d_r = ln(head_r / base_r): the true effect ln(effect) plus noise
+of sd sigma, either normal, Student t with 3 d.o.f. scaled to the same sd ("t3": heavy tails), or normal
+with a share `outliers` of rounds shifted by ±OUTLIER_SDS sd (one llama-bench process that ran slow, as in
+the recorded H200 rounds: single rounds 10-25 % off on the 4-layer model).
 """
 
 from __future__ import annotations
@@ -11,24 +12,41 @@ from collections import Counter
 
 import numpy as np
 
-from pinset.measures.stats import compare
+from pinset.measures.stats import MIN_ROUNDS, Plan, decide
+
+OUTLIER_SDS = 5.0
 
 
-def simulate_rounds(rng: np.random.Generator, n: int, sigma: float, effect: float, drift: float = 0.0,
-                    heavy_tails: bool = False, mu: float = 10_000.0) -> tuple[list[float], list[float]]:
-    g = rng.normal(0.0, drift, n)
-    if heavy_tails:
-        e = rng.standard_t(3, (2, n)) * sigma / np.sqrt(3.0)
+def simulate_log_ratios(rng: np.random.Generator, n: int, sigma: float, effect: float, tails: str = "normal",
+                        outliers: float = 0.0) -> np.ndarray:
+    if tails == "t3":
+        noise = rng.standard_t(3, n) * sigma / np.sqrt(3.0)
     else:
-        e = rng.normal(0.0, sigma, (2, n))
-    base = mu * np.exp(g + e[0])
-    head = mu * effect * np.exp(g + e[1])
-    return list(base), list(head)
+        noise = rng.normal(0.0, sigma, n)
+    if outliers:
+        hit = rng.random(n) < outliers
+        noise = noise + hit * rng.choice((-1.0, 1.0), n) * OUTLIER_SDS * sigma
+    return np.log(effect) + noise
 
 
-def verdict_rates(n: int, sigma: float, effect: float, *, drift: float = 0.0, heavy_tails: bool = False,
-                  trials: int = 400, seed: int = 0) -> dict[str, float]:
+def sequential_trials(sigma: float, effect: float, *, max_kept: int, first_look: int = 5, tails: str = "normal",
+                      outliers: float = 0.0, trials: int = 400, seed: int = 0,
+                      noise_sd: float | None = None) -> tuple[dict[str, float], np.ndarray]:
+    """(share of each verdict, kept rounds used per trial) for a bench that stops at the first decisive look
+    or at max_kept kept rounds. first_look == max_kept: a fixed round count (one look)."""
     rng = np.random.default_rng(seed)
-    counts = Counter(compare(*simulate_rounds(rng, n, sigma, effect, drift, heavy_tails)).verdict
-                     for _ in range(trials))
-    return {k: v / trials for k, v in counts.items()}
+    plan = Plan.adaptive(max_kept, first_look) if first_look < max_kept else Plan()
+    counts, used = Counter(), []
+    for _ in range(trials):
+        d = simulate_log_ratios(rng, max_kept, sigma, effect, tails, outliers)
+        row = decide(d, plan, noise_sd=noise_sd)
+        counts[row.verdict] += 1
+        used.append(row.decided_after or max_kept)
+    return {k: v / trials for k, v in counts.items()}, np.asarray(used)
+
+
+def verdict_rates(n: int, sigma: float, effect: float, *, tails: str = "normal", trials: int = 400,
+                  seed: int = 0) -> dict[str, float]:
+    """A fixed count of n kept rounds (one look)."""
+    assert n >= MIN_ROUNDS
+    return sequential_trials(sigma, effect, max_kept=n, first_look=n, tails=tails, trials=trials, seed=seed)[0]
