@@ -11,8 +11,9 @@ import re
 from dataclasses import dataclass
 
 from pinset.build.cmake import cuda_architectures_from_gpu
+from pinset.checks.machine import visible_gpus
 from pinset.config.schema import PinSet
-from pinset.errors import ToolchainError
+from pinset.errors import PinsetError, ToolchainError
 
 
 @dataclass(frozen=True)
@@ -51,16 +52,34 @@ def normalize_architectures(text: str) -> str:
 
 
 def build_settings(pinset: PinSet, *, cuda: bool, gpu_hint: str, architectures: str | None = None,
-                   extra_flags: list[str] | tuple[str, ...] = ()) -> BuildSettings:
+                   extra_flags: list[str] | tuple[str, ...] = (), gpu_class: str | None = None) -> BuildSettings:
     """The settings of a build of `pinset`'s trees.
 
     A CUDA build runs on this machine's GPU, so one must be visible (else ToolchainError naming
-    `gpu_hint`). Architectures: `architectures` (a command-line override), else pins.yaml's
-    `cuda.architectures`, else the visible GPUs'. Flags: pins.yaml's `cuda.flags`, then `extra_flags`.
+    `gpu_hint`). Architectures: `architectures` (a command-line override), else the architectures of
+    pins.yaml's GPU class `gpu_class` (a CI matrix cell), else pins.yaml's `cuda.architectures`, else the
+    visible GPUs'. Flags: pins.yaml's `cuda.flags`, then `extra_flags`.
+
+    A cell of a GPU class claims evidence for that class, so a visible GPU the class's architectures do not
+    cover (a runner labelled for the wrong GPU) is refused: its results would be filed under a GPU they
+    never ran on.
     """
+    gpu_arch = pinset.gpu_class(gpu_class).architectures if gpu_class else None  # unknown class: exit 2 first
     if not cuda:
+        if gpu_class:
+            raise PinsetError(f"--gpu-class {gpu_class}: a GPU class needs a CUDA run (--cuda), "
+                              "a CPU run is no evidence for a GPU")
         return CPU_BUILD
     gpu = require_visible_gpu(gpu_hint)
-    arch = normalize_architectures(architectures or pinset.cuda_architectures or gpu)
+    if gpu_arch is not None:
+        claimed = set(normalize_architectures(gpu_arch).split(";"))
+        seen = visible_gpus()  # CUDA_VISIBLE_DEVICES applied: the GPU this cell runs on
+        here = ";".join(g.compute_capability.replace(".", "") for g in seen) if seen else gpu
+        stray = [a for a in normalize_architectures(here).split(";") if a not in claimed]
+        if stray:
+            raise ToolchainError(f"GPU class {gpu_class} builds for CUDA architectures "
+                                 f"{normalize_architectures(gpu_arch)}, but this machine's visible GPU is "
+                                 f"{';'.join(stray)} (check the runner's labels or CUDA_VISIBLE_DEVICES)")
+    arch = normalize_architectures(architectures or gpu_arch or pinset.cuda_architectures or gpu)
     flags = tuple(dict.fromkeys([*pinset.cuda_flags, *extra_flags]))
     return BuildSettings(True, arch, gpu, flags)

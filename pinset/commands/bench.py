@@ -7,6 +7,7 @@ from pathlib import Path
 
 from rich.table import Table
 
+from pinset.checks.machine import host_identity
 from pinset.errors import PinsetError
 from pinset.measures.bench import (bench_document, bench_markdown, headers, reanalysed, row_cells, run_rounds,
                                    run_tps, subject)
@@ -88,7 +89,8 @@ def run(args) -> int:
     rounds = run_rounds(base, head, models, bench_args, rounds=args.rounds, repetitions=args.repetitions,
                         cpu=args.cpu, log_dir=args.log_dir, on_round=progress)
     doc = bench_document(models, bench_args, rounds, args.repetitions, base, head,
-                         keep_busy_rounds=args.keep_busy_rounds)
+                         keep_busy_rounds=args.keep_busy_rounds,
+                         host={**host_identity(), "gpu_class": args.gpu_class})
     doc["aa_check"] = bool(args.aa)  # head is the base build itself
     return _write(doc, args)
 

@@ -25,6 +25,8 @@ def add_side_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--base-commit", default=None, help="commit to record for --base-bin")
     g.add_argument("--head-commit", default=None, help="commit to record for --head-bin")
     g.add_argument("--cuda-architectures", help="CMAKE_CUDA_ARCHITECTURES when building (default: pins.yaml, else the GPU's)")
+    g.add_argument("--gpu-class", help="pins.yaml `gpus:` class this run is a cell of (its CUDA architectures; "
+                   "the visible GPU must be one of them)")
     g.add_argument("-j", "--jobs", type=int, help="build jobs")
 
 
@@ -68,7 +70,8 @@ def _build(args, targets: list[str], *, cuda: bool, gpu_hint: str, labels: tuple
     name = args.build or (pinset.builds[0] if pinset.builds else None)
     if not name:
         raise PinsetError("no build: give --build")
-    settings = build_settings(pinset, cuda=cuda, gpu_hint=gpu_hint, architectures=args.cuda_architectures)
+    settings = build_settings(pinset, cuda=cuda, gpu_hint=gpu_hint, architectures=args.cuda_architectures,
+                              gpu_class=getattr(args, "gpu_class", None))
     require_toolchain(cuda)  # one line and exit 2 before any download or build
     if settings.coverage_warning():
         err_console.print(f"[yellow]warning:[/] {settings.coverage_warning()}")

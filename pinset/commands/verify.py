@@ -33,6 +33,8 @@ def add_parser(sub):
     p.add_argument("--cpu-params", help="-p filter for the CPU gate's MUL_MAT/MUL_MAT_ID (default: the pins' types)")
     p.add_argument("--cuda-flags", help="extra CMake flags for the CUDA build, space-separated "
                    "(e.g. \"-DGGML_CUDA_FA=OFF\"; part of the build's cache key and of the JSON)")
+    p.add_argument("--gpu-class", help="pins.yaml `gpus:` class this run is a cell of: its CUDA architectures are "
+                   "built, the visible GPU must be one of them, and the class is recorded (pinset matrix passes it)")
     p.add_argument("-j", "--jobs", type=int, help="parallel compile jobs (default: all cores)")
     p.add_argument("--op-timeout", type=float, default=1800.0, help="seconds per test-backend-ops run (default 1800)")
     p.add_argument("--op-jobs", type=int, default=1,
@@ -59,7 +61,7 @@ def run(args) -> int:
     build_names = pick_builds(pinset, args.builds)
     # The same settings as kld/bench/model, so they find this build in the cache; no GPU is one line.
     settings = build_settings(pinset, cuda=args.cuda, gpu_hint="drop --cuda for the CPU gates only",
-                              extra_flags=cuda_flags)
+                              extra_flags=cuda_flags, gpu_class=args.gpu_class)
     # Toolchain first: a missing program is one line and exit 2, before any download or build.
     require_toolchain(args.cuda)
     if shutil.which("ctest") is None:
@@ -86,7 +88,7 @@ def run(args) -> int:
                           {"ops": ops, "backend": args.backend if args.cuda else "CPU",
                            "cpu_params": args.cpu_params, "cuda_architectures": arch,
                            "gpu_architectures": gpu_arch, "cuda_flags": cuda_flags,
-                           "op_jobs": args.op_jobs})
+                           "op_jobs": args.op_jobs, "gpu_class": args.gpu_class})
     doc = result.to_json()
     console.print(_table(doc))
     console.print(f"[green]ok[/]: {doc['summary']}" if result.ok else f"[red]not ok[/]: {doc['summary']}")
