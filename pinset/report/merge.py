@@ -106,7 +106,8 @@ def unfilled_cells(m: Merged, cells: list[dict]) -> list[str]:
     have = {("verify", r.build["build"], r.gpu_class) for r in m.verify}
     have |= {("kld", r["build"], (s.doc.get("host") or {}).get("gpu_class")) for s in m.kld for r in s.runs
              if r["label"] == "head"}
-    have |= {("bench", s.doc["head"]["build"], (s.doc.get("host") or {}).get("gpu_class")) for s in m.bench}
+    have |= {("bench", s.doc[side]["build"], (s.doc.get("host") or {}).get("gpu_class")) for s in m.bench
+             for side in ("base", "head")}
     out = []
     for cell in cells:
         if m.pinset and cell["pinset"] and cell["pinset"] != m.pinset:
