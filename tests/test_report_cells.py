@@ -244,6 +244,16 @@ def test_gpu_class_on_the_wrong_gpu_is_refused(two_gpus):
     assert build_settings(a_pinset(), cuda=True, gpu_hint="x", gpu_class="a6000").cuda_architectures == "86"
 
 
+def test_arch_specific_class_covers_its_gpu(two_gpus):
+    two_gpus.setenv("CUDA_VISIBLE_DEVICES", "1")
+    ps = PinSet(Path("pins.yaml"), None, ("v1",), (), None, gpus=(GpuClass("h200-sm90a", ("h200",), "90a"),))
+    settings = build_settings(ps, cuda=True, gpu_hint="x", gpu_class="h200-sm90a")
+    assert settings.cuda_architectures == "90a" and settings.coverage_warning() is None
+    two_gpus.setenv("CUDA_VISIBLE_DEVICES", "0")
+    with pytest.raises(ToolchainError, match="visible GPU is 86"):
+        build_settings(ps, cuda=True, gpu_hint="x", gpu_class="h200-sm90a")
+
+
 def test_gpu_class_unknown_or_without_cuda_is_bad_input(two_gpus):
     with pytest.raises(ConfigError, match="no GPU class 'b200' .known: h200, a6000."):
         build_settings(a_pinset(), cuda=True, gpu_hint="x", gpu_class="b200")

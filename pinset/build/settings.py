@@ -7,6 +7,7 @@ compare binaries that differ in more than the pins.
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 
@@ -27,7 +28,7 @@ class BuildSettings:
         """A warning when a visible GPU's architecture is not built for (its kernels then fail at run time)."""
         if not (self.cuda and self.gpu_architectures):
             return None
-        built = set((self.cuda_architectures or "").split(";"))
+        built = runnable_on(self.cuda_architectures or "")
         if set(self.gpu_architectures.split(";")) <= built:
             return None
         return (f"the build is for CUDA architectures {self.cuda_architectures}, the GPU here is "
@@ -42,6 +43,10 @@ def require_visible_gpu(hint: str) -> str:
     found = cuda_architectures_from_gpu()
     if found is None:
         raise ToolchainError(f"no NVIDIA GPU visible ({hint})")
+    if os.environ.get("CUDA_VISIBLE_DEVICES") is not None:  # nvidia-smi lists every GPU, CUDA sees these
+        seen = visible_gpus()
+        if seen and all(g.uuid for g in seen):
+            found = ";".join(sorted({g.compute_capability.replace(".", "") for g in seen}, key=int))
     return found
 
 
@@ -49,6 +54,12 @@ def normalize_architectures(text: str) -> str:
     """"86,90", "90;86" and " 86 ; 90" -> "86;90": one spelling, so one build folder."""
     parts = {p.strip() for p in re.split(r"[,;]", text) if p.strip()}
     return ";".join(sorted(parts, key=lambda a: (int(re.match(r"\d*", a).group() or 0), a)))
+
+
+def runnable_on(architectures: str) -> set[str]:
+    """The compute capabilities ("90") whose GPUs run code built for `architectures`: "90a" (arch-specific
+    features) and "100f" (family) run on a 9.0 and a 10.0 GPU respectively."""
+    return {re.sub(r"(?<=\d)[af]$", "", a) for a in normalize_architectures(architectures).split(";") if a}
 
 
 def build_settings(pinset: PinSet, *, cuda: bool, gpu_hint: str, architectures: str | None = None,
@@ -72,7 +83,7 @@ def build_settings(pinset: PinSet, *, cuda: bool, gpu_hint: str, architectures: 
         return CPU_BUILD
     gpu = require_visible_gpu(gpu_hint)
     if gpu_arch is not None:
-        claimed = set(normalize_architectures(gpu_arch).split(";"))
+        claimed = runnable_on(gpu_arch)
         seen = visible_gpus()  # CUDA_VISIBLE_DEVICES applied: the GPU this cell runs on
         here = ";".join(g.compute_capability.replace(".", "") for g in seen) if seen else gpu
         stray = [a for a in normalize_architectures(here).split(";") if a not in claimed]
