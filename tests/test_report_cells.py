@@ -72,8 +72,8 @@ def test_two_gpus_of_one_host_are_two_columns(tmp_path):
     b = cell_verify(tmp_path, "b", UUID1, change=one_op_fewer)  # the same build, another GPU, another answer
     rc, text = report(tmp_path, [*others(tmp_path), a, b])
     header = next(line for line in text.splitlines() if line.startswith("| gate |"))
-    assert f"{B36} on NVIDIA H200 @h200x2 {UUID0[:12]}" in header
-    assert f"{B36} on NVIDIA H200 @h200x2 {UUID1[:12]}" in header
+    assert f"{B36} [h200] on NVIDIA H200 @h200x2 {UUID0[:12]}" in header
+    assert f"{B36} [h200] on NVIDIA H200 @h200x2 {UUID1[:12]}" in header
     assert rc == 1 and "blocked" in text.splitlines()[3]  # GPU 1's failure is not hidden behind GPU 0's pass
 
 
@@ -84,6 +84,17 @@ def test_two_hosts_are_two_columns(tmp_path):
     _, text = report(tmp_path, [*others(tmp_path), a, b, c])
     header = next(line for line in text.splitlines() if line.startswith("| gate |"))
     assert header.count(" on NVIDIA H200 @runner-") == 3
+
+
+def test_two_classes_on_one_gpu_are_two_columns_and_fill_two_cells(tmp_path):
+    # one H200 runner serving the cells of two GPU classes (an sm_90 and an sm_90a build of one tree)
+    a = cell_verify(tmp_path, "a", UUID0)
+    b = cell_verify(tmp_path, "b", UUID0, gpu_class="h200-sm90a", change=one_op_fewer)
+    rc, text = report(tmp_path, [*others(tmp_path), a, b], "--expect",
+                      matrix_json(tmp_path, [(B36, "h200", ["verify"]), (B36, "h200-sm90a", ["verify"])]))
+    header = next(line for line in text.splitlines() if line.startswith("| gate |"))
+    assert f"{B36} [h200] on NVIDIA H200" in header and f"{B36} [h200-sm90a] on NVIDIA H200" in header
+    assert "on h200: no verify" not in text and "on h200-sm90a: no verify" not in text and rc == 1 and "blocked" in text.splitlines()[3]
 
 
 def test_one_cell_twice_with_different_answers_is_refused(tmp_path, capsys):

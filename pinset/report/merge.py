@@ -150,7 +150,8 @@ def _cells(f: ResultFile):
                        {k: p[k] for k in ("status", "conflict_with", "retire", "required")} | {"contract_ok": p["contract"]["ok"]})
     elif f.kind == "verify":
         mk = machine_key(d["machine"])
-        host = f"{mk[1] or 'no GPU'} on {device_text(mk)}"
+        gpu_class = (d.get("options") or {}).get("gpu_class")
+        host = f"{mk[1] or 'no GPU'} on {device_text(mk)}" + (f" as {gpu_class}" if gpu_class else "")
         for b in d["builds"]:
             for g in b["gates"]:
                 run = g["status"] != "not-run"
@@ -281,12 +282,13 @@ def _merge_verify(files: list[ResultFile]) -> list[VerifyRun]:
             continue
         machine = f.data["machine"]
         mk = machine_key(machine)
+        gpu_class = (f.data.get("options") or {}).get("gpu_class")
         for b in f.data["builds"]:
-            key = (mk, b["build"])
+            key = (mk, b["build"], gpu_class)  # one GPU may run the cells of two classes (two builds of one tree)
             if key not in runs:
                 runs[key] = VerifyRun(machine, mk, {**b, "gates": list(b["gates"]),
                                                     "not_tested": list(b["not_tested"])}, [f.name],
-                                      (f.data.get("options") or {}).get("gpu_class"))
+                                      gpu_class)
                 continue
             run = runs[key]
             run.sources.append(f.name)

@@ -110,7 +110,9 @@ def machine_labels(runs: list[VerifyRun]) -> dict[tuple, str]:
 
 
 def run_label(run: VerifyRun, labels: dict[tuple, str]) -> str:
-    return f"{run.build['build']} on {labels[run.machine_key]}"
+    """"BUILD on GPU", with the matrix cell's GPU class when it has one ("BUILD [h200] on GPU")."""
+    cls = f" [{run.gpu_class}]" if run.gpu_class else ""
+    return f"{run.build['build']}{cls} on {labels[run.machine_key]}"
 
 
 def join_builds(builds: list[str]) -> str:

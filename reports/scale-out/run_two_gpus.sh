@@ -26,6 +26,7 @@ export PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/scale-out-out}
 LIMIT=${LIMIT:-570}
 PHASES=${PHASES:-cold-parallel warm-parallel warm-sequential}
+read -r GPU_A GPU_B <<< "${GPUS:-0 1}"   # GPUS="0 0": both cells on one GPU (a smoke test on a one-GPU machine)
 T0=$(date +%s)
 W=/root/scale-out; R=$W/results; L=$W/logs
 mkdir -p "$OUT" "$R" "$L"
@@ -94,10 +95,10 @@ phase() {  # PHASE NEED_S MODE
   say "START $name (cells capped at $cap s)"
   t0=$(now)
   if [ "$mode" = parallel ]; then
-    run_cell "$name" 0 0 "$cap" & run_cell "$name" 1 1 "$cap" & wait
+    run_cell "$name" 0 "$GPU_A" "$cap" & run_cell "$name" 1 "$GPU_B" "$cap" & wait
   else
-    run_cell "$name" 0 0 "$cap"
-    run_cell "$name" 1 1 $(( $(left) - 15 ))
+    run_cell "$name" 0 "$GPU_A" "$cap"
+    run_cell "$name" 1 "$GPU_B" $(( $(left) - 15 ))
   fi
   t1=$(now)
   echo "$name total wall $(secs "$t0" "$t1") s" >> "$R/walls.txt"
