@@ -28,7 +28,7 @@ LIMIT=${LIMIT:-570}
 PHASES=${PHASES:-cold-parallel warm-parallel warm-sequential}
 read -r GPU_A GPU_B <<< "${GPUS:-0 1}"   # GPUS="0 0": both cells on one GPU (a smoke test on a one-GPU machine)
 T0=$(date +%s)
-W=/root/scale-out; R=$W/results; L=$W/logs
+W=${WORK:-/root/scale-out}; R=$W/results; L=$W/logs
 mkdir -p "$OUT" "$R" "$L"
 left() { echo $(( LIMIT - ($(date +%s) - T0) )); }
 say() { echo "[$(( $(date +%s) - T0 ))s] $*" | tee -a "$R/run.log"; }
@@ -46,6 +46,7 @@ export PYTHONPATH=/tmp/site:$PWD PATH=/tmp/site/bin:$PATH
 export CCACHE_DIR=/root/ccache CCACHE_MAXSIZE=20G
 CFG=reports/scale-out/pins.yaml
 P="python3 -m pinset"
+CELL_PINSET=${CELL_PINSET:-$P}   # how the cells call pinset (a stand-in only to test this script without a GPU)
 { nvidia-smi; nvidia-smi --query-gpu=index,uuid,name,driver_version,compute_cap,memory.total --format=csv;
   nvcc --version; c++ --version | head -1; cmake --version | head -1; echo "ninja $(ninja --version)";
   echo "ccache: $(command -v ccache) $(ccache --version 2>/dev/null | head -1)"; python3 --version; echo "nproc $(nproc)"; } \
@@ -58,13 +59,14 @@ fresh_cache() { rm -rf "$1"; mkdir -p "$1/downloads"; cp .carry/*.tar.gz "$1/dow
 # --- the workflow's jobs sim and matrix ---------------------------------------------------------------
 if [ ! -s "$R/sim.json" ]; then
   fresh_cache "$W/cache-sim"
+  # shellcheck disable=SC2086
   PINSET_CACHE=$W/cache-sim $P sim -c "$CFG" --json "$R/sim.json" --markdown "$R/sim.md" > "$L/sim.log" 2>&1
   say "sim exit $? ($(python3 -c 'import json,sys; print(", ".join(b["build"] + (" green" if b["ok"] else " red") for b in json.load(open(sys.argv[1]))["builds"]))' "$R/sim.json" 2>/dev/null))"
 fi
 # one matrix per phase: the same cells, each phase writing under its own results folder
 matrix() {  # PHASE -> $R/matrix-PHASE.json
   PINSET_CACHE=$W/cache-sim $P matrix -c "$CFG" --sim "$R/sim.json" --verify-args "--op-jobs 4" \
-    --pinset-command "$P" --results-dir "$R/$1" --json "$R/matrix-$1.json" >> "$L/matrix.log" 2>&1
+    --pinset-command "$CELL_PINSET" --results-dir "$R/$1" --json "$R/matrix-$1.json" >> "$L/matrix.log" 2>&1
 }
 cell_field() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["include"][int(sys.argv[2])][sys.argv[3]])' "$@"; }
 
