@@ -270,3 +270,45 @@ def test_gpu_class_unknown_or_without_cuda_is_bad_input(two_gpus):
         build_settings(a_pinset(), cuda=True, gpu_hint="x", gpu_class="b200")
     with pytest.raises(PinsetError, match="needs a CUDA run"):
         build_settings(a_pinset(), cuda=False, gpu_hint="x", gpu_class="h200")
+
+
+# --- kld and bench record where they ran -----------------------------------------------------
+@pytest.mark.parametrize("name", ["kld-h200.json", "bench-h200.json"])
+def test_host_of_kld_and_bench_is_read_back_and_checked(tmp_path, capsys, name):
+    from pinset.report.load import load_result
+
+    d = load(name)
+    host = {"hostname": "h200x2", "gpu_uuids": [UUID1], "runner": {"name": "r1", "run_id": "9"}, "gpu_class": "h200"}
+    assert load_result(dump(tmp_path / "ok.json", {**d, "host": host})).data["host"] == host
+    assert "host" not in load_result(FIX / name).data  # older files: no host, nothing invented
+    bad = dump(tmp_path / "bad.json", {**d, "host": {**host, "gpu_uuids": "GPU-1"}})
+    assert main(["report", str(bad)]) == 2
+    assert f"{d['kind']}.host.gpu_uuids: expected a list" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("verb", ["verify", "kld", "bench"])
+def test_cell_on_the_wrong_gpu_is_one_line_exit_2_before_any_build(two_gpus, tmp_path, capsys, verb):
+    from conftest import write_pins
+
+    series = tmp_path / "patches" / "s"
+    series.mkdir(parents=True)
+    (series / "0001-x.patch").write_text("From 0 Mon Sep 17 00:00:00 2001\nSubject: x\n\n---\n")
+    cfg = write_pins(tmp_path / "pins.yaml", """
+        builds: [pypi:llama-cpp-python==0.3.36]
+        gpus: {h200: {runs-on: [self-hosted, h200], architectures: "90"}}
+        pins: [{id: p, patches: patches/s}]
+    """)
+    model = tmp_path / "m.gguf"
+    model.write_bytes(b"GGUF")
+    two_gpus.setenv("CUDA_VISIBLE_DEVICES", "0")  # the A6000
+    argv = {"verify": ["verify", "-c", str(cfg), "--cuda"],
+            "kld": ["kld", "-c", str(cfg), "-m", str(model)],
+            "bench": ["bench", "-c", str(cfg), "-m", str(model)]}[verb]
+    assert main([*argv, "--gpu-class", "h200"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"pinset {verb}: error: GPU class h200 builds for CUDA architectures 90, but this machine's "
+                   "visible GPU is 86 (check the runner's labels or CUDA_VISIBLE_DEVICES)"]
+    assert not (tmp_path / "cache" / "builds").exists()
+    if verb == "verify":
+        assert main(["verify", "-c", str(cfg), "--gpu-class", "h200"]) == 2
+        assert "a GPU class needs a CUDA run (--cuda)" in capsys.readouterr().err
