@@ -155,3 +155,16 @@ def test_unknown_gpu_class_stale_sim_and_unsimulated_build_are_exit_2(tmp_path, 
     cfg.write_text(cfg.read_text() + "description: changed\n")  # another pin set now
     assert main(["matrix", "-c", str(cfg), "--sim", str(sim), "--builds", B36]) == 2
     assert "re-run pinset sim" in capsys.readouterr().err
+
+
+from test_sim import pin_set, world  # noqa: E402,F401  (a real upstream git repository and patch series)
+
+
+def test_without_sim_json_the_sim_runs_and_decides(world, tmp_path, capsys):
+    up, series = world
+    cfg = pin_set(tmp_path, up, ["b1", "b2", "b3"], series, "feat-iq1m")  # feat-iq1m conflicts with b2's upstream
+    cfg.write_text(cfg.read_text() + ONE)
+    assert main(["matrix", "-c", str(cfg)]) == 0
+    out = capsys.readouterr()
+    assert [c["build"] for c in json.loads(out.out)["include"]] == ["b1", "b3"]
+    assert "b2 left out: the sim is red (feat-iq1m conflict)" in out.err
