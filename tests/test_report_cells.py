@@ -268,7 +268,7 @@ def test_arch_specific_class_covers_its_gpu(two_gpus):
 def test_gpu_class_unknown_or_without_cuda_is_bad_input(two_gpus):
     with pytest.raises(ConfigError, match="no GPU class 'b200' .known: h200, a6000."):
         build_settings(a_pinset(), cuda=True, gpu_hint="x", gpu_class="b200")
-    with pytest.raises(PinsetError, match="needs a CUDA run"):
+    with pytest.raises(PinsetError, match="needs a run on the GPU"):
         build_settings(a_pinset(), cuda=False, gpu_hint="x", gpu_class="h200")
 
 
@@ -311,4 +311,8 @@ def test_cell_on_the_wrong_gpu_is_one_line_exit_2_before_any_build(two_gpus, tmp
     assert not (tmp_path / "cache" / "builds").exists()
     if verb == "verify":
         assert main(["verify", "-c", str(cfg), "--gpu-class", "h200"]) == 2
-        assert "a GPU class needs a CUDA run (--cuda)" in capsys.readouterr().err
+        assert "a GPU class needs a run on the GPU" in capsys.readouterr().err
+    else:
+        assert main([verb, "--head-bin", str(tmp_path), "--base-bin", str(tmp_path), "-m", str(model),
+                     "--gpu-class", "h200"]) == 2
+        assert "give -c/--build, not --base-bin/--head-bin" in capsys.readouterr().err

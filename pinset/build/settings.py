@@ -78,8 +78,8 @@ def build_settings(pinset: PinSet, *, cuda: bool, gpu_hint: str, architectures: 
     gpu_arch = pinset.gpu_class(gpu_class).architectures if gpu_class else None  # unknown class: exit 2 first
     if not cuda:
         if gpu_class:
-            raise PinsetError(f"--gpu-class {gpu_class}: a GPU class needs a CUDA run (--cuda), "
-                              "a CPU run is no evidence for a GPU")
+            raise PinsetError(f"--gpu-class {gpu_class}: a GPU class needs a run on the GPU (verify --cuda; "
+                              "kld/bench without --cpu): a CPU run is no evidence for a GPU")
         return CPU_BUILD
     gpu = require_visible_gpu(gpu_hint)
     if gpu_arch is not None:

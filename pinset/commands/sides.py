@@ -39,6 +39,8 @@ def resolve_sides(args, targets: list[str], *, cpu: bool, head_only: bool = Fals
     if head_only and args.base_bin:
         raise PinsetError("--base-bin: not used here (only the head build runs); give --head-bin")
     if args.base_bin or args.head_bin:
+        if getattr(args, "gpu_class", None):
+            raise PinsetError("--gpu-class builds the class's architectures: give -c/--build, not --base-bin/--head-bin")
         if not args.head_bin or not (args.base_bin or head_only):
             raise PinsetError("--base-bin and --head-bin go together")
         if args.config:
