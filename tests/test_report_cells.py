@@ -4,7 +4,6 @@ delivered nothing listed as not tested (never silently missing)."""
 
 from __future__ import annotations
 
-import copy
 import json
 import os
 from pathlib import Path

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from test_report_cells import B35, B36, FIX, UUID0, cell_verify, dump, matrix_json
+from test_report_cells import B35, B36, FIX, UUID0, cell_verify, matrix_json
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKFLOWS = sorted((ROOT / ".github" / "workflows").glob("*.yml")) + sorted((ROOT / "examples").glob("*.yml"))

@@ -66,8 +66,8 @@ def visible_indices(ids: list[tuple[int, str]], cuda_visible_devices: str | None
         if entry.isdigit():
             match = [index for index, _ in ids if index == int(entry)]
         else:
-            match = [index for index, uuid in ids if entry and uuid.startswith(entry if entry.startswith(("GPU-", "MIG-"))
-                                                                                 else f"GPU-{entry}")]
+            prefix = entry if entry.startswith(("GPU-", "MIG-")) else f"GPU-{entry}"
+            match = [index for index, uuid in ids if entry and uuid.startswith(prefix)]
         if len(match) != 1 or match[0] in chosen:
             break
         chosen.append(match[0])

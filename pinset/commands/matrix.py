@@ -31,9 +31,10 @@ def add_parser(sub):
     p.add_argument("--bench-model", help="GGUF model: each cell also runs `pinset bench` on it (a path on the runner)")
     p.add_argument("--bench-args", default="-p 512 -n 128 -ngl 99",
                    help="llama-bench options of the bench cells (default: \"-p 512 -n 128 -ngl 99\")")
-    p.add_argument("--verify-args", default="", help="extra options of each cell's `pinset verify` (e.g. \"--op-jobs 4\")")
+    p.add_argument("--verify-args", default="",
+                   help="extra options of each cell's `pinset verify` (e.g. \"--op-jobs 4\")")
     p.add_argument("--results-dir", default="pinset-results",
-                   help="where a cell writes its JSON and logs; each cell uses RESULTS_DIR/ARTIFACT (default pinset-results)")
+                   help="where the cells write their JSON and logs: RESULTS_DIR/ARTIFACT each (default pinset-results)")
     p.add_argument("--pinset-command", default="pinset", help="how the cells call pinset (default: pinset)")
     p.add_argument("--json", type=Path, help="write the matrix here instead of stdout")
     return p
