@@ -129,3 +129,22 @@ def test_report_step_lists_a_cancelled_cell(tmp_path, python3_is_this_python):
     assert f"cell {B35} on h200: no verify result" in text
     assert json.loads((tmp_path / "report/report.json").read_text())["outcome"] == "not enough evidence"
     assert (tmp_path / "summary.md").read_text() == text
+
+
+def test_matrix_step_hands_the_whole_matrix_to_the_next_job(tmp_path, python3_is_this_python):
+    # the step's output line must hold the whole JSON: a multi-line file would pass "{" and break the job
+    from test_matrix import B36, ONE, pins, sim_json
+
+    cfg = pins(tmp_path, ONE + "  a100: {runs-on: gpu-a100, architectures: \"80\"}\n")
+    (tmp_path / "sim").mkdir()
+    sim_json(tmp_path, cfg, {B36: "applied"}).rename(tmp_path / "sim" / "sim.json")
+    output = tmp_path / "github_output"
+    env = {**python3_is_this_python, "PINSET_CONFIG": str(cfg), "GITHUB_OUTPUT": str(output), "BUILDS": "",
+           "GPUS": "", "VERIFY_ARGS": "--op-jobs 4", "KLD_MODEL": "", "BENCH_MODEL": "", "BENCH_ARGS": "-p 512"}
+    result = bash(step("matrix", "pinset matrix")["run"], tmp_path, env)
+    assert result.returncode == 0, result.stderr
+    (line,) = output.read_text().splitlines()
+    key, value = line.split("=", 1)
+    cells = json.loads(value)["include"]
+    assert key == "matrix" and [c["gpu"] for c in cells] == ["h200", "a100"]
+    assert all(c["commands"][0].startswith("python3 -m pinset verify ") for c in cells)

@@ -17,7 +17,7 @@ from pathlib import Path
 from pinset.commands.common import add_config_args
 from pinset.config.schema import PinSet, load_pinset
 from pinset.errors import PinsetError
-from pinset.output import write_json
+from pinset.output import write_text
 from pinset.results import read_document
 from pinset.sim.model import SimResult
 from pinset.sim.run import pick_builds
@@ -57,8 +57,8 @@ def run(args) -> int:
     doc = matrix(pinset, args.config, green, classes, kld_model=args.kld_model, bench_model=args.bench_model,
                  bench_args=args.bench_args, verify_args=args.verify_args, results_dir=args.results_dir,
                  pinset_command=args.pinset_command)
-    if args.json:
-        write_json(args.json, doc)
+    if args.json:  # one line, so that `echo "matrix=$(cat FILE)" >> "$GITHUB_OUTPUT"` holds all of it
+        write_text(args.json, json.dumps(doc, separators=(",", ":")) + "\n")
         print(f"pinset matrix: {len(doc['include'])} cells written to {args.json}", file=sys.stderr)
     else:
         sys.stdout.write(json.dumps(doc, separators=(",", ":")) + "\n")
