@@ -315,3 +315,14 @@ def test_cell_on_the_wrong_gpu_is_one_line_exit_2_before_any_build(two_gpus, tmp
         assert main([verb, "--head-bin", str(tmp_path), "--base-bin", str(tmp_path), "-m", str(model),
                      "--gpu-class", "h200"]) == 2
         assert "give -c/--build, not --base-bin/--head-bin" in capsys.readouterr().err
+
+
+from hypothesis import given, strategies as st  # noqa: E402
+
+
+@given(st.lists(st.sampled_from(["0", "1", "2", " 1", UUID0[:9], UUID1, "GPU-", "MIG-x", "-1", "", "x"]), max_size=5))
+def test_visible_indices_are_real_distinct_gpus_in_the_order_named(entries):
+    ids = [(0, UUID0), (1, UUID1)]
+    chosen = visible_indices(ids, ",".join(entries))
+    assert len(set(chosen)) == len(chosen) and set(chosen) <= {0, 1}
+    assert len(chosen) <= len(entries)
