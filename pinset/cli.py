@@ -22,6 +22,7 @@ COMMANDS = {
     "kld": "KL divergence of base and head CUDA paths against a CPU reference",
     "bench": "interleaved llama-bench of base vs head with statistics",
     "model": "write synthetic GGUF models that run anywhere",
+    "matrix": "the CI cells (build x GPU class) as a GitHub Actions matrix",
     "report": "combine results into one verdict and PR comment",
 }
 

@@ -129,7 +129,7 @@ def test_aa_noise_feeds_a_later_bench_and_mismatches_are_refused(tmp_path, capsy
     assert "differ" in capsys.readouterr().err
     # another host
     other = json.loads(aa_json.read_text())
-    other["host"] = "elsewhere"
+    other["host"]["hostname"] = "elsewhere"
     (tmp_path / "other.json").write_text(json.dumps(other))
     assert main([*argv, "--noise-from", str(tmp_path / "other.json")]) == 2
     assert "measured on host 'elsewhere'" in capsys.readouterr().err

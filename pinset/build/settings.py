@@ -7,12 +7,14 @@ compare binaries that differ in more than the pins.
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 
 from pinset.build.cmake import cuda_architectures_from_gpu
+from pinset.checks.machine import visible_gpus
 from pinset.config.schema import PinSet
-from pinset.errors import ToolchainError
+from pinset.errors import PinsetError, ToolchainError
 
 
 @dataclass(frozen=True)
@@ -26,7 +28,7 @@ class BuildSettings:
         """A warning when a visible GPU's architecture is not built for (its kernels then fail at run time)."""
         if not (self.cuda and self.gpu_architectures):
             return None
-        built = set((self.cuda_architectures or "").split(";"))
+        built = runnable_on(self.cuda_architectures or "")
         if set(self.gpu_architectures.split(";")) <= built:
             return None
         return (f"the build is for CUDA architectures {self.cuda_architectures}, the GPU here is "
@@ -41,6 +43,10 @@ def require_visible_gpu(hint: str) -> str:
     found = cuda_architectures_from_gpu()
     if found is None:
         raise ToolchainError(f"no NVIDIA GPU visible ({hint})")
+    if os.environ.get("CUDA_VISIBLE_DEVICES") is not None:  # nvidia-smi lists every GPU, CUDA sees these
+        seen = visible_gpus()
+        if seen and all(g.uuid for g in seen):
+            found = ";".join(sorted({g.compute_capability.replace(".", "") for g in seen}, key=int))
     return found
 
 
@@ -50,17 +56,41 @@ def normalize_architectures(text: str) -> str:
     return ";".join(sorted(parts, key=lambda a: (int(re.match(r"\d*", a).group() or 0), a)))
 
 
+def runnable_on(architectures: str) -> set[str]:
+    """The compute capabilities ("90") whose GPUs run code built for `architectures`: "90a" (arch-specific
+    features) and "100f" (family) run on a 9.0 and a 10.0 GPU respectively."""
+    return {re.sub(r"(?<=\d)[af]$", "", a) for a in normalize_architectures(architectures).split(";") if a}
+
+
 def build_settings(pinset: PinSet, *, cuda: bool, gpu_hint: str, architectures: str | None = None,
-                   extra_flags: list[str] | tuple[str, ...] = ()) -> BuildSettings:
+                   extra_flags: list[str] | tuple[str, ...] = (), gpu_class: str | None = None) -> BuildSettings:
     """The settings of a build of `pinset`'s trees.
 
     A CUDA build runs on this machine's GPU, so one must be visible (else ToolchainError naming
-    `gpu_hint`). Architectures: `architectures` (a command-line override), else pins.yaml's
-    `cuda.architectures`, else the visible GPUs'. Flags: pins.yaml's `cuda.flags`, then `extra_flags`.
+    `gpu_hint`). Architectures: `architectures` (a command-line override), else the architectures of
+    pins.yaml's GPU class `gpu_class` (a CI matrix cell), else pins.yaml's `cuda.architectures`, else the
+    visible GPUs'. Flags: pins.yaml's `cuda.flags`, then `extra_flags`.
+
+    A cell of a GPU class claims evidence for that class, so a visible GPU the class's architectures do not
+    cover (a runner labelled for the wrong GPU) is refused: its results would be filed under a GPU they
+    never ran on.
     """
+    gpu_arch = pinset.gpu_class(gpu_class).architectures if gpu_class else None  # unknown class: exit 2 first
     if not cuda:
+        if gpu_class:
+            raise PinsetError(f"--gpu-class {gpu_class}: a GPU class needs a run on the GPU (verify --cuda; "
+                              "kld/bench without --cpu): a CPU run is no evidence for a GPU")
         return CPU_BUILD
     gpu = require_visible_gpu(gpu_hint)
-    arch = normalize_architectures(architectures or pinset.cuda_architectures or gpu)
+    if gpu_arch is not None:
+        claimed = runnable_on(gpu_arch)
+        seen = visible_gpus()  # CUDA_VISIBLE_DEVICES applied: the GPU this cell runs on
+        here = ";".join(g.compute_capability.replace(".", "") for g in seen) if seen else gpu
+        stray = [a for a in normalize_architectures(here).split(";") if a not in claimed]
+        if stray:
+            raise ToolchainError(f"GPU class {gpu_class} builds for CUDA architectures "
+                                 f"{normalize_architectures(gpu_arch)}, but this machine's visible GPU is "
+                                 f"{';'.join(stray)} (check the runner's labels or CUDA_VISIBLE_DEVICES)")
+    arch = normalize_architectures(architectures or gpu_arch or pinset.cuda_architectures or gpu)
     flags = tuple(dict.fromkeys([*pinset.cuda_flags, *extra_flags]))
     return BuildSettings(True, arch, gpu, flags)

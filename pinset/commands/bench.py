@@ -7,6 +7,7 @@ from pathlib import Path
 
 from rich.table import Table
 
+from pinset.checks.machine import host_identity
 from pinset.errors import PinsetError
 import time
 
@@ -126,7 +127,8 @@ def run(args) -> int:
                         repetitions=args.repetitions, cpu=args.cpu, log_dir=args.log_dir, on_round=progress, done=done)
     decision.update(elapsed_s=round(time.monotonic() - start, 1), budget_ran_out=state["ran_out"])
     doc = bench_document(models, bench_args, rounds, args.repetitions, base, head,
-                         keep_busy_rounds=args.keep_busy_rounds, decision=decision)
+                         keep_busy_rounds=args.keep_busy_rounds, decision=decision,
+                         host={**host_identity(), "gpu_class": args.gpu_class})
     doc["aa_check"] = bool(args.aa)  # head is the base build itself
     if args.aa:
         doc["aa_noise"] = aa_noise(doc["rows"])
@@ -156,8 +158,9 @@ def noise_from(path: Path, bench_args: list[str], *, cpu: bool) -> dict:
     data = aa.data
     if aa.kind != "bench" or not data.get("aa_check"):
         raise PinsetError(f"--noise-from {path}: not an A/A bench (pinset bench --aa)")
-    if data.get("host") != socket.gethostname():
-        raise PinsetError(f"--noise-from {path}: measured on host {data.get('host')!r}, this is {socket.gethostname()!r}")
+    there_host = (data.get("host") or {}).get("hostname")
+    if there_host != socket.gethostname():
+        raise PinsetError(f"--noise-from {path}: measured on host {there_host!r}, this is {socket.gethostname()!r}")
     snap = None if cpu else gpu_mod.snapshot()
     here = snap.name if snap else None
     there = (data.get("gpu") or {}).get("name")

@@ -6,6 +6,8 @@ from pathlib import Path
 
 from rich.table import Table
 
+from pinset.checks.machine import host_identity
+from pinset.errors import PinsetError
 from pinset.measures.kld import device_run, kld_document, reference
 from pinset.commands.sides import add_side_args, resolve_sides
 from pinset.models.pipeline import DEFAULT_TEXT
@@ -48,7 +50,8 @@ def run(args) -> int:
         console.print(f"{side.label}: --kl-divergence on {'CPU' if args.cpu else 'the device'}")
         runs.append(device_run(side, args.model, ref, args.ctx, args.chunks, cpu=args.cpu,
                                gpu_layers=args.gpu_layers, threads=args.threads, log_dir=args.log_dir))
-    doc = kld_document(args.model, args.text, args.ctx, args.chunks, ref, runs)
+    doc = kld_document(args.model, args.text, args.ctx, args.chunks, ref, runs,
+                       host={**host_identity(), "gpu_class": args.gpu_class})
     console.print(kld_table(doc))
     for r in doc["runs"]:
         if not r["ok"]:

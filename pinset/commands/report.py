@@ -20,6 +20,9 @@ def add_parser(sub):
     p.add_argument("results", nargs="*", help="JSON result files written by sim, verify, kld and bench")
     p.add_argument("-c", "--config", help="pins.yaml: adds the pin set's and pins' descriptions "
                                           "(must be the pin set the results were made with)")
+    p.add_argument("--expect", metavar="MATRIX_JSON",
+                   help="the `pinset matrix` JSON of this run: a cell without its results is listed as not tested "
+                        "(failed or cancelled cells never go missing silently)")
     p.add_argument("--markdown", help="write the PR comment here (default: print it)")
     p.add_argument("--json", help="write the verdict as JSON here")
     p.add_argument("--post", metavar="OWNER/REPO#N", help="post or update the comment on this PR (token: $GITHUB_TOKEN)")
@@ -43,7 +46,7 @@ def run(args) -> int:
     api_url = parse_api_url(args.api_url) if target else None
 
     pinset = load_pinset(args.config, require_pins=False) if args.config else None
-    report = build_report(args.results, pinset)
+    report = build_report(args.results, pinset, args.expect)
     if target and not report.digest:  # bad input: refused before anything is written
         raise PinsetError("--post: no sim or verify result and no -c pins.yaml, so the pin set (and its "
                           "comment marker) is unknown")

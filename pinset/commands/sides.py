@@ -26,6 +26,8 @@ def add_side_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--base-commit", default=None, help="commit to record for --base-bin")
     g.add_argument("--head-commit", default=None, help="commit to record for --head-bin")
     g.add_argument("--cuda-architectures", help="CMAKE_CUDA_ARCHITECTURES when building (default: pins.yaml, else the GPU's)")
+    g.add_argument("--gpu-class", help="pins.yaml `gpus:` class this run is a cell of (its CUDA architectures; "
+                   "the visible GPU must be one of them)")
     g.add_argument("-j", "--jobs", type=count(1), help="build jobs")
 
 
@@ -38,6 +40,8 @@ def resolve_sides(args, targets: list[str], *, cpu: bool, head_only: bool = Fals
     if head_only and args.base_bin:
         raise PinsetError("--base-bin: not used here (only the head build runs); give --head-bin")
     if args.base_bin or args.head_bin:
+        if getattr(args, "gpu_class", None):
+            raise PinsetError("--gpu-class builds the class's architectures: give -c/--build, not --base-bin/--head-bin")
         if not args.head_bin or not (args.base_bin or head_only):
             raise PinsetError("--base-bin and --head-bin go together")
         if args.config:
@@ -69,7 +73,8 @@ def _build(args, targets: list[str], *, cuda: bool, gpu_hint: str, labels: tuple
     name = args.build or (pinset.builds[0] if pinset.builds else None)
     if not name:
         raise PinsetError("no build: give --build")
-    settings = build_settings(pinset, cuda=cuda, gpu_hint=gpu_hint, architectures=args.cuda_architectures)
+    settings = build_settings(pinset, cuda=cuda, gpu_hint=gpu_hint, architectures=args.cuda_architectures,
+                              gpu_class=getattr(args, "gpu_class", None))
     require_toolchain(cuda)  # one line and exit 2 before any download or build
     if settings.coverage_warning():
         err_console.print(f"[yellow]warning:[/] {settings.coverage_warning()}")

@@ -33,6 +33,8 @@ def add_parser(sub):
     p.add_argument("--cpu-params", help="-p filter for the CPU gate's MUL_MAT/MUL_MAT_ID (default: the pins' types)")
     p.add_argument("--cuda-flags", help="extra CMake flags for the CUDA build, space-separated "
                    "(e.g. \"-DGGML_CUDA_FA=OFF\"; part of the build's cache key and of the JSON)")
+    p.add_argument("--gpu-class", help="pins.yaml `gpus:` class this run is a cell of: its CUDA architectures are "
+                   "built, the visible GPU must be one of them, and the class is recorded (pinset matrix passes it)")
     p.add_argument("-j", "--jobs", type=count(1), help="parallel compile jobs (default: all cores)")
     p.add_argument("--op-timeout", type=seconds, default=1800.0, help="seconds per test-backend-ops run (default 1800)")
     p.add_argument("--op-jobs", type=count(1), default=1,
@@ -61,7 +63,7 @@ def run(args) -> int:
     signal.signal(signal.SIGTERM, _interrupt)
     pinset, store = open_config(args, require_pins=False)
     build_names = pick_builds(pinset, args.builds)
-    cuda_flags, arch, gpu_arch = check_toolchain(pinset, args.cuda, cuda_flags)
+    cuda_flags, arch, gpu_arch = check_toolchain(pinset, args.cuda, cuda_flags, gpu_class=args.gpu_class)
     machine = probe_machine(find_nvcc() if args.cuda else None)
 
     sim = simulate(pinset, build_names, store)
@@ -81,7 +83,7 @@ def run(args) -> int:
                           {"ops": ops, "backend": args.backend if args.cuda else "CPU",
                            "cpu_params": args.cpu_params, "cuda_architectures": arch,
                            "gpu_architectures": gpu_arch, "cuda_flags": cuda_flags,
-                           "op_jobs": args.op_jobs})
+                           "op_jobs": args.op_jobs, "gpu_class": args.gpu_class})
     doc = result.to_json()
     console.print(_table(doc))
     console.print(f"[green]ok[/]: {doc['summary']}" if result.ok else f"[red]not ok[/]: {doc['summary']}")
@@ -92,13 +94,14 @@ def run(args) -> int:
     return 0 if result.ok else 1
 
 
-def check_toolchain(pinset, cuda: bool, cuda_flags: list[str]) -> tuple[list[str], str | None, str | None]:
+def check_toolchain(pinset, cuda: bool, cuda_flags: list[str], *,
+                    gpu_class: str | None = None) -> tuple[list[str], str | None, str | None]:
     """(CUDA flags, CUDA architectures, the GPU's architectures) from the one build-settings function, or one
     line and exit 2 when the GPU or a program the build needs is missing: checked before any download or
     build (also used by `pinset pick --verify`)."""
     # The same settings as kld/bench/model, so they find this build in the cache; no GPU is one line.
     settings = build_settings(pinset, cuda=cuda, gpu_hint="drop --cuda for the CPU gates only",
-                              extra_flags=cuda_flags)
+                              extra_flags=cuda_flags, gpu_class=gpu_class)
     require_toolchain(cuda)
     if shutil.which("ctest") is None:
         raise ToolchainError("ctest not found on PATH (it comes with CMake)")

@@ -29,9 +29,12 @@ PYPI_BUILD_RE = re.compile(r"^pypi:(?P<package>[A-Za-z0-9_.-]+)==(?P<version>[A-
 PIN_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.#/+-]*$")
 BUILD_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_./+-]*$")
 
-TOP_KEYS = {"upstream", "builds", "pins", "cuda", "description"}
+TOP_KEYS = {"upstream", "builds", "pins", "cuda", "description", "gpus"}
 PIN_KEYS = {"id", "patches", "pr", "commit", "required", "checks", "unchecked", "description"}
 CUDA_KEYS = {"architectures", "flags"}
+GPU_CLASS_KEYS = {"runs-on", "architectures"}
+GPU_CLASS_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+ARCH_RE = re.compile(r"[0-9a-z;,_-]+")
 CHECK_KINDS = {
     "backend-op": ({"op"}, {"op", "params", "mode"}),
     "ctest": ({"name"}, {"name"}),
@@ -95,6 +98,17 @@ class PinSpec:
 
 
 @dataclass(frozen=True)
+class GpuClass:
+    """A GPU class the pin set is verified on (pins.yaml `gpus:`): the CI runners that hold it and the
+    CUDA architectures its builds are made for."""
+
+    name: str
+    runs_on: tuple[str, ...]    # runner labels (GitHub Actions `runs-on`)
+    architectures: str          # CMAKE_CUDA_ARCHITECTURES of this class's builds ("90")
+    line: int = 0
+
+
+@dataclass(frozen=True)
 class PinSet:
     path: Path
     upstream: str | None
@@ -104,6 +118,7 @@ class PinSet:
     description: str | None = None
     text: str = field(default="", repr=False)
     cuda_flags: tuple[str, ...] = ()  # extra CMake -D flags of every CUDA build (verify, kld, bench, model)
+    gpus: tuple[GpuClass, ...] = ()   # the GPU classes a CI matrix verifies on (`pinset matrix`)
 
     @property
     def digest(self) -> str:
@@ -117,6 +132,13 @@ class PinSet:
             else:
                 h.update((pin.commit or "").encode())
         return h.hexdigest()[:16]
+
+    def gpu_class(self, name: str) -> GpuClass:
+        for gpu in self.gpus:
+            if gpu.name == name:
+                return gpu
+        known = ", ".join(g.name for g in self.gpus) or "none: add a `gpus:` mapping"
+        raise ConfigError(self.path, 0, "gpus", f"no GPU class {name!r} (known: {known})")
 
     def pin(self, pin_id: str) -> PinSpec:
         for pin in self.pins:
@@ -144,7 +166,7 @@ class _Reader:
                 self.fail(k_node, key, "keys must be plain strings")
             name = k_node.value
             sub = f"{key}.{name}" if key else name
-            if name not in allowed:
+            if allowed is not None and name not in allowed:
                 self.fail(k_node, sub, f"unknown key (allowed: {', '.join(sorted(allowed))})")
             if name in out:
                 self.fail(k_node, sub, "duplicate key")
@@ -247,8 +269,10 @@ def load_pinset(path: str | Path, *, require_pins: bool = True) -> PinSet:
             cuda_flags.append(flag)
         if "architectures" in cuda:
             cuda_arch = r.string(cuda["architectures"], "cuda.architectures")
-            if not re.fullmatch(r"[0-9a-z;,_-]+", cuda_arch):
+            if not ARCH_RE.fullmatch(cuda_arch):
                 r.fail(cuda["architectures"], "cuda.architectures", f"malformed {cuda_arch!r} (e.g. \"90\" or \"86;90\")")
+
+    gpus = _read_gpus(r, top["gpus"]) if "gpus" in top else ()
 
     pins: list[PinSpec] = []
     seen: dict[str, int] = {}
@@ -264,7 +288,40 @@ def load_pinset(path: str | Path, *, require_pins: bool = True) -> PinSet:
 
     description = r.string(top["description"], "description") if "description" in top else None
     return PinSet(path.resolve(), upstream, tuple(builds), tuple(pins), cuda_arch, description, text,
-                  tuple(cuda_flags))
+                  tuple(cuda_flags), gpus)
+
+
+def _read_gpus(r: _Reader, node) -> tuple[GpuClass, ...]:
+    """`gpus: {NAME: {runs-on: LABEL or [LABELS], architectures: "90"}}`, at least one class."""
+    classes = []
+    for name, body in r.mapping(node, "gpus", None).items():
+        key = f"gpus.{name}"
+        if not GPU_CLASS_RE.match(name):
+            r.fail(body, key, f"malformed GPU class name {name!r} (letters, digits and _.-)")
+        fields = r.mapping(body, key, GPU_CLASS_KEYS)
+        for needed in sorted(GPU_CLASS_KEYS - set(fields)):
+            r.fail(body, f"{key}.{needed}", "missing")
+        labels_node = fields["runs-on"]
+        labels = [r.string(labels_node, f"{key}.runs-on")] if isinstance(labels_node, yaml.ScalarNode) else \
+            [r.string(n, f"{key}.runs-on[]") for n in r.sequence(labels_node, f"{key}.runs-on")]
+        if not labels:
+            r.fail(labels_node, f"{key}.runs-on", "empty list (the runner labels of this GPU class)")
+        for label in labels:
+            if label != label.strip() or "," in label:
+                r.fail(labels_node, f"{key}.runs-on", f"malformed runner label {label!r}")
+        if len(set(labels)) != len(labels):
+            r.fail(labels_node, f"{key}.runs-on", "duplicate runner label")
+        arch_node = fields["architectures"]
+        if isinstance(arch_node, yaml.ScalarNode) and arch_node.tag.endswith(":int"):
+            arch = arch_node.value  # architectures: 90
+        else:
+            arch = r.string(arch_node, f"{key}.architectures")
+        if not ARCH_RE.fullmatch(arch):
+            r.fail(arch_node, f"{key}.architectures", f"malformed {arch!r} (e.g. \"90\" or \"86;90\")")
+        classes.append(GpuClass(name, tuple(labels), arch, body.start_mark.line + 1))
+    if not classes:
+        r.fail(node, "gpus", "empty mapping (name at least one GPU class, or leave `gpus:` out)")
+    return tuple(classes)
 
 
 def _read_build(r: _Reader, node, upstream: str | None) -> str:

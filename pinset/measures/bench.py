@@ -20,7 +20,6 @@ from __future__ import annotations
 import json
 import math
 import re
-import socket
 from dataclasses import dataclass, field
 from pathlib import Path
 from statistics import median
@@ -28,6 +27,7 @@ from statistics import median
 import numpy as np
 
 from pinset import runner
+from pinset.checks.machine import read_host
 from pinset.measures import gpu as gpu_mod
 from pinset.measures.llama_bench import BenchLine, BenchParseError, parse_jsonl, run_problem, speed_problem
 from pinset.measures.sides import Side
@@ -245,7 +245,8 @@ def decisive(rows: list[dict]) -> bool:
 
 
 def bench_document(models: dict[str, Path], bench_args: list[str], rounds: list[Round], repetitions: int,
-                   base: Side, head: Side, *, keep_busy_rounds: bool = False, decision: dict | None = None) -> dict:
+                   base: Side, head: Side, *, keep_busy_rounds: bool = False, decision: dict | None = None,
+                   host: dict | None = None) -> dict:
     """compare "builds" (one model, base vs head build) or "models" (one build, the base side's model as the
     reference); pinset report takes only the first kind."""
     model = models["head"]
@@ -262,7 +263,7 @@ def bench_document(models: dict[str, Path], bench_args: list[str], rounds: list[
         {"build": head.build, "commit": _commit(head, rounds, "head"), "model": models["head"].name},
         {"name": snap.name, "driver": snap.driver} if snap else None, recorded,
         [BenchRow.from_json(Doc(r, "<bench>", "bench.rows")) for r in rows],
-        {"method": METHOD, "host": socket.gethostname(), "decision": decision}).to_json()
+        {"method": METHOD, "decision": decision, **({"host": host} if host else {})}).to_json()
 
 
 METHOD = ("run speed = median of llama-bench's samples; per-round log(head/base), mean effect, t CI at alpha 0.05 "
@@ -547,6 +548,7 @@ class BenchResult:
                 for t in run.objs("tests", default=[]):
                     t.get("test", str), t.get("params", dict), t.nums("samples_ts") if t.has("samples_ts") else None
         rows = [BenchRow.from_json(r) for r in d.objs("rows")]
+        read_host(d)  # checked here; kept in `extra` like every key the model does not name
         known = {"schema", "kind", "ok", "compare", "model", "llama_bench_args", "rounds", "repetitions",
                  "warmup_rounds", "base", "head", "gpu", "round_log", "rows"}
         base, head = ({**s.raw, "build": s.get("build", str), "commit": s.get("commit", str)}

@@ -66,10 +66,16 @@ def parse_compute_apps(text: str) -> list[str]:
     return apps
 
 
-def snapshot(index: int = 0) -> GpuSnapshot | None:
-    """The GPU `index` right now; None when there is no nvidia-smi or no GPU."""
+def snapshot(index: int | str | None = None) -> GpuSnapshot | None:
+    """The GPU `index` (an nvidia-smi index or UUID; default: the first GPU visible under CUDA_VISIBLE_DEVICES,
+    which is not nvidia-smi's GPU 0 in a cell pinned to another GPU) right now; None without nvidia-smi or GPU."""
     if shutil.which("nvidia-smi") is None:
         return None
+    if index is None:
+        from pinset.checks.machine import visible_gpus
+
+        visible = visible_gpus()
+        index = visible[0].uuid if visible and visible[0].uuid else 0
     q = runner.run(["nvidia-smi", f"--query-gpu={QUERY}", "--format=csv,noheader,nounits", "-i", str(index)],
                    timeout=30)
     gpus = parse_query_gpu(q.stdout) if q.ok else []

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pinset import runner
+from pinset.checks.machine import read_host
 from pinset.errors import RuntimeFailure
 from pinset.measures.perplexity import PerplexityOutput, base_problem, kld_problem, parse_perplexity
 from pinset.measures.sides import Side
@@ -198,6 +199,7 @@ class KldResult:
     reference: dict              # {"backend": "CPU", "build", "commit", "cached", "key", "ppl"}
     runs: list[KldRun]
     verdict: dict                # {"text", "head_minus_base_kld", "sigma", "sigmas"}; numbers None without a verdict
+    host: dict | None = None     # read_host(): host, visible GPU UUIDs, CI runner, GPU class; None in older files
 
     @property
     def device(self) -> str:
@@ -208,7 +210,8 @@ class KldResult:
     def to_json(self) -> dict:
         return {"schema": SCHEMAS["kld"], "kind": "kld", "ok": self.ok, "model": dict(self.model),
                 "text": dict(self.text), "ctx": self.ctx, "chunks": self.chunks, "reference": dict(self.reference),
-                "runs": [r.to_json() for r in self.runs], "verdict": dict(self.verdict)}
+                "runs": [r.to_json() for r in self.runs], "verdict": dict(self.verdict),
+                **({"host": dict(self.host)} if self.host else {})}
 
     @classmethod
     def from_json(cls, d: Doc) -> KldResult:
@@ -227,7 +230,7 @@ class KldResult:
                    {"backend": ref.get("backend", str), "build": ref.get("build", str), "commit": ref.get("commit", str),
                     "cached": ref.get("cached", bool), "key": ref.get("key", str, None, default=None),
                     "ppl": _value_err(ref, "ppl")},
-                   runs, verdict)
+                   runs, verdict, read_host(d))
 
 
 def run_result(run: DeviceRun) -> KldRun:
@@ -243,7 +246,8 @@ def run_result(run: DeviceRun) -> KldRun:
         k.ln_ppl_ratio.to_json() if k and k.ln_ppl_ratio else None, run.seconds, list(run.output.devices))
 
 
-def kld_document(model: Path, text: Path, ctx: int, chunks: int, ref: Reference, runs: list[DeviceRun]) -> dict:
+def kld_document(model: Path, text: Path, ctx: int, chunks: int, ref: Reference, runs: list[DeviceRun],
+                 host: dict | None = None) -> dict:
     base = next(r for r in runs if r.label == "base")
     head = next(r for r in runs if r.label == "head")
     v = verdict(base, head)
@@ -253,4 +257,4 @@ def kld_document(model: Path, text: Path, ctx: int, chunks: int, ref: Reference,
         {"path": str(text), "sha256": file_sha256(text)}, ctx, chunks,
         {"backend": "CPU", "build": ref.build, "commit": ref.commit, "cached": ref.cached,
          "key": ref.key, "ppl": ref.output.final_ppl.to_json() if ref.output.final_ppl else None},
-        [run_result(r) for r in runs], v).to_json()
+        [run_result(r) for r in runs], v, host).to_json()

@@ -11,7 +11,7 @@ from pinset.config.schema import PinSet
 from pinset.errors import PinsetError
 from pinset.report.load import load_results
 from pinset.report.markdown import render
-from pinset.report.merge import Merged, merge
+from pinset.report.merge import Merged, expected_cells, merge, unfilled_cells
 from pinset.report.verdict import BLOCKED, NOT_ENOUGH, READY, Verdict, judge
 from pinset.results import SCHEMAS, Doc
 
@@ -75,8 +75,11 @@ class Report:
         return self.result().to_json()
 
 
-def build_report(paths, pinset: PinSet | None = None) -> Report:
+def build_report(paths, pinset: PinSet | None = None, expect: str | None = None) -> Report:
+    """expect: a `pinset matrix` JSON; each of its cells without a result is listed as not tested, and
+    keeps the outcome from "ready"."""
     merged = merge(load_results(paths))
+    cells = expected_cells(expect) if expect else []
     pins_info, description, digest = None, None, merged.pinset
     if pinset is not None:
         if merged.pinset and merged.pinset != pinset.digest:
@@ -86,4 +89,7 @@ def build_report(paths, pinset: PinSet | None = None) -> Report:
         description = pinset.description
         pins_info = {p.id: {"description": p.description, "required": p.required} for p in pinset.pins}
     verdict = judge(merged)
+    unfilled = unfilled_cells(merged, cells)
+    verdict.missing += unfilled
+    verdict.not_tested += unfilled
     return Report(merged, verdict, render(merged, verdict, pins_info, description), digest)

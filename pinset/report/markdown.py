@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pinset.measures.bench import exclusion_kind, row_speeds, speed_stat
 from pinset.report.load import kld_delta_text
-from pinset.report.merge import Merged, VerifyRun, op_key
+from pinset.report.merge import Merged, VerifyRun, device_key, device_text, op_key
 from pinset.report.verdict import (BACKEND_OP_GATES, Verdict, backend_op_totals, bench_device, check_totals,
                                    checks_where, cuda_pins, kld_device, machine_labels, row_label, run_label,
                                    verify_setup)
@@ -48,7 +48,8 @@ def render(m: Merged, verdict: Verdict, pins_info: dict[str, dict] | None = None
     out += _pinset(m)
     out += ["### Not tested", ""]
     # blocked: the verdict line names the blockers only, so the missing evidence is listed here
-    missing = [f"Not enough evidence: {item}" for item in verdict.missing] if verdict.blockers else []
+    missing = [f"Not enough evidence: {item}" for item in verdict.missing
+               if item not in verdict.not_tested] if verdict.blockers else []
     out += [f"- {item}" for item in missing + verdict.not_tested] or ["Everything the pin set declares was tested."]
     out += [""]
     out += _provenance(m, labels)
@@ -252,7 +253,7 @@ def _kld(m: Merged) -> list[str]:
         ref = d["reference"]
         out += [f"**KLD vs CPU reference** — {d['model']['name']}, ctx {d['ctx']}, {d['chunks']} chunks; "
                 f"reference: {ref['backend']} on {ref['build']} (`{ref['commit'][:9]}`)"
-                + (", cached logits" if ref["cached"] else ""), ""]
+                + (", cached logits" if ref["cached"] else "") + _ran_on(d), ""]
         rows = []
         for r in study.runs:
             k = r["kld"] or {}
@@ -267,6 +268,15 @@ def _kld(m: Merged) -> list[str]:
         out += [f"Verdict: head {v['text']} ({kld_delta_text(v)})." if v["head_minus_base_kld"] is not None
                 else f"Verdict: {v['text']}.", ""]
     return out
+
+
+def _ran_on(doc: dict) -> str:
+    """"; ran on HOST, GPU UUID (cell h200)" for a kld/bench that recorded where it ran, else nothing."""
+    key = device_key(doc)
+    if not key:
+        return ""
+    cls = (doc.get("host") or {}).get("gpu_class")
+    return f"; ran on {device_text(key)}" + (f" (cell of GPU class {cls})" if cls else "")
 
 
 def _num(x, spec: str) -> str:
@@ -295,7 +305,8 @@ def _speed(m: Merged) -> list[str]:
         out += [f"**{d['model']['name']}, device: {bench_device(study)}** — base {d['base']['build']} "
                 f"(`{d['base']['commit'][:9]}`) vs head {d['head']['build']} (`{d['head']['commit'][:9]}`); "
                 f"{d['rounds']} rounds × {d['repetitions']} repetitions, alternating order, {warm} warm-up "
-                f"round{'s' if warm != 1 else ''} discarded. t/s: {speed_stat(d)}; in brackets each kept round's.", ""]
+                f"round{'s' if warm != 1 else ''} discarded{_ran_on(d)}. t/s: {speed_stat(d)}; in brackets each kept "
+                "round's.", ""]
         rows = []
         for r in study.rows:
             p = "—" if r["p_value"] is None else f"{r['p_value']:.3g}"

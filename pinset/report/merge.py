@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from pinset.errors import PinsetError
 from pinset.report.load import KINDS, ResultFile
@@ -23,6 +24,7 @@ class VerifyRun:
     machine_key: tuple
     build: dict
     sources: list[str] = field(default_factory=list)
+    gpu_class: str | None = None    # the pins.yaml `gpus:` class of the CI cell that made it (--gpu-class)
 
 
 @dataclass
@@ -58,8 +60,64 @@ class Merged:
 
 
 def machine_key(machine: dict) -> tuple:
+    """(host, GPU model, visible GPU UUIDs): two GPUs of one model on one host are two machines (two cells
+    of a matrix), and a file from before UUIDs were recorded keeps its old identity."""
     gpu = machine.get("gpu")
-    return (machine["hostname"], gpu["name"] if gpu else None)
+    return (machine["hostname"], gpu["name"] if gpu else None, tuple(machine.get("gpu_uuids") or ()))
+
+
+def device_key(doc: dict) -> tuple:
+    """Where a kld or bench ran, from its optional `host` (host, visible GPU UUIDs); () in older files."""
+    host = doc.get("host") or {}
+    return (host["hostname"], tuple(host["gpu_uuids"])) if host else ()
+
+
+def device_text(key: tuple) -> str:
+    """"host" or "host, GPU GPU-1a2b3c4d" for a machine_key or device_key."""
+    if not key:
+        return ""
+    host, uuids = key[0], key[-1]
+    return host + (f", GPU {', '.join(u[:12] for u in uuids)}" if uuids else "")
+
+
+def expected_cells(path) -> list[dict]:
+    """The cells a run should have delivered: `pinset matrix` JSON ({"include": [{build, gpu, kinds, ...}]})."""
+    from pinset.results import Doc
+
+    try:
+        doc = Doc(json.loads(Path(path).read_text(encoding="utf-8")), path, "matrix")
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise PinsetError(f"{path}: not a pinset matrix JSON ({str(exc).splitlines()[0][:120]})") from None
+    cells = []
+    for cell in doc.objs("include"):
+        kinds = cell.strs("kinds")
+        bad = sorted(set(kinds) - {"verify", "kld", "bench"})
+        if bad or not kinds:
+            cell.fail("kinds", f"expected a non-empty list of verify, kld, bench (got {', '.join(bad) or 'none'})")
+        cells.append({"cell": cell.get("cell", str), "build": cell.get("build", str), "gpu": cell.get("gpu", str),
+                      "kinds": kinds, "pinset": cell.get("pinset", str, default=None)})
+    return cells
+
+
+def unfilled_cells(m: Merged, cells: list[dict]) -> list[str]:
+    """One line per (cell, kind) without a result of its build from its GPU class: a cell that failed before
+    writing its JSON, was cancelled or never started. A report without these lines would simply not show
+    the cell, and the columns that did arrive would look like the whole matrix."""
+    have = {("verify", r.build["build"], r.gpu_class) for r in m.verify}
+    have |= {("kld", r["build"], (s.doc.get("host") or {}).get("gpu_class")) for s in m.kld for r in s.runs
+             if r["label"] == "head"}
+    have |= {("bench", s.doc[side]["build"], (s.doc.get("host") or {}).get("gpu_class")) for s in m.bench
+             for side in ("base", "head")}
+    out = []
+    for cell in cells:
+        if m.pinset and cell["pinset"] and cell["pinset"] != m.pinset:
+            raise PinsetError(f"expected cell {cell['cell']} is of pin set {cell['pinset']}, the results are of "
+                              f"{m.pinset} (a matrix of another run)")
+        gone = [k for k in cell["kinds"] if (k, cell["build"], cell["gpu"]) not in have]
+        if gone:
+            out.append(f"cell {cell['cell']}: no {', '.join(gone)} result (the cell failed before writing it, "
+                       "was cancelled or never ran; see its job log)")
+    return out
 
 
 def op_key(op: dict) -> tuple[str, str, str]:
@@ -92,7 +150,8 @@ def _cells(f: ResultFile):
                        {k: p[k] for k in ("status", "conflict_with", "retire", "required")} | {"contract_ok": p["contract"]["ok"]})
     elif f.kind == "verify":
         mk = machine_key(d["machine"])
-        host = f"{mk[1] or 'no GPU'} on {mk[0]}"
+        gpu_class = (d.get("options") or {}).get("gpu_class")
+        host = f"{mk[1] or 'no GPU'} on {device_text(mk)}" + (f" as {gpu_class}" if gpu_class else "")
         for b in d["builds"]:
             for g in b["gates"]:
                 run = g["status"] != "not-run"
@@ -105,13 +164,14 @@ def _cells(f: ResultFile):
                     yield (("verify", b["build"], host, "feature check", c["pin"], c["check"]),
                            NOT_RUN if c["status"] == "not-run" else {k: c[k] for k in ("status", "cases")})
     elif f.kind == "kld":
-        study = (d["model"]["name"], d["text"]["sha256"][:12], f"ctx {d['ctx']}", f"{d['chunks']} chunks")
+        study = (d["model"]["name"], d["text"]["sha256"][:12], f"ctx {d['ctx']}", f"{d['chunks']} chunks",
+                 *((device_text(device_key(d)),) if device_key(d) else ()))
         for r in d["runs"]:
             yield (("kld", *study, r["label"], r["build"], r["backend"]),
                    {k: r[k] for k in ("ppl", "kld", "same_top_p", "rms_dp", "ok")})
         yield ("kld", *study, "verdict"), d["verdict"]["text"]
     elif f.kind == "bench":
-        gpu = d["gpu"]["name"] if d["gpu"] else "no GPU"
+        gpu = (d["gpu"]["name"] if d["gpu"] else "no GPU") + (f" on {device_text(device_key(d))}" if device_key(d) else "")
         for r in d["rows"]:
             yield (("bench", d["model"]["name"], gpu, f"{d['base']['build']} -> {d['head']['build']}", r["test"],
                     _canonical(r["params"])),
@@ -222,11 +282,13 @@ def _merge_verify(files: list[ResultFile]) -> list[VerifyRun]:
             continue
         machine = f.data["machine"]
         mk = machine_key(machine)
+        gpu_class = (f.data.get("options") or {}).get("gpu_class")
         for b in f.data["builds"]:
-            key = (mk, b["build"])
+            key = (mk, b["build"], gpu_class)  # one GPU may run the cells of two classes (two builds of one tree)
             if key not in runs:
                 runs[key] = VerifyRun(machine, mk, {**b, "gates": list(b["gates"]),
-                                                    "not_tested": list(b["not_tested"])}, [f.name])
+                                                    "not_tested": list(b["not_tested"])}, [f.name],
+                                      gpu_class)
                 continue
             run = runs[key]
             run.sources.append(f.name)
@@ -247,7 +309,7 @@ def _merge_kld(files: list[ResultFile]) -> list[KldStudy]:
         if f.kind != "kld":
             continue
         d = f.data
-        key = (d["model"]["name"], d["text"]["sha256"], d["ctx"], d["chunks"], d["reference"]["build"])
+        key = (d["model"]["name"], d["text"]["sha256"], d["ctx"], d["chunks"], d["reference"]["build"], device_key(d))
         study = studies.setdefault(key, KldStudy(d, [], []))
         study.sources.append(f.name)
         have = {(r["label"], r["build"], r["backend"]) for r in study.runs}
@@ -261,7 +323,8 @@ def _merge_bench(files: list[ResultFile]) -> list[BenchStudy]:
         if f.kind != "bench":
             continue
         d = f.data
-        key = (d["model"]["name"], d["gpu"]["name"] if d["gpu"] else None, d["base"]["build"], d["head"]["build"])
+        key = (d["model"]["name"], d["gpu"]["name"] if d["gpu"] else None, d["base"]["build"], d["head"]["build"],
+               device_key(d))
         study = studies.setdefault(key, BenchStudy(d, [], []))
         study.sources.append(f.name)
         have = {(r["test"], _canonical(r["params"])) for r in study.rows}

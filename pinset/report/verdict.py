@@ -94,19 +94,25 @@ def checks_where(run: VerifyRun) -> str:
 
 
 def machine_labels(runs: list[VerifyRun]) -> dict[tuple, str]:
-    """Short, unique names for machines: the GPU, with the host only where two share a GPU model."""
+    """Short, unique names for machines: the GPU, with the host only where two share a GPU model, and the
+    GPU's UUID only where two GPUs of one model share a host (two cells on one machine)."""
     base: dict[tuple, str] = {}
     for run in runs:
         gpu = run.machine.get("gpu")
         base[run.machine_key] = gpu["name"] if gpu else "CPU only"
-    counts: dict[str, int] = {}
-    for label in base.values():
-        counts[label] = counts.get(label, 0) + 1
-    return {key: (label if counts[label] == 1 else f"{label} @{key[0]}") for key, label in base.items()}
+    for widen in (lambda key, label: f"{label} @{key[0]}",
+                  lambda key, label: f"{label} {', '.join(u[:12] for u in key[2]) or 'GPU unknown'}"):
+        counts: dict[str, int] = {}
+        for label in base.values():
+            counts[label] = counts.get(label, 0) + 1
+        base = {key: (label if counts[label] == 1 else widen(key, label)) for key, label in base.items()}
+    return base
 
 
 def run_label(run: VerifyRun, labels: dict[tuple, str]) -> str:
-    return f"{run.build['build']} on {labels[run.machine_key]}"
+    """"BUILD on GPU", with the matrix cell's GPU class when it has one ("BUILD [h200] on GPU")."""
+    cls = f" [{run.gpu_class}]" if run.gpu_class else ""
+    return f"{run.build['build']}{cls} on {labels[run.machine_key]}"
 
 
 def join_builds(builds: list[str]) -> str:

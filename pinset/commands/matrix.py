@@ -1,0 +1,155 @@
+"""`pinset matrix`: the CI cells to run (build x GPU class) as a GitHub Actions matrix, for `fromJSON()`.
+
+Only builds on which the sim is green get cells: a build whose pins do not apply has nothing to verify, and
+its red sim result already blocks the report. Each cell carries the exact pinset command lines it runs, so
+the workflow holds no pinset logic of its own and `pinset report --expect` can name every cell that never
+delivered a result.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+import sys
+from pathlib import Path
+
+from pinset.commands.common import add_config_args
+from pinset.config.schema import PinSet, load_pinset
+from pinset.errors import PinsetError
+from pinset.output import write_text
+from pinset.results import read_document
+from pinset.sim.model import SimResult
+from pinset.sim.run import pick_builds
+
+def add_parser(sub):
+    p = sub.add_parser("matrix", help="the CI cells (build x GPU class) as a GitHub Actions matrix JSON")
+    add_config_args(p)
+    p.add_argument("--sim", type=Path, help="sim JSON of this pin set (default: run the sim now)")
+    p.add_argument("--gpus", help="comma-separated GPU classes of pins.yaml's `gpus:` (default: all)")
+    p.add_argument("--kld-model", help="GGUF model: each cell also runs `pinset kld` on it (a path on the runner)")
+    p.add_argument("--bench-model", help="GGUF model: each cell also runs `pinset bench` on it (a path on the runner)")
+    p.add_argument("--bench-args", default="-p 512 -n 128 -ngl 99",
+                   help="llama-bench options of the bench cells (default: \"-p 512 -n 128 -ngl 99\")")
+    p.add_argument("--verify-args", default="",
+                   help="extra options of each cell's `pinset verify` (e.g. \"--op-jobs 4\")")
+    p.add_argument("--results-dir", default="pinset-results",
+                   help="where the cells write their JSON and logs: RESULTS_DIR/ARTIFACT each (default pinset-results)")
+    p.add_argument("--pinset-command", default="pinset", help="how the cells call pinset (default: pinset)")
+    p.add_argument("--json", type=Path, help="write the matrix here instead of stdout")
+    return p
+
+
+def run(args) -> int:
+    pinset = load_pinset(args.config, require_pins=False)
+    build_names = pick_builds(pinset, args.builds)
+    classes = pick_classes(pinset, args.gpus)
+    for flag in ("verify_args", "bench_args", "pinset_command"):
+        _split(getattr(args, flag), "--" + flag.replace("_", "-"))
+    green, red = (_green_from_file(pinset, build_names, args.sim) if args.sim
+                  else _green_from_sim(pinset, build_names, args.cache))
+    for build, why in red:
+        print(f"pinset matrix: {build} left out: the sim is red ({why})", file=sys.stderr)
+    if not green:
+        print(f"pinset matrix: no build is green in the sim ({len(red)} red), so there is no cell to run; "
+              "an empty matrix would fail the workflow without saying why", file=sys.stderr)
+        return 1
+    doc = matrix(pinset, args.config, green, classes, kld_model=args.kld_model, bench_model=args.bench_model,
+                 bench_args=args.bench_args, verify_args=args.verify_args, results_dir=args.results_dir,
+                 pinset_command=args.pinset_command)
+    if args.json:  # one line, so that `echo "matrix=$(cat FILE)" >> "$GITHUB_OUTPUT"` holds all of it
+        write_text(args.json, json.dumps(doc, separators=(",", ":")) + "\n")
+        print(f"pinset matrix: {len(doc['include'])} cells written to {args.json}", file=sys.stderr)
+    else:
+        sys.stdout.write(json.dumps(doc, separators=(",", ":")) + "\n")
+    return 0
+
+
+def pick_classes(pinset: PinSet, selection: str | None):
+    if not pinset.gpus:
+        raise PinsetError(f"{pinset.path.name} has no `gpus:` (name the GPU classes to verify on, e.g. "
+                          "gpus: {h200: {runs-on: [self-hosted, h200], architectures: \"90\"}})")
+    if not selection:
+        return list(pinset.gpus)
+    names = [n.strip() for n in selection.split(",") if n.strip()]
+    if not names:
+        raise PinsetError("--gpus: empty list")
+    return [pinset.gpu_class(n) for n in dict.fromkeys(names)]
+
+
+def _split(text: str, flag: str) -> list[str]:
+    try:
+        return shlex.split(text)
+    except ValueError as exc:
+        raise PinsetError(f"{flag}: {exc}") from None
+
+
+def _why_red(build) -> str:
+    bad = [p for p in build.pins if p.required and not p.ok]
+    return ", ".join(f"{p.id} {p.status if p.status not in ('applied', 'upstream') else 'contract broken'}"
+                     for p in bad) or "not ok"
+
+
+def _green_from_file(pinset: PinSet, build_names: list[str], path: Path):
+    doc, kind, _, _ = read_document(path)
+    if kind != "sim":
+        raise PinsetError(f"{path}: a {kind} result, --sim takes the JSON of `pinset sim`")
+    sim = SimResult.from_json(doc)
+    if sim.pinset_digest != pinset.digest:
+        raise PinsetError(f"{path}: sim of pin set {sim.pinset_digest}, but {pinset.path.name} is pin set "
+                          f"{pinset.digest} (re-run pinset sim)")
+    by_name = {b.build: b for b in sim.builds}
+    missing = [b for b in build_names if b not in by_name]
+    if missing:
+        raise PinsetError(f"{path}: build {missing[0]} was not simulated (run pinset sim on it)")
+    return _split_green([by_name[b] for b in build_names])
+
+
+def _green_from_sim(pinset: PinSet, build_names: list[str], cache: str | None):
+    from pinset.sim.run import simulate
+    from pinset.store import Store
+
+    sim = simulate(pinset, build_names, Store.open(cache))
+    sim.mirror.close()
+    return _split_green(sim.result.builds)
+
+
+def _split_green(builds) -> tuple[list[str], list[tuple[str, str]]]:
+    return [b.build for b in builds if b.ok], [(b.build, _why_red(b)) for b in builds if not b.ok]
+
+
+def artifact_name(build: str, gpu: str) -> str:
+    """An upload-artifact name (no : / \\ and the like) that is unique per cell."""
+    return "pinset-" + re.sub(r"[^A-Za-z0-9._-]+", "-", build).strip("-") + "-" + gpu
+
+
+def matrix(pinset: PinSet, config: str, builds: list[str], classes, *, kld_model: str | None = None,
+           bench_model: str | None = None, bench_args: str = "", verify_args: str = "",
+           results_dir: str = "pinset-results", pinset_command: str = "pinset") -> dict:
+    """{"include": [cell, ...]}, one cell per build x GPU class, in pins.yaml order. Nothing else at the top:
+    Actions would read another key as one more matrix dimension."""
+    q = shlex.quote
+    cells = []
+    for build in builds:
+        for gpu in classes:
+            artifact = artifact_name(build, gpu.name)
+            out = f"{results_dir.rstrip('/')}/{artifact}"
+            common = f"-c {q(config)}"
+            verify = (f"{pinset_command} verify {common} --builds {q(build)} --cuda --gpu-class {q(gpu.name)} "
+                      f"--no-progress {' '.join(map(q, shlex.split(verify_args)))} --json {q(out + '/verify.json')} "
+                      f"--markdown {q(out + '/verify.md')} --logs {q(out + '/logs/verify')}")
+            commands, kinds = [re.sub(r" +", " ", verify)], ["verify"]
+            if kld_model:
+                commands.append(f"{pinset_command} kld {common} --build {q(build)} --gpu-class {q(gpu.name)} "
+                                f"-m {q(kld_model)} --json {q(out + '/kld.json')} --log-dir {q(out + '/logs/kld')}")
+                kinds.append("kld")
+            if bench_model:
+                commands.append(f"{pinset_command} bench {common} --build {q(build)} --gpu-class {q(gpu.name)} "
+                                f"-m {q(bench_model)} --json {q(out + '/bench.json')} "
+                                f"--log-dir {q(out + '/logs/bench')} -- {' '.join(map(q, shlex.split(bench_args)))}")
+                kinds.append("bench")
+            cells.append({"cell": f"{build} on {gpu.name}", "pinset": pinset.digest, "build": build, "gpu": gpu.name,
+                          "runs-on": list(gpu.runs_on), "architectures": gpu.architectures,
+                          "artifact": artifact, "results": out, "kinds": kinds, "commands": commands,
+                          "script": "\n".join(commands)})
+    return {"include": cells}

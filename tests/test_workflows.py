@@ -1,0 +1,150 @@
+"""The workflows pinset ships: actionlint (with shellcheck on the run: scripts) finds nothing, the structure
+that keeps a failed or cancelled cell visible is there, and the cell and report scripts do what they say when
+run with bash like Actions runs them."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from test_report_cells import B35, B36, FIX, UUID0, cell_verify, matrix_json
+
+ROOT = Path(__file__).resolve().parent.parent
+WORKFLOWS = sorted((ROOT / ".github" / "workflows").glob("*.yml")) + sorted((ROOT / "examples").glob("*.yml"))
+REUSABLE = ROOT / ".github" / "workflows" / "pinset.yml"
+
+
+def actionlint() -> str:
+    """The actionlint binary of the test extras (next to this Python, or on PATH); missing is a failure, not
+    a skip: an unchecked workflow must not read as a checked one."""
+    here = Path(sys.executable).parent / "actionlint"
+    found = str(here) if here.exists() else shutil.which("actionlint")
+    assert found, "actionlint not installed: pip install -e .[test]"
+    return found
+
+
+def lint(*paths: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([actionlint(), "-no-color", *map(str, paths)], capture_output=True, text=True,
+                          cwd=ROOT, timeout=120)
+
+
+def test_shipped_workflows_have_no_finding():
+    assert REUSABLE in WORKFLOWS and len(WORKFLOWS) >= 2
+    result = lint(*WORKFLOWS)
+    assert result.returncode == 0 and not result.stdout.strip(), result.stdout + result.stderr
+
+
+def test_actionlint_does_find_a_broken_workflow(tmp_path):
+    # the check above can fail: a workflow with an unknown matrix key and a bad expression is reported
+    bad = tmp_path / ".github" / "workflows" / "bad.yml"
+    bad.parent.mkdir(parents=True)
+    bad.write_text(REUSABLE.read_text().replace("${{ matrix.artifact }}", "${{ matrix.artefact ").replace(
+        "needs: [sim, matrix, cell]", "needs: [sim, matrix, cells]"))
+    result = subprocess.run([actionlint(), "-no-color", str(bad)], capture_output=True, text=True, timeout=120)
+    assert result.returncode != 0 and "cells" in result.stdout
+
+
+def jobs() -> dict:
+    return yaml.safe_load(REUSABLE.read_text())["jobs"]
+
+
+def step(job: str, name: str) -> dict:
+    return next(s for s in jobs()[job]["steps"] if s.get("name") == name)
+
+
+def test_no_cell_goes_missing_silently():
+    j = jobs()
+    cell = j["cell"]
+    assert cell["strategy"]["fail-fast"] is False
+    assert "fromJSON(needs.matrix.outputs.matrix)" in cell["strategy"]["matrix"]
+    upload = next(s for s in cell["steps"] if str(s.get("uses", "")).startswith("actions/upload-artifact"))
+    assert upload["if"] == "always()" and upload["with"]["name"] == "${{ matrix.artifact }}"
+    report = j["report"]
+    assert report["if"] == "always()" and set(report["needs"]) == {"sim", "matrix", "cell"}
+    assert "--expect cells/pinset-matrix/matrix.json" in step("report", "pinset report")["run"]
+
+
+def test_token_permissions_are_minimal():
+    doc = yaml.safe_load(REUSABLE.read_text())
+    assert doc["permissions"] == {"contents": "read"}
+    writers = {name: j["permissions"] for name, j in doc["jobs"].items() if "permissions" in j}
+    assert writers == {"report": {"contents": "read", "pull-requests": "write"}}
+    nightly = yaml.safe_load((ROOT / "examples" / "nightly.yml").read_text())
+    assert nightly["permissions"] == {"contents": "read"}
+    assert set(nightly[True]) == {"schedule", "workflow_dispatch"}  # YAML 1.1 reads `on` as true
+
+
+def bash(script: str, cwd: Path, env: dict) -> subprocess.CompletedProcess:
+    """A run: script as Actions runs it (bash -e -o pipefail)."""
+    path = cwd / "step.sh"
+    path.write_text(script)
+    return subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", str(path)], cwd=cwd,
+                          capture_output=True, text=True, env={**os.environ, **env}, timeout=300)
+
+
+def test_cell_runs_every_command_and_fails_when_one_failed(tmp_path):
+    script = "false\necho second > \"$RESULTS/second.txt\"\nexit 0"
+    result = bash(step("cell", "run the cell")["run"], tmp_path,
+                  {"CELL_SCRIPT": script, "RESULTS": "out/cell", "PATH": os.environ["PATH"]})
+    assert result.returncode == 1  # the first command failed: the cell is red
+    assert (tmp_path / "out/cell/second.txt").read_text() == "second\n"  # and the second still ran
+    assert bash(step("cell", "run the cell")["run"], tmp_path,
+                {"CELL_SCRIPT": "true\ntrue", "RESULTS": "out/c2"}).returncode == 0
+
+
+@pytest.fixture
+def python3_is_this_python(tmp_path):
+    """`python3 -m pinset` in the scripts runs this pinset."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "python3").symlink_to(sys.executable)
+    return {"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "PYTHONPATH": str(ROOT),
+            "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md")}
+
+
+def test_report_step_lists_a_cancelled_cell(tmp_path, python3_is_this_python):
+    env = {**python3_is_this_python, "TARGET": ""}
+    cells = tmp_path / "cells"
+    for artifact, src in (("pinset-sim", FIX / "sim.json"), ("pinset-kld", FIX / "kld-h200.json"),
+                          ("pinset-bench", FIX / "bench-h200.json")):
+        (cells / artifact).mkdir(parents=True)
+        shutil.copy(src, cells / artifact / (src.name.split("-")[0].removesuffix(".json") + ".json"))
+    (cells / "pinset-a").mkdir()
+    cell_verify(cells / "pinset-a", "verify", UUID0)
+    (cells / "pinset-b" / "logs").mkdir(parents=True)  # cancelled: logs only, no verify.json
+    (cells / "pinset-matrix").mkdir()
+    shutil.copy(matrix_json(tmp_path, [(B36, "h200", ["verify"]), (B35, "h200", ["verify"])]),
+                cells / "pinset-matrix" / "matrix.json")
+    run = step("report", "pinset report")["run"].replace('-c "$PINSET_CONFIG" ', "")  # no pins.yaml here
+    result = bash(run, tmp_path, env)
+    text = (tmp_path / "report/report.md").read_text()
+    assert result.returncode == 1, result.stderr
+    assert f"cell {B35} on h200: no verify result" in text
+    assert json.loads((tmp_path / "report/report.json").read_text())["outcome"] == "not enough evidence"
+    assert (tmp_path / "summary.md").read_text() == text
+
+
+def test_matrix_step_hands_the_whole_matrix_to_the_next_job(tmp_path, python3_is_this_python):
+    # the step's output line must hold the whole JSON: a multi-line file would pass "{" and break the job
+    from test_matrix import B36, ONE, pins, sim_json
+
+    cfg = pins(tmp_path, ONE + "  a100: {runs-on: gpu-a100, architectures: \"80\"}\n")
+    (tmp_path / "sim").mkdir()
+    sim_json(tmp_path, cfg, {B36: "applied"}).rename(tmp_path / "sim" / "sim.json")
+    output = tmp_path / "github_output"
+    env = {**python3_is_this_python, "PINSET_CONFIG": str(cfg), "GITHUB_OUTPUT": str(output), "BUILDS": "",
+           "GPUS": "", "VERIFY_ARGS": "--op-jobs 4", "KLD_MODEL": "", "BENCH_MODEL": "", "BENCH_ARGS": "-p 512"}
+    result = bash(step("matrix", "pinset matrix")["run"], tmp_path, env)
+    assert result.returncode == 0, result.stderr
+    (line,) = output.read_text().splitlines()
+    key, value = line.split("=", 1)
+    cells = json.loads(value)["include"]
+    assert key == "matrix" and [c["gpu"] for c in cells] == ["h200", "a100"]
+    assert all(c["commands"][0].startswith("python3 -m pinset verify ") for c in cells)
