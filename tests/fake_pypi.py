@@ -1,4 +1,4 @@
-"""A fake PyPI on 127.0.0.1: the JSON API (/pypi/NAME/VERSION/json) and the files it names, with
+"""A fake PyPI on 127.0.0.1: the JSON API (/pypi/NAME/json, as PyPI and its mirrors serve it) and the files it names, with
 HTTP Range support and knobs to inject faults (a dropped connection, a wrong published sha256)."""
 
 from __future__ import annotations
@@ -63,23 +63,28 @@ def serve(index: FakeIndex):
         def do_GET(self):
             index.requests.append((self.path, self.headers.get("Range")))
             parts = self.path.strip("/").split("/")
-            if len(parts) == 4 and parts[0] == "pypi" and parts[3] == "json":
-                return self._json(parts[1], parts[2])
+            if len(parts) == 3 and parts[0] == "pypi" and parts[2] == "json":
+                return self._json(parts[1])
             if len(parts) == 2 and parts[0] == "files":
                 return self._file(parts[1])
             self.send_error(404)
 
-        def _json(self, name, version):
-            data = index.releases.get((name, version))
-            if data is None:
+        def _json(self, name):
+            """The project's document, as PyPI serves it at /pypi/NAME/json: every release's files."""
+            versions = {v: d for (n, v), d in index.releases.items() if n == name}
+            if not versions:
                 return self.send_error(404)
-            sha = hashlib.sha256(data + (b"x" if index.wrong_sha else b"")).hexdigest()
-            fn = index.filename(name, version)
-            body = json.dumps({"info": {"name": name, "version": version}, "urls": [
-                {"packagetype": "bdist_wheel", "filename": "x.whl", "url": f"{index.url}/files/x.whl",
-                 "digests": {"sha256": "0" * 64}},
-                {"packagetype": "sdist", "filename": fn, "url": f"{index.url}/files/{fn}",
-                 "digests": {"sha256": sha}}]}).encode()
+            releases = {}
+            for version, data in versions.items():
+                sha = hashlib.sha256(data + (b"x" if index.wrong_sha else b"")).hexdigest()
+                fn = index.filename(name, version)
+                releases[version] = [
+                    {"packagetype": "bdist_wheel", "filename": "x.whl", "url": f"{index.url}/files/x.whl",
+                     "digests": {"sha256": "0" * 64}},
+                    # relative, as PyPI's mirrors and proxies write it
+                    {"packagetype": "sdist", "filename": fn, "url": f"../../files/{fn}",
+                     "digests": {"sha256": sha}}]
+            body = json.dumps({"info": {"name": name}, "releases": releases}).encode()
             self.send_response(200)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(body)))

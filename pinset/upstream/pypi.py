@@ -4,7 +4,7 @@ Every llama-cpp-python sdist carries `vendor/llama.cpp`; its CHANGELOG names the
 ("update llama.cpp to ggml-org/llama.cpp@0c1e57098"). That is how pinset gets real llama.cpp code on
 a machine that reaches PyPI but not GitHub.
 
-The sdist comes from PyPI's JSON API (https://pypi.org/pypi/NAME/VERSION/json: its URL and sha256),
+The sdist comes from PyPI's JSON API (https://pypi.org/pypi/NAME/json, the version's release: URL and sha256),
 not through `pip download`, which would run a build backend. The download resumes a `.part` file in
 the cache, is checked against the published sha256, and only then takes its final name, next to a
 `.sha256` marker: a cached sdist with a marker is trusted only when its digest still matches.
@@ -96,28 +96,40 @@ def _find_sdist(dest: Path, package: str, version: str) -> Path | None:
 
 
 def sdist_release(package: str, version: str) -> tuple[str, str, str]:
-    """(url, filename, sha256) of the version's sdist, from the index's JSON API."""
+    """(url, filename, sha256) of the version's sdist, from the index's JSON API.
+
+    The project's document (/pypi/NAME/json, its `releases`), not the per-version one: mirrors and proxies of
+    PyPI serve the first (pip-era tooling reads it) where some answer 404 for the second."""
     import requests
 
     what = f"pypi:{package}=={version}"
-    api = f"{index_url()}/pypi/{package}/{version}/json"
+    api = f"{index_url()}/pypi/{package}/json"
     try:
         response = requests.get(api, timeout=60)
     except requests.RequestException as exc:
         raise UpstreamError(f"{what}: {index_url()} unreachable ({type(exc).__name__})") from None
     if response.status_code == 404:
-        raise UpstreamError(f"{what}: no such release on {index_url()}")
+        raise UpstreamError(f"{what}: no such project on {index_url()}")
     if response.status_code != 200:
         raise UpstreamError(f"{what}: {api} answered HTTP {response.status_code}")
     try:
-        files = response.json()["urls"]
-        sdists = [f for f in files if isinstance(f, dict) and f.get("packagetype") == "sdist"]
+        releases = response.json()["releases"]
+        if not isinstance(releases, dict):
+            raise TypeError
     except (ValueError, KeyError, TypeError):
         raise UpstreamError(f"{what}: {api} did not answer PyPI's JSON") from None
+    if version not in releases:
+        raise UpstreamError(f"{what}: no such release on {index_url()}")
+    files = releases[version] if isinstance(releases[version], list) else []
+    sdists = [f for f in files if isinstance(f, dict) and f.get("packagetype") == "sdist"]
     if not sdists:
         raise UpstreamError(f"{what}: the release has no sdist on {index_url()}")
     entry = sdists[0]
     url, filename = entry.get("url"), entry.get("filename")
+    if isinstance(url, str):  # mirrors give the file relative to the document
+        from urllib.parse import urljoin
+
+        url = urljoin(api, url)
     sha256 = (entry.get("digests") or {}).get("sha256") if isinstance(entry.get("digests"), dict) else None
     if not (isinstance(url, str) and isinstance(filename, str) and isinstance(sha256, str)
             and re.fullmatch(r"[\w.+-]+\.(?:tar\.gz|tgz|tar\.bz2|tar\.xz|zip|tar)", filename)
@@ -142,6 +154,8 @@ def _download(url: str, dest: Path, filename: str, sha256: str, what: str, progr
                 raise UpstreamError(f"{what}: download of {url} failed ({type(exc).__name__}); "
                                     f"the next run resumes it") from None
             time.sleep(min(2 ** attempt, 10))
+        except requests.RequestException as exc:  # not worth a retry (a malformed URL, too many redirects)
+            raise UpstreamError(f"{what}: download of {url} failed ({type(exc).__name__})") from None
     got = file_sha256(part)
     if got != sha256 and resumed:  # the part we resumed was not the start of this file: once afresh
         part.unlink()
