@@ -5,6 +5,8 @@ carried. A false `upstream` is a false pass: the pin counts as ok while its chan
 from __future__ import annotations
 
 from conftest import write_pins
+from hypothesis import given
+from hypothesis import strategies as st
 from test_sim import by_id, run_sim
 
 from pinset.sim.changes import combine, moved_match, parse_patch
@@ -130,3 +132,13 @@ def test_moved_match_counts_only_copies_beyond_the_preimage():
     assert moved_match(added, where).carried(0.95)
     assert not moved_match(added, where, {"line_a();": 1, "line_b();": 1, "line_c();": 1}).carried(0.95)
     assert moved_match(added, {line: {"x.c": 2} for line in added}, {line: 1 for line in added}).carried(0.95)
+
+
+@given(st.dictionaries(st.sampled_from([f"line_{i}();" for i in range(8)]), st.integers(1, 3), min_size=1),
+       st.dictionaries(st.sampled_from([f"dir/f{i}.c" for i in range(3)]), st.integers(1, 4), min_size=1))
+def test_lines_the_preimage_already_had_never_retire_a_pin(added, counts_per_file):
+    """Whatever the tree holds, if the pin's base had as many copies of each line, nothing is found."""
+    locations = {line: dict(counts_per_file) for line in added}
+    preimage = {line: sum(counts_per_file.values()) for line in added}
+    match = moved_match(added, locations, preimage)
+    assert match.found == 0 and not match.carried(0.0 + 1e-9)
