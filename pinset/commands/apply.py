@@ -32,8 +32,7 @@ def run(args) -> int:
     _check_out(out)
     check_outputs({}, {"--out": out})
     pinset, store = open_config(args)
-    sim = simulate(pinset, pick_builds(pinset, args.build), store)
-    try:
+    with simulate(pinset, pick_builds(pinset, args.build), store) as sim:
         build, result = sim.build(args.build)
         failed = [p.id for p in result.pins if p.required and not p.ok]
         if failed and not args.bare:
@@ -41,8 +40,6 @@ def run(args) -> int:
                           f"(see `pinset sim`); nothing written to {out} (--bare writes the build alone)")
             return 1
         write_tree(sim.mirror, build.tree if args.bare else result.tree, out)
-    finally:
-        sim.mirror.close()
     applied = [p.id for p in result.pins if p.status == "applied"]
     console.print(f"wrote {build.name} ({build.commit[:12]})"
                   + ("" if args.bare else f" + {len(applied)} pins ({', '.join(applied) or 'none'})") + f" to {out}")

@@ -109,9 +109,8 @@ def _green_from_sim(pinset: PinSet, build_names: list[str], cache: str | None):
     from pinset.sim.run import simulate
     from pinset.store import Store
 
-    sim = simulate(pinset, build_names, Store.open(cache))
-    sim.mirror.close()
-    return _split_green(sim.result.builds)
+    with simulate(pinset, build_names, Store.open(cache)) as sim:
+        return _split_green(sim.result.builds)
 
 
 def _split_green(builds) -> tuple[list[str], list[tuple[str, str]]]:

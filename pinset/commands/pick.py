@@ -12,7 +12,7 @@ from pinset.errors import PinsetError
 from pinset.nightly.markdown import pick_markdown
 from pinset.nightly.pick import pick
 from pinset.output import check_outputs, console, write_json, write_text
-from pinset.sim.pins import prepare_pins
+from pinset.sim.pins import carried_symbols, prepare_pins
 from pinset.sim.run import pick_builds
 from pinset.upstream.builds import resolve_builds
 from pinset.upstream.mirror import Mirror
@@ -58,7 +58,7 @@ def run(args) -> int:
             gates = Gates(pinset, store, mirror, options, say=console.print)
 
             def confirm(build, result):
-                verified = gates.verify(build_input(result, prepared))
+                verified = gates.verify(build_input(result, carried_symbols(prepared, result)))
                 failed = [g.name for g in verified.gates
                           if g.status == "failed" or (g.status == "not-run" and not g.extra.get("not_requested"))]
                 return verified.ok, {"failed_gates": failed, "gates": {g.name: g.status for g in verified.gates}}

@@ -24,9 +24,8 @@ def add_parser(sub):
 def run(args) -> int:
     check_outputs({"--json": args.json, "--markdown": args.markdown}, inputs=[args.config])
     pinset, store = open_config(args)
-    sim = simulate(pinset, pick_builds(pinset, args.builds), store)
-    sim.mirror.close()
-    result = sim.result
+    with simulate(pinset, pick_builds(pinset, args.builds), store) as sim:
+        result = sim.result
     console.print(sim_table(result))
     for b in result.builds:
         for p in b.pins:

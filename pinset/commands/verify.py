@@ -66,16 +66,13 @@ def run(args) -> int:
     cuda_flags, arch, gpu_arch = check_toolchain(pinset, args.cuda, cuda_flags, gpu_class=args.gpu_class)
     machine = probe_machine(find_nvcc() if args.cuda else None)
 
-    sim = simulate(pinset, build_names, store)
-    try:
+    with simulate(pinset, build_names, store) as sim:
         options = VerifyOptions(cuda=args.cuda, ops=ops, backend=args.backend, cuda_architectures=arch,
                                 jobs=args.jobs, op_timeout=args.op_timeout, cpu_params=args.cpu_params,
                                 cuda_flags=cuda_flags, op_jobs=args.op_jobs,
                                 log_dir=_log_dir(args, store), progress=not args.no_progress)
         gates = Gates(pinset, store, sim.mirror, options, say=console.print)
-        verified = [gates.verify(build_input(b, sim.prepared)) for b in sim.result.builds]
-    finally:
-        sim.mirror.close()
+        verified = [gates.verify(build_input(b, sim.feature_symbols(b))) for b in sim.result.builds]
     if not args.cuda:
         for b, v in zip(sim.result.builds, verified):
             v.not_tested += _cuda_not_compiled(b)
@@ -114,14 +111,9 @@ def _interrupt(signum, frame):
     raise KeyboardInterrupt
 
 
-def build_input(b, prepared) -> BuildInput:
+def build_input(b, symbols: set[str]) -> BuildInput:
+    """`symbols`: the feature symbols of the pins the build carries (Simulation.feature_symbols)."""
     status = {p.id: p.status for p in b.pins}
-    symbols: set[str] = set()
-    for p in b.pins:
-        prep = prepared.get(p.id)
-        if p.status in ("applied", "upstream") and prep is not None and prep.change is not None:
-            for fc in prep.change.files.values():
-                symbols |= fc.symbols
     failed = [p.id for p in b.pins if p.required and not p.ok]
     return BuildInput(b.build, b.commit, b.tree, status, failed, symbols)
 

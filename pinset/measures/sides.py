@@ -48,8 +48,7 @@ def built_sides(pinset: PinSet, store: Store, build_name: str, *, targets: list[
     from pinset.build.cmake import BuildFailed, ensure_build
     from pinset.sim.run import simulate
 
-    sim = simulate(pinset, [build_name], store)
-    try:
+    with simulate(pinset, [build_name], store) as sim:
         build, result = sim.build(build_name)
         if not result.ok:
             raise RuntimeFailure(f"build {build_name}: the pin set does not apply (run `pinset sim`)")
@@ -65,6 +64,4 @@ def built_sides(pinset: PinSet, store: Store, build_name: str, *, targets: list[
                 raise RuntimeFailure(f"{label} build of {build_name} failed at {exc.stage}: {exc} "
                                      f"(log: {exc.log})") from None
             sides.append(Side(label, build_name, build.commit, built.bin_dir, built.source_dir))
-    finally:
-        sim.mirror.close()
     return sides

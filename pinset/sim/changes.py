@@ -6,6 +6,7 @@ Pure functions over patch text, so the contract and retirement logic can be test
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -36,6 +37,16 @@ class FileChange:
     new_file: bool = False
     deleted: bool = False
     symbols: set[str] = field(default_factory=set)     # feature symbols on added lines
+    # Lower bound of each substantive line's copies in the file before the pin (its context and
+    # removed lines): copies the file already had are no evidence that the pin's own landed.
+    preimage: Counter = field(default_factory=Counter)
+    preimage_blob: str | None = None   # the file's blob before the pin, as its first patch names it
+
+    def net_added(self) -> Counter:
+        """Substantive lines the pin adds beyond those it removes (line -> count)."""
+        net = Counter(self.added)
+        net.subtract(Counter(self.removed))
+        return Counter({line: n for line, n in net.items() if n > 0})
 
 
 @dataclass
@@ -52,6 +63,7 @@ class PinChange:
 
 
 _DIFF_HEADER_RE = re.compile(r"^diff --git a/(.+?) b/(.+)$")
+_INDEX_RE = re.compile(r"^index ([0-9a-f]{7,})\.\.[0-9a-f]+")
 _RENAME_RE = re.compile(r"^(?:rename|copy) (?:from|to) (.+)$")
 
 
@@ -89,6 +101,9 @@ def parse_patch(text: str) -> dict[str, FileChange]:
                 current.deleted = True
             elif raw.startswith("+++ b/"):
                 pass
+            elif _INDEX_RE.match(raw) and current.preimage_blob is None:
+                blob = _INDEX_RE.match(raw).group(1)
+                current.preimage_blob = blob if blob.strip("0") else None
             elif raw.startswith("@@"):
                 in_hunk = True
             continue
@@ -104,6 +119,10 @@ def parse_patch(text: str) -> dict[str, FileChange]:
         elif raw.startswith("-") and not raw.startswith("--- "):
             if is_substantive(raw[1:]):
                 current.removed.append(raw[1:].strip())
+                current.preimage[raw[1:].strip()] += 1
+        elif raw.startswith(" "):
+            if is_substantive(raw[1:]):
+                current.preimage[raw[1:].strip()] += 1
         elif raw.startswith("diff ") or raw.startswith("From "):
             in_hunk = False
     return files
@@ -116,7 +135,12 @@ def combine(series: list[dict[str, FileChange]]) -> dict[str, FileChange]:
         for path, change in patch.items():
             acc = net.get(path)
             if acc is None:
-                acc = net[path] = FileChange(path, new_file=change.new_file)
+                acc = net[path] = FileChange(path, new_file=change.new_file, preimage_blob=change.preimage_blob)
+            # This patch's preimage is the original file plus what the earlier patches added.
+            earlier = Counter(acc.added)
+            for line, n in change.preimage.items():
+                if n - earlier[line] > acc.preimage.get(line, 0):
+                    acc.preimage[line] = n - earlier[line]
             for line in change.removed:
                 if line in acc.added:
                     acc.added.remove(line)
@@ -178,8 +202,12 @@ class MovedMatch:
         return f"{self.found} of its {self.distinctive} distinctive added lines found in {places}{more}"
 
 
-def moved_match(added: dict[str, int], locations: dict[str, dict[str, int]]) -> MovedMatch:
+def moved_match(added: dict[str, int], locations: dict[str, dict[str, int]],
+                preimage: dict[str, int] | None = None) -> MovedMatch:
     """Match a pin's net added lines (line -> count) against `locations` (line -> {path: count in the build}).
+
+    `preimage` (line -> copies in the whole tree the pin was made on, or a lower bound of them):
+    only copies beyond those count, so a pin is never recognised by lines that were there before it.
 
     A line found in BOILERPLATE_FILES files or more says nothing about this pin and is left out of
     both sides of the share; a repeated line counts as often as the pin adds it, at most as often as
@@ -193,9 +221,10 @@ def moved_match(added: dict[str, int], locations: dict[str, dict[str, int]]) -> 
         if len(places) >= BOILERPLATE_FILES:
             continue
         distinctive += n
-        present = min(n, sum(places.values()))
+        present = min(n, max(0, sum(places.values()) - (preimage or {}).get(line, 0)))
         found += present
-        for path, count in places.items():
-            where[path] = where.get(path, 0) + min(n, count)
+        if present:
+            for path, count in places.items():
+                where[path] = where.get(path, 0) + min(present, count)
     ranked = sorted(where.items(), key=lambda item: (-item[1], item[0]))
     return MovedMatch(total, distinctive, found, ranked)

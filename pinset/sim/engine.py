@@ -73,6 +73,7 @@ class Simulator:
         self._build_objects: dict[str, Path] = {}     # tree -> object dir of its blobs under the pins' paths
         self._pin_objects: dict[str, list[Path]] = {}  # pin id -> object dirs of its base blobs
         self._bases: dict[str, str | None] = {}         # pin id -> base commit in the mirror
+        self._base_trees: dict[str, str] = {}           # base commit -> its tree
         self._blob_cache: dict[tuple[str, str], dict[str, int]] = {}
         # The indexes we apply to hold only the paths some pin names: `git apply` then reads and
         # writes a few entries instead of the whole tree (thousands), which is most of its cost.
@@ -201,26 +202,61 @@ class Simulator:
         return self._blob_cache[key]
 
     # --- analysis -------------------------------------------------------------------------
-    def carried_fraction(self, change: PinChange, tree: str) -> float | None:
-        """Share of the pin's substantive added lines already present in `tree` (None: no such lines)."""
+    def _preimage(self, prep: PreparedPin, path: str) -> Counter:
+        """Copies of each line in the pin's file before the pin: the file in its base where the
+        base is known, else the blob its patch names (`index` line) where the mirror has it, and
+        never fewer than the patch's own context and removed lines show."""
+        fc = prep.change.files[path]
+        base_tree = self._base_tree(prep)
+        if base_tree is not None:
+            known = self._counts(base_tree, path)
+        elif fc.preimage_blob is not None:
+            key = ("blob", fc.preimage_blob)
+            if key not in self._blob_cache:
+                found = list(self.mirror.read_objects([fc.preimage_blob]).values())
+                self._blob_cache[key] = line_counts(found[0].decode("utf-8", "replace") if found else None)
+            known = self._blob_cache[key]
+        else:
+            known = {}
+        return fc.preimage | Counter(known)
+
+    def _base_tree(self, prep: PreparedPin) -> str | None:
+        base = self._base(prep)
+        if base is not None and base not in self._base_trees:
+            self._base_trees[base] = self.mirror.tree_of(base)
+        return self._base_trees.get(base) if base is not None else None
+
+    def carried_fraction(self, prep: PreparedPin, tree: str) -> float | None:
+        """Share of the pin's substantive added lines present in `tree` beyond the copies the pin's
+        own preimage already has (None: no such lines). A line the file had before (a second
+        `return 0;`, an `#include` it already has, a duplicated block) is no sign the pin landed."""
         total = present = 0
-        for path, fc in change.files.items():
+        for path, fc in prep.change.files.items():
             if fc.deleted:
                 continue
-            counts = self._counts(tree, path)
-            for line, n in _net_added(fc).items():
+            counts, before = self._counts(tree, path), self._preimage(prep, path)
+            for line, n in fc.net_added().items():
                 total += n
-                present += min(n, counts.get(line, 0))
+                present += min(n, max(0, counts.get(line, 0) - before[line]))
         return present / total if total else None
+
+    def _changes_nothing_or_fails(self, prep: PreparedPin, tree: str) -> bool:
+        """A pin that applies on the bare build and changes it is not carried there, whatever lines
+        the build already has; one that fails or applies as a no-op may be."""
+        self._load(self._scratch, tree)
+        before = self._scratch.path.read_bytes()
+        return not self._apply(self._scratch, prep).ok or self._scratch.path.read_bytes() == before
 
     def _carried(self, prep: PreparedPin, build: Build) -> tuple[bool, float | None]:
         spec = prep.spec
         if spec.kind == "pr" and build.source == "git":
             if self._is_ancestor(spec.commit, build.oid):
                 return True, 1.0
-        fraction = self.carried_fraction(prep.change, build.tree)
+        fraction = self.carried_fraction(prep, build.tree)
         if fraction is not None:
-            return fraction >= CARRIED_THRESHOLD, fraction
+            if fraction < CARRIED_THRESHOLD:
+                return False, fraction
+            return self._changes_nothing_or_fails(prep, build.tree), fraction
         # No substantive added lines (a pure removal): carried when applying changes nothing.
         self._load(self._scratch, build.tree)
         before = self._scratch.path.read_bytes()
@@ -228,13 +264,21 @@ class Simulator:
             return self._scratch.path.read_bytes() == before, None
         return False, None
 
-    def _moved_carried(self, change: PinChange, tree: str) -> MovedMatch | None:
-        """A pin that does not apply may have landed in moved code: look for its lines in the whole tree."""
+    def _moved_carried(self, prep: PreparedPin, tree: str) -> MovedMatch | None:
+        """A pin that does not apply may have landed in moved code: look for its lines in the whole
+        tree, counting only copies beyond those of the tree it was made on (its base where known,
+        else its own files' preimage)."""
         added: Counter = Counter()
-        for fc in change.files.values():
+        preimage: Counter = Counter()
+        for path, fc in prep.change.files.items():
             if not fc.deleted:
-                added.update(_net_added(fc))
-        match = self._moved.match(tree, added)
+                added.update(fc.net_added())
+            preimage.update(fc.preimage)
+        base_tree = self._base_tree(prep)
+        if base_tree is not None:
+            in_base = {line: sum(places.values()) for line, places in self._moved.locations(base_tree).items()}
+            preimage = Counter({line: max(preimage[line], in_base.get(line, 0)) for line in added})
+        match = self._moved.match(tree, added, preimage)
         return match if match.carried(CARRIED_THRESHOLD) else None
 
     def _attribute(self, prep: PreparedPin, conflict_files: list[str], build: Build,
@@ -292,9 +336,9 @@ class Simulator:
                 problems.append(f"{path}: {what}{by}")
                 continue
             counts = line_counts(final_text)
-            missing = [line for line, n in _net_added(fc).items() if counts.get(line, 0) < n]
+            missing = [line for line, n in fc.net_added().items() if counts.get(line, 0) < n]
             if missing:
-                total = len(_net_added(fc))
+                total = len(fc.net_added())
                 problems.append(f"{path}: {len(missing)} of {total} added lines gone "
                                 f"(e.g. {missing[0][:80]!r}){by}")
             upstream_text = self.mirror.read_blob(base_tree, path) or ""
@@ -343,7 +387,7 @@ class Simulator:
                 result.status = "applied"
                 continue
             index.restore(before)  # roll back the half-applied pin (and forget the blobs it wrote)
-            moved = self._moved_carried(prep.change, build.tree) if self.look_for_moved_code else None
+            moved = self._moved_carried(prep, build.tree) if self.look_for_moved_code else None
             if moved is not None:
                 result.status, result.retire = "upstream", True
                 result.detail = f"build already carries this pin in moved code: {moved.describe()}"
@@ -368,12 +412,6 @@ class Simulator:
 
     def run(self, builds: list[Build]) -> SimResult:
         return SimResult([self.simulate_build(b) for b in builds], self.pinset.digest)
-
-
-def _net_added(fc) -> Counter:
-    net = Counter(fc.added)
-    net.subtract(Counter(fc.removed))
-    return Counter({line: n for line, n in net.items() if n > 0})
 
 
 def _blobs(listing: str) -> list[str]:

@@ -97,6 +97,7 @@ class TreeLines:
                         counts[needle.decode()] = lines.count(needle)
             self._blobs[oid] = counts
 
-    def match(self, tree: str, added: dict[str, int]) -> MovedMatch:
-        """`added`: the pin's net added lines (line -> count), as the same-path check counts them."""
-        return moved_match(added, self.locations(tree))
+    def match(self, tree: str, added: dict[str, int], preimage: dict[str, int] | None = None) -> MovedMatch:
+        """`added`: the pin's net added lines (line -> count), as the same-path check counts them;
+        `preimage`: copies of them the tree the pin was made on had (see moved_match)."""
+        return moved_match(added, self.locations(tree), preimage)

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pinset.config.schema import PinSet, PinSpec
 from pinset.errors import UpstreamError
 from pinset.sim.changes import PinChange, combine, parse_patch, touched_paths
+from pinset.sim.model import BuildResult
 from pinset.store import Store, read_checked, write_checked
 from pinset.upstream.builds import UPSTREAM_HEAD_REF, upstream_url, fetch_head
 from pinset.upstream.mirror import Mirror
@@ -18,6 +19,19 @@ class PreparedPin:
     change: PinChange | None = None
     error: str | None = None       # why the pin could not be prepared (e.g. commit not found)
     fork_point: str | None = None  # PR pins: the upstream commit the PR branched from
+
+    def feature_symbols(self) -> set[str]:
+        """Feature symbols (GGML_TYPE_..., LLM_ARCH_...) on the pin's added lines: what verify
+        checks the built programs for. Empty when the pin could not be prepared."""
+        if self.change is None:
+            return set()
+        return set().union(*(fc.symbols for fc in self.change.files.values()))
+
+
+def carried_symbols(prepared: dict[str, PreparedPin], build: BuildResult) -> set[str]:
+    """Feature symbols of the pins a build carries (applied on it, or already upstream)."""
+    return set().union(*(prepared[p.id].feature_symbols() for p in build.pins
+                         if p.status in ("applied", "upstream") and p.id in prepared))
 
 
 def prepare_pins(pinset: PinSet, store: Store, mirror: Mirror) -> dict[str, PreparedPin]:

@@ -8,8 +8,8 @@ from pinset.config.schema import PYPI_BUILD_RE, BUILD_RE, PinSet
 from pinset.config.selectors import looks_like_selector, parse_selector, split_builds
 from pinset.errors import PinsetError
 from pinset.sim.engine import Simulator
-from pinset.sim.model import SimResult
-from pinset.sim.pins import PreparedPin, prepare_pins
+from pinset.sim.model import BuildResult, SimResult
+from pinset.sim.pins import PreparedPin, carried_symbols, prepare_pins
 from pinset.store import Store
 from pinset.upstream.builds import Build, resolve_builds
 from pinset.upstream.mirror import Mirror
@@ -17,11 +17,24 @@ from pinset.upstream.mirror import Mirror
 
 @dataclass
 class Simulation:
+    """The simulated builds and the mirror holding their trees: use as `with simulate(...) as sim:`,
+    which closes the mirror (its lock and temporary files) however the block ends."""
+
     pinset: PinSet
     builds: list[Build]
     result: SimResult
-    mirror: Mirror                      # still open: the caller closes it (sim.mirror.close())
+    mirror: Mirror                      # open until the `with` block ends
     prepared: dict[str, PreparedPin]
+
+    def __enter__(self) -> Simulation:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.mirror.close()
+
+    def feature_symbols(self, build: BuildResult) -> set[str]:
+        """Feature symbols of the pins `build` carries (what verify looks for in its programs)."""
+        return carried_symbols(self.prepared, build)
 
     def build(self, name: str):
         """(Build, BuildResult) for one build name."""
