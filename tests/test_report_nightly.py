@@ -7,15 +7,18 @@ import json
 import pytest
 
 from pinset.cli import main
-from test_pick import BREAK, world  # noqa: F401  (the fixture: tags b9 < b10 < b11 < b12, `feat` broken at BREAK)
+import test_pick
+from test_pick import BREAK
 from test_report import dump, load, report
 
 
-@pytest.fixture
-def results(world, tmp_path):  # noqa: F811
-    """pick.json (picked b10; b11, b12 passed over), blame.json (b10 -> b12) and sim.json, all real."""
-    up, cfg, shas = world
-    files = tmp_path / "in"
+@pytest.fixture(scope="module")
+def results(tmp_path_factory):
+    """pick.json (picked b10; b11, b12 passed over), blame.json (b10 -> b12) and sim.json, all real, made once
+    on test_pick's upstream (tags b9 < b10 < b11 < b12, `feat` broken at BREAK)."""
+    root = tmp_path_factory.mktemp("nightly")
+    up, cfg, shas = test_pick.world.__wrapped__(root)
+    files = root / "in"
     files.mkdir()
     assert main(["pick", "-c", str(cfg), "--json", str(files / "pick.json")]) == 0
     assert main(["blame", "-c", str(cfg), "--good", "b10", "--bad", "b12", "--json", str(files / "blame.json")]) == 1
