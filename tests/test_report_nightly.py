@@ -98,6 +98,16 @@ def test_blame_contradicting_sim_is_refused(results, tmp_path, capsys):
     assert rc == 2 and "disagree on pin feat on build b12" in err
 
 
+def test_pick_reason_contradicting_sim_is_refused(results, tmp_path, capsys):
+    cfg, shas, files = results
+    doc = load(files / "pick.json")
+    b12 = next(b for b in doc["builds"] if b["build"] == "b12")
+    b12["reasons"][0]["status"] = "contract"
+    rc, _ = report([files / "sim.json", dump(tmp_path / "p.json", doc)], tmp_path)
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and "disagree on pin feat on build b12: conflict (sim) vs contract (pick)" in err
+
+
 def test_other_pin_set_is_refused(results, tmp_path, capsys):
     cfg, shas, files = results
     doc = load(files / "blame.json")

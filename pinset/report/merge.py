@@ -213,14 +213,19 @@ def _builds_with_commits(f: ResultFile):
 
 def _pin_states(f: ResultFile):
     """(build, pin) -> the pin's state there (blame's pin_state: sim's status, a broken contract as
-    `contract`), as sim and blame saw it: a blame that calls a pin broken on a build the sim calls fine
-    (or the reverse) contradicts it."""
+    `contract`), as sim, pick (the pins it passed a build over for) and blame saw it: a blame that calls a
+    pin broken on a build the sim calls fine (or the reverse) contradicts it."""
     d = f.data
     if f.kind == "sim":
         for b in d["builds"]:
             for p in b["pins"]:
                 state = "contract" if p["status"] == "applied" and not p["contract"]["ok"] else p["status"]
                 yield b["build"], p["id"], state
+    elif f.kind == "pick":
+        for b in d["builds"]:
+            for r in b["reasons"]:
+                if r["pin"] is not None:
+                    yield b["build"], r["pin"], r["status"]
     elif f.kind == "blame":
         for p in d["pins"]:
             yield d["good"]["build"], p["id"], p["good_status"]
