@@ -1,5 +1,7 @@
 """The reading half of every result model (sim, verify, kld, bench, report): one JSON object at a time,
 each access naming the file and the key when the document does not hold what the model needs.
+pick and blame (pinset/nightly/*) write schema 1 through pinset.SCHEMA_VERSION; the report checks them
+key by key in pinset/report/nightly.py.
 
 Each kind's model lives beside its producer (pinset/sim/model.py, pinset/verify/model.py,
 pinset/measures/kld.py, pinset/measures/bench.py, pinset/report/__init__.py) and owns both `to_json` and
@@ -17,8 +19,8 @@ from pathlib import Path
 from pinset.errors import PinsetError
 
 # Version of each kind's JSON (bumped when a field's meaning changes); `from_json` reads READS[kind].
-SCHEMAS = {"sim": 1, "verify": 1, "kld": 1, "bench": 2, "report": 2}
-READS = {"sim": (1,), "verify": (1,), "kld": (1,), "bench": (1, 2), "report": (1, 2)}
+SCHEMAS = {"sim": 1, "verify": 1, "kld": 1, "bench": 2, "report": 2, "pick": 1, "blame": 1}
+READS = {"sim": (1,), "verify": (1,), "kld": (1,), "bench": (1, 2), "report": (1, 2), "pick": (1,), "blame": (1,)}
 
 NUM = (int, float)
 _NAMES = {int: "an integer", float: "a number", str: "a string", bool: "true/false", list: "a list",

@@ -18,10 +18,10 @@ def blame_markdown(doc: dict) -> str:
     good, bad = doc["good"], doc["bad"]
     lines = [f"Blame from **{good['build']}** (`{good['commit'][:12]}`) to **{bad['build']}** "
              f"(`{bad['commit'][:12]}`): {doc['commits']} first-parent commits, {doc['probes']} probed.", "",
-             "| pin | status | last good | first bad | subject | files | steps |", "|---|---|---|---|---|---|---|"]
+             "| pin | status | last good | first bad | subject | files / problems | steps |", "|---|---|---|---|---|---|---|"]
     for p in doc["pins"]:
         subject = (p["first_bad"] or {}).get("subject", "").replace("|", "\\|")
-        files = ", ".join(f"`{f}`" for f in p["files"])
+        files = ", ".join([f"`{f}`" for f in p["files"]] + [q.replace("|", "\\|") for q in p["problems"]])
         lines.append(f"| `{p['id']}` | {p['summary'].replace('|', '/')} | {_commit(p['last_good'])} | "
                      f"{_commit(p['first_bad'])} | {subject} | {files} | {p['steps']} |")
     return "\n".join(lines) + "\n"

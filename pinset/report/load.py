@@ -1,4 +1,4 @@
-"""Reading result files of sim, verify, kld and bench through their producers' models.
+"""Reading result files of sim, verify, kld, bench, pick and blame through their producers' models.
 
 A report is only as trustworthy as its inputs: a file of an unknown schema version or with a missing
 key is refused with a message naming the file and the key (exit 2), never rendered half-understood.
@@ -15,13 +15,19 @@ from pathlib import Path
 from pinset.errors import PinsetError
 from pinset.measures.bench import BenchResult
 from pinset.measures.kld import KldResult
+from pinset.nightly.blame import BlameResult
+from pinset.nightly.pick import PickResult
+from pinset.report.nightly import BlameFile, PickFile
 from pinset.results import read_document
 from pinset.sim.model import SimResult
 from pinset.verify.model import VerifyResult
 
 # Each kind is read by its producer's own model: what a verb writes is exactly what the report can read.
-MODELS = {"sim": SimResult, "verify": VerifyResult, "kld": KldResult, "bench": BenchResult}
+MODELS = {"sim": SimResult, "verify": VerifyResult, "kld": KldResult, "bench": BenchResult, "pick": PickFile,
+          "blame": BlameFile}
 KINDS = tuple(MODELS)
+# The kinds a shippable pin set needs evidence from; pick and blame say which base and why, not whether it works.
+EVIDENCE_KINDS = ("sim", "verify", "kld", "bench")
 
 
 def kld_delta_text(verdict: dict) -> str:
@@ -43,7 +49,7 @@ class ResultFile:
     kind: str
     data: dict       # model.to_json(): the current JSON form, whatever version the file had
     sha256: str      # of the file's bytes: names the input in provenance independent of its path
-    model: SimResult | VerifyResult | KldResult | BenchResult
+    model: SimResult | VerifyResult | KldResult | BenchResult | PickResult | BlameResult
 
     @property
     def name(self) -> str:
@@ -62,7 +68,7 @@ def load_result(path: str | Path) -> ResultFile:
 
 def load_results(paths: list[str | Path]) -> list[ResultFile]:
     if not paths:
-        raise PinsetError("no result files given (pass the JSON files written by sim, verify, kld and bench)")
+        raise PinsetError("no result files given (pass the JSON files written by sim, verify, kld, bench, pick and blame)")
     files = [load_result(p) for p in paths]
     for f in files:
         if f.kind == "bench" and f.data.get("compare", "builds") != "builds":

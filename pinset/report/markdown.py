@@ -9,9 +9,10 @@ from __future__ import annotations
 from pinset.measures.bench import exclusion_kind, row_speeds, speed_stat
 from pinset.report.load import kld_delta_text
 from pinset.report.merge import Merged, VerifyRun, device_key, device_text, op_key
+from pinset.nightly.markdown import blame_markdown, pick_markdown
 from pinset.report.verdict import (BACKEND_OP_GATES, Verdict, backend_op_totals, bench_device, check_totals,
-                                   checks_where, cuda_pins, kld_device, machine_labels, row_label, run_label,
-                                   verify_setup)
+                                   checks_where, cuda_pins, kld_device, machine_labels, pick_passed_over, row_label,
+                                   run_label, verify_setup)
 from pinset.sim.markdown import cell as sim_cell
 from pinset.sim.markdown import sim_markdown
 
@@ -46,6 +47,7 @@ def render(m: Merged, verdict: Verdict, pins_info: dict[str, dict] | None = None
     out += _correctness(m, labels)
     out += _speed(m)
     out += _pinset(m)
+    out += _base_and_blame(m)
     out += ["### Not tested", ""]
     # blocked: the verdict line names the blockers only, so the missing evidence is listed here
     missing = [f"Not enough evidence: {item}" for item in verdict.missing
@@ -91,6 +93,12 @@ def _summary(m: Merged, verdict: Verdict, labels, pins_info, description) -> lis
                 + " (pass `-c pins.yaml` for their descriptions).", ""]
 
     head: list[str] = []
+    if m.pick:
+        head.append(base_line(m.pick))
+    for b in m.blame:
+        broke = [f"`{p['id']}` {p['summary']}" for p in b["pins"] if p["first_bad"]]
+        head.append(f"**Blame {b['good']['build']} → {b['bad']['build']}:** "
+                    + ("; ".join(broke) if broke else "no pin broke or landed upstream") + ".")
     if m.sim:
         n_builds = len(m.sim["builds"])
         everywhere = [pid for pid, _ in pins if all(_sim_pin(b, pid) and _sim_pin(b, pid)["status"] in ("applied", "upstream")
@@ -353,6 +361,27 @@ def _pinset(m: Merged) -> list[str]:
         text += f"; still needed on {', '.join(still)}" if still else "; retire it"
         retire.append(text)
     out += ["Pins to retire:", "", *retire, ""] if retire else ["No pin is upstream yet.", ""]
+    return out
+
+
+# --- base and blame -------------------------------------------------------------------------------
+def base_line(pick: dict) -> str:
+    """The Summary's base: which build pick chose and why each newer one was passed over."""
+    skipped = [text.replace(": ", " skipped: ", 1) for text in pick_passed_over(pick)]
+    if pick["picked"] is None:
+        return "**Base:** no build is green" + (f" ({'; '.join(skipped)})" if skipped else "") + "."
+    confirmed = " (confirmed by pinset verify)" if pick["verified"] else ""
+    return f"**Base:** picked {pick['picked']}{confirmed}" + "".join(f"; {s}" for s in skipped) + "."
+
+
+def _base_and_blame(m: Merged) -> list[str]:
+    if not m.pick and not m.blame:
+        return []
+    out = ["### Base and blame", ""]
+    if m.pick:
+        out += pick_markdown(m.pick).splitlines()[2:] + [""]
+    for b in m.blame:
+        out += blame_markdown(b).splitlines() + [""]
     return out
 
 

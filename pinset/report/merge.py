@@ -54,6 +54,8 @@ class Merged:
     kld: list[KldStudy]
     bench: list[BenchStudy]
     commits: dict[str, str]  # build name -> longest commit seen
+    pick: dict | None = None      # pick JSON, rows merged over every pick file (a tried row beats "not tried")
+    blame: list[dict] = field(default_factory=list)  # blame JSON per (good, bad) commit range, pins merged
 
     def kinds(self) -> set[str]:
         return {f.kind for f in self.files}
@@ -170,6 +172,16 @@ def _cells(f: ResultFile):
             yield (("kld", *study, r["label"], r["build"], r["backend"]),
                    {k: r[k] for k in ("ppl", "kld", "same_top_p", "rms_dp", "ok")})
         yield ("kld", *study, "verdict"), d["verdict"]["text"]
+    elif f.kind == "pick":
+        yield ("pick", "picked base"), d["picked"]
+        for b in d["builds"]:
+            yield (("pick", b["build"]), NOT_RUN if b["verdict"] == "not tried"
+                   else {"verdict": b["verdict"], "why": [r["summary"] for r in b["reasons"]]})
+    elif f.kind == "blame":
+        for p in d["pins"]:
+            yield (("blame", f"{d['good']['build']} -> {d['bad']['build']}", p["id"]),
+                   {"status": p["status"], "first_bad": (p["first_bad"] or {}).get("commit"), "files": p["files"],
+                    "problems": p["problems"]})
     elif f.kind == "bench":
         gpu = (d["gpu"]["name"] if d["gpu"] else "no GPU") + (f" on {device_text(device_key(d))}" if device_key(d) else "")
         for r in d["rows"]:
@@ -190,6 +202,34 @@ def _builds_with_commits(f: ResultFile):
     elif f.kind == "bench":
         for side in ("base", "head"):
             yield d[side]["build"], d[side]["commit"]
+    elif f.kind == "pick":
+        for b in d["builds"]:
+            if b["commit"]:
+                yield b["build"], b["commit"]
+    elif f.kind == "blame":
+        for end in ("good", "bad"):
+            yield d[end]["build"], d[end]["commit"]
+
+
+def _pin_states(f: ResultFile):
+    """(build, pin) -> the pin's state there (blame's pin_state: sim's status, a broken contract as
+    `contract`), as sim, pick (the pins it passed a build over for) and blame saw it: a blame that calls a
+    pin broken on a build the sim calls fine (or the reverse) contradicts it."""
+    d = f.data
+    if f.kind == "sim":
+        for b in d["builds"]:
+            for p in b["pins"]:
+                state = "contract" if p["status"] == "applied" and not p["contract"]["ok"] else p["status"]
+                yield b["build"], p["id"], state
+    elif f.kind == "pick":
+        for b in d["builds"]:
+            for r in b["reasons"]:
+                if r["pin"] is not None:
+                    yield b["build"], r["pin"], r["status"]
+    elif f.kind == "blame":
+        for p in d["pins"]:
+            yield d["good"]["build"], p["id"], p["good_status"]
+            yield d["bad"]["build"], p["id"], p["bad_status"]
 
 
 def _show(value) -> str:
@@ -200,8 +240,8 @@ def check_consistent(files: list[ResultFile]) -> tuple[str | None, dict[str, str
     """Raise PinsetError on the first contradiction; return the pin set digest and build commits."""
     digest_from: tuple[str, str] | None = None
     for f in files:
-        digest = f.data.get("pinset") if f.kind in ("sim", "verify") else None
-        if digest is None:
+        digest = f.data.get("pinset") if f.kind in ("sim", "verify", "pick", "blame") else None
+        if not digest:
             continue
         if digest_from is None:
             digest_from = (digest, str(f.path))
@@ -232,6 +272,13 @@ def check_consistent(files: list[ResultFile]) -> tuple[str | None, dict[str, str
                 raise PinsetError(f"{other} and {f.path} disagree on {' / '.join(map(str, key))}: "
                                   f"{_show(other_value)} vs {_show(value)}")
             cells.setdefault(key, (value, str(f.path)))
+    states: dict[tuple[str, str], tuple[str, str, str]] = {}
+    for f in files:
+        for build, pin, state in _pin_states(f):
+            known = states.setdefault((build, pin), (state, f.kind, str(f.path)))
+            if known[0] != state:
+                raise PinsetError(f"{known[2]} and {f.path} disagree on pin {pin} on build {build}: "
+                                  f"{known[0]} ({known[1]}) vs {state} ({f.kind})")
     return (digest_from[0] if digest_from else None), {b: c for b, (c, _) in commits.items()}
 
 
@@ -240,7 +287,38 @@ def merge(files: list[ResultFile]) -> Merged:
     files = order_files(files)
     digest, commits = check_consistent(files)
     return Merged(files, digest, _merge_sim(files), _merge_verify(files), _merge_kld(files),
-                  _merge_bench(files), commits)
+                  _merge_bench(files), commits, _merge_pick(files), _merge_blame(files))
+
+
+def _merge_pick(files: list[ResultFile]) -> dict | None:
+    """One pick (the cells above refuse two different picked bases): its rows, with a row another file tried
+    replacing this one's "not tried"."""
+    picks = [f.data for f in files if f.kind == "pick"]
+    if not picks:
+        return None
+    rows: dict[str, dict] = {}
+    for d in picks:
+        for b in d["builds"]:
+            if b["build"] not in rows or rows[b["build"]]["verdict"] == "not tried":
+                rows[b["build"]] = b
+    return {**picks[0], "builds": list(rows.values()), "verified": any(d["verified"] for d in picks)}
+
+
+def _merge_blame(files: list[ResultFile]) -> list[dict]:
+    """Blame results per range (good, bad commits); the pins of two files over one range are joined."""
+    ranges: dict[tuple[str, str], dict] = {}
+    for f in files:
+        if f.kind != "blame":
+            continue
+        d = f.data
+        key = (d["good"]["commit"], d["bad"]["commit"])
+        if key not in ranges:
+            ranges[key] = {**d, "pins": list(d["pins"])}
+            continue
+        have = {p["id"] for p in ranges[key]["pins"]}
+        ranges[key]["pins"] += [p for p in d["pins"] if p["id"] not in have]
+        ranges[key]["probes"] = max(ranges[key]["probes"], d["probes"])
+    return list(ranges.values())
 
 
 def _merge_sim(files: list[ResultFile]) -> dict | None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from pinset.measures.bench import BenchResult
-from pinset.report.load import KINDS, kld_delta_text
+from pinset.report.load import EVIDENCE_KINDS, kld_delta_text
 from pinset.report.merge import Merged, VerifyRun
 from pinset.sim.model import is_cuda_path
 from pinset.verify.model import GPU_GATES
@@ -147,7 +147,8 @@ UPSTREAM_CONFLICT = {
 def judge(m: Merged) -> Verdict:
     v = Verdict()
     explained = {"sim": _judge_sim(m, v), "verify": _judge_verify(m, v), "kld": _judge_kld(m, v),
-                 "bench": _judge_bench(m, v)}
+                 "bench": _judge_bench(m, v), "pick": _judge_pick(m, v),
+                 "blame": True}  # a blame explains why newer builds were passed over; it blocks nothing itself
     for f in m.files:  # a producer said "not ok" but nothing above explains it: still block
         if f.kind != "verify" and not f.data["ok"] and not explained[f.kind]:
             v.blockers.append(f"{f.kind} reported not ok ({f.name})")
@@ -179,7 +180,7 @@ def missing_evidence(m: Merged) -> list[str]:
     """What keeps a result without blockers from "ready": a verb without a result, a simulated build nobody
     verified, and for a pin that changes CUDA code, a GPU verify, KLD and bench on a CUDA device."""
     out: list[str] = []
-    absent = [k for k in KINDS if k not in m.kinds()]
+    absent = [k for k in EVIDENCE_KINDS if k not in m.kinds()]
     if absent:
         out.append(f"no {', '.join(absent)} result")
     verified = {run.build["build"] for run in m.verify}
@@ -296,6 +297,22 @@ def _judge_verify(m: Merged, v: Verdict) -> bool:
     return blocked
 
 
+def pick_passed_over(pick: dict) -> list[str]:
+    """"BUILD: why" for each build pick tried and passed over, newest first."""
+    return [f"{b['build']}: " + ("; ".join(r["summary"] for r in b["reasons"]) or b["verdict"])
+            for b in pick["builds"] if b["verdict"] in ("not green", "verify failed")]
+
+
+def _judge_pick(m: Merged, v: Verdict) -> bool:
+    """No green base (picked null) blocks: there is nothing to ship the pin set on."""
+    if not m.pick or m.pick["picked"] is not None:
+        return False
+    why = pick_passed_over(m.pick)
+    v.blockers.append("no green base: pinset pick found no build on which every required pin is fine"
+                      + (f" ({'; '.join(why)})" if why else " (no build to consider)"))
+    return True
+
+
 def _judge_kld(m: Merged, v: Verdict) -> bool:
     blocked = False
     for study in m.kld:
@@ -349,6 +366,10 @@ def not_tested(m: Merged) -> list[str]:
         out.append("Speed: not measured (no bench result)")
 
     verified_builds = {run.build["build"] for run in m.verify}
+    picked = (m.pick or {}).get("picked")
+    if picked and not m.pick["verified"] and picked not in verified_builds:
+        out.append(f"Base {picked}: picked by simulation only (pinset pick without --verify, and no verify "
+                   "result for it)")
     if m.sim:
         for b in m.sim["builds"]:
             if m.verify and b["build"] not in verified_builds:
