@@ -1,9 +1,9 @@
 """Progress of a long step (download, build, test run, fetch): the one place that decides how it shows.
 
-On a terminal a rich bar (or a spinner when there is no total) updates in place. Without one (CI, a
-log file) a bar would write thousands of lines, so a plain line is printed at the start, every
-PLAIN_EVERY_S while the step runs (from a timer, so a step that prints nothing still shows it is
-alive) and at the end.
+On a terminal a rich bar (or a spinner for a step without counts) updates in place. Without one (CI,
+a log file) a bar would write thousands of lines, so a plain line is printed every PLAIN_EVERY_S
+while the step runs (from a timer, so a step whose program prints nothing still shows it is alive)
+and one at the end; a step shorter than that prints nothing unless it announces its start.
 """
 
 from __future__ import annotations
@@ -21,7 +21,8 @@ class Progress:
 
     def __init__(self, what: str, *, kind: str = COUNT, unit: str = "", total: float | None = None,
                  done: float = 0, enabled: bool = True, console=None, clock=time.monotonic,
-                 every: float = PLAIN_EVERY_S, ticker: bool = True, done_as: str | None = None):
+                 every: float = PLAIN_EVERY_S, ticker: bool = True, done_as: str | None = None,
+                 announce: bool = False):
         if console is None:
             from pinset.output import err_console as console
         self.what, self.kind, self.unit = what, kind, unit
@@ -36,6 +37,7 @@ class Progress:
         self._stop = threading.Event()
         self._lock = threading.Lock()
         self.bar = None
+        self.announce, self.said = announce, False
 
     # -- the step reports -------------------------------------------------------------------------
     def update(self, done: float | None = None, total: float | None = None, note: str | None = None) -> None:
@@ -80,21 +82,26 @@ class Progress:
         return (self.done - self.start_done) / 1e6 / max(self.elapsed(), 1e-3)
 
     def _say(self, text: str) -> None:
-        self.last = self.clock()
+        self.last, self.said = self.clock(), True
         self.console.print(text, highlight=False, markup=False, soft_wrap=True)
 
     # -- start and end ----------------------------------------------------------------------------
     def __enter__(self):
         if self.live:
+            from rich.errors import LiveError
+
             self.bar = _rich_bar(self.kind, self.console)
             self.task = self.bar.add_task(self.what, total=self.total, completed=self.done, note=self.note)
-            self.bar.start()
+            try:
+                self.bar.start()
+            except LiveError:  # inside another step's display (rich shows one at a time): that one speaks
+                self.bar, self.live = None, False
         elif self.plain:
-            if self.kind == BYTES:
+            if self.announce and self.kind == BYTES:
                 size = f" ({self.total / 1e6:.1f} MB)" if self.total else ""
                 resumed = f", resuming at {self.done / 1e6:.1f} MB" if self.done else ""
                 self._say(f"{self.what}{size}{resumed}")
-            else:
+            elif self.announce:
                 self._say(f"{self.what}…")
             if self._ticker:
                 threading.Thread(target=self._tick_loop, daemon=True).start()
@@ -108,7 +115,7 @@ class Progress:
         self._stop.set()
         if self.bar is not None:
             self.bar.stop()
-        elif self.plain and exc[0] is None:
+        elif self.plain and self.said and exc[0] is None:
             if self.kind == BYTES:
                 self._say(f"{self.done_as}: {self.done / 1e6:.1f} MB in {self.elapsed():.0f} s ({self._rate():.1f} MB/s)")
             else:

@@ -170,7 +170,7 @@ def _fetch_into(url: str, part: Path, what: str, progress: bool) -> None:
         length = response.headers.get("Content-Length")
         total = have + int(length) if length and length.isdigit() else None
         with open(part, "ab" if have else "wb") as fh, Progress(f"downloading {what}", kind=BYTES, total=total, done=have, enabled=progress,
-                                                   done_as=f"downloaded {what}") as shown:
+                                                   done_as=f"downloaded {what}", announce=True) as shown:
             for block in response.iter_content(CHUNK):
                 fh.write(block)
                 shown.advance(len(block))
