@@ -21,14 +21,14 @@ class Progress:
 
     def __init__(self, what: str, *, kind: str = COUNT, unit: str = "", total: float | None = None,
                  done: float = 0, enabled: bool = True, console=None, clock=time.monotonic,
-                 every: float = PLAIN_EVERY_S, ticker: bool = True, done_as: str | None = None,
+                 every: float | None = None, ticker: bool = True, done_as: str | None = None,
                  announce: bool = False):
         if console is None:
             from pinset.output import err_console as console
         self.what, self.kind, self.unit = what, kind, unit
         self.done_as = done_as or what  # the end line's name ("downloaded X" after "downloading X")
         self.total, self.done, self.start_done, self.note = total, done, done, ""
-        self.console, self.clock, self.every = console, clock, every
+        self.console, self.clock, self.every = console, clock, every or PLAIN_EVERY_S
         self.enabled = enabled
         self.live = enabled and console.is_terminal
         self.plain = enabled and not self.live

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from pinset import runner
 from pinset.errors import ToolchainError
+from pinset.progress import Progress
 from pinset.store import Store, atomic_write, locked, short_hash
 
 NINJA_STEP_RE = re.compile(r"^\[(\d+)/(\d+)\]\s*(.*)$")
@@ -244,23 +245,13 @@ def _materialize(mirror, tree: str, root: Path) -> None:
 def _ninja(build_dir: Path, targets: list[str], jobs: int, label: str, progress: bool,
            env: dict[str, str], log: Path) -> runner.Completed:
     argv = ["ninja", "-C", str(build_dir), "-j", str(jobs), *targets]
-    if not progress:
-        return runner.run_streaming(argv, env=env, timeout=BUILD_TIMEOUT, log=log)
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    from pinset.output import err_console
-
-    with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                  TimeElapsedColumn(), TextColumn("[dim]{task.fields[step]}"),
-                  console=err_console, transient=False) as bar:
-        task = bar.add_task(f"build {label}", total=None, step="")
-
+    with Progress(f"build {label}", unit="steps", enabled=progress) as shown:
         def on_line(line: str) -> None:
             m = NINJA_STEP_RE.match(line)
             if m:
-                bar.update(task, completed=int(m.group(1)), total=int(m.group(2)), step=_short_step(m.group(3)))
+                shown.update(done=int(m.group(1)), total=int(m.group(2)), note=_short_step(m.group(3)))
             elif line.startswith(NO_WORK):
-                bar.update(task, completed=1, total=1, step="up to date")
+                shown.update(done=1, total=1, note="up to date")
 
         return runner.run_streaming(argv, env=env, timeout=BUILD_TIMEOUT, on_line=on_line, log=log)
 
