@@ -69,21 +69,6 @@ def require_toolchain(cuda: bool) -> None:
         raise ToolchainError("--cuda: nvcc not found (put the CUDA toolkit's bin/ on PATH or set CUDACXX)")
 
 
-def parse_compute_caps(text: str) -> str | None:
-    """`nvidia-smi --query-gpu=compute_cap` lines ("9.0") -> CMAKE_CUDA_ARCHITECTURES ("90", "86;90")."""
-    archs = sorted({line.strip().replace(".", "") for line in text.splitlines()
-                    if re.fullmatch(r"\d+\.\d+", line.strip())}, key=int)
-    return ";".join(archs) or None
-
-
-def cuda_architectures_from_gpu() -> str | None:
-    """The compute capabilities of the visible GPUs, or None when nvidia-smi finds none."""
-    if shutil.which("nvidia-smi") is None:
-        return None
-    result = runner.run(["nvidia-smi", "--query-gpu=compute_cap", "--format=csv,noheader"], timeout=60)
-    return parse_compute_caps(result.stdout) if result.ok else None
-
-
 # --- flags ----------------------------------------------------------------------------------
 
 def _cmake_option_exists(cmakelists: str, name: str) -> bool:
