@@ -136,13 +136,15 @@ def build_key(tree: str, flags: list[str]) -> str:
 
 def ensure_build(store: Store, mirror, tree: str, *, label: str, commit: str, pinset_digest: str, cuda: bool,
                  cuda_architectures: str | None, targets: list[str], jobs: int | None = None,
-                 progress: bool = True, log_dir: Path | None = None, extra_flags: list[str] | tuple = ()) -> BuiltTree:
+                 progress: bool = True, log_dir: Path | None = None, extra_flags: list[str] | tuple = (),
+                 log_name: str | None = None) -> BuiltTree:
     """Materialise `tree`, configure once, and build `targets` (ninja does nothing when up to date).
 
     The cache key is (tree, flags): the tree oid already covers the build commit and every pin's
     content, so editing only a check or a description in pins.yaml does not rebuild.
     `commit` and `pinset_digest` are recorded next to the build for provenance. `extra_flags`
-    (e.g. -DGGML_CUDA_FA=OFF) are appended to the flags and so are part of the key.
+    (e.g. -DGGML_CUDA_FA=OFF) are appended to the flags and so are part of the key. The logs are
+    `<log_name>-{configure,build}.log` (default: the label's slug).
     Raises ToolchainError (missing cmake/ninja/nvcc) or BuildFailed (configure/compile error).
     """
     require_toolchain(cuda)
@@ -158,7 +160,7 @@ def ensure_build(store: Store, mirror, tree: str, *, label: str, commit: str, pi
     source_dir, build_dir = root / "src", root / "build"
     logs = Path(log_dir) if log_dir else root / "logs"
     logs.mkdir(parents=True, exist_ok=True)
-    slug = re.sub(r"[^A-Za-z0-9_.-]+", "_", label).strip("_") or key
+    slug = log_name or re.sub(r"[^A-Za-z0-9_.-]+", "_", label).strip("_") or key
     env = _build_env(store)
     did_work = False
     # One pinset at a time per build folder (two verifies may share a cache); the others wait.

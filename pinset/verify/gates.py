@@ -126,7 +126,8 @@ class Gates:
         label = f"{item.name} {'cuda' if cuda else 'cpu'}"
         kwargs = dict(label=label, commit=item.commit, pinset_digest=self.pinset.digest, cuda=cuda,
                       cuda_architectures=o.cuda_architectures if cuda else None, jobs=o.jobs,
-                      progress=o.progress, log_dir=logs, extra_flags=o.cuda_flags if cuda else [])
+                      progress=o.progress, log_dir=logs, extra_flags=o.cuda_flags if cuda else [],
+                      log_name="cuda" if cuda else "cpu")  # docs/verify.md: <logs>/<build>/cpu-build.log
         try:
             built = ensure_build(self.store, self.mirror, item.tree, targets=targets, **kwargs)
             extra = self._ctest_targets(built, cuda)
