@@ -235,10 +235,12 @@ def run_streaming(
     timeout: float | None = None,
     on_line=None,
     log: Path | None = None,
+    merge_stderr: bool = True,
 ) -> Completed:
     """Run argv and hand each output line to on_line as it comes (for progress bars of long builds).
 
-    stderr is merged into stdout (a build log reads in order); on timeout the whole process group
+    stderr is merged into stdout (a build log reads in order) unless merge_stderr is False (for parsers
+    that read the two streams apart; on_line then sees stdout only); on timeout the whole process group
     is killed, so compilers started by ninja go too.
     """
     args = tuple(str(a) for a in argv)
@@ -246,22 +248,26 @@ def run_streaming(
     started = time.monotonic()
     try:
         proc = _start(args, cwd=cwd, env=full_env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                      stderr=subprocess.STDOUT, text=True, errors="replace", bufsize=1)
+                      stderr=subprocess.STDOUT if merge_stderr else subprocess.PIPE, text=True, errors="replace",
+                      bufsize=1)
     except FileNotFoundError:
         result = Completed(args, 127, "", f"{args[0]}: command not found", time.monotonic() - started)
         if log is not None:
             write_log(log, result, cwd=cwd, env=env)
         return result
     lines: list[str] = []
+    err_lines: list[str] = []
     live = _open_live_log(log, args, cwd, env)
+    live_lock = threading.Lock()
 
-    def pump() -> None:
-        for line in proc.stdout:
-            lines.append(line)
+    def pump(stream=None, into=lines, report=True) -> None:
+        for line in stream or proc.stdout:
+            into.append(line)
             if live is not None:
-                live.write(line)
-                live.flush()
-            if on_line is not None:
+                with live_lock:
+                    live.write(line)
+                    live.flush()
+            if report and on_line is not None:
                 try:
                     on_line(line.rstrip("\n"))
                 except Exception:  # a broken progress display must not break the build
@@ -269,6 +275,10 @@ def run_streaming(
 
     reader = threading.Thread(target=pump, daemon=True)
     reader.start()
+    err_reader = None
+    if not merge_stderr:
+        err_reader = threading.Thread(target=pump, args=(proc.stderr, err_lines, False), daemon=True)
+        err_reader.start()
     timed_out = False
     with _owned(proc):
         try:
@@ -281,7 +291,9 @@ def run_streaming(
                 pass
             proc.wait()
     reader.join(timeout=10)
-    result = Completed(args, None if timed_out else proc.returncode, "".join(lines), "",
+    if err_reader is not None:
+        err_reader.join(timeout=10)
+    result = Completed(args, None if timed_out else proc.returncode, "".join(lines), "".join(err_lines),
                        time.monotonic() - started, timed_out=timed_out)
     if live is not None:
         live.write(f"# {result.describe()} in {result.seconds:.1f} s\n")

@@ -18,6 +18,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
+from pinset import progress  # noqa: E402
 from pinset.build.cmake import ensure_build  # noqa: E402
 from pinset.store import Store  # noqa: E402
 from pinset.upstream.builds import resolve_build  # noqa: E402
@@ -33,6 +34,7 @@ def main() -> None:
     parser.add_argument("--version", default="0.3.36")
     parser.add_argument("-j", "--jobs", type=int, default=os.cpu_count())
     args = parser.parse_args()
+    progress.PLAIN_EVERY_S = 30  # .ci/run's log: a line with ninja's [n/N] step every 30 s, not minutes of silence
     store = Store.open(args.cache)
     seed_downloads(store, [args.version])
     mirror = Mirror(store.mirror)
@@ -40,7 +42,7 @@ def main() -> None:
         build = resolve_build(build_name(args.version), None, Path("."), store, mirror)
         built = ensure_build(store, mirror, build.tree, label=f"{build.name}-test-tools", commit=build.commit,
                              pinset_digest="", cuda=False, cuda_architectures=None, targets=TARGETS,
-                             jobs=args.jobs, progress=False)
+                             jobs=args.jobs, progress=True)
     finally:
         mirror.close()
     keep_downloads(store)

@@ -444,6 +444,29 @@ def test_builds_option(project, capsys, builds, problem):
     assert bad(capsys, ["sim", "-c", str(cfg), "--builds", builds], project) == f"pinset sim: error: {problem}"
 
 
+@pytest.mark.parametrize("build, problem", [
+    ("b1,b1", "--build: duplicate build 'b1'"),
+    ("b1,", "--build 'b1,': entry 2 is empty"),
+    (",", "--build: empty list"),
+    ("no such build!", "--build: malformed build 'no such build!' (a tag, a commit sha, pypi:PACKAGE==VERSION, "
+                       "or a selector tags:PATTERN:N / pypi:PACKAGE>=VERSION)"),
+    ("b1,b2", "--build 'b1,b2': names 2 builds; apply writes one tree"),
+])
+def test_apply_names_its_own_build_option(project, capsys, build, problem):
+    """apply's option is --build (one build): its errors say so, not --builds."""
+    argv = ["apply", "-c", str(project / "pins.yaml"), "--build", build, "--out", str(project / "out")]
+    assert bad(capsys, argv, project) == f"pinset apply: error: {problem}"
+
+
+@pytest.mark.parametrize("verb, words", [("sim", "without checking anything out"),
+                                         ("apply", "Your own checkout is never touched")])
+def test_sim_and_apply_describe_themselves_in_help(capsys, verb, words):
+    with pytest.raises(SystemExit) as exc:
+        main([verb, "--help"])
+    out = " ".join(capsys.readouterr().out.split())
+    assert exc.value.code == 0 and words in out
+
+
 def test_cache_that_is_a_file(project, capsys):
     cache = project / "cache-file"
     cache.write_text("x")

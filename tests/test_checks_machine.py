@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pinset.checks.machine import (parse_cc_version, parse_cmake_version, parse_nvcc_version, parse_nvidia_smi,
-                                   probe_machine)
+from pinset.checks.machine import parse_cc_version, parse_cmake_version, parse_nvcc_version, probe_machine
+from pinset.checks.nvidia_smi import parse_nvidia_smi
 
 FIX = Path(__file__).parent / "fixtures" / "verify"
 

@@ -144,7 +144,7 @@ def test_failed_build_in_verify_is_a_red_gate_exit_1_with_the_log(pins, tmp_path
     import json
 
     gate = json.loads(out.read_text())["builds"][0]["gates"][0]
-    log = tmp_path / "verify-logs" / "v1" / "v1_cpu-configure.log"
+    log = tmp_path / "verify-logs" / "v1" / "cpu-configure.log"  # the name docs/verify.md gives
     assert gate["name"] == "cpu-build" and gate["status"] == "failed"
     assert gate["detail"] == f"cmake configure failed (exit 1) — configure log: {log}"
     assert "CMake Error" in log.read_text()

@@ -163,7 +163,7 @@ def test_terminal_progress_shows_bytes_and_rate(index, isolated_cache, monkeypat
     monkeypatch.setattr(output, "err_console", Console(file=screen, force_terminal=True, width=120))
     pypi.download_sdist(NAME, VERSION, isolated_cache / "downloads")
     text = screen.getvalue()
-    assert f"download {BUILD}" in text and "kB" in text and "/s" in text
+    assert f"downloading {BUILD}" in text and "kB" in text and "/s" in text
 
 
 def test_a_foreign_part_file_is_replaced_not_trusted(index, isolated_cache):

@@ -12,7 +12,8 @@ import pytest
 
 import regen_report_goldens as goldens
 from pinset.build.settings import build_settings
-from pinset.checks.machine import host_identity, probe_machine, visible_indices
+from pinset.checks.machine import host_identity, probe_machine
+from pinset.checks.nvidia_smi import visible_indices
 from pinset.cli import main
 from pinset.config.schema import GpuClass, PinSet
 from pinset.errors import ConfigError, PinsetError, ToolchainError

@@ -120,6 +120,13 @@ def test_gates_stop_per_build_and_every_build_is_verified(pin_set, tmp_path):
     md = (tmp_path / "verify.md").read_text()
     assert "| cpu-test-chat | failed |" in md and "3/3 feature checks on CPU" in md
 
+    # the log names docs/verify.md gives: <logs>/<build>/{cpu,cuda}-{configure,build}.log, one per gate
+    doc_text = (Path(__file__).parents[1] / "docs" / "verify.md").read_text()
+    assert "`<logs>/<build>/{cpu,cuda}-{configure,build}.log` and one log per gate" in doc_text
+    written = sorted(p.name for p in (tmp_path / "verify-logs" / "v1").iterdir())
+    assert written == sorted(["cpu-configure.log", "cpu-build.log"] +
+                             [f"{n}.log" for n in ("cpu-backend-ops", "cpu-test-chat", "feature-checks")])
+
 
 def test_unchanged_reverify_does_not_rebuild(pin_set, tmp_path):
     write_pins(pin_set, pin_set.read_text().replace("builds: [v1, v2, v3]", "builds: [v1]"))

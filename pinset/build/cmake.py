@@ -18,6 +18,7 @@ from pathlib import Path
 
 from pinset import runner
 from pinset.errors import ToolchainError
+from pinset.progress import Progress
 from pinset.store import Store, atomic_write, locked, short_hash
 
 NINJA_STEP_RE = re.compile(r"^\[(\d+)/(\d+)\]\s*(.*)$")
@@ -66,21 +67,6 @@ def require_toolchain(cuda: bool) -> None:
         raise ToolchainError("no C++ compiler found (c++, g++ or clang++ on PATH, or $CXX)")
     if cuda and find_nvcc() is None:
         raise ToolchainError("--cuda: nvcc not found (put the CUDA toolkit's bin/ on PATH or set CUDACXX)")
-
-
-def parse_compute_caps(text: str) -> str | None:
-    """`nvidia-smi --query-gpu=compute_cap` lines ("9.0") -> CMAKE_CUDA_ARCHITECTURES ("90", "86;90")."""
-    archs = sorted({line.strip().replace(".", "") for line in text.splitlines()
-                    if re.fullmatch(r"\d+\.\d+", line.strip())}, key=int)
-    return ";".join(archs) or None
-
-
-def cuda_architectures_from_gpu() -> str | None:
-    """The compute capabilities of the visible GPUs, or None when nvidia-smi finds none."""
-    if shutil.which("nvidia-smi") is None:
-        return None
-    result = runner.run(["nvidia-smi", "--query-gpu=compute_cap", "--format=csv,noheader"], timeout=60)
-    return parse_compute_caps(result.stdout) if result.ok else None
 
 
 # --- flags ----------------------------------------------------------------------------------
@@ -150,13 +136,15 @@ def build_key(tree: str, flags: list[str]) -> str:
 
 def ensure_build(store: Store, mirror, tree: str, *, label: str, commit: str, pinset_digest: str, cuda: bool,
                  cuda_architectures: str | None, targets: list[str], jobs: int | None = None,
-                 progress: bool = True, log_dir: Path | None = None, extra_flags: list[str] | tuple = ()) -> BuiltTree:
+                 progress: bool = True, log_dir: Path | None = None, extra_flags: list[str] | tuple = (),
+                 log_name: str | None = None) -> BuiltTree:
     """Materialise `tree`, configure once, and build `targets` (ninja does nothing when up to date).
 
     The cache key is (tree, flags): the tree oid already covers the build commit and every pin's
     content, so editing only a check or a description in pins.yaml does not rebuild.
     `commit` and `pinset_digest` are recorded next to the build for provenance. `extra_flags`
-    (e.g. -DGGML_CUDA_FA=OFF) are appended to the flags and so are part of the key.
+    (e.g. -DGGML_CUDA_FA=OFF) are appended to the flags and so are part of the key. The logs are
+    `<log_name>-{configure,build}.log` (default: the label's slug).
     Raises ToolchainError (missing cmake/ninja/nvcc) or BuildFailed (configure/compile error).
     """
     require_toolchain(cuda)
@@ -172,7 +160,7 @@ def ensure_build(store: Store, mirror, tree: str, *, label: str, commit: str, pi
     source_dir, build_dir = root / "src", root / "build"
     logs = Path(log_dir) if log_dir else root / "logs"
     logs.mkdir(parents=True, exist_ok=True)
-    slug = re.sub(r"[^A-Za-z0-9_.-]+", "_", label).strip("_") or key
+    slug = log_name or re.sub(r"[^A-Za-z0-9_.-]+", "_", label).strip("_") or key
     env = _build_env(store)
     did_work = False
     # One pinset at a time per build folder (two verifies may share a cache); the others wait.
@@ -244,23 +232,13 @@ def _materialize(mirror, tree: str, root: Path) -> None:
 def _ninja(build_dir: Path, targets: list[str], jobs: int, label: str, progress: bool,
            env: dict[str, str], log: Path) -> runner.Completed:
     argv = ["ninja", "-C", str(build_dir), "-j", str(jobs), *targets]
-    if not progress:
-        return runner.run_streaming(argv, env=env, timeout=BUILD_TIMEOUT, log=log)
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    from pinset.output import err_console
-
-    with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                  TimeElapsedColumn(), TextColumn("[dim]{task.fields[step]}"),
-                  console=err_console, transient=False) as bar:
-        task = bar.add_task(f"build {label}", total=None, step="")
-
+    with Progress(f"build {label}", unit="steps", enabled=progress) as shown:
         def on_line(line: str) -> None:
             m = NINJA_STEP_RE.match(line)
             if m:
-                bar.update(task, completed=int(m.group(1)), total=int(m.group(2)), step=_short_step(m.group(3)))
+                shown.update(done=int(m.group(1)), total=int(m.group(2)), note=_short_step(m.group(3)))
             elif line.startswith(NO_WORK):
-                bar.update(task, completed=1, total=1, step="up to date")
+                shown.update(done=1, total=1, note="up to date")
 
         return runner.run_streaming(argv, env=env, timeout=BUILD_TIMEOUT, on_line=on_line, log=log)
 

@@ -11,8 +11,7 @@ import os
 import re
 from dataclasses import dataclass
 
-from pinset.build.cmake import cuda_architectures_from_gpu
-from pinset.checks.machine import visible_gpus
+from pinset.checks.nvidia_smi import cuda_architectures_from_gpu, visible_gpus
 from pinset.config.schema import PinSet
 from pinset.errors import PinsetError, ToolchainError
 

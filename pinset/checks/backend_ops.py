@@ -227,6 +227,19 @@ KEY_VALUE_RE = re.compile(r"(?P<key>[A-Za-z_][A-Za-z0-9_]*)=(?P<value>.+)", re.S
 GAP_BEFORE_KEY_RE = re.compile(r"(\.[*+]\??)(?=[A-Za-z_][A-Za-z0-9_]*=)")
 
 
+def case_counter(progress):
+    """An on_line callback for a streamed run: counts case lines as they come, names the op of the last."""
+    seen = {"cases": 0}
+
+    def on_line(line: str) -> None:
+        m = CASE_RE.search(strip_ansi(line))
+        if m and m.group("result").strip():
+            seen["cases"] += 1
+            progress.update(done=seen["cases"], note=m.group("op"))
+
+    return on_line
+
+
 def case_params(params: str) -> dict[str, list[str]]:
     """`type_a=f32,ne=[4,5,1,1],k=3` -> {"type_a": ["f32"], "ne": ["[4,5,1,1]"], "k": ["3"]}: commas inside
     brackets stay, and a key printed twice keeps both values (a filter must match each)."""

@@ -9,77 +9,7 @@ import socket
 from dataclasses import asdict, dataclass, field
 
 from pinset import runner
-
-
-@dataclass
-class GpuInfo:
-    name: str
-    driver: str
-    compute_capability: str
-    memory_mib: int
-    uuid: str | None = None     # "GPU-8c3e...": tells two GPUs of one model (and one host) apart
-
-
-COLUMNS = ["name", "driver_version", "compute_cap", "memory.total"]
-# What each value must look like: a malformed line (an error message with commas, "[N/A]", a header
-# of other columns) is no GPU rather than a GPU with made-up facts.
-VALUE_RE = {"name": r"[^\[\],]*[A-Za-z0-9][^\[\],]*", "driver_version": r"\d+(?:\.\d+)+",
-            "compute_cap": r"\d+\.\d+", "memory.total": r"[1-9]\d*(?: MiB)?"}
-
-
-def parse_nvidia_smi(text: str) -> list[GpuInfo]:
-    """`nvidia-smi --query-gpu=name,driver_version,compute_cap,memory.total --format=csv,noheader,nounits`.
-
-    Also reads `--format=csv` output (a header line names the columns, values carry units) with
-    these four columns among others. A line counts as a GPU only when every one of the four values
-    is well-formed; a header without all four columns makes the lines under it unreadable.
-    """
-    columns: list[str] | None = list(COLUMNS)
-    gpus = []
-    for line in text.splitlines():
-        parts = [p.strip() for p in line.split(",")]
-        if parts and parts[0] == "name":
-            named = [re.sub(r"\s*\[.*\]$", "", p) for p in parts]
-            columns = named if set(COLUMNS) <= set(named) and len(set(named)) == len(named) else None
-            continue
-        if columns is None or len(parts) != len(columns):
-            continue
-        row = dict(zip(columns, parts))
-        if not all(re.fullmatch(VALUE_RE[c], row[c]) for c in COLUMNS):
-            continue
-        gpus.append(GpuInfo(row["name"], row["driver_version"], row["compute_cap"],
-                            int(row["memory.total"].split()[0]), row.get("uuid")))
-    return gpus
-
-
-def parse_gpu_ids(text: str) -> list[tuple[int, str]]:
-    """`nvidia-smi --query-gpu=index,uuid --format=csv,noheader` -> [(index, uuid), ...]."""
-    ids = []
-    for line in text.splitlines():
-        parts = [p.strip() for p in line.split(",")]
-        if len(parts) == 2 and parts[0].isdigit() and re.fullmatch(r"(GPU|MIG)-[0-9A-Za-z-]+", parts[1]):
-            ids.append((int(parts[0]), parts[1]))
-    return ids
-
-
-def visible_indices(ids: list[tuple[int, str]], cuda_visible_devices: str | None) -> list[int]:
-    """The nvidia-smi indices a CUDA program sees, in CUDA's order (nvidia-smi itself ignores
-    CUDA_VISIBLE_DEVICES and lists every GPU). Entries are indices or UUID prefixes; as in CUDA, an entry
-    that names no GPU hides it and every later one; unset means every GPU, empty means none."""
-    if cuda_visible_devices is None:
-        return [index for index, _ in ids]
-    chosen: list[int] = []
-    for entry in cuda_visible_devices.split(","):
-        entry = entry.strip()
-        if entry.isdigit():
-            match = [index for index, _ in ids if index == int(entry)]
-        else:
-            prefix = entry if entry.startswith(("GPU-", "MIG-")) else f"GPU-{entry}"
-            match = [index for index, uuid in ids if entry and uuid.startswith(prefix)]
-        if len(match) != 1 or match[0] in chosen:
-            break
-        chosen.append(match[0])
-    return chosen
+from pinset.checks.nvidia_smi import GpuInfo, visible_gpus
 
 
 def parse_nvcc_version(text: str) -> str | None:
@@ -130,21 +60,6 @@ def runner_identity(environ=os.environ) -> dict | None:
     GPU UUIDs, it tells apart two cells of a matrix, and names the run whose logs hold the details."""
     found = {key: environ[var] for key, var in RUNNER_VARIABLES.items() if environ.get(var)}
     return found or None
-
-
-def visible_gpus() -> list[GpuInfo]:
-    """The GPUs a CUDA program started now would see, each with its UUID (none without nvidia-smi).
-
-    When the UUIDs cannot be read, every GPU nvidia-smi lists is returned, without UUID."""
-    gpus = parse_nvidia_smi(_version(["nvidia-smi", "--query-gpu=name,driver_version,compute_cap,memory.total",
-                                      "--format=csv,noheader,nounits"]))
-    ids = parse_gpu_ids(_version(["nvidia-smi", "--query-gpu=index,uuid", "--format=csv,noheader"])) if gpus else []
-    if len(ids) != len(gpus):
-        return gpus
-    for gpu, (_, uuid) in zip(gpus, ids):
-        gpu.uuid = uuid
-    position = {index: i for i, (index, _) in enumerate(ids)}
-    return [gpus[position[index]] for index in visible_indices(ids, os.environ.get("CUDA_VISIBLE_DEVICES"))]
 
 
 def host_identity() -> dict:

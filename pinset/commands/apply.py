@@ -19,7 +19,12 @@ from pinset.store import scratch_dir
 
 
 def add_parser(sub):
-    p = sub.add_parser("apply", help="materialise the pinned tree of one build into a folder")
+    p = sub.add_parser(
+        "apply", help="materialise the pinned tree of one build into a folder",
+        description="Apply the pin set onto one build (in the cache's mirror, as `pinset sim` does) and write "
+                    "the resulting source tree into a new or empty folder, ready to build. Your own checkout "
+                    "is never touched. When a required pin fails on that build nothing is written and the "
+                    "exit code is 1; --bare writes the build without any pin.")
     add_config_args(p, builds=False)
     p.add_argument("--build", required=True, help="the build (as in pins.yaml, or any tag/commit/pypi:...)")
     p.add_argument("--out", required=True, help="new or empty folder to write the tree into")
@@ -27,12 +32,20 @@ def add_parser(sub):
     return p
 
 
+def _one_build(pinset, selection: str) -> list[str]:
+    """--build names one build; a list or a selector naming several is bad input, as for --builds' errors."""
+    names = pick_builds(pinset, selection, flag="--build")
+    if len(names) != 1:
+        raise PinsetError(f"--build {selection!r}: names {len(names)} builds; apply writes one tree")
+    return names
+
+
 def run(args) -> int:
     out = Path(args.out).expanduser().absolute()
     _check_out(out)
     check_outputs({}, {"--out": out})
     pinset, store = open_config(args)
-    with simulate(pinset, pick_builds(pinset, args.build), store) as sim:
+    with simulate(pinset, _one_build(pinset, args.build), store) as sim:
         build, result = sim.build(args.build)
         failed = [p.id for p in result.pins if p.required and not p.ok]
         if failed and not args.bare:

@@ -17,6 +17,7 @@ from pinset.measures.stats import Plan
 from pinset.commands.sides import add_side_args, resolve_sides
 from pinset.commands.common import check_inputs, count, seconds
 from pinset.output import check_outputs, console, err_console, write_json, write_text
+from pinset.progress import Progress
 
 TARGETS = ["llama-bench"]
 COLOURS = {"faster": "green", "no change": "cyan", "slower": "red", "too noisy": "yellow", "insufficient data": "yellow"}
@@ -115,6 +116,7 @@ def run(args) -> int:
         budget = f"{used:.0f}/{args.max_time:.0f} s" if adaptive else f"{used:.0f} s"
         err_console.print(f"bench: {len(so_far)} of {args.max_rounds if adaptive else args.rounds} rounds, {budget}, "
                           f"undecided: {', '.join(open_rows) or 'none'}", highlight=False)
+        shown.update(done=len(so_far), note=f"undecided: {', '.join(open_rows) or 'none'}")
         if not adaptive:
             return False
         if decisive(rows) or failing(so_far):
@@ -123,8 +125,11 @@ def run(args) -> int:
         state["ran_out"] = used + last > args.max_time or len(so_far) >= args.max_rounds   # the next would overrun
         return state["ran_out"]
 
-    rounds = run_rounds(base, head, models, bench_args, rounds=args.max_rounds if adaptive else args.rounds,
-                        repetitions=args.repetitions, cpu=args.cpu, log_dir=args.log_dir, on_round=progress, done=done)
+    planned = args.max_rounds if adaptive else args.rounds
+    # A live line on a terminal; without one the plain line per round above says it.
+    with Progress("bench", unit="rounds", total=planned, enabled=err_console.is_terminal) as shown:
+        rounds = run_rounds(base, head, models, bench_args, rounds=planned, repetitions=args.repetitions,
+                            cpu=args.cpu, log_dir=args.log_dir, on_round=progress, done=done)
     decision.update(elapsed_s=round(time.monotonic() - start, 1), budget_ran_out=state["ran_out"])
     doc = bench_document(models, bench_args, rounds, args.repetitions, base, head,
                          keep_busy_rounds=args.keep_busy_rounds, decision=decision,

@@ -8,6 +8,7 @@ from rich.table import Table
 
 from pinset.checks.machine import host_identity
 from pinset.errors import PinsetError
+from pinset.markdown_table import table
 from pinset.measures.kld import device_run, kld_document, reference
 from pinset.commands.sides import add_side_args, resolve_sides
 from pinset.models.pipeline import DEFAULT_TEXT
@@ -99,8 +100,7 @@ def kld_markdown(doc) -> str:
     lines = [f"### KL divergence vs CPU: {doc['model']['name']}", "",
              f"Reference: CPU backend, {doc['reference']['build']} ({doc['reference']['commit'][:12]}); "
              f"ctx {doc['ctx']}, {doc['chunks']} chunks of `{Path(doc['text']['path']).name}`.", "",
-             "| " + " | ".join(HEADERS) + " |", "|" + "---|" * len(HEADERS)]
-    lines += ["| " + " | ".join(row) + " |" for row in _rows(doc)]
+             *table(HEADERS, _rows(doc))]
     lines.append("")
     if v["sigma"] is not None:
         lines.append(f"**Verdict:** head is {v['text']} (head − base mean KLD = {v['head_minus_base_kld']:.3g}"

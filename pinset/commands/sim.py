@@ -14,7 +14,12 @@ STYLE = {"applied": "green", "upstream": "cyan", "conflict": "red", "skipped": "
 
 
 def add_parser(sub):
-    p = sub.add_parser("sim", help="apply the pin set onto upstream builds in memory and check contracts")
+    p = sub.add_parser(
+        "sim", help="apply the pin set onto upstream builds in memory and check contracts",
+        description="Apply every pin of pins.yaml, in order, onto each upstream build (pins.yaml's builds, or "
+                    "--builds) in a private git mirror in the cache, without checking anything out, and check "
+                    "each pin's contracts (symbols that must exist). Prints a table of pin x build; --json "
+                    "and --markdown write the same result. Exit 1 when a required pin fails on a build.")
     add_config_args(p)
     p.add_argument("--json", help="write the result JSON here")
     p.add_argument("--markdown", help="write a markdown grid here")
@@ -53,9 +58,10 @@ def run(args) -> int:
 
 def sim_table(result) -> Table:
     table = Table(title="pinset sim")
-    table.add_column("pin")
+    # overflow="fold": on a narrow terminal a long pin id or status wraps instead of ending in "…".
+    table.add_column("pin", overflow="fold")
     for b in result.builds:
-        table.add_column(f"{short_build(b.build)}\n{b.commit[:9]}")
+        table.add_column(f"{short_build(b.build)}\n{b.commit[:9]}", overflow="fold")
     ids = [p.id for p in result.builds[0].pins] if result.builds else []
     for i, pin_id in enumerate(ids):
         cells = []

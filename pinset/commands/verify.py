@@ -12,6 +12,7 @@ from pinset.build.cmake import find_nvcc, require_toolchain
 from pinset.build.settings import build_settings
 from pinset.checks.machine import probe_machine
 from pinset.commands.common import add_config_args, count, open_config, seconds
+from pinset.commands.sim import short_build
 from pinset.errors import PinsetError, ToolchainError
 from pinset.output import check_outputs, console, write_json, write_text
 from pinset.sim.model import is_cuda_path
@@ -140,9 +141,10 @@ def _log_dir(args, store) -> Path:
 
 def _table(doc: dict) -> Table:
     table = Table(title=f"pinset verify ({'CUDA' if doc['cuda'] else 'CPU only'})")
-    table.add_column("gate")
+    # overflow="fold": on a narrow terminal a long build name or op list wraps instead of ending in "…".
+    table.add_column("gate", overflow="fold")
     for b in doc["builds"]:
-        table.add_column(f"{b['build']}\n{b['commit'][:12]}")
+        table.add_column(f"{short_build(b['build'])}\n{b['commit'][:12]}", overflow="fold")
     names = [g["name"] for g in doc["builds"][0]["gates"]] if doc["builds"] else []
     for i, name in enumerate(names):
         cells = []

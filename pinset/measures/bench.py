@@ -28,6 +28,7 @@ import numpy as np
 
 from pinset import runner
 from pinset.checks.machine import read_host
+from pinset.markdown_table import table
 from pinset.measures import gpu as gpu_mod
 from pinset.measures.llama_bench import BenchLine, BenchParseError, parse_jsonl, run_problem, speed_problem
 from pinset.measures.sides import Side
@@ -424,8 +425,7 @@ def bench_markdown(doc: dict, plot_name: str | None = None) -> str:
              f"{doc['rounds']} interleaved rounds (first = warm-up) of `-r {doc['repetitions']}`; "
              f"args `{' '.join(doc['llama_bench_args'])}`. t/s: {speed_stat(doc)}.", "",
              *_decision_lines(doc),
-             "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
-    lines += ["| " + " | ".join(row_cells(r)) + " |" for r in doc["rows"]]
+             *table(cols, [row_cells(r) for r in doc["rows"]])]
     if doc.get("reanalysed_from"):
         lines += ["", "Re-analysed (`pinset bench --reanalyse`): rows recomputed from the recorded rounds; recorded with "
                   f"the method \"{doc['reanalysed_from']['method']}\"."]

@@ -21,8 +21,10 @@ from pathlib import Path
 from pinset import runner
 from pinset.checks.machine import read_host
 from pinset.errors import RuntimeFailure
-from pinset.measures.perplexity import PerplexityOutput, base_problem, kld_problem, parse_perplexity
+from pinset.measures.perplexity import (PerplexityOutput, base_problem, chunk_counter, kld_problem,
+                                       parse_perplexity)
 from pinset.measures.sides import Side
+from pinset.progress import SPINNER, Progress
 from pinset.results import SCHEMAS, Doc
 
 CPU_ENV = {"CUDA_VISIBLE_DEVICES": ""}
@@ -88,7 +90,10 @@ def reference(side: Side, model: Path, text: Path, ctx: int, chunks: int, store,
     if threads:
         argv += ["-t", str(threads)]
     log = (log_dir / "kld-reference.log") if log_dir else folder / "reference.log"
-    done = runner.run(argv, env=CPU_ENV, timeout=7200, log=log)
+    # llama-perplexity writes its `[1]…,[2]…` chunk values on one line, ended only after the last chunk:
+    # the elapsed time is what can be shown while it runs.
+    with Progress(f"KLD reference on CPU ({chunks} chunks of {ctx})", kind=SPINNER):
+        done = runner.run(argv, env=CPU_ENV, timeout=7200, log=log)
     out = parse_perplexity(done.stdout, done.stderr)
     problem = base_problem(out, done.returncode)
     if problem is None and not tmp.is_file():
@@ -110,8 +115,10 @@ def device_run(side: Side, model: Path, ref: Reference, ctx: int, chunks: int, *
             "--kl-divergence-base", ref.logits, "--kl-divergence", *DEVICE_LOG, *extra]
     if threads:
         argv += ["-t", str(threads)]
-    done = runner.run(argv, env=CPU_ENV if cpu else None, timeout=7200,
-                      log=(log_dir / f"kld-{side.label}.log") if log_dir else None)
+    with Progress(f"KLD {side.label} on {'CPU' if cpu else 'GPU'}", unit="chunks", total=chunks) as shown:
+        done = runner.run_streaming(argv, env=CPU_ENV if cpu else None, timeout=7200, merge_stderr=False,
+                                    on_line=chunk_counter(shown),
+                                    log=(log_dir / f"kld-{side.label}.log") if log_dir else None)
     out = parse_perplexity(done.stdout, done.stderr)
     backend = "CPU" if cpu else (out.devices[0].split()[0] if out.devices else "unknown")
     return DeviceRun(side.label, side, backend, out, done.returncode, kld_problem(out, done.returncode, gpu=not cpu),

@@ -156,6 +156,19 @@ def parse_kld_block(text: str, anomalies: list[str] | None = None) -> KldStats |
     )
 
 
+KLD_CHUNK_RE = re.compile(r"^\s*(?P<chunk>\d+)\s+\d")  # "   3    2218312.7433 ± ..." in the --kl-divergence table
+
+
+def chunk_counter(progress):
+    """An on_line callback for a streamed --kl-divergence run: the chunk number of each table row."""
+    def on_line(line: str) -> None:
+        m = KLD_CHUNK_RE.match(line)
+        if m:
+            progress.update(done=int(m.group("chunk")))
+
+    return on_line
+
+
 def parse_perplexity(stdout: str, stderr: str) -> PerplexityOutput:
     """Parse one run. Both streams are searched for each item, so a llama.cpp that moves a line
     from one stream to the other still parses; the fixtures pin where each line is today."""

@@ -6,6 +6,7 @@ so a re-run that changes nothing does not re-post a comment, and golden files ca
 
 from __future__ import annotations
 
+from pinset.markdown_table import table
 from pinset.measures.bench import exclusion_kind, row_speeds, speed_stat
 from pinset.report.load import kld_delta_text
 from pinset.report.merge import Merged, VerifyRun, device_key, device_text, op_key
@@ -23,16 +24,6 @@ VERDICT_ICON = {"faster": "🚀", "slower": "🐢", "no change": "🟰", "too no
 def marker(digest: str) -> str:
     """Hidden line that finds this pin set's comment again when updating it."""
     return f"<!-- pinset:{digest} -->"
-
-
-def esc(text) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ")
-
-
-def table(header: list[str], rows: list[list[str]]) -> list[str]:
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(esc(c) for c in row) + " |" for row in rows]
-    return lines
 
 
 def render(m: Merged, verdict: Verdict, pins_info: dict[str, dict] | None = None,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pinset.markdown_table import table
+
 ICON = {"applied": "✅", "upstream": "⏫", "conflict": "❌", "skipped": "⏭️", "error": "⚠️"}
 
 
@@ -22,11 +24,9 @@ def sim_markdown(sim: dict, conflicts: bool = False) -> str:
     builds = sim["builds"]
     if not builds:
         return "_no builds_\n"
-    header = "| pin | " + " | ".join(f"{b['build']} (`{b['commit'][:9]}`)" for b in builds) + " |"
-    lines = [header, "|---" * (len(builds) + 1) + "|"]
-    for i, pin in enumerate(builds[0]["pins"]):
-        name = f"`{pin['id']}`" + ("" if pin.get("required", True) else " (optional)")
-        lines.append(f"| {name} | " + " | ".join(cell(b["pins"][i]) for b in builds) + " |")
+    rows = [[f"`{pin['id']}`" + ("" if pin.get("required", True) else " (optional)"),
+             *(cell(b["pins"][i]) for b in builds)] for i, pin in enumerate(builds[0]["pins"])]
+    lines = table(["pin", *(f"{b['build']} (`{b['commit'][:9]}`)" for b in builds)], rows)
     problems = [f"- **{b['build']}** `{p['id']}`: {prob}" for b in builds for p in b["pins"]
                 for prob in p["contract"]["problems"]]
     if problems:

@@ -44,30 +44,30 @@ class Simulation:
         raise PinsetError(f"build {name!r} is not among the simulated builds")
 
 
-def pick_builds(pinset: PinSet, selection: str | None) -> list[str]:
-    """The builds of pins.yaml, or those named by --builds (which may add new ones)."""
+def pick_builds(pinset: PinSet, selection: str | None, flag: str = "--builds") -> list[str]:
+    """The builds of pins.yaml, or those named by `flag` (which may add new ones); errors name that flag."""
     if not selection:
         return list(pinset.builds)
     pieces = [piece.strip() for piece in selection.split(",")]
     if not any(pieces):
-        raise PinsetError("--builds: empty list")
+        raise PinsetError(f"{flag}: empty list")
     for i, piece in enumerate(pieces):
         if not piece:
-            raise PinsetError(f"--builds {selection!r}: entry {i + 1} is empty")
+            raise PinsetError(f"{flag} {selection!r}: entry {i + 1} is empty")
     names = split_builds(selection)
     for i, name in enumerate(names):
         if name in names[:i]:
-            raise PinsetError(f"--builds: duplicate build {name!r}")
+            raise PinsetError(f"{flag}: duplicate build {name!r}")
         if looks_like_selector(name):
             try:
                 names[i] = str(parse_selector(name))
             except ValueError as exc:
-                raise PinsetError(f"--builds: {exc}") from None
+                raise PinsetError(f"{flag}: {exc}") from None
         elif not (PYPI_BUILD_RE.match(name) or BUILD_RE.match(name)):
-            raise PinsetError(f"--builds: malformed build {name!r} (a tag, a commit sha, pypi:PACKAGE==VERSION, "
+            raise PinsetError(f"{flag}: malformed build {name!r} (a tag, a commit sha, pypi:PACKAGE==VERSION, "
                               "or a selector tags:PATTERN:N / pypi:PACKAGE>=VERSION)")
         if not name.startswith("pypi:") and pinset.upstream is None:
-            raise PinsetError(f"--builds: {name!r} needs an `upstream:` in {pinset.path.name}")
+            raise PinsetError(f"{flag}: {name!r} needs an `upstream:` in {pinset.path.name}")
     return names
 
 

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from pinset import runner
 from pinset.errors import CacheDamaged, UpstreamError
+from pinset.progress import SPINNER, Progress
 from pinset.store import atomic_write, cache_tmp, clean_scratch, locked, scratch_dir
 
 # Fixed identity and dates make imported commits reproducible: same tree -> same commit id.
@@ -193,8 +194,9 @@ class Mirror:
     def fetch(self, url: str, refspecs: list[str], timeout: float = 900) -> runner.Completed:
         with self.lock(waiting=f"waiting for another pinset fetching into {self.path}"):
             # check_damage=False: here git's words may be about the remote, not about the mirror.
-            return self.git("fetch", "--no-tags", "--quiet", url, *refspecs, timeout=timeout,
-                            env={"GIT_TERMINAL_PROMPT": "0"}, check_damage=False)
+            with Progress(f"fetching {_refs_shown(refspecs)} from {url}", kind=SPINNER):
+                return self.git("fetch", "--no-tags", "--quiet", url, *refspecs, timeout=timeout,
+                                env={"GIT_TERMINAL_PROMPT": "0"}, check_damage=False)
 
     def update_ref(self, ref: str, oid: str) -> None:
         with self.lock():
@@ -276,3 +278,9 @@ class Mirror:
 
     def __exit__(self, *exc):
         self.close()
+
+
+def _refs_shown(refspecs: list[str]) -> str:
+    """'pull/123/head' for one refspec, 'pull/1/head and 2 more' for several."""
+    names = [r.lstrip("+").split(":", 1)[0] for r in refspecs] or ["?"]
+    return names[0] + (f" and {len(names) - 1} more" if len(names) > 1 else "")

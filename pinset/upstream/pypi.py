@@ -23,6 +23,7 @@ import zlib
 from pathlib import Path, PurePosixPath
 
 from pinset.errors import UpstreamError
+from pinset.progress import BYTES, Progress
 from pinset.store import atomic_write, digest_path, file_sha256, locked
 
 VENDOR_DIR = "vendor/llama.cpp"
@@ -30,7 +31,6 @@ CHANGELOG_COMMIT_RE = re.compile(r"llama\.cpp@([0-9a-f]{7,40})")
 DEFAULT_INDEX = "https://pypi.org"
 CHUNK = 1 << 16
 ATTEMPTS = 4          # a dropped connection resumes where it stopped, this many times
-PLAIN_EVERY_S = 15    # without a terminal: one progress line this often
 
 
 class SdistUnreadable(UpstreamError):
@@ -183,63 +183,11 @@ def _fetch_into(url: str, part: Path, what: str, progress: bool) -> None:
             have = 0  # the server ignored the range: start again
         length = response.headers.get("Content-Length")
         total = have + int(length) if length and length.isdigit() else None
-        with open(part, "ab" if have else "wb") as fh, _Progress(what, total, have, progress) as shown:
+        with open(part, "ab" if have else "wb") as fh, Progress(f"downloading {what}", kind=BYTES, total=total, done=have, enabled=progress,
+                                                   done_as=f"downloaded {what}", announce=True) as shown:
             for block in response.iter_content(CHUNK):
                 fh.write(block)
                 shown.advance(len(block))
-
-
-class _Progress:
-    """Bytes and rate of a download: a rich bar on a terminal, else a plain line every ~15 s."""
-
-    def __init__(self, what: str, total: int | None, done: int, enabled: bool):
-        from pinset.output import err_console
-
-        self.what, self.total, self.done = what, total, done
-        self.started = self.last = time.monotonic()
-        self.start_bytes = done
-        self.bar = None
-        self.plain = enabled and not err_console.is_terminal
-        if enabled and err_console.is_terminal:
-            from rich.progress import (BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn,
-                                       TransferSpeedColumn)
-
-            self.bar = Progress(TextColumn("[bold]{task.description}"), BarColumn(), DownloadColumn(),
-                                TransferSpeedColumn(), TimeRemainingColumn(), console=err_console)
-            self.task = self.bar.add_task(f"download {what}", total=total, completed=done)
-
-    def __enter__(self):
-        if self.bar is not None:
-            self.bar.start()
-        elif self.plain:
-            size = f" ({self.total / 1e6:.1f} MB)" if self.total else ""
-            resumed = f", resuming at {self.done / 1e6:.1f} MB" if self.done else ""
-            self._say(f"downloading {self.what}{size}{resumed}")
-        return self
-
-    def advance(self, n: int) -> None:
-        self.done += n
-        if self.bar is not None:
-            self.bar.update(self.task, completed=self.done)
-        elif self.plain and time.monotonic() - self.last >= PLAIN_EVERY_S:
-            of = f"/{self.total / 1e6:.1f}" if self.total else ""
-            self._say(f"downloading {self.what}: {self.done / 1e6:.1f}{of} MB at {self._rate():.1f} MB/s")
-
-    def _rate(self) -> float:
-        return (self.done - self.start_bytes) / 1e6 / max(time.monotonic() - self.started, 1e-3)
-
-    def _say(self, text: str) -> None:
-        from pinset.output import err_console
-
-        self.last = time.monotonic()
-        err_console.print(text, highlight=False, markup=False)
-
-    def __exit__(self, *exc):
-        if self.bar is not None:
-            self.bar.stop()
-        elif self.plain and exc[0] is None:
-            self._say(f"downloaded {self.what}: {self.done / 1e6:.1f} MB in "
-                      f"{time.monotonic() - self.started:.0f} s ({self._rate():.1f} MB/s)")
 
 
 def changelog_commit(changelog: str, version: str) -> str | None:

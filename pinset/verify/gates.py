@@ -16,10 +16,11 @@ from pathlib import Path
 
 from pinset import runner
 from pinset.build.cmake import BuildFailed, BuiltTree, cmake_cache_value, configured_compilers, ensure_build
-from pinset.checks.backend_ops import OpCount, judge_backend_ops, parse_backend_ops
+from pinset.checks.backend_ops import OpCount, case_counter, judge_backend_ops, parse_backend_ops
 from pinset.checks.ctest import judge_ctest, parse_ctest
 from pinset.checks.text import last_lines, strip_ansi
 from pinset.config.schema import FeatureCheck, PinSet
+from pinset.progress import Progress
 from pinset.verify import plan
 from pinset.verify.model import GATES, GPU_GATES, BuildVerification, CheckResult, GateResult, PinRef
 
@@ -125,7 +126,8 @@ class Gates:
         label = f"{item.name} {'cuda' if cuda else 'cpu'}"
         kwargs = dict(label=label, commit=item.commit, pinset_digest=self.pinset.digest, cuda=cuda,
                       cuda_architectures=o.cuda_architectures if cuda else None, jobs=o.jobs,
-                      progress=o.progress, log_dir=logs, extra_flags=o.cuda_flags if cuda else [])
+                      progress=o.progress, log_dir=logs, extra_flags=o.cuda_flags if cuda else [],
+                      log_name="cuda" if cuda else "cpu")  # docs/verify.md: <logs>/<build>/cpu-build.log
         try:
             built = ensure_build(self.store, self.mirror, item.tree, targets=targets, **kwargs)
             extra = self._ctest_targets(built, cuda)
@@ -171,7 +173,11 @@ class Gates:
             argv += ["-p", params]
         if mode == "test" and backend != "CPU" and self.options.op_jobs > 1:
             argv += ["-j", str(self.options.op_jobs)]
-        done = runner.run(argv, cwd=built.build_dir, timeout=self.options.op_timeout, log=log)
+        # Streamed (stderr merged, which the parser reads) so a run of up to 30 min shows its case count.
+        with Progress(f"test-backend-ops {mode} {op} on {backend}", unit="cases",
+                      enabled=self.options.progress) as shown:
+            done = runner.run_streaming(argv, cwd=built.build_dir, timeout=self.options.op_timeout, log=log,
+                                        on_line=case_counter(shown))
         output = parse_backend_ops(done.stdout)
         verdict = judge_backend_ops(output, backend, returncode=done.returncode, signal_name=done.signal_name,
                                     timed_out=done.timed_out, raw_text=done.stdout + "\n" + done.stderr, mode=mode,

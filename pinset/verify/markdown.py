@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pinset.markdown_table import table
+
 
 def _seconds(value: float) -> str:
     return f"{value / 60:.1f} min" if value >= 120 else f"{value:.0f} s"
@@ -19,11 +21,9 @@ def verify_markdown(doc: dict) -> str:
                  f"ccache {'yes' if m.get('ccache') else 'no'}")
     for b in doc["builds"]:
         lines += ["", f"## {b['build']} ({b['commit'][:12]}): {'passed' if b['ok'] else 'FAILED'}", ""]
-        lines += ["| gate | status | time | detail |", "|---|---|---|---|"]
-        for g in b["gates"]:
-            detail = (g.get("detail") or "").replace("|", "\\|").replace("\n", " ")
-            lines.append(f"| {g['name']} | {g['status']} | {_seconds(g['seconds']) if g['status'] != 'not-run' else '-'} "
-                         f"| {detail} |")
+        lines += table(["gate", "status", "time", "detail"],
+                       [[g["name"], g["status"], _seconds(g["seconds"]) if g["status"] != "not-run" else "-",
+                         g.get("detail") or ""] for g in b["gates"]])
         for g in b["gates"]:
             if g.get("ops"):
                 lines += ["", f"{g['name']} ({g['ops'][0]['backend']}"
