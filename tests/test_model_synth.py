@@ -125,7 +125,10 @@ def test_random_blocks_are_valid_and_dequantize_to_the_intended_std(qtype, log_s
     assert raw.shape == (n // per_block, nbytes) and raw.dtype == np.uint8
     w = dequantize(raw, qtype)
     assert w.size == n and np.all(np.isfinite(w))
-    assert abs(w.std() / std - 1) < 0.06 and abs(w.mean()) < 0.05 * std
+    # 32 values share a (sub-block) scale, so the sample std's error shrinks with the number of such groups:
+    # ~4 of its standard errors (measured over 60 seeds per type and size), never looser than 2 % at large n
+    tol = max(0.02, (n / 32) ** -0.5)
+    assert abs(w.std() / std - 1) < tol and abs(w.mean()) < 0.05 * std
     d_expected = np.float16(std / blocks.unit_rms(qtype))
     if qtype in ("Q8_0", "Q4_0", "IQ1_S"):
         assert np.all(raw[:, :2].copy().view(np.float16) == d_expected)

@@ -53,7 +53,9 @@ def test_pin_adding_lines_the_file_already_has_is_applied_not_upstream(make_repo
     code, data = run_sim(tmp_path, _pins(tmp_path, up, ["b1"], pins, "dup-block", "dup-include"))
     pins_b1 = by_id(data["builds"][0])
     assert pins_b1["dup-block"]["status"] == "applied", pins_b1["dup-block"]
-    assert pins_b1["dup-block"]["retire"] is False and pins_b1["dup-block"]["carried_fraction"] == 0.0
+    # applied and not retired whatever the count says: the series names no base, so the copies the file had
+    # before the pin are known only from the patch's context (never from a blob that happens to be cached)
+    assert pins_b1["dup-block"]["retire"] is False
     assert pins_b1["dup-include"]["status"] == "applied", pins_b1["dup-include"]
     assert code == 0
 

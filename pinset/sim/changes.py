@@ -40,7 +40,6 @@ class FileChange:
     # Lower bound of each substantive line's copies in the file before the pin (its context and
     # removed lines): copies the file already had are no evidence that the pin's own landed.
     preimage: Counter = field(default_factory=Counter)
-    preimage_blob: str | None = None   # the file's blob before the pin, as its first patch names it
 
     def net_added(self) -> Counter:
         """Substantive lines the pin adds beyond those it removes (line -> count)."""
@@ -63,7 +62,6 @@ class PinChange:
 
 
 _DIFF_HEADER_RE = re.compile(r"^diff --git a/(.+?) b/(.+)$")
-_INDEX_RE = re.compile(r"^index ([0-9a-f]{7,})\.\.[0-9a-f]+")
 _RENAME_RE = re.compile(r"^(?:rename|copy) (?:from|to) (.+)$")
 
 
@@ -101,9 +99,6 @@ def parse_patch(text: str) -> dict[str, FileChange]:
                 current.deleted = True
             elif raw.startswith("+++ b/"):
                 pass
-            elif _INDEX_RE.match(raw) and current.preimage_blob is None:
-                blob = _INDEX_RE.match(raw).group(1)
-                current.preimage_blob = blob if blob.strip("0") else None
             elif raw.startswith("@@"):
                 in_hunk = True
             continue
@@ -135,7 +130,7 @@ def combine(series: list[dict[str, FileChange]]) -> dict[str, FileChange]:
         for path, change in patch.items():
             acc = net.get(path)
             if acc is None:
-                acc = net[path] = FileChange(path, new_file=change.new_file, preimage_blob=change.preimage_blob)
+                acc = net[path] = FileChange(path, new_file=change.new_file)
             # This patch's preimage is the original file plus what the earlier patches added.
             earlier = Counter(acc.added)
             for line, n in change.preimage.items():

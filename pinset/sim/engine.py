@@ -204,20 +204,13 @@ class Simulator:
     # --- analysis -------------------------------------------------------------------------
     def _preimage(self, prep: PreparedPin, path: str) -> Counter:
         """Copies of each line in the pin's file before the pin: the file in its base where the
-        base is known, else the blob its patch names (`index` line) where the mirror has it, and
-        never fewer than the patch's own context and removed lines show."""
+        base is known, never fewer than the patch's own context and removed lines show.
+
+        Not the blob the patch's `index` line names even when the mirror happens to hold it: whether
+        it does depends on what earlier runs fetched, and the verdict must not (same input, same verdict)."""
         fc = prep.change.files[path]
         base_tree = self._base_tree(prep)
-        if base_tree is not None:
-            known = self._counts(base_tree, path)
-        elif fc.preimage_blob is not None:
-            key = ("blob", fc.preimage_blob)
-            if key not in self._blob_cache:
-                found = list(self.mirror.read_objects([fc.preimage_blob]).values())
-                self._blob_cache[key] = line_counts(found[0].decode("utf-8", "replace") if found else None)
-            known = self._blob_cache[key]
-        else:
-            known = {}
+        known = self._counts(base_tree, path) if base_tree is not None else {}
         return fc.preimage | Counter(known)
 
     def _base_tree(self, prep: PreparedPin) -> str | None:
