@@ -26,20 +26,13 @@ from pinset.measures.perplexity import (PerplexityOutput, base_problem, chunk_co
 from pinset.measures.sides import Side
 from pinset.progress import SPINNER, Progress
 from pinset.results import SCHEMAS, Doc
+from pinset.store import file_sha256
 
 CPU_ENV = {"CUDA_VISIBLE_DEVICES": ""}
 # llama.cpp prints its `using device CUDA0 (NVIDIA H200)` line only at log verbosity 4 (common/log.h:
 # llama's INFO messages are TRACE to the tool); without it a run cannot show which device it used.
 DEVICE_LOG = ["-lv", "4"]
 SIGMAS = 2.0  # head is "further" when its mean KLD exceeds base's by more than 2 combined std errors
-
-
-def file_sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def model_identity(path: Path) -> str:
