@@ -11,7 +11,6 @@ The ordering rule (pick walks it newest first, selectors take their newest N by 
 from __future__ import annotations
 
 import fnmatch
-import os
 
 import requests
 from packaging.specifiers import SpecifierSet
@@ -21,8 +20,9 @@ from pinset.config.schema import PYPI_BUILD_RE
 from pinset.config.selectors import PypiSelector, TagSelector, looks_like_selector, parse_selector
 from pinset.errors import PinsetError, UpstreamError
 from pinset.upstream.mirror import Mirror
+from pinset.upstream.pypi import index_url
 
-PYPI_URL_ENV = "PINSET_PYPI_URL"   # index base URL of the JSON API (default https://pypi.org); tests use 127.0.0.1
+PYPI_URL_ENV = "PINSET_PYPI_URL"   # read by pypi.index_url(), the one place that resolves the index
 _TAGS = "refs/pinset/upstream/tags/"
 
 
@@ -81,7 +81,7 @@ def topo_rank(mirror: Mirror, commits: list[str]) -> dict[str, int]:
 
 def pypi_versions(selector: PypiSelector) -> list[str]:
     """Versions of the package with an sdist that match the specifiers (newest N), oldest first."""
-    base = os.environ.get(PYPI_URL_ENV, "https://pypi.org").rstrip("/")
+    base = index_url()
     url = f"{base}/pypi/{selector.package}/json"
     try:
         response = requests.get(url, timeout=60)
