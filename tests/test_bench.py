@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from pinset.cli import main
+from pinset.measures.stats import Plan, compare
 
 LLAMA_BIN = os.environ.get("PINSET_TEST_LLAMA_BIN")
 
@@ -49,7 +50,12 @@ def test_bench_end_to_end_on_cpu(tmp_path):
     assert [r["test"] for r in doc["rows"]] == ["pp32", "tg4"]
     for row in doc["rows"]:
         assert len(row["base_tps"]) == len(row["head_tps"]) == 3
-        assert row["verdict"] in ("no change", "too noisy")  # same binary on both sides
+        # Same binary on both sides, yet a fixed 3-round A/A may come out "faster"/"slower": the rule allows
+        # that with probability <= alpha per row (5 %; checked by simulation in test_stats.py), and a shared
+        # CI machine delivers it (pp32 +4.9 %, CI +4.0 ... +5.8 %, seen once). What must hold every time: the
+        # verdict is the rule's on the recorded speeds, one look (a fixed --rounds).
+        assert row["verdict"] == compare(row["base_tps"], row["head_tps"], Plan()).verdict
+        assert row["verdict"] in ("no change", "too noisy", "faster", "slower")
     assert (out / "bench.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "![per-round t/s](bench.png)" in (out / "bench.md").read_text()
 
