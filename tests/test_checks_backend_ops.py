@@ -303,3 +303,26 @@ def test_only_a_newline_ends_a_case_line(sep):
     # "FAIL<sep>OK" or "<sep>OK" must not read as a pass whatever a terminal would show
     assert not _judge(_run_text(f"  {MM}: FAIL{sep}OK", summary="1/1")).ok
     assert not _judge(_run_text(f"  {MM}: {sep}OK", summary="1/1")).ok
+
+
+PERF_LINE = "53676 runs -    18.68 us/run - 117.44 MFLOP/run -   6.29 TFLOPS"
+
+
+def test_a_result_of_another_mode_is_red():
+    # perf mode measures; an `OK` there is a test result, and counted as a case it made a perf check
+    # "pass" with zero cases measured. A timing in a test run is no test result either.
+    perf_with_ok = _run_text(f"  {MM}: OK").replace("  1/1 tests passed\n", "")
+    verdict = judge_backend_ops(parse_backend_ops(perf_with_ok), "CUDA0", returncode=0, mode="perf", op="MUL_MAT")
+    assert not verdict.ok and verdict.measured == 0 and "not a perf result" in verdict.detail
+    test_with_timing = _run_text(f"  {MM}: {PERF_LINE}", summary="1/1")
+    verdict = _judge(test_with_timing)
+    assert not verdict.ok and "not a test result" in verdict.detail
+
+
+@pytest.mark.parametrize("where", ["after the closing OK", "before the first section"])
+def test_a_case_line_outside_any_backend_section_is_red(where):
+    # the program prints every case inside its backend's section: a FAIL elsewhere must not be dropped
+    text = _run_text(f"  {MM}: OK")
+    text = text + f"  {MM}: FAIL\n" if where.startswith("after") else f"  {MM}: FAIL\n" + text
+    verdict = _judge(text)
+    assert not verdict.ok and "outside any backend section" in verdict.detail

@@ -215,6 +215,10 @@ def parse_backend_ops(text: str) -> BackendOpsOutput:
                 if status == "failed" and detail:
                     out.error_lines.append(line.strip())
                 continue
+        elif CASE_RE.search(line) and CASE_RE.search(line)["result"].strip():
+            # every case is printed inside its backend's section: one elsewhere (after the closing line,
+            # before the first section) belongs to no run we can judge
+            out.anomalies.append(f"a case line outside any backend section: {line.strip()[:120]}")
         if re.search(r"\b(ERR|NMSE|MAA) = |NaN at index|inf mismatch|sentinel mismatch", line):
             out.error_lines.append(line.strip())
     return out
@@ -425,6 +429,13 @@ def judge_backend_ops(output: BackendOpsOutput, backend: str, *, returncode: int
         problems.append(f"killed by {signal_name}")
     if foreign:
         problems.append(f"{len(foreign)} case(s) of other ops in a `-o {op}` run ({_names(foreign)})")
+    # a perf run measures (`N runs - X us/run`), a test run compares (`OK`): the other mode's result
+    # is not this run's, and would count as a case that ran
+    mode_result = {"test": ("measured", "a test result"), "perf": ("passed", "a perf result")}.get(mode)
+    other_mode = [c for c in cases if mode_result and c.status == mode_result[0]]
+    if other_mode:
+        problems.append(f"{len(other_mode)} case result(s) not {mode_result[1]} ({_names(other_mode)}: "
+                        f"{other_mode[0].detail[:60]})")
     if section is not None and not section.skipped:
         if run == 0:
             what = "zero tests run" + (f" of {op}" if op else "") + (f" with {params}" if params else "")
