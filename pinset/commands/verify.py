@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 import signal
 from pathlib import Path
@@ -30,7 +31,7 @@ def add_parser(sub):
     add_config_args(p)
     p.add_argument("--cuda", action="store_true", help="also build with CUDA and run the GPU gates")
     p.add_argument("--ops", help="ops for the GPU test-backend-ops gate (default MUL_MAT,MUL_MAT_ID,PAD,GET_ROWS)")
-    p.add_argument("--backend", default="CUDA0", help="test-backend-ops backend for the GPU gates (default CUDA0)")
+    p.add_argument("--backend", help="test-backend-ops CUDA backend for the GPU gates (default CUDA0)")
     p.add_argument("--cpu-params", help="-p filter for the CPU gate's MUL_MAT/MUL_MAT_ID (default: the pins' types)")
     p.add_argument("--cuda-flags", help="extra CMake flags for the CUDA build, space-separated "
                    "(e.g. \"-DGGML_CUDA_FA=OFF\"; part of the build's cache key and of the JSON)")
@@ -59,6 +60,7 @@ def run(args) -> int:
         raise PinsetError(f"--cuda-flags: {bad[0]!r} is not a -DNAME=VALUE flag")
     if cuda_flags and not args.cuda:
         raise PinsetError("--cuda-flags needs --cuda")
+    backend = gpu_backend(args.backend, args.cuda)
     # A timeout or `kill` should stop the compilers too: run_streaming kills ninja's process group
     # when the wait is interrupted.
     signal.signal(signal.SIGTERM, _interrupt)
@@ -68,7 +70,7 @@ def run(args) -> int:
     machine = probe_machine(find_nvcc() if args.cuda else None)
 
     with simulate(pinset, build_names, store) as sim:
-        options = VerifyOptions(cuda=args.cuda, ops=ops, backend=args.backend, cuda_architectures=arch,
+        options = VerifyOptions(cuda=args.cuda, ops=ops, backend=backend, cuda_architectures=arch,
                                 jobs=args.jobs, op_timeout=args.op_timeout, cpu_params=args.cpu_params,
                                 cuda_flags=cuda_flags, op_jobs=args.op_jobs,
                                 log_dir=_log_dir(args, store), progress=not args.no_progress)
@@ -78,7 +80,7 @@ def run(args) -> int:
         for b, v in zip(sim.result.builds, verified):
             v.not_tested += _cuda_not_compiled(b)
     result = VerifyResult(pinset.digest, machine.to_json(), verified, args.cuda,
-                          {"ops": ops, "backend": args.backend if args.cuda else "CPU",
+                          {"ops": ops, "backend": backend if args.cuda else "CPU",
                            "cpu_params": args.cpu_params, "cuda_architectures": arch,
                            "gpu_architectures": gpu_arch, "cuda_flags": cuda_flags,
                            "op_jobs": args.op_jobs, "gpu_class": args.gpu_class})
@@ -106,6 +108,18 @@ def check_toolchain(pinset, cuda: bool, cuda_flags: list[str], *,
     if settings.coverage_warning():
         console.print(f"[yellow]warning:[/] {settings.coverage_warning()}")
     return list(settings.cuda_flags), settings.cuda_architectures, settings.gpu_architectures
+
+
+def gpu_backend(backend: str | None, cuda: bool) -> str:
+    """The test-backend-ops backend of the GPU gates: a CUDA device. Any other (CPU is in every build) would
+    run the "GPU" gates and feature checks somewhere else and still call them GPU evidence."""
+    if backend is None:
+        return "CUDA0"
+    if not cuda:
+        raise PinsetError("--backend needs --cuda (the CPU gates run on CPU)")
+    if not re.fullmatch(r"CUDA\d+", backend):
+        raise PinsetError(f"--backend {backend}: the GPU gates need a CUDA device backend (CUDA0, CUDA1, ...)")
+    return backend
 
 
 def _interrupt(signum, frame):
