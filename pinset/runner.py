@@ -70,8 +70,8 @@ def run(
     try:
         proc = _start(args, cwd=cwd, env=full_env, stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, **text)
-    except FileNotFoundError:
-        result = Completed(args, 127, "", f"{args[0]}: command not found", time.monotonic() - started)
+    except OSError as exc:
+        result = _not_started(args, exc, started)
     else:
         with _owned(proc):
             try:
@@ -83,6 +83,14 @@ def run(
     if log is not None:
         write_log(log, result, cwd=cwd, env=env)
     return result
+
+
+def _not_started(args: tuple[str, ...], exc: OSError, started: float) -> Completed:
+    """A program that could not be started is a failed run (exit 127 not found, 126 not executable, as a
+    shell says), never an exception: a feature check may name a script without its x bit, or a folder."""
+    if isinstance(exc, FileNotFoundError):
+        return Completed(args, 127, "", f"{args[0]}: command not found", time.monotonic() - started)
+    return Completed(args, 126, "", f"{args[0]}: cannot execute: {exc.strerror or exc}", time.monotonic() - started)
 
 
 def _text(output: str | bytes | None) -> str:
@@ -250,8 +258,8 @@ def run_streaming(
         proc = _start(args, cwd=cwd, env=full_env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                       stderr=subprocess.STDOUT if merge_stderr else subprocess.PIPE, text=True, errors="replace",
                       bufsize=1)
-    except FileNotFoundError:
-        result = Completed(args, 127, "", f"{args[0]}: command not found", time.monotonic() - started)
+    except OSError as exc:
+        result = _not_started(args, exc, started)
         if log is not None:
             write_log(log, result, cwd=cwd, env=env)
         return result

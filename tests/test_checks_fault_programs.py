@@ -198,3 +198,26 @@ def test_well_formed_nvidia_smi_is_the_gpu(tmp_path, fake_ctest_path):
     fake_program(fake_ctest_path / "nvidia-smi", "NVIDIA H200, 580.159.04, 9.0, 143771\n")
     machine = probe_machine()
     assert machine.gpus == 1 and machine.gpu.name == "NVIDIA H200" and machine.gpu.memory_mib == 143771
+
+
+@pytest.mark.parametrize("what", ["not executable", "a folder", "no interpreter line"])
+def test_a_command_check_that_cannot_start_is_a_failed_check(gates, built, tmp_path, what):
+    # PermissionError / ENOEXEC from exec came out of verify as a Python traceback
+    target = built.source_dir / "tool"
+    if what == "a folder":
+        target.mkdir()
+    else:
+        target.write_text("echo version\n" if what == "no interpreter line" else "#!/bin/sh\necho version\n")
+        if what == "no interpreter line":
+            target.chmod(0o755)
+    check = FeatureCheck("command", argv=("{src}/tool",), expect="version", timeout=30)
+    result = gates._run_check("pin", check, built, "CUDA0", tmp_path / "cmd.log")
+    assert result.status == "failed" and "exit 126" in result.detail and "tool" in result.detail, result.detail
+
+
+@pytest.mark.parametrize("listing", ["[]", "null", '"x"', '{"tests": {"a": 1}}', '{"tests": [1, "x"]}',
+                                     '{"tests": [{"name": "t", "command": "bin/t"}]}', '{"tests": [{"name": 3}]}'])
+def test_an_odd_ctest_listing_gives_no_targets_not_a_traceback(listing):
+    from pinset.verify.plan import ctest_targets
+
+    assert ctest_targets(listing, ["t"]) in ([], ["t"])

@@ -130,14 +130,18 @@ def ctest_targets(show_only_json: str, names: list[str]) -> list[str]:
     import json
 
     try:
-        tests = json.loads(show_only_json).get("tests", [])
+        listing = json.loads(show_only_json)
     except ValueError:
         return []
+    tests = listing.get("tests") if isinstance(listing, dict) else None
     targets = []
-    for test in tests:
-        if test.get("name") not in names:
+    for test in tests if isinstance(tests, list) else []:
+        if not isinstance(test, dict) or test.get("name") not in names:
             continue
-        target = Path(test["command"][0]).name if test.get("command") else test["name"]
+        command = test.get("command")
+        if command and not (isinstance(command, list) and all(isinstance(a, str) for a in command)):
+            continue  # not ctest's own listing: no target read from it (the check then finds no test: red)
+        target = Path(command[0]).name if command else test["name"]
         if target not in targets:
             targets.append(target)
     return targets
