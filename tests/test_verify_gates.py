@@ -227,3 +227,36 @@ def test_cuda_gates_with_stand_ins(pin_set, tmp_path, upstream, monkeypatch):
     assert code == 1 and g["cuda-build"]["cached"] is True and g["backend-ops"]["status"] == "passed"
     assert g["feature-checks"]["status"] == "failed"
     assert "33 matching cases not supported on CUDA0" in g["feature-checks"]["detail"]
+
+
+def test_an_interrupted_verify_writes_no_pass_and_leaves_no_stale_green(pin_set, tmp_path):
+    """SIGINT during a gate (here: the feature checks, the last gate): exit 130, and the JSON at --json is this
+    run's, with the cut gate `not-run` — not the green file an earlier run left there."""
+    import os
+    import subprocess
+    import sys
+
+    text = pin_set.read_text().replace("builds: [v1, v2, v3]", "builds: [v1, v2]")
+    write_pins(pin_set, text)
+    code, first = run_verify(pin_set, tmp_path)
+    assert gates(first["builds"][0])["feature-checks"]["status"] == "passed"
+    # the command check now signals pinset itself, as Ctrl-C in the terminal would
+    write_pins(pin_set, text.replace('["cat", "{src}/feature.txt"]', '["sh", "-c", "kill -INT $PPID; sleep 30"]'))
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])}
+    done = subprocess.run([sys.executable, "-m", "pinset", "verify", "-c", str(pin_set), "--json",
+                           str(tmp_path / "verify.json"), "--markdown", str(tmp_path / "verify.md"), "--no-progress",
+                           "-j", "2"], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 130, done.stderr[-2000:]
+    assert "Traceback" not in done.stderr and done.stderr.strip().splitlines()[-1] == "pinset: interrupted"
+    doc = json.loads((tmp_path / "verify.json").read_text())
+    assert not doc["ok"] and doc["summary"] != first["summary"]
+    v1, v2 = doc["builds"]
+    g = gates(v1)
+    assert [g[n]["status"] for n in ("cpu-build", "cpu-backend-ops", "cpu-test-chat")] == ["passed"] * 3
+    assert g["feature-checks"]["status"] == "not-run" and "interrupted" in g["feature-checks"]["detail"]
+    assert "checks" not in g["feature-checks"] and not v1["ok"]
+    assert {"what": "gates from feature-checks on", "why": "verify was interrupted (SIGINT/SIGTERM)"} in v1["not_tested"]
+    # the build after it never started: every gate not-run, saying why
+    assert not v2["ok"] and all(x["status"] == "not-run" for x in v2["gates"])
+    assert "interrupted" in gates(v2)["cpu-build"]["detail"]
+    assert "not-run" in (tmp_path / "verify.md").read_text()

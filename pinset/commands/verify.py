@@ -18,7 +18,7 @@ from pinset.errors import PinsetError, ToolchainError
 from pinset.output import check_outputs, console, write_json, write_text
 from pinset.sim.model import is_cuda_path
 from pinset.sim.run import pick_builds, simulate
-from pinset.verify.gates import BuildInput, Gates, VerifyOptions
+from pinset.verify.gates import INTERRUPTED, BuildInput, Gates, Interrupted, VerifyOptions
 from pinset.verify.markdown import verify_markdown
 from pinset.verify.model import VerifyResult
 from pinset.verify.plan import parse_ops
@@ -68,14 +68,31 @@ def run(args) -> int:
     build_names = pick_builds(pinset, args.builds)
     cuda_flags, arch, gpu_arch = check_toolchain(pinset, args.cuda, cuda_flags, gpu_class=args.gpu_class)
     machine = probe_machine(find_nvcc() if args.cuda else None)
+    # From here on the run's own result replaces an earlier one: a run that is interrupted or fails before its
+    # JSON is written must not leave the last run's (maybe green) files in place to be read as this run's.
+    for output in (args.json, args.markdown):
+        if output:
+            Path(output).unlink(missing_ok=True)
 
+    interrupted = None
     with simulate(pinset, build_names, store) as sim:
         options = VerifyOptions(cuda=args.cuda, ops=ops, backend=backend, cuda_architectures=arch,
                                 jobs=args.jobs, op_timeout=args.op_timeout, cpu_params=args.cpu_params,
                                 cuda_flags=cuda_flags, op_jobs=args.op_jobs,
                                 log_dir=_log_dir(args, store), progress=not args.no_progress)
         gates = Gates(pinset, store, sim.mirror, options, say=console.print)
-        verified = [gates.verify(build_input(b, sim.feature_symbols(b))) for b in sim.result.builds]
+        verified = []
+        for b in sim.result.builds:
+            item = build_input(b, sim.feature_symbols(b))
+            if interrupted:
+                verified.append(gates.verify(item, stopped=f"not run: {INTERRUPTED}"))
+                continue
+            try:
+                verified.append(gates.verify(item))
+            except Interrupted as exc:
+                # the builds so far are written (a gate cut short is `not-run`, never a pass), then exit 130
+                interrupted = exc
+                verified.append(exc.result)
     if not args.cuda:
         for b, v in zip(sim.result.builds, verified):
             v.not_tested += _cuda_not_compiled(b)
@@ -91,6 +108,8 @@ def run(args) -> int:
         write_json(args.json, doc)
     if args.markdown:
         write_text(args.markdown, verify_markdown(doc))
+    if interrupted:
+        raise interrupted
     return 0 if result.ok else 1
 
 

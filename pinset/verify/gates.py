@@ -25,6 +25,17 @@ from pinset.verify import plan
 from pinset.verify.model import GATES, GPU_GATES, BuildVerification, CheckResult, GateResult, PinRef
 
 
+INTERRUPTED = "verify was interrupted (SIGINT/SIGTERM)"
+
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C or SIGTERM during a gate, with the build's result so far (Gates.verify)."""
+
+    def __init__(self, result: BuildVerification):
+        super().__init__(INTERRUPTED)
+        self.result = result
+
+
 @dataclass
 class VerifyOptions:
     cuda: bool
@@ -60,7 +71,11 @@ class Gates:
         self.checks = [c for p in pinset.pins for c in p.checks]
 
     # --- one build ------------------------------------------------------------------------
-    def verify(self, item: BuildInput) -> BuildVerification:
+    def verify(self, item: BuildInput, stopped: str | None = None) -> BuildVerification:
+        """The gates of one build; `stopped`: why none of them runs (verify was interrupted before this build).
+
+        Interrupted (Ctrl-C, SIGTERM) during a gate, it raises Interrupted carrying this build's result so far:
+        the gate that was running and the later ones are `not-run`, saying so."""
         o = self.options
         logs = o.log_dir / _slug(item.name)
         logs.mkdir(parents=True, exist_ok=True)
@@ -74,9 +89,9 @@ class Gates:
                 gate = result.gate(name)
                 gate.detail, gate.extra["not_requested"] = "--cuda not given", True
             result.not_tested.append({"what": "GPU gates (cuda-build, test-chat, backend-ops)", "why": "--cuda not given"})
-        if item.required_failed or item.tree is None:
-            why = f"required pins not in the tree: {', '.join(item.required_failed)}" if item.required_failed \
-                else "the sim produced no tree"
+        if stopped or item.required_failed or item.tree is None:
+            why = stopped or (f"required pins not in the tree: {', '.join(item.required_failed)}"
+                              if item.required_failed else "the sim produced no tree")
             for gate in result.gates:
                 if not gate.extra.get("not_requested"):
                     gate.detail = why
@@ -110,7 +125,10 @@ class Gates:
                 continue
             self.say(f"[bold]{item.name}[/]: {name} ...")
             started = time.monotonic()
-            step(gate)
+            try:
+                step(gate)
+            except KeyboardInterrupt:
+                self._interrupted(result, name, time.monotonic() - started)
             gate.seconds = time.monotonic() - started
             style = {"passed": "green", "failed": "red"}.get(gate.status, "yellow")
             self.say(f"[bold]{item.name}[/]: {name} [{style}]{gate.status}[/] ({gate.seconds:.0f} s)"
@@ -118,6 +136,20 @@ class Gates:
             if gate.status == "failed":
                 failed_at = name
         return result
+
+    @staticmethod
+    def _interrupted(result: BuildVerification, at: str, seconds: float) -> None:
+        """Ctrl-C or SIGTERM during gate `at`: it and the later gates did not run (whatever they had counted
+        so far is dropped, since a half-run gate proves nothing); raise with the result so far."""
+        later = False
+        for gate in result.gates:
+            later = later or gate.name == at
+            if later and not gate.extra.get("not_requested"):
+                gate.status, gate.ops, gate.checks = "not-run", None, None
+                gate.detail = INTERRUPTED if gate.name == at else f"not run: {INTERRUPTED}"
+                gate.seconds = seconds if gate.name == at else 0.0
+        result.not_tested.append({"what": f"gates from {at} on", "why": INTERRUPTED})
+        raise Interrupted(result)
 
     # --- builds ---------------------------------------------------------------------------
     def _build(self, gate: GateResult, item: BuildInput, *, cuda: bool, targets: list[str], logs: Path,
