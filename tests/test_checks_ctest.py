@@ -60,3 +60,23 @@ def test_cmake4_summary_line_on_the_h200():
     out = parse_ctest(load("test-chat-pass-h200-cmake4.log"))
     assert (out.total, out.failed) == (1, 0) and out.cases[0].name == "test-chat"
     assert judge_ctest(out, returncode=0, expected="test-chat").ok
+
+
+def test_verbose_output_is_read_per_test():
+    # ctest -V: the test's own lines ("8: [chat] All tests passed!"), ctest's header lines not counted
+    out = parse_ctest(load("ctest-verbose-test-chat.log"))
+    assert [(c.name, c.status, c.printed) for c in out.cases] == [("test-chat", "passed", 1)]
+    assert judge_ctest(out, returncode=0, expected="test-chat", require_output=True).ok
+    fail = parse_ctest(load("ctest-verbose-fail.log"))
+    assert [(c.status, c.printed) for c in fail.cases] == [("failed", 1)]
+
+
+@pytest.mark.parametrize("name", ["ctest-verbose-silent.log", "ctest-verbose-silent-env.log", "test-chat-pass.log"])
+def test_a_test_that_printed_nothing_is_no_pass_where_output_is_required(name):
+    # test-chat always prints (its closing "[chat] All tests passed!"); one that exits 0 without a line ran
+    # nothing we can see. Without -V (the older captures) ctest shows no test output at all: not readable either.
+    out = parse_ctest(load(name))
+    assert len(out.cases) == 1 and out.cases[0].status == "passed" and out.cases[0].printed == 0
+    verdict = judge_ctest(out, returncode=0, expected=out.cases[0].name, require_output=True)
+    assert not verdict.ok and "printed nothing" in verdict.detail
+    assert judge_ctest(out, returncode=0, expected=out.cases[0].name).ok   # a feature check's test may be silent

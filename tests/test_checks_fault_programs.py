@@ -121,6 +121,7 @@ def test_exit_code_after_a_clean_output_is_red(gates, built, tmp_path):
 # --- ctest / test-chat ---------------------------------------------------------------------------
 
 CTEST_PASS = (FIX / "ctest" / "test-chat-pass.log").read_text()
+CTEST_VERBOSE_PASS = (FIX / "ctest" / "ctest-verbose-test-chat.log").read_text()   # ctest -V, as verify runs it
 
 
 @pytest.fixture
@@ -131,7 +132,7 @@ def fake_ctest_path(tmp_path, monkeypatch):
 
 
 def test_ctest_gate_passes_on_the_real_capture(gates, built, tmp_path, fake_ctest_path):
-    fake_program(fake_ctest_path / "ctest", CTEST_PASS)
+    fake_program(fake_ctest_path / "ctest", CTEST_VERBOSE_PASS)
     gate = GateResult("test-chat")
     gates._ctest_gate(gate, built, "test-chat", tmp_path / "ctest.log")
     assert gate.status == "passed", gate.detail
@@ -148,6 +149,8 @@ ODD_CTEST = [
                                              + "\n\n100%")),
     ("skipped", CTEST_PASS.replace("   Passed", "***Skipped")),
     ("empty", ""),
+    ("test-chat exits 0 and prints nothing", CTEST_VERBOSE_PASS.replace("8: \n8: [chat] All tests passed!\n", "")),
+    ("no -V output of the test at all", CTEST_PASS),
 ]
 
 

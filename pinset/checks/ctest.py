@@ -21,6 +21,10 @@ RESULT_RE = re.compile(
 # CMake 3: "100% tests passed, 0 tests failed out of 1"; CMake 4 drops the zero: "100% tests passed out of 1"
 TOTAL_RE = re.compile(r"^(?P<pct>\d+)% tests passed(?:, (?P<failed>\d+) tests? failed)? out of (?P<total>\d+)")
 NO_TESTS_RE = re.compile(r"^No tests were found")
+# ctest -V: "8: [chat] All tests passed!" is a line test #8 printed. Before them ctest writes its own header
+# lines under the same prefix, from "Test command:" to "Test timeout computed to be:".
+VERBOSE_RE = re.compile(r"^(?P<num>\d+): ?(?P<text>.*)$")
+HEADER_START, HEADER_END = "Test command:", "Test timeout computed to be:"
 
 
 @dataclass
@@ -31,6 +35,8 @@ class CtestCase:
     seconds: float
     index: int = 0     # the i of "i/N Test #..."
     of: int = 0        # the N
+    number: int = 0    # the #num
+    printed: int = 0   # non-blank lines the test itself printed (ctest -V), 0 when ctest showed none
 
 
 @dataclass
@@ -60,11 +66,24 @@ def _status(raw: str) -> str:
 
 def parse_ctest(text: str) -> CtestOutput:
     out = CtestOutput()
+    printed: dict[int, int] = {}
+    in_header: set[int] = set()
     for line in strip_ansi(text).splitlines():
+        m = VERBOSE_RE.match(line)
+        if m:
+            num, said = int(m["num"]), m["text"]
+            if said.startswith(HEADER_START):
+                in_header.add(num)
+            elif num in in_header:
+                if said.startswith(HEADER_END):
+                    in_header.discard(num)
+            elif said.strip():
+                printed[num] = printed.get(num, 0) + 1
+            continue
         m = RESULT_RE.match(line)
         if m:
             out.cases.append(CtestCase(m["name"], _status(m["status"]), m["status"].strip(), float(m["sec"]),
-                                       int(m["i"]), int(m["n"])))
+                                       int(m["i"]), int(m["n"]), int(m["num"])))
             continue
         m = TOTAL_RE.match(line.strip())
         if m:
@@ -73,6 +92,8 @@ def parse_ctest(text: str) -> CtestOutput:
             continue
         if NO_TESTS_RE.match(line.strip()):
             out.no_tests = True
+    for case in out.cases:
+        case.printed = printed.get(case.number, 0)
     return out
 
 
@@ -88,8 +109,10 @@ class CtestVerdict:
 
 
 def judge_ctest(output: CtestOutput, *, returncode: int | None, timed_out: bool = False,
-                expected: str | None = None) -> CtestVerdict:
-    """Green only when ≥ 1 test ran (the named one, if given) and every test passed."""
+                expected: str | None = None, require_output: bool = False) -> CtestVerdict:
+    """Green only when ≥ 1 test ran (the named one, if given) and every test passed; with `require_output`
+    (a test known to print, like test-chat), the test must also have printed a line (ctest -V): exit 0
+    without a word is a stub or a test that ran nothing."""
     problems: list[str] = []
     if timed_out:
         problems.append("ctest timed out")
@@ -100,6 +123,8 @@ def judge_ctest(output: CtestOutput, *, returncode: int | None, timed_out: bool 
     for case in output.cases:
         if case.status != "passed":
             problems.append(f"{case.name}: {case.raw_status} ({case.status})")
+        elif require_output and not case.printed:
+            problems.append(f"{case.name} passed but printed nothing (exit 0 without output: no test seen to run)")
     if output.total is not None and output.total != len(output.cases):
         problems.append(f"ctest counted {output.total} tests but {len(output.cases)} result lines were read")
     if output.summaries == 0 and not output.no_tests and not timed_out:

@@ -245,16 +245,17 @@ class Gates:
                       logs / "backend-ops.log")
 
     # --- ctest ----------------------------------------------------------------------------
-    def _ctest(self, built: BuiltTree, name: str, log: Path):
-        argv = ["ctest", "-R", f"^{plan.ctest_regex_escape(name)}$", "--output-on-failure",
+    def _ctest(self, built: BuiltTree, name: str, log: Path, require_output: bool = False):
+        # -V: the test's own output is in ctest's, so a test that printed nothing can be told apart
+        argv = ["ctest", "-R", f"^{plan.ctest_regex_escape(name)}$", "-V", "--output-on-failure",
                 "--timeout", str(int(self.options.ctest_timeout))]
         done = runner.run(argv, cwd=built.build_dir, timeout=self.options.ctest_timeout + 60, log=log)
         return judge_ctest(parse_ctest(done.stdout), returncode=done.returncode, timed_out=done.timed_out,
-                           expected=name), done
+                           expected=name, require_output=require_output), done
 
     def _ctest_gate(self, gate: GateResult, built: BuiltTree, name: str, log: Path) -> None:
         log.unlink(missing_ok=True)
-        verdict, done = self._ctest(built, name, log)
+        verdict, done = self._ctest(built, name, log, require_output=True)   # test-chat ends "All tests passed!"
         gate.status = "passed" if verdict.ok else "failed"
         gate.detail = f"{name}: {verdict.cases} test run, passed" if verdict.ok else \
             f"{verdict.detail} — last lines: {' | '.join(last_lines(done.stdout, 4).splitlines())}"
