@@ -260,3 +260,35 @@ def test_an_interrupted_verify_writes_no_pass_and_leaves_no_stale_green(pin_set,
     assert not v2["ok"] and all(x["status"] == "not-run" for x in v2["gates"])
     assert "interrupted" in gates(v2)["cpu-build"]["detail"]
     assert "not-run" in (tmp_path / "verify.md").read_text()
+
+
+def _gpu_replays(upstream, tmp_path, monkeypatch):
+    """The stand-in tree replaying the H200 captures for CUDA0, and an nvidia-smi stand-in for one H200."""
+    upstream.git("checkout", "-q", "v1")
+    for op in ("MUL_MAT", "MUL_MAT_ID", "PAD", "GET_ROWS"):
+        upstream.write(f"replay/test-{op}-CUDA0.log", (OPS / f"h200-test-{op}.log").read_text())
+    upstream.git("add", "replay")
+    upstream.git("commit", "-q", "-m", "GPU replays")
+    upstream.git("tag", "-f", "v1")
+    smi = tmp_path / "gpu-bin" / "nvidia-smi"
+    smi.parent.mkdir()
+    smi.write_text('#!/bin/sh\ncase "$*" in\n  *compute_cap,*) echo "NVIDIA H200, 580.159.04, 9.0, 143771";;\n'
+                   '  *compute_cap*) echo "9.0";;\nesac\n')
+    smi.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{smi.parent}:{__import__('os').environ['PATH']}")
+
+
+def test_a_cuda_build_for_another_architecture_than_the_gpu_says_so(pin_set, tmp_path, upstream, monkeypatch):
+    """pins.yaml builds for 8.0, the GPU is a 9.0: its kernels ran as PTX compiled on the fly (or not at all), so
+    the code of the GPU's own architecture was never compiled. The JSON says so instead of a plain green."""
+    from pinset.build.cmake import find_nvcc
+
+    if find_nvcc() is None:
+        pytest.skip("no CUDA toolkit (nvcc) here")
+    _gpu_replays(upstream, tmp_path, monkeypatch)
+    write_pins(pin_set, pin_set.read_text().replace("builds: [v1, v2, v3]", "builds: [v1]\ncuda:\n  architectures: \"80\""))
+    code, doc = run_verify(pin_set, tmp_path, "--cuda", "--ops", "PAD")
+    build = doc["builds"][0]
+    assert doc["options"]["cuda_architectures"] == "80" and doc["options"]["gpu_architectures"] == "90"
+    assert {"what": "CUDA code for this GPU's architecture (90)",
+            "why": "the build is for CUDA architectures 80 only"} in build["not_tested"], build["not_tested"]

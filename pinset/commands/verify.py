@@ -10,7 +10,7 @@ from pathlib import Path
 from rich.table import Table
 
 from pinset.build.cmake import find_nvcc, require_toolchain
-from pinset.build.settings import build_settings
+from pinset.build.settings import BuildSettings, build_settings
 from pinset.checks.machine import probe_machine
 from pinset.commands.common import add_config_args, count, open_config, seconds
 from pinset.commands.sim import short_build
@@ -96,6 +96,12 @@ def run(args) -> int:
     if not args.cuda:
         for b, v in zip(sim.result.builds, verified):
             v.not_tested += _cuda_not_compiled(b)
+    elif BuildSettings(True, arch, gpu_arch).coverage_warning():
+        # the GPU ran code of another architecture (PTX compiled on the fly, or none): what the GPU's own
+        # architecture would compile (`__CUDA_ARCH__` paths) was not built here
+        for v in verified:
+            v.not_tested.append({"what": f"CUDA code for this GPU's architecture ({gpu_arch})",
+                                 "why": f"the build is for CUDA architectures {arch} only"})
     result = VerifyResult(pinset.digest, machine.to_json(), verified, args.cuda,
                           {"ops": ops, "backend": backend if args.cuda else "CPU",
                            "cpu_params": args.cpu_params, "cuda_architectures": arch,
