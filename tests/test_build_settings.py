@@ -127,3 +127,23 @@ def test_verify_kld_bench_and_model_configure_the_same_cuda_build(tmp_path, make
         # the pinned tree (verify, bench --vs-model) and the bare tree (kld, bench, model): one folder each
         assert runs["verify"][0] == runs["bench --vs-model"][0]
         assert runs["kld"][0] == runs["bench"][0] == runs["model synth"][0] != runs["verify"][0]
+
+
+SMI_WITH_UUIDS = ('#!/bin/sh\ncase "$*" in\n'
+                  '  *index,uuid*) echo "0, GPU-5e3c0000-0000-0000-0000-000000000000";;\n'
+                  '  *compute_cap,*) echo "NVIDIA H200, 580.159.04, 9.0, 143771";;\n'
+                  '  *compute_cap*) echo "9.0";;\n'
+                  '  *) exit 1;;\nesac\n')
+
+
+@pytest.mark.parametrize("visible", ["", "1", "GPU-ffff", "-1"])
+def test_a_cuda_build_with_every_gpu_hidden_from_cuda_is_refused(tmp_path, monkeypatch, visible):
+    # nvidia-smi lists every GPU whatever CUDA_VISIBLE_DEVICES says: with none visible to CUDA, the CUDA build
+    # and GPU gates would run for nothing and the result name no GPU
+    fake_program(tmp_path / "smi", "nvidia-smi", SMI_WITH_UUIDS)
+    monkeypatch.setenv("PATH", f"{tmp_path / 'smi'}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", visible)
+    with pytest.raises(ToolchainError, match=r"^no NVIDIA GPU visible: CUDA_VISIBLE_DEVICES=.* hides"):
+        build_settings(a_pinset(), cuda=True, gpu_hint="use --cpu")
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
+    assert build_settings(a_pinset(), cuda=True, gpu_hint="use --cpu").cuda_architectures == "90"

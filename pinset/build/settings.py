@@ -42,9 +42,13 @@ def require_visible_gpu(hint: str) -> str:
     found = cuda_architectures_from_gpu()
     if found is None:
         raise ToolchainError(f"no NVIDIA GPU visible ({hint})")
-    if os.environ.get("CUDA_VISIBLE_DEVICES") is not None:  # nvidia-smi lists every GPU, CUDA sees these
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None:  # nvidia-smi lists every GPU, CUDA sees these
         seen = visible_gpus()
-        if seen and all(g.uuid for g in seen):
+        if not seen:  # every GPU hidden from CUDA: the GPU gates would find no device and say of none
+            raise ToolchainError(f"no NVIDIA GPU visible: CUDA_VISIBLE_DEVICES={visible!r} hides every GPU "
+                                 f"nvidia-smi lists ({hint})")
+        if all(g.uuid for g in seen):
             found = ";".join(sorted({g.compute_capability.replace(".", "") for g in seen}, key=int))
     return found
 
