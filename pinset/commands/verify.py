@@ -85,7 +85,7 @@ def run(args) -> int:
         for b in sim.result.builds:
             item = build_input(b, sim.feature_symbols(b))
             if interrupted:
-                verified.append(gates.verify(item, stopped=f"not run: {INTERRUPTED}"))
+                verified.append(gates.verify(item, stopped=INTERRUPTED))
                 continue
             try:
                 verified.append(gates.verify(item))
