@@ -292,3 +292,20 @@ def test_a_cuda_build_for_another_architecture_than_the_gpu_says_so(pin_set, tmp
     assert doc["options"]["cuda_architectures"] == "80" and doc["options"]["gpu_architectures"] == "90"
     assert {"what": "CUDA code for this GPU's architecture (90)",
             "why": "the build is for CUDA architectures 80 only"} in build["not_tested"], build["not_tested"]
+
+
+@pytest.mark.parametrize("recipe", ["true", "touch ${CMAKE_BINARY_DIR}/bin/llama-fake"])
+def test_a_target_that_builds_without_its_program_is_a_red_build(pin_set, tmp_path, upstream, recipe):
+    """ninja says the target is built, but bin/ has no program by that name (a custom target that makes
+    nothing, or a file that cannot run): the build gate is red, not the check that would run it."""
+    upstream.git("checkout", "-q", "v1")
+    upstream.write("CMakeLists.txt", (STAND_IN / "CMakeLists.txt").read_text()
+                   + f"add_custom_target(llama-fake COMMAND {recipe})\n")
+    upstream.git("commit", "-q", "-am", "a target that makes no program")
+    upstream.git("tag", "-f", "v1")
+    write_pins(pin_set, pin_set.read_text().replace("builds: [v1, v2, v3]", "builds: [v1]")
+               .replace('["cat", "{src}/feature.txt"]', '["{bin}/llama-fake", "--help"]'))
+    code, doc = run_verify(pin_set, tmp_path)
+    g = gates(doc["builds"][0])
+    assert code == 1 and g["cpu-build"]["status"] == "failed", g["cpu-build"]
+    assert "llama-fake" in g["cpu-build"]["detail"] and g["feature-checks"]["status"] == "not-run"

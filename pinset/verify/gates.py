@@ -9,6 +9,7 @@ Each gate returns a GateResult; the program output of every step goes to a log f
 
 from __future__ import annotations
 
+import os
 import re
 import time
 from dataclasses import dataclass, field
@@ -181,9 +182,10 @@ class Gates:
         if cuda or not o.cuda:
             out.cmake_flags = built.cmake_flags
             out.ccache = cmake_cache_value(built.build_dir, "GGML_CCACHE_FOUND")
-        missing_bins = [t for t in targets if not (built.bin_dir / t).is_file()]
+        missing_bins = [t for t in targets if not _is_program(built.bin_dir / t)]
         if missing_bins:
-            gate.status, gate.detail = "failed", f"built, but {', '.join(missing_bins)} not in {built.bin_dir}"
+            gate.status = "failed"
+            gate.detail = f"built, but no program {', '.join(missing_bins)} in {built.bin_dir} (missing or not executable)"
             return
         gate.status = "passed"
         gate.detail = f"{len(targets)} targets, " + ("cached (ninja: no work to do)" if built.cached else "built")
@@ -335,6 +337,10 @@ def count_matches(expect: str, text: str) -> int:
     """Non-empty matches of a command check's regex: an `expect` that can match the empty string
     (`x*`, `^`, `a|`) would otherwise "match" any output, an empty one included."""
     return sum(1 for m in re.finditer(expect, text, re.M) if m.group(0).strip())
+
+
+def _is_program(path: Path) -> bool:
+    return path.is_file() and os.access(path, os.X_OK)
 
 
 def _slug(text: str) -> str:
