@@ -18,9 +18,9 @@ from pinset.errors import PinsetError, ToolchainError
 from pinset.output import check_outputs, console, write_json, write_text
 from pinset.sim.model import is_cuda_path
 from pinset.sim.run import pick_builds, simulate
-from pinset.verify.gates import INTERRUPTED, BuildInput, Gates, Interrupted, VerifyOptions
+from pinset.verify.gates import BuildInput, Gates, Interrupted, VerifyOptions
 from pinset.verify.markdown import verify_markdown
-from pinset.verify.model import VerifyResult
+from pinset.verify.model import INTERRUPTED, VerifyResult
 from pinset.verify.plan import parse_ops
 
 STYLE = {"passed": "green", "failed": "red", "not-run": "yellow"}

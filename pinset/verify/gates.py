@@ -23,10 +23,7 @@ from pinset.checks.text import last_lines, strip_ansi
 from pinset.config.schema import FeatureCheck, PinSet
 from pinset.progress import Progress
 from pinset.verify import plan
-from pinset.verify.model import GATES, GPU_GATES, BuildVerification, CheckResult, GateResult, PinRef
-
-
-INTERRUPTED = "verify was interrupted (SIGINT/SIGTERM)"
+from pinset.verify.model import GATES, GPU_GATES, INTERRUPTED, BuildVerification, CheckResult, GateResult, PinRef
 
 
 class Interrupted(KeyboardInterrupt):

@@ -13,6 +13,7 @@ CPU_GATES = ("cpu-build", "cpu-backend-ops", "cpu-test-chat")
 GPU_GATES = ("cuda-build", "test-chat", "backend-ops")
 GATE_STATUSES = ("passed", "failed", "not-run")
 CHECK_STATUSES = ("passed", "failed", "not-run", "unchecked")
+INTERRUPTED = "verify was interrupted (SIGINT/SIGTERM)"   # the detail of the gate Ctrl-C or SIGTERM cut short
 
 
 def op_from_json(d: Doc) -> OpCount:
@@ -155,6 +156,8 @@ class VerifyResult:
         if red:
             return "a gate is red: " + ", ".join(red)
         stopped = [b.build for b in self.builds if not b.ok]
+        if stopped and any(g.detail == INTERRUPTED for b in self.builds for g in b.gates):
+            return f"{INTERRUPTED}: gates not run on " + ", ".join(stopped)
         if stopped:
             return "verify stopped before its gates ran on " + ", ".join(stopped)
         not_run = {name for b in self.builds for name in b.not_run}
