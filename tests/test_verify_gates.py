@@ -309,3 +309,19 @@ def test_a_target_that_builds_without_its_program_is_a_red_build(pin_set, tmp_pa
     g = gates(doc["builds"][0])
     assert code == 1 and g["cpu-build"]["status"] == "failed", g["cpu-build"]
     assert "llama-fake" in g["cpu-build"]["detail"] and g["feature-checks"]["status"] == "not-run"
+
+
+def test_a_build_whose_tree_cannot_be_built_is_red_and_the_others_are_verified(pin_set, tmp_path, upstream):
+    """A tree without CMakeLists.txt (not a llama.cpp tree at that commit) stopped the whole run with exit 2
+    and no JSON; it is that build's red cpu-build, and the other builds are still verified."""
+    upstream.git("checkout", "-q", "v1")
+    upstream.git("rm", "-q", "CMakeLists.txt")
+    upstream.git("commit", "-q", "-m", "no CMakeLists.txt")
+    upstream.tag("v4")
+    write_pins(pin_set, pin_set.read_text().replace("builds: [v1, v2, v3]", "builds: [v4, v1]"))
+    code, doc = run_verify(pin_set, tmp_path)
+    v4, v1 = doc["builds"]
+    assert code == 1 and not v4["ok"] and v1["ok"]
+    g = gates(v4)
+    assert g["cpu-build"]["status"] == "failed" and "no CMakeLists.txt" in g["cpu-build"]["detail"]
+    assert g["cpu-backend-ops"]["status"] == "not-run"

@@ -21,6 +21,7 @@ from pinset.checks.backend_ops import OpCount, case_counter, judge_backend_ops, 
 from pinset.checks.ctest import judge_ctest, parse_ctest
 from pinset.checks.text import last_lines, strip_ansi
 from pinset.config.schema import FeatureCheck, PinSet
+from pinset.errors import ToolchainError
 from pinset.progress import Progress
 from pinset.verify import plan
 from pinset.verify.model import GATES, GPU_GATES, INTERRUPTED, BuildVerification, CheckResult, GateResult, PinRef
@@ -171,6 +172,11 @@ class Gates:
             gate.status = "failed"
             gate.detail = f"{exc} — {exc.stage} log: {exc.log}"
             gate.extra["error"] = exc.tail.splitlines()[:25]
+            return
+        except ToolchainError as exc:
+            # the toolchain was checked before any build, so what is left is this tree's (no CMakeLists.txt):
+            # this build's red gate; the other builds are still verified
+            gate.status, gate.detail = "failed", str(exc)
             return
         if cuda:
             self._gpu = built
