@@ -325,3 +325,23 @@ def test_a_build_whose_tree_cannot_be_built_is_red_and_the_others_are_verified(p
     g = gates(v4)
     assert g["cpu-build"]["status"] == "failed" and "no CMakeLists.txt" in g["cpu-build"]["detail"]
     assert g["cpu-backend-ops"]["status"] == "not-run"
+
+
+def test_gpu_gates_on_another_gpu_than_the_result_names_are_red(pin_set, tmp_path, upstream, monkeypatch):
+    """CUDA numbers GPUs fastest first, nvidia-smi by PCI bus: on a machine with two models, CUDA0 may not be
+    the GPU the JSON records (machine.gpu). test-backend-ops names its device; a result that would credit
+    another GPU with the run is red."""
+    from pinset.build.cmake import find_nvcc
+
+    if find_nvcc() is None:
+        pytest.skip("no CUDA toolkit (nvcc) here")
+    _gpu_replays(upstream, tmp_path, monkeypatch)
+    smi = tmp_path / "gpu-bin" / "nvidia-smi"
+    smi.write_text(smi.read_text().replace("NVIDIA H200, 580.159.04, 9.0, 143771", "NVIDIA GH200 480GB, 580.159.04, 9.0, 97871"))
+    monkeypatch.delenv("CUDA_DEVICE_ORDER", raising=False)
+    write_pins(pin_set, pin_set.read_text().replace("builds: [v1, v2, v3]", "builds: [v1]"))
+    code, doc = run_verify(pin_set, tmp_path, "--cuda", "--ops", "PAD")
+    g = gates(doc["builds"][0])
+    assert doc["machine"]["gpu"]["name"] == "NVIDIA GH200 480GB"
+    assert code == 1 and g["backend-ops"]["status"] == "failed", g["backend-ops"]
+    assert "ran on NVIDIA H200, not on NVIDIA GH200 480GB" in g["backend-ops"]["detail"]

@@ -79,7 +79,8 @@ def run(args) -> int:
         options = VerifyOptions(cuda=args.cuda, ops=ops, backend=backend, cuda_architectures=arch,
                                 jobs=args.jobs, op_timeout=args.op_timeout, cpu_params=args.cpu_params,
                                 cuda_flags=cuda_flags, op_jobs=args.op_jobs,
-                                log_dir=_log_dir(args, store), progress=not args.no_progress)
+                                log_dir=_log_dir(args, store), progress=not args.no_progress,
+                                gpu_name=machine.gpu.name if args.cuda and machine.gpu else None)
         gates = Gates(pinset, store, sim.mirror, options, say=console.print)
         verified = []
         for b in sim.result.builds:

@@ -49,6 +49,7 @@ class VerifyOptions:
     cuda_flags: list[str] = field(default_factory=list)   # extra CMake flags for the CUDA build only
     log_dir: Path = Path("verify-logs")
     progress: bool = True
+    gpu_name: str | None = None   # the GPU the result names (machine.gpu): the GPU gates must have run on it
 
 
 @dataclass
@@ -214,7 +215,7 @@ class Gates:
         with Progress(f"test-backend-ops {mode} {op} on {backend}", unit="cases",
                       enabled=self.options.progress) as shown:
             done = runner.run_streaming(argv, cwd=built.build_dir, timeout=self.options.op_timeout, log=log,
-                                        on_line=case_counter(shown))
+                                        on_line=case_counter(shown), env=gpu_order_env())
         output = parse_backend_ops(done.stdout)
         verdict = judge_backend_ops(output, backend, returncode=done.returncode, signal_name=done.signal_name,
                                     timed_out=done.timed_out, raw_text=done.stdout + "\n" + done.stderr, mode=mode,
@@ -248,13 +249,19 @@ class Gates:
     def _gpu_backend_ops(self, gate: GateResult, logs: Path) -> None:
         self._op_gate(gate, self._gpu, [(op, None) for op in self.options.ops], self.options.backend,
                       logs / "backend-ops.log")
+        device, named = gate.extra.get("device"), self.options.gpu_name
+        if device and named and not device.startswith(named):   # a MIG slice's name extends its GPU's
+            gate.status = "failed"
+            gate.detail += (f" — {self.options.backend} ran on {device}, not on {named} that this result names "
+                            "(CUDA_DEVICE_ORDER or CUDA_VISIBLE_DEVICES picks another GPU than nvidia-smi's)")
 
     # --- ctest ----------------------------------------------------------------------------
     def _ctest(self, built: BuiltTree, name: str, log: Path, require_output: bool = False):
         # -V: the test's own output is in ctest's, so a test that printed nothing can be told apart
         argv = ["ctest", "-R", f"^{plan.ctest_regex_escape(name)}$", "-V", "--output-on-failure",
                 "--timeout", str(int(self.options.ctest_timeout))]
-        done = runner.run(argv, cwd=built.build_dir, timeout=self.options.ctest_timeout + 60, log=log)
+        done = runner.run(argv, cwd=built.build_dir, timeout=self.options.ctest_timeout + 60, log=log,
+                          env=gpu_order_env())
         return judge_ctest(parse_ctest(done.stdout), returncode=done.returncode, timed_out=done.timed_out,
                            expected=name, require_output=require_output), done
 
@@ -324,7 +331,7 @@ class Gates:
             return CheckResult(pin_id, name, "passed" if verdict.ok else "failed", verdict.cases, verdict.detail)
         argv = plan.substitute(check.argv, bin_dir=built.bin_dir, build_dir=built.build_dir,
                                source_dir=built.source_dir)
-        done = runner.run(argv, cwd=built.source_dir, timeout=check.timeout, log=log)
+        done = runner.run(argv, cwd=built.source_dir, timeout=check.timeout, log=log, env=gpu_order_env())
         text = strip_ansi(done.stdout + "\n" + done.stderr)
         matches = count_matches(check.expect, text)
         if not done.ok:
@@ -334,6 +341,12 @@ class Gates:
             return CheckResult(pin_id, name, "failed", 0,
                                f"output does not match /{check.expect}/: {' | '.join(last_lines(text, 3).splitlines())}")
         return CheckResult(pin_id, name, "passed", matches, f"{matches} match(es) of /{check.expect}/")
+
+
+def gpu_order_env() -> dict[str, str]:
+    """CUDA numbers GPUs fastest first unless told otherwise, nvidia-smi by PCI bus: with PCI_BUS_ID, CUDA0 and
+    CUDA_VISIBLE_DEVICES mean the GPUs that nvidia-smi (and so machine.gpu) name. A user's own choice is kept."""
+    return {} if "CUDA_DEVICE_ORDER" in os.environ else {"CUDA_DEVICE_ORDER": "PCI_BUS_ID"}
 
 
 def count_matches(expect: str, text: str) -> int:
