@@ -21,10 +21,11 @@ RESULT_RE = re.compile(
 # CMake 3: "100% tests passed, 0 tests failed out of 1"; CMake 4 drops the zero: "100% tests passed out of 1"
 TOTAL_RE = re.compile(r"^(?P<pct>\d+)% tests passed(?:, (?P<failed>\d+) tests? failed)? out of (?P<total>\d+)")
 NO_TESTS_RE = re.compile(r"^No tests were found")
-# ctest -V: "8: [chat] All tests passed!" is a line test #8 printed. Before them ctest writes its own header
-# lines under the same prefix, from "Test command:" to "Test timeout computed to be:".
+# ctest -V: "8: [chat] All tests passed!" is a line test #8 printed. ctest writes its own header lines under
+# the same prefix: these, and the indented variables under "Environment variables:".
 VERBOSE_RE = re.compile(r"^(?P<num>\d+): ?(?P<text>.*)$")
-HEADER_START, HEADER_END = "Test command:", "Test timeout computed to be:"
+HEADER_LINES = ("Test command:", "Working Directory:", "Environment variables:", "Environment variable modifications:",
+                "Test timeout computed to be:")
 
 
 @dataclass
@@ -67,17 +68,17 @@ def _status(raw: str) -> str:
 def parse_ctest(text: str) -> CtestOutput:
     out = CtestOutput()
     printed: dict[int, int] = {}
-    in_header: set[int] = set()
+    in_variables: set[int] = set()   # tests whose "Environment variables:" block is being listed
     for line in strip_ansi(text).splitlines():
         m = VERBOSE_RE.match(line)
         if m:
             num, said = int(m["num"]), m["text"]
-            if said.startswith(HEADER_START):
-                in_header.add(num)
-            elif num in in_header:
-                if said.startswith(HEADER_END):
-                    in_header.discard(num)
+            if said.startswith(HEADER_LINES):
+                (in_variables.add if said.startswith("Environment variable") else in_variables.discard)(num)
+            elif num in in_variables and said.startswith(" "):
+                pass
             elif said.strip():
+                in_variables.discard(num)
                 printed[num] = printed.get(num, 0) + 1
             continue
         m = RESULT_RE.match(line)
