@@ -31,3 +31,13 @@ def test_the_gpu_gates_never_run_on_a_cpu_or_other_backend(pins, tmp_path, capsy
 def test_backend_without_cuda_is_refused(pins, capsys):
     assert main(["verify", "-c", str(pins), "--backend", "CUDA1"]) == 2
     assert capsys.readouterr().err.strip() == "pinset verify: error: --backend needs --cuda (the CPU gates run on CPU)"
+
+
+def test_the_summary_names_the_gpu_gates_that_passed():
+    # --cuda, every gate green, no pin with a feature check: not "all gates green", and not silent on the GPU
+    from pinset.verify.model import GATES, BuildVerification, GateResult, VerifyResult
+
+    gates = [GateResult(n, "passed", 1.0) for n in GATES]
+    gates[-1].status, gates[-1].extra["not_requested"] = "not-run", True
+    result = VerifyResult("d", {"hostname": "h", "gpu": None}, [BuildVerification("b1", "c", [], gates)], True)
+    assert result.ok and result.summary() == "CPU and GPU gates green; no feature check run"

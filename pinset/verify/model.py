@@ -164,7 +164,8 @@ class VerifyResult:
         if not not_run:
             return "all gates green"
         ran = {g.name for b in self.builds for g in b.gates if g.status == "passed"}
-        parts = ["CPU gates green" if set(CPU_GATES) <= ran else "gates that ran are green"]
+        parts = ["CPU and GPU gates green" if set(CPU_GATES + GPU_GATES) <= ran else
+                 "CPU gates green" if set(CPU_GATES) <= ran else "gates that ran are green"]
         if "feature-checks" in ran:
             parts[0] += ", feature checks green" + (" on CPU" if not self.cuda else "")
         if not_run & set(GPU_GATES):
