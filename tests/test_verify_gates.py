@@ -345,3 +345,14 @@ def test_gpu_gates_on_another_gpu_than_the_result_names_are_red(pin_set, tmp_pat
     assert doc["machine"]["gpu"]["name"] == "NVIDIA GH200 480GB"
     assert code == 1 and g["backend-ops"]["status"] == "failed", g["backend-ops"]
     assert "ran on NVIDIA H200, not on NVIDIA GH200 480GB" in g["backend-ops"]["detail"]
+
+
+def test_a_log_folder_that_cannot_hold_a_builds_logs_is_one_line(pin_set, tmp_path, capsys):
+    """--logs names a folder in which the build's own subfolder is a file: one line naming it, not a traceback."""
+    write_pins(pin_set, pin_set.read_text().replace("builds: [v1, v2, v3]", "builds: [v1]"))
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "logs" / "v1").write_text("not a folder\n")
+    code = main(["verify", "-c", str(pin_set), "--logs", str(tmp_path / "logs"), "--no-progress"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and "Traceback" not in err[0]
+    assert err[0].startswith("pinset verify: error: ") and str(tmp_path / "logs" / "v1") in err[0]

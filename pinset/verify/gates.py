@@ -21,7 +21,7 @@ from pinset.checks.backend_ops import OpCount, case_counter, judge_backend_ops, 
 from pinset.checks.ctest import judge_ctest, parse_ctest
 from pinset.checks.text import last_lines, strip_ansi
 from pinset.config.schema import FeatureCheck, PinSet
-from pinset.errors import ToolchainError
+from pinset.errors import PinsetError, ToolchainError
 from pinset.progress import Progress
 from pinset.verify import plan
 from pinset.verify.model import GATES, GPU_GATES, INTERRUPTED, BuildVerification, CheckResult, GateResult, PinRef
@@ -78,7 +78,10 @@ class Gates:
         the gate that was running and the later ones are `not-run`, saying so."""
         o = self.options
         logs = o.log_dir / _slug(item.name)
-        logs.mkdir(parents=True, exist_ok=True)
+        try:
+            logs.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise PinsetError(f"logs folder {logs}: {(exc.strerror or str(exc)).lower()} (pass another --logs)") from None
         result = BuildVerification(
             item.name, item.commit,
             [PinRef(p.id, item.pin_status.get(p.id, "error"), plan.pin_ref(p)) for p in self.pinset.pins],
