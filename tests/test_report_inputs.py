@@ -351,6 +351,24 @@ def test_unverified_build_is_not_enough_evidence(tmp_path):
     assert rc == 1 and "pypi:llama-cpp-python==0.3.35 simulated only (no verify result)" in first_line(text)
 
 
+
+@pytest.mark.parametrize("empty", ["verify", "sim", "sim and verify"])
+def test_a_result_that_holds_no_build_is_no_evidence(tmp_path, empty):
+    """A verify or sim that ran on no build at all is a run that ran nothing, never the missing kind's evidence."""
+    swap = {}
+    for kind, stem in (("sim", "sim"), ("verify", "verify-h200")):
+        if kind in empty:
+            data = load(GREEN / f"{stem}.json")
+            data["builds"] = []
+            swap[stem] = dump(tmp_path / f"{stem}.json", data)
+    if "verify" in empty:
+        swap["verify-cpu"] = None
+    rc, text = report(green(tmp_path, **swap), tmp_path)
+    line = first_line(text)
+    assert rc == 1 and line.startswith("**⏳ not enough evidence:**"), line
+    for kind in ("sim", "verify"):
+        assert (f"the {kind} result holds no build" in line) == (kind in empty)
+
 # --- the speed table is bench's own statistic ---------------------------------------------------------
 @pytest.mark.parametrize("name", ["bench-synth-llama-1b-4l-IQ1_M.json", "bench-synth-qwen3moe-a3b-4l-IQ1_M.json"])
 def test_report_speed_table_shows_what_bench_md_shows(tmp_path, name):

@@ -84,12 +84,9 @@ def device_text(key: tuple) -> str:
 
 def expected_cells(path) -> list[dict]:
     """The cells a run should have delivered: `pinset matrix` JSON ({"include": [{build, gpu, kinds, ...}]})."""
-    from pinset.results import Doc
+    from pinset.results import Doc, read_json
 
-    try:
-        doc = Doc(json.loads(Path(path).read_text(encoding="utf-8")), path, "matrix")
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise PinsetError(f"{path}: not a pinset matrix JSON ({str(exc).splitlines()[0][:120]})") from None
+    doc = Doc(read_json(path, "matrix")[0], path, "matrix")
     cells = []
     for cell in doc.objs("include"):
         kinds = cell.strs("kinds")
@@ -97,29 +94,9 @@ def expected_cells(path) -> list[dict]:
         if bad or not kinds:
             cell.fail("kinds", f"expected a non-empty list of verify, kld, bench (got {', '.join(bad) or 'none'})")
         cells.append({"cell": cell.get("cell", str), "build": cell.get("build", str), "gpu": cell.get("gpu", str),
-                      "kinds": kinds, "pinset": cell.get("pinset", str, default=None)})
+                      "kinds": list(dict.fromkeys(kinds)), "pinset": cell.get("pinset", str, default=None),
+                      "architectures": cell.get("architectures", str, default=None)})
     return cells
-
-
-def unfilled_cells(m: Merged, cells: list[dict]) -> list[str]:
-    """One line per (cell, kind) without a result of its build from its GPU class: a cell that failed before
-    writing its JSON, was cancelled or never started. A report without these lines would simply not show
-    the cell, and the columns that did arrive would look like the whole matrix."""
-    have = {("verify", r.build["build"], r.gpu_class) for r in m.verify}
-    have |= {("kld", r["build"], (s.doc.get("host") or {}).get("gpu_class")) for s in m.kld for r in s.runs
-             if r["label"] == "head"}
-    have |= {("bench", s.doc[side]["build"], (s.doc.get("host") or {}).get("gpu_class")) for s in m.bench
-             for side in ("base", "head")}
-    out = []
-    for cell in cells:
-        if m.pinset and cell["pinset"] and cell["pinset"] != m.pinset:
-            raise PinsetError(f"expected cell {cell['cell']} is of pin set {cell['pinset']}, the results are of "
-                              f"{m.pinset} (a matrix of another run)")
-        gone = [k for k in cell["kinds"] if (k, cell["build"], cell["gpu"]) not in have]
-        if gone:
-            out.append(f"cell {cell['cell']}: no {', '.join(gone)} result (the cell failed before writing it, "
-                       "was cancelled or never ran; see its job log)")
-    return out
 
 
 def op_key(op: dict) -> tuple[str, str, str]:
