@@ -68,6 +68,24 @@ def test_many_builds_many_gpu_classes_in_pins_yaml_order(tmp_path, capsys):
         assert all(ch.isalnum() or ch in "._-" for ch in c["artifact"])  # upload-artifact refuses : / and the like
 
 
+
+def test_cells_whose_names_clash_get_their_own_artifact(tmp_path, capsys):
+    # "1+a" and "1-a" both read "1-a" in an artifact name; build "==2" with class "x-h200" and build "==2-x" with
+    # class "h200" both join to "...-2-x-h200": every cell must still upload to its own artifact and folder
+    clash = ("pypi:llama-cpp-python==1+a", "pypi:llama-cpp-python==1-a", "pypi:llama-cpp-python==2",
+             "pypi:llama-cpp-python==2-x")
+    gpus = 'gpus:\n  h200: {runs-on: [h200], architectures: "90"}\n  x-h200: {runs-on: [x], architectures: "90"}\n'
+    cfg = pins(tmp_path, gpus, builds=clash)
+    rc, doc, _ = matrix(tmp_path, cfg, sim_json(tmp_path, cfg, dict.fromkeys(clash, "applied")), capsys=capsys)
+    assert rc == 0
+    cells = doc["include"]
+    assert len(cells) == 8
+    for key in ("artifact", "results"):
+        assert len({c[key] for c in cells}) == 8, sorted(c[key] for c in cells)
+    assert all(ch.isalnum() or ch in "._-" for c in cells for ch in c["artifact"])
+    assert all(c["results"].endswith("/" + c["artifact"]) and c["commands"][0].count(c["results"] + "/") == 3
+               for c in cells)
+
 def test_commands_are_exact_pinset_command_lines(tmp_path, capsys):
     cfg = pins(tmp_path, TWO, builds=(B36,))
     rc, doc, _ = matrix(tmp_path, cfg, sim_json(tmp_path, cfg, {B36: "applied"}), "--kld-model", "/m/a b.gguf",

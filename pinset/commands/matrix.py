@@ -8,10 +8,12 @@ delivered a result.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import shlex
 import sys
+from collections import Counter
 from pathlib import Path
 
 from pinset.commands.common import add_config_args
@@ -118,8 +120,18 @@ def _split_green(builds) -> tuple[list[str], list[tuple[str, str]]]:
 
 
 def artifact_name(build: str, gpu: str) -> str:
-    """An upload-artifact name (no : / \\ and the like) that is unique per cell."""
+    """An upload-artifact name (no : / \\ and the like); see artifact_names for its uniqueness."""
     return "pinset-" + re.sub(r"[^A-Za-z0-9._-]+", "-", build).strip("-") + "-" + gpu
+
+
+def artifact_names(cells: list[tuple[str, str]]) -> dict[tuple[str, str], str]:
+    """(build, GPU class) -> artifact name, unique per cell: two builds that differ only where the name has a
+    dash ("b1+x", "b1-x"), or a build and class whose join is ambiguous, would share an artifact and a
+    results folder, and one cell's upload would fail or hide the other's. Those get a hash of the cell."""
+    names = {cell: artifact_name(*cell) for cell in cells}
+    taken = Counter(names.values())
+    return {cell: name if taken[name] == 1 else name + "-" + hashlib.sha256("\0".join(cell).encode()).hexdigest()[:8]
+            for cell, name in names.items()}
 
 
 def matrix(pinset: PinSet, config: str, builds: list[str], classes, *, kld_model: str | None = None,
@@ -129,9 +141,10 @@ def matrix(pinset: PinSet, config: str, builds: list[str], classes, *, kld_model
     Actions would read another key as one more matrix dimension."""
     q = shlex.quote
     cells = []
+    artifacts = artifact_names([(build, gpu.name) for build in builds for gpu in classes])
     for build in builds:
         for gpu in classes:
-            artifact = artifact_name(build, gpu.name)
+            artifact = artifacts[build, gpu.name]
             out = f"{results_dir.rstrip('/')}/{artifact}"
             common = f"-c {q(config)}"
             verify = (f"{pinset_command} verify {common} --builds {q(build)} --cuda --gpu-class {q(gpu.name)} "
