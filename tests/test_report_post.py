@@ -478,6 +478,21 @@ def test_bad_api_url_is_bad_input(github, tmp_path, capsys, url):
     assert github.requests == [] and not (tmp_path / "comment.md").exists()
 
 
+
+@pytest.mark.parametrize("url", ["http://api.github.com", "http://ghe.example.com/api/v3", "http://10.0.0.5:8080",
+                                 "HTTP://api.github.com/"])
+def test_plain_http_to_another_machine_is_refused(github, tmp_path, capsys, url, monkeypatch):
+    """The token would cross the network in clear text: refused before anything is sent (a server on this
+    machine, 127.0.0.1 / ::1 / localhost, as in these tests, may be plain http)."""
+    monkeypatch.setenv("GITHUB_API_URL", url)
+    for argv in ([], ["--dry-run"]):
+        assert post(tmp_path, *argv) == 2
+        err = no_token_anywhere(capsys, tmp_path).err
+        assert err.count("\n") == 1 and "is plain http: the token would cross the network unencrypted" in err
+    assert github.requests == [] and not (tmp_path / "comment.md").exists()
+    for local in ("http://localhost:1", "http://[::1]:1", "http://127.0.0.2:1"):
+        assert parse_api_url(local) == local
+
 # --- malformed answers: one line, exit 1 ----------------------------------------------------------
 
 MALFORMED_LISTINGS = {

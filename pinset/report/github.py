@@ -12,6 +12,7 @@ keeps the rendered report), never a traceback. Idempotent calls are retried with
 from __future__ import annotations
 
 import http.client
+import ipaddress
 import json
 import re
 import time
@@ -88,7 +89,20 @@ def parse_api_url(text: str) -> str:
         shown = re.sub(r"//[^/]*@", "//...@", re.split(r"[?#]", text, maxsplit=1)[0])  # may hold a secret
         raise PinsetError(f"--api-url / GITHUB_API_URL: {_one_line(shown, 200)!r} is not an http(s) URL "
                           "of the form https://host[:port][/path] (no user:password@, ?query or #fragment)")
+    if parts.scheme == "http" and not _loopback(parts.hostname):
+        raise PinsetError(f"--api-url / GITHUB_API_URL: {_one_line(text.strip(), 200)!r} is plain http: the token "
+                          "would cross the network unencrypted (use https://; http:// only to a server on this "
+                          "machine, e.g. a test server on 127.0.0.1)")
     return text.strip().rstrip("/")
+
+
+def _loopback(host: str) -> bool:
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def origin(url: str) -> tuple[str, str, int] | None:
