@@ -48,10 +48,10 @@ def first_line(text: str) -> str:
 
 
 # --- kld: a failed run, numbers that could not be measured -----------------------------------------
-def _device_run(label: str, fixture: str, backend: str) -> DeviceRun:
+def _device_run(label: str, fixture: str, backend: str, pinset: str | None = None) -> DeviceRun:
     out = parse_perplexity((FIX / "perplexity" / f"{fixture}.stdout").read_text(),
                            (FIX / "perplexity" / f"{fixture}.stderr").read_text())
-    side = Side(label, BUILD, COMMIT, Path("/nonexistent"), None)
+    side = Side(label, BUILD, COMMIT, Path("/nonexistent"), None, pinset)
     return DeviceRun(label, side, backend, out, 0, kld_problem(out, 0), 2.0)
 
 
@@ -125,17 +125,38 @@ def _fake_llama_bench(folder: Path, body: str) -> Path:
 CAPTURED_ARGS = ["-t", "2", "-p", "64,128", "-n", "16", "-ub", "64,128", "-b", "128", "-ngl", "0"]
 
 
-def _bench_file(tmp_path, bin_dir: Path, rounds: int) -> Path:
+def _bench_file(tmp_path, bin_dir: Path, rounds: int, pinset: str | None = None) -> Path:
     model = tmp_path / "m.gguf"
     model.write_bytes(b"GGUF")
-    base = Side("base", BUILD, COMMIT, bin_dir, None)
-    head = Side("head", BUILD, COMMIT, bin_dir, None)
+    base = Side("base", BUILD, COMMIT, bin_dir, None, pinset)
+    head = Side("head", BUILD, COMMIT, bin_dir, None, pinset)
     recorded = run_rounds(base, head, {"base": model, "head": model}, CAPTURED_ARGS, rounds=rounds, repetitions=2,
                           cpu=True)
     path = tmp_path / "bench.json"
     write_json(path, bench_document({"base": model, "head": model}, CAPTURED_ARGS, recorded, 2, base, head))
     return path
 
+
+
+def test_kld_and_bench_of_another_pin_set_are_refused(tmp_path, capsys):
+    """kld and bench record the digest of the pin set their head tree was built from; evidence measured on
+    another pin set (an older pins.yaml, other patches) is refused like a sim or verify of one (exit 2)."""
+    ours = load(GREEN / "sim.json")["pinset"]
+    capture = FIX / "llama-bench" / "cpu-tiny-moe-iq1m.jsonl"
+    for digest, refused in ((ours, False), ("0123456789abcdef", True)):
+        kld = _kld_file(tmp_path, _device_run("base", "kld-iq1m-vs-f16", "CUDA0", digest),
+                        _device_run("head", "kld-iq1m-vs-f16", "CUDA0", digest))
+        bench = _bench_file(tmp_path, _fake_llama_bench(tmp_path / "bin", f"cat '{capture}'\n"), 3, digest)
+        assert load(kld)["pinset"] == digest and load(bench)["pinset"] == digest
+        for name, path in (("kld-h200", kld), ("bench-h200", bench)):
+            rc, _ = report(green(tmp_path, **{name: path}), tmp_path)
+            err = capsys.readouterr().err
+            assert (rc == 2) == refused, err
+            if refused:
+                assert "are results of different pin sets" in err and path.name in err
+    # explicit --base-bin/--head-bin folders: no pin set to name, nothing recorded
+    assert "pinset" not in load(_kld_file(tmp_path, _device_run("base", "kld-iq1m-vs-f16", "CUDA0"),
+                                          _device_run("head", "kld-iq1m-vs-f16", "CUDA0")))
 
 def test_failed_llama_bench_runs_block(tmp_path):
     bin_dir = _fake_llama_bench(tmp_path / "bin", "echo 'main: error: failed to load model' >&2\nexit 1\n")

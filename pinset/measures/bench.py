@@ -264,7 +264,8 @@ def bench_document(models: dict[str, Path], bench_args: list[str], rounds: list[
         {"build": head.build, "commit": _commit(head, rounds, "head"), "model": models["head"].name},
         {"name": snap.name, "driver": snap.driver} if snap else None, recorded,
         [BenchRow.from_json(Doc(r, "<bench>", "bench.rows")) for r in rows],
-        {"method": METHOD, "decision": decision, **({"host": host} if host else {})}).to_json()
+        {"method": METHOD, "decision": decision, **({"host": host} if host else {}),
+         **({"pinset": head.pinset} if head.pinset else {})}).to_json()
 
 
 METHOD = ("run speed = median of llama-bench's samples; per-round log(head/base), mean effect, t CI at alpha 0.05 "
@@ -549,6 +550,7 @@ class BenchResult:
                     t.get("test", str), t.get("params", dict), t.nums("samples_ts") if t.has("samples_ts") else None
         rows = [BenchRow.from_json(r) for r in d.objs("rows")]
         read_host(d)  # checked here; kept in `extra` like every key the model does not name
+        d.get("pinset", str, None, default=None)  # the pin set's digest, like host kept in `extra`
         known = {"schema", "kind", "ok", "compare", "model", "llama_bench_args", "rounds", "repetitions",
                  "warmup_rounds", "base", "head", "gpu", "round_log", "rows"}
         base, head = ({**s.raw, "build": s.get("build", str), "commit": s.get("commit", str)}

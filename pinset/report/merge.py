@@ -217,7 +217,7 @@ def check_consistent(files: list[ResultFile]) -> tuple[str | None, dict[str, str
     """Raise PinsetError on the first contradiction; return the pin set digest and build commits."""
     digest_from: tuple[str, str] | None = None
     for f in files:
-        digest = f.data.get("pinset") if f.kind in ("sim", "verify", "pick", "blame") else None
+        digest = f.data.get("pinset")  # kld and bench: absent for explicit --base-bin/--head-bin and older files
         if not digest:
             continue
         if digest_from is None:
