@@ -117,6 +117,27 @@ def test_kld_of_two_gpus_is_two_studies_not_a_contradiction(tmp_path):
     assert f"h200x2, GPU {UUID1[:12]}" in text
 
 
+
+@pytest.mark.parametrize("kind", ["kld", "bench"])
+def test_kld_and_bench_of_two_classes_on_one_gpu_are_two_results(tmp_path, kind):
+    """One H200 serving the cells of two GPU classes (an sm_90 and an sm_90a build): their numbers differ and
+    are two results, each filling its own cell, not one result contradicting itself (exit 2)."""
+    a, b = _host(load(f"{kind}-h200.json")), _host(load(f"{kind}-h200.json"), "h200-sm90a")
+    if kind == "kld":
+        b["runs"][1]["kld"]["mean"] *= 1.01
+    else:
+        b["rows"][0]["ratio"] *= 1.01
+    files = [FIX / "sim.json", cell_verify(tmp_path, "v1", UUID0), cell_verify(tmp_path, "v2", UUID0, gpu_class="h200-sm90a"),
+             FIX / ("bench-h200.json" if kind == "kld" else "kld-h200.json"),
+             dump(tmp_path / "a.json", a), dump(tmp_path / "b.json", b)]
+    expect = matrix_json(tmp_path, [(B36, "h200", ["verify", kind]), (B36, "h200-sm90a", ["verify", kind])])
+    rc, text = report(tmp_path, files, "--expect", expect)
+    assert rc in (0, 1) and "cell " not in text.splitlines()[3], text.splitlines()[3]
+    assert "(cell of GPU class h200)" in text and "(cell of GPU class h200-sm90a)" in text
+    # the same class twice with different numbers is still one cell contradicting itself
+    b["host"]["gpu_class"] = "h200"
+    assert main(["report", *map(str, files[:-1]), str(dump(tmp_path / "b.json", b))]) == 2
+
 def test_expected_cell_without_result_is_not_tested_and_not_ready(tmp_path):
     a = cell_verify(tmp_path, "a", UUID0)
     full = [*others(tmp_path), FIX / "verify-h200.json", a]

@@ -74,6 +74,12 @@ def device_key(doc: dict) -> tuple:
     return (host["hostname"], tuple(host["gpu_uuids"])) if host else ()
 
 
+def gpu_class_of(doc: dict) -> str | None:
+    """The matrix cell's GPU class a kld or bench was made as (--gpu-class): one GPU may serve two classes
+    (two builds of one tree), whose numbers are two results, not one contradicting itself."""
+    return (doc.get("host") or {}).get("gpu_class")
+
+
 def device_text(key: tuple) -> str:
     """"host" or "host, GPU GPU-1a2b3c4d" for a machine_key or device_key."""
     if not key:
@@ -144,7 +150,8 @@ def _cells(f: ResultFile):
                            NOT_RUN if c["status"] == "not-run" else {k: c[k] for k in ("status", "cases")})
     elif f.kind == "kld":
         study = (d["model"]["name"], d["text"]["sha256"][:12], f"ctx {d['ctx']}", f"{d['chunks']} chunks",
-                 *((device_text(device_key(d)),) if device_key(d) else ()))
+                 *((device_text(device_key(d)),) if device_key(d) else ()),
+                 *((f"as {gpu_class_of(d)}",) if gpu_class_of(d) else ()))
         for r in d["runs"]:
             yield (("kld", *study, r["label"], r["build"], r["backend"]),
                    {k: r[k] for k in ("ppl", "kld", "same_top_p", "rms_dp", "ok")})
@@ -160,7 +167,8 @@ def _cells(f: ResultFile):
                    {"status": p["status"], "first_bad": (p["first_bad"] or {}).get("commit"), "files": p["files"],
                     "problems": p["problems"]})
     elif f.kind == "bench":
-        gpu = (d["gpu"]["name"] if d["gpu"] else "no GPU") + (f" on {device_text(device_key(d))}" if device_key(d) else "")
+        gpu = ((d["gpu"]["name"] if d["gpu"] else "no GPU") + (f" on {device_text(device_key(d))}" if device_key(d) else "")
+               + (f" as {gpu_class_of(d)}" if gpu_class_of(d) else ""))
         for r in d["rows"]:
             yield (("bench", d["model"]["name"], gpu, f"{d['base']['build']} -> {d['head']['build']}", r["test"],
                     _canonical(r["params"])),
@@ -364,7 +372,8 @@ def _merge_kld(files: list[ResultFile]) -> list[KldStudy]:
         if f.kind != "kld":
             continue
         d = f.data
-        key = (d["model"]["name"], d["text"]["sha256"], d["ctx"], d["chunks"], d["reference"]["build"], device_key(d))
+        key = (d["model"]["name"], d["text"]["sha256"], d["ctx"], d["chunks"], d["reference"]["build"], device_key(d),
+               gpu_class_of(d))
         study = studies.setdefault(key, KldStudy(d, [], []))
         study.sources.append(f.name)
         have = {(r["label"], r["build"], r["backend"]) for r in study.runs}
@@ -379,7 +388,7 @@ def _merge_bench(files: list[ResultFile]) -> list[BenchStudy]:
             continue
         d = f.data
         key = (d["model"]["name"], d["gpu"]["name"] if d["gpu"] else None, d["base"]["build"], d["head"]["build"],
-               device_key(d))
+               device_key(d), gpu_class_of(d))
         study = studies.setdefault(key, BenchStudy(d, [], []))
         study.sources.append(f.name)
         have = {(r["test"], _canonical(r["params"])) for r in study.rows}
