@@ -86,6 +86,28 @@ def test_cells_whose_names_clash_get_their_own_artifact(tmp_path, capsys):
     assert all(c["results"].endswith("/" + c["artifact"]) and c["commands"][0].count(c["results"] + "/") == 3
                for c in cells)
 
+
+def test_selectors_take_the_builds_the_sim_resolved_them_to(tmp_path, capsys):
+    """pins.yaml's (or --builds') selectors stand for the builds the sim resolved them to: the matrix takes
+    those from the sim JSON (a selector's newest N, in the sim's order), not the selector itself."""
+    series = tmp_path / "patches" / "s"
+    series.mkdir(parents=True)
+    (series / "0001-x.patch").write_text(PATCH)
+    cfg = write_pins(tmp_path / "pins.yaml", "upstream: https://github.com/ggml-org/llama.cpp\n"
+                     "builds: [\"tags:b*:2\", \"pypi:llama-cpp-python>=0.3.35\", b5000]\n" + ONE
+                     + "pins:\n  - id: p\n    patches: patches/s\n")
+    # a sim of this pins.yaml and of an earlier one with tags:b*:3: tags:b*:2 is the newest two of b6001..b6003
+    # (b5000 matches b* but is named on its own), pypi:...>=0.3.35 not the pre-release nor 0.3.34
+    simulated = {"b6001": "applied", "b6002": "conflict", "b6003": "applied", B34: "applied", B35: "applied",
+                 B36: "applied", "pypi:llama-cpp-python==0.4.0rc1": "applied", "b5000": "applied"}
+    rc, doc, err = matrix(tmp_path, cfg, sim_json(tmp_path, cfg, simulated), capsys=capsys)
+    assert rc == 0, err
+    assert [c["build"] for c in doc["include"]] == ["b6003", B35, B36, "b5000"]
+    assert "b6002 left out: the sim is red" in err and "b6001" not in err
+    rc = main(["matrix", "-c", str(cfg), "--sim", str(tmp_path / "sim.json"), "--builds", "tags:c*:1"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "no simulated build matches the selector tags:c*:1" in err and len(err.splitlines()) == 1
+
 def test_commands_are_exact_pinset_command_lines(tmp_path, capsys):
     cfg = pins(tmp_path, TWO, builds=(B36,))
     rc, doc, _ = matrix(tmp_path, cfg, sim_json(tmp_path, cfg, {B36: "applied"}), "--kld-model", "/m/a b.gguf",

@@ -8,6 +8,7 @@ delivered a result.
 
 from __future__ import annotations
 
+import fnmatch
 import hashlib
 import json
 import re
@@ -16,8 +17,13 @@ import sys
 from collections import Counter
 from pathlib import Path
 
+from packaging.specifiers import SpecifierSet
+from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
+
 from pinset.commands.common import add_config_args
-from pinset.config.schema import PinSet, load_pinset
+from pinset.config.schema import PYPI_BUILD_RE, PinSet, load_pinset
+from pinset.config.selectors import TagSelector, looks_like_selector, parse_selector
 from pinset.errors import PinsetError
 from pinset.output import write_text
 from pinset.results import read_document
@@ -101,10 +107,41 @@ def _green_from_file(pinset: PinSet, build_names: list[str], path: Path):
         raise PinsetError(f"{path}: sim of pin set {sim.pinset_digest}, but {pinset.path.name} is pin set "
                           f"{pinset.digest} (re-run pinset sim)")
     by_name = {b.build: b for b in sim.builds}
-    missing = [b for b in build_names if b not in by_name]
-    if missing:
-        raise PinsetError(f"{path}: build {missing[0]} was not simulated (run pinset sim on it)")
-    return _split_green([by_name[b] for b in build_names])
+    named = {n for n in build_names if not looks_like_selector(n)}
+    chosen: list[str] = []
+    for name in build_names:
+        if looks_like_selector(name):  # the sim resolved it: its builds are the ones that match it
+            matched = _selected(parse_selector(name), [b.build for b in sim.builds if b.build not in named])
+            if not matched:
+                raise PinsetError(f"{path}: no simulated build matches the selector {name} (run pinset sim on it)")
+            chosen += matched
+        elif name in by_name:
+            chosen.append(name)
+        else:
+            raise PinsetError(f"{path}: build {name} was not simulated (run pinset sim on it)")
+    return _split_green([by_name[b] for b in dict.fromkeys(chosen)])
+
+
+def _selected(selector, simulated: list[str]) -> list[str]:
+    """The simulated builds a selector stands for (builds named on their own aside): those it matches, the
+    newest N of them where it says N (the sim lists a selector's builds oldest first). Pre-releases only
+    where the specifier names one, as when the sim resolved it."""
+    if isinstance(selector, TagSelector):
+        matched = [b for b in simulated if not b.startswith("pypi:") and fnmatch.fnmatchcase(b, selector.pattern)]
+    else:
+        spec, package = SpecifierSet(selector.specifier), canonicalize_name(selector.package)
+        matched = [b for b in simulated if (m := PYPI_BUILD_RE.match(b)) and canonicalize_name(m["package"]) == package
+                   and (version := _version(m["version"])) is not None
+                   and spec.contains(version, prereleases=spec.prereleases is True)]
+        matched.sort(key=lambda b: Version(PYPI_BUILD_RE.match(b)["version"]))
+    return matched[-selector.newest:] if selector.newest else matched
+
+
+def _version(text: str) -> Version | None:
+    try:
+        return Version(text)
+    except InvalidVersion:
+        return None
 
 
 def _green_from_sim(pinset: PinSet, build_names: list[str], cache: str | None):
