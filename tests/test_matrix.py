@@ -108,6 +108,16 @@ def test_selectors_take_the_builds_the_sim_resolved_them_to(tmp_path, capsys):
     err = capsys.readouterr().err
     assert rc == 2 and "no simulated build matches the selector tags:c*:1" in err and len(err.splitlines()) == 1
 
+
+def test_more_cells_than_actions_runs_is_one_line_exit_2(tmp_path, capsys):
+    builds = tuple(f"pypi:llama-cpp-python==0.3.{n}" for n in range(129))
+    cfg = pins(tmp_path, TWO, builds=builds)
+    sim = sim_json(tmp_path, cfg, dict.fromkeys(builds, "applied"))
+    rc, _, err = matrix(tmp_path, cfg, sim, capsys=capsys)
+    assert rc == 2 and "258 cells, but GitHub Actions expands at most 256 jobs" in err and len(err.splitlines()) == 1
+    rc, doc, _ = matrix(tmp_path, cfg, sim, "--gpus", "h200", capsys=capsys)
+    assert rc == 0 and len(doc["include"]) == 129
+
 def test_commands_are_exact_pinset_command_lines(tmp_path, capsys):
     cfg = pins(tmp_path, TWO, builds=(B36,))
     rc, doc, _ = matrix(tmp_path, cfg, sim_json(tmp_path, cfg, {B36: "applied"}), "--kld-model", "/m/a b.gguf",

@@ -30,6 +30,9 @@ from pinset.results import read_document
 from pinset.sim.model import SimResult
 from pinset.sim.run import pick_builds
 
+MAX_CELLS = 256  # jobs GitHub Actions makes of one matrix at most
+
+
 def add_parser(sub):
     p = sub.add_parser("matrix", help="the CI cells (build x GPU class) as a GitHub Actions matrix JSON")
     add_config_args(p)
@@ -62,6 +65,10 @@ def run(args) -> int:
         print(f"pinset matrix: no build is green in the sim ({len(red)} red), so there is no cell to run; "
               "an empty matrix would fail the workflow without saying why", file=sys.stderr)
         return 1
+    if len(green) * len(classes) > MAX_CELLS:
+        raise PinsetError(f"{len(green)} green builds x {len(classes)} GPU classes = {len(green) * len(classes)} "
+                          f"cells, but GitHub Actions expands at most {MAX_CELLS} jobs from one matrix (the cell job "
+                          "would fail whole); narrow it with --builds or --gpus")
     doc = matrix(pinset, args.config, green, classes, kld_model=args.kld_model, bench_model=args.bench_model,
                  bench_args=args.bench_args, verify_args=args.verify_args, results_dir=args.results_dir,
                  pinset_command=args.pinset_command)
