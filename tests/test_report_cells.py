@@ -255,6 +255,23 @@ def test_matrix_of_another_pin_set_is_refused(tmp_path, capsys):
     assert "a matrix of another run" in capsys.readouterr().err
 
 
+
+@pytest.mark.parametrize("key, value, expected", [
+    ("gpu_class", ["h200"], "verify.options.gpu_class: expected a string or null"),
+    ("gpu_class", {"a": 1}, "verify.options.gpu_class: expected a string or null"),
+    ("gpu_uuids", [["GPU-1"]], "verify.machine.gpu_uuids[0]: expected a string"),
+    ("gpu_uuids", "GPU-1", "verify.machine.gpu_uuids: expected a list"),
+])
+def test_cell_identity_of_the_wrong_type_is_one_line_exit_2(tmp_path, capsys, key, value, expected):
+    """What tells cells apart (GPU class, GPU UUIDs) is checked like every key: a list where a name belongs was
+    a traceback (unhashable) when the runs were merged."""
+    def damage(d):
+        (d["options"] if key == "gpu_class" else d["machine"])[key] = value
+    bad = cell_verify(tmp_path, "bad", UUID0, change=damage)
+    assert main(["report", str(FIX / "sim.json"), str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert expected in err and len(err.strip().splitlines()) == 1, err
+
 def test_older_files_without_uuids_still_read(tmp_path):
     rc, text = report(tmp_path, sorted(FIX.glob("*.json")))
     assert rc == 0 and "NVIDIA H200" in text
