@@ -73,6 +73,20 @@ def test_no_cell_goes_missing_silently():
     assert "--expect report/matrix.json" in report_step["run"]
 
 
+
+def test_a_rerun_replaces_the_earlier_attempts_artifact():
+    """Re-run failed jobs uploads under the same name: without `overwrite` the upload fails (409) and the report
+    reads the earlier attempt's result as the last one (a cell that failed on re-run would show its old pass).
+    And the cell has a file to upload from its first step on, so an attempt that fails early replaces it too."""
+    for name, job in jobs().items():
+        for s in job["steps"]:
+            if str(s.get("uses", "")).startswith("actions/upload-artifact"):
+                assert s["with"].get("overwrite") is True, name
+    steps = jobs()["cell"]["steps"]
+    first = steps[1]
+    assert str(steps[0]["uses"]).startswith("actions/checkout") and first["env"]["RESULTS"] == "${{ matrix.results }}"
+    assert '> "$RESULTS/attempt.txt"' in first["run"]
+
 def test_token_permissions_are_minimal():
     doc = yaml.safe_load(REUSABLE.read_text())
     assert doc["permissions"] == {"contents": "read"}
