@@ -417,6 +417,51 @@ def test_excluded_as_noisy_lists_only_noise(tmp_path):
     assert "- pp512: round 4: head has no result (llama-bench exited 1)" in speed.split("Rounds without a result")[1]
 
 
+
+H200 = REPORT / "h200"
+H200_RUN = [H200 / "sim.json", H200 / "verify-h200.json", H200 / "kld-synth-llama-1b-4l-IQ1_M.json"]
+
+
+def test_a_recorded_speed_beyond_any_physical_rate_blocks(tmp_path):
+    """A recorded (older or edited) bench whose run says ok but holds an impossible speed is what bench itself
+    counts as a failed run: it blocks, and is not excused by the file's rows being too noisy."""
+    bench = load(H200 / "bench-synth-llama-1b-4l-IQ1_M.json")
+    assert {r["verdict"] for r in bench["rows"]} == {"too noisy"} and bench["ok"] is False
+    rc, text = report([*H200_RUN, H200 / "bench-synth-llama-1b-4l-IQ1_M.json"], tmp_path)
+    assert "llama-bench failed" not in first_line(text)  # as recorded: noisy, no failed run
+    test = bench["round_log"][2]["runs"]["base"]["tests"][0]
+    test["samples_ts"] = [1e15] * len(test["samples_ts"])
+    rc, text = report([*H200_RUN, dump(tmp_path / "bench.json", bench)], tmp_path)
+    assert rc == 1 and first_line(text).startswith("**❌ blocked:** llama-bench failed on NVIDIA H200 "
+                                                   "(synth-llama-1b-4l-IQ1_M.gguf): round 2 base: pp512: 1e+15 t/s "
+                                                   "is beyond any physical rate"), first_line(text)
+
+
+def test_one_benchs_noisy_rows_never_excuse_anothers_not_ok(tmp_path):
+    noisy = H200 / "bench-synth-qwen3moe-a3b-4l-IQ1_M.json"
+    odd = load(H200 / "bench-synth-llama-1b-4l-IQ1_M.json")  # not ok without a row or run that says why
+    for r in odd["rows"]:
+        r["verdict"] = "no change"
+    odd["ok"] = False
+    rc, text = report([*H200_RUN, noisy, dump(tmp_path / "odd.json", odd)], tmp_path)
+    assert rc == 1 and "bench reported not ok (odd.json)" in first_line(text), first_line(text)
+
+
+def test_a_failed_bench_run_is_named_once_on_its_own_gpu(tmp_path):
+    """In CI every cell's bench is called bench.json: a failure is the study's of the file that recorded it."""
+    good, bad = load(GREEN / "bench-h200.json"), load(H200 / "bench-synth-llama-1b-4l-IQ1_M.json")
+    bad.update(model=good["model"], base=good["base"], head=good["head"])
+    bad["round_log"][2]["runs"]["head"].update(ok=False, detail="llama-bench exit 1: CUDA error", tests=[])
+    for d, uuid in ((good, "GPU-aaaa"), (bad, "GPU-bbbb")):
+        d["host"] = {"hostname": "h", "gpu_uuids": [uuid], "runner": None, "gpu_class": None}
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    files = green(tmp_path, **{"bench-h200": dump(tmp_path / "a" / "bench.json", good)}) + [
+        dump(tmp_path / "b" / "bench.json", bad)]
+    rc, text = report(files, tmp_path)
+    line = first_line(text)
+    assert rc == 1 and line.count("llama-bench failed on") == 1 and "round 2 head: llama-bench exit 1" in line, line
+
 # --- the models: every file pinset writes reads back, older versions too ------------------------------
 ALL_RESULTS = [p for p in sorted(REPORT.glob("*/*.json")) + sorted(Path(__file__).parent.parent.glob("reports/**/*.json"))
                if json.loads(p.read_text()).get("kind") in MODELS]

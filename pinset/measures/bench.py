@@ -524,9 +524,16 @@ class BenchResult:
 
     @staticmethod
     def failed_runs_of(round_log: list[dict]) -> list[str]:
-        """"round N base: why" for every llama-bench run that failed (warm-up included)."""
-        return [f"round {r['round']} {label}: {run.get('detail') or 'failed'}"
-                for r in round_log for label, run in (r.get("runs") or {}).items() if not run.get("ok")]
+        """"round N base: why" for every llama-bench run that failed or recorded no usable speed (warm-up
+        included): what `_ok` counts as failed, so the report never reads such a run as a measurement."""
+        out = []
+        for r in round_log:
+            for label, run in (r.get("runs") or {}).items():
+                problem = next((f"{t.get('test')}: {why}" for t in run.get("tests") or []
+                                if (why := recorded_speed_problem(t))), None) if run.get("ok") else None
+                if not run.get("ok") or problem:
+                    out.append(f"round {r['round']} {label}: {problem or run.get('detail') or 'failed'}")
+        return out
 
     def to_json(self) -> dict:
         return {"schema": self.schema, "kind": "bench", "ok": self.ok, "compare": self.compare,

@@ -350,11 +350,11 @@ def _merge_verify(files: list[ResultFile]) -> list[VerifyRun]:
             key = (mk, b["build"], gpu_class)  # one GPU may run the cells of two classes (two builds of one tree)
             if key not in runs:
                 runs[key] = VerifyRun(machine, mk, {**b, "gates": list(b["gates"]),
-                                                    "not_tested": list(b["not_tested"])}, [f.name],
+                                                    "not_tested": list(b["not_tested"])}, [str(f.path)],
                                       gpu_class)
                 continue
             run = runs[key]
-            run.sources.append(f.name)
+            run.sources.append(str(f.path))
             gates = {g["name"]: g for g in run.build["gates"]}
             for g in b["gates"]:
                 gates[g["name"]] = _merge_gate(gates[g["name"]], g) if g["name"] in gates else g
@@ -375,7 +375,7 @@ def _merge_kld(files: list[ResultFile]) -> list[KldStudy]:
         key = (d["model"]["name"], d["text"]["sha256"], d["ctx"], d["chunks"], d["reference"]["build"], device_key(d),
                gpu_class_of(d))
         study = studies.setdefault(key, KldStudy(d, [], []))
-        study.sources.append(f.name)
+        study.sources.append(str(f.path))
         have = {(r["label"], r["build"], r["backend"]) for r in study.runs}
         study.runs += [r for r in d["runs"] if (r["label"], r["build"], r["backend"]) not in have]
     return list(studies.values())
@@ -390,7 +390,7 @@ def _merge_bench(files: list[ResultFile]) -> list[BenchStudy]:
         key = (d["model"]["name"], d["gpu"]["name"] if d["gpu"] else None, d["base"]["build"], d["head"]["build"],
                device_key(d), gpu_class_of(d))
         study = studies.setdefault(key, BenchStudy(d, [], []))
-        study.sources.append(f.name)
+        study.sources.append(str(f.path))
         have = {(r["test"], _canonical(r["params"])) for r in study.rows}
         study.rows += [r for r in d["rows"] if (r["test"], _canonical(r["params"])) not in have]
     return list(studies.values())

@@ -149,10 +149,12 @@ UPSTREAM_CONFLICT = {
 def judge(m: Merged) -> Verdict:
     v = Verdict()
     explained = {"sim": _judge_sim(m, v), "verify": _judge_verify(m, v), "kld": _judge_kld(m, v),
-                 "bench": _judge_bench(m, v), "pick": _judge_pick(m, v),
+                 "pick": _judge_pick(m, v),
                  "blame": True}  # a blame explains why newer builds were passed over; it blocks nothing itself
+    bench_explained = _judge_bench(m, v)
     for f in m.files:  # a producer said "not ok" but nothing above explains it: still block
-        if f.kind != "verify" and not f.data["ok"] and not explained[f.kind]:
+        why = str(f.path) in bench_explained if f.kind == "bench" else explained[f.kind]
+        if f.kind != "verify" and not f.data["ok"] and not why:
             v.blockers.append(f"{f.kind} reported not ok ({f.name})")
     v.not_tested = not_tested(m)
     v.missing = missing_evidence(m)
@@ -335,26 +337,25 @@ def _judge_kld(m: Merged, v: Verdict) -> bool:
     return blocked
 
 
-def _judge_bench(m: Merged, v: Verdict) -> bool:
-    """Slower rows and failed llama-bench runs block; rows too noisy to call, or without enough data, explain a
-    bench's not-ok too (listed under Not tested, resp. as missing evidence)."""
-    explained = False
+def _judge_bench(m: Merged, v: Verdict) -> set[str]:
+    """Slower rows and failed llama-bench runs (a run without a usable speed included) block; rows too noisy to
+    call, or without enough data, explain a bench's not-ok too (listed under Not tested, resp. as missing
+    evidence). Returns the bench files whose not-ok is explained, each by its own runs and rows: one file's
+    noisy row never excuses another file's not-ok."""
+    explained: set[str] = set()
     for study in m.bench:
         gpu = bench_device(study)
-        failed = [run for f in m.files if f.kind == "bench" and f.name in study.sources
-                  for run in BenchResult.failed_runs_of(f.data["round_log"])]
+        files = [f for f in m.files if f.kind == "bench" and str(f.path) in study.sources]
+        failed = [run for f in files for run in BenchResult.failed_runs_of(f.data["round_log"])]
         if failed:
-            explained = True
             v.blockers.append(f"llama-bench failed on {gpu} ({study.doc['model']['name']}): {failed[0]}"
                               + (f" (and {len(failed) - 1} more failed runs)" if len(failed) > 1 else ""))
-        if not study.rows:
-            explained = True
         for row in study.rows:
             if row["verdict"] == "slower":
-                explained = True
                 v.blockers.append(f"{row_label(row, study.rows)} slower on {gpu}: {ratio_text(row)}")
-            elif row["verdict"] in ("too noisy", "insufficient data"):
-                explained = True
+        explained |= {str(f.path) for f in files
+                      if BenchResult.failed_runs_of(f.data["round_log"]) or not f.data["rows"]
+                      or any(r["verdict"] in ("slower", "too noisy", "insufficient data") for r in f.data["rows"])}
     return explained
 
 
