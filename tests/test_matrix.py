@@ -118,6 +118,16 @@ def test_more_cells_than_actions_runs_is_one_line_exit_2(tmp_path, capsys):
     rc, doc, _ = matrix(tmp_path, cfg, sim, "--gpus", "h200", capsys=capsys)
     assert rc == 0 and len(doc["include"]) == 129
 
+
+@pytest.mark.parametrize("flag, value, expected", [("--pinset-command", "", "--pinset-command: empty"),
+                                                   ("--pinset-command", "  ", "--pinset-command: empty"),
+                                                   ("--results-dir", "", "--results-dir '': a folder name"),
+                                                   ("--results-dir", "/", "--results-dir '/': a folder name")])
+def test_empty_command_or_results_folder_is_one_line_exit_2(tmp_path, capsys, flag, value, expected):
+    cfg = pins(tmp_path, ONE)
+    rc, _, err = matrix(tmp_path, cfg, sim_json(tmp_path, cfg, {B36: "applied"}), flag, value, capsys=capsys)
+    assert rc == 2 and expected in err and len(err.splitlines()) == 1, err
+
 def test_commands_are_exact_pinset_command_lines(tmp_path, capsys):
     cfg = pins(tmp_path, TWO, builds=(B36,))
     rc, doc, _ = matrix(tmp_path, cfg, sim_json(tmp_path, cfg, {B36: "applied"}), "--kld-model", "/m/a b.gguf",

@@ -57,6 +57,11 @@ def run(args) -> int:
     classes = pick_classes(pinset, args.gpus)
     for flag in ("verify_args", "bench_args", "pinset_command"):
         _split(getattr(args, flag), "--" + flag.replace("_", "-"))
+    if not _split(args.pinset_command, "--pinset-command"):
+        raise PinsetError("--pinset-command: empty (how the cells call pinset, e.g. \"python3 -m pinset\")")
+    if not args.results_dir.strip("/ "):
+        raise PinsetError(f"--results-dir {args.results_dir!r}: a folder name is needed (the cells' results would "
+                          "land in the file system's root)")
     green, red = (_green_from_file(pinset, build_names, args.sim) if args.sim
                   else _green_from_sim(pinset, build_names, args.cache))
     for build, why in red:
