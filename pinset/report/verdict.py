@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from pinset.measures.bench import BenchResult
-from pinset.report.load import EVIDENCE_KINDS, kld_delta_text
 from pinset.build.settings import runnable_on
 from pinset.errors import PinsetError
-from pinset.report.merge import BenchStudy, Merged, VerifyRun
+from pinset.measures.bench import BenchResult
+from pinset.report.load import EVIDENCE_KINDS, kld_delta_text
+from pinset.report.merge import BenchStudy, KldStudy, Merged, VerifyRun
 from pinset.sim.model import is_cuda_path
 from pinset.verify.model import GPU_GATES
 
@@ -395,8 +395,7 @@ def _cell_results(m: Merged, kind: str, build: str, gpu_class: str, architecture
     files = [f.data for f in m.files if f.kind == kind and (f.data.get("host") or {}).get("gpu_class") == gpu_class]
     if kind == "kld":
         studies = [d for d in files if any(r["label"] == "head" and r["build"] == build for r in d["runs"])]
-        return [None if all(r["backend"] != "CPU" for r in d["runs"]) else "ran on the CPU"
-                for d in studies]
+        return [None if kld_on_device(KldStudy(d, d["runs"])) else "ran on the CPU" for d in studies]
     studies = [d for d in files if build in (d["base"]["build"], d["head"]["build"])]
     return [None if bench_device(BenchStudy(d, d["rows"])) != "CPU" else "ran on the CPU"
             for d in studies]
