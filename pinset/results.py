@@ -118,23 +118,30 @@ class Doc:
         return list(items)
 
 
-def read_document(path: str | Path) -> tuple[Doc, str, int, bytes]:
-    """A result file's top-level object, kind and schema version (checked against READS), and its bytes."""
+def read_json(path: str | Path, what: str = "result") -> tuple[object, bytes]:
+    """A JSON file's value and its bytes; anything unreadable (a folder, missing, not UTF-8 JSON, nested
+    beyond Python's recursion limit) is one line naming the file."""
     path = Path(path)
     if path.is_dir():
-        raise PinsetError(f"{path}: is a folder, not a result file")
+        raise PinsetError(f"{path}: is a folder, not a {what} file")
     if not path.is_file():
-        raise PinsetError(f"{path}: no such result file")
+        raise PinsetError(f"{path}: no such {what} file")
     try:
         raw = path.read_bytes()
     except OSError as exc:
         raise PinsetError(f"{path}: cannot read ({(exc.strerror or str(exc)).lower()})") from None
     try:
-        data = json.loads(raw.decode("utf-8"))
+        return json.loads(raw.decode("utf-8")), raw
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise PinsetError(f"{path}: not a JSON result file ({str(exc).splitlines()[0][:120]})") from None
+        raise PinsetError(f"{path}: not a JSON {what} file ({str(exc).splitlines()[0][:120]})") from None
     except RecursionError:
-        raise PinsetError(f"{path}: not a pinset result (nested too deeply)") from None
+        raise PinsetError(f"{path}: not a pinset {what} (nested too deeply)") from None
+
+
+def read_document(path: str | Path) -> tuple[Doc, str, int, bytes]:
+    """A result file's top-level object, kind and schema version (checked against READS), and its bytes."""
+    path = Path(path)
+    data, raw = read_json(path)
     if not isinstance(data, dict):
         raise PinsetError(f"{path}: not a pinset result (top level is not an object)")
     kind = data.get("kind")

@@ -68,6 +68,66 @@ def test_many_builds_many_gpu_classes_in_pins_yaml_order(tmp_path, capsys):
         assert all(ch.isalnum() or ch in "._-" for ch in c["artifact"])  # upload-artifact refuses : / and the like
 
 
+
+def test_cells_whose_names_clash_get_their_own_artifact(tmp_path, capsys):
+    # "1+a" and "1-a" both read "1-a" in an artifact name; build "==2" with class "x-h200" and build "==2-x" with
+    # class "h200" both join to "...-2-x-h200": every cell must still upload to its own artifact and folder
+    clash = ("pypi:llama-cpp-python==1+a", "pypi:llama-cpp-python==1-a", "pypi:llama-cpp-python==2",
+             "pypi:llama-cpp-python==2-x")
+    gpus = 'gpus:\n  h200: {runs-on: [h200], architectures: "90"}\n  x-h200: {runs-on: [x], architectures: "90"}\n'
+    cfg = pins(tmp_path, gpus, builds=clash)
+    rc, doc, _ = matrix(tmp_path, cfg, sim_json(tmp_path, cfg, dict.fromkeys(clash, "applied")), capsys=capsys)
+    assert rc == 0
+    cells = doc["include"]
+    assert len(cells) == 8
+    for key in ("artifact", "results"):
+        assert len({c[key] for c in cells}) == 8, sorted(c[key] for c in cells)
+    assert all(ch.isalnum() or ch in "._-" for c in cells for ch in c["artifact"])
+    assert all(c["results"].endswith("/" + c["artifact"]) and c["commands"][0].count(c["results"] + "/") == 3
+               for c in cells)
+
+
+def test_selectors_take_the_builds_the_sim_resolved_them_to(tmp_path, capsys):
+    """pins.yaml's (or --builds') selectors stand for the builds the sim resolved them to: the matrix takes
+    those from the sim JSON (a selector's newest N, in the sim's order), not the selector itself."""
+    series = tmp_path / "patches" / "s"
+    series.mkdir(parents=True)
+    (series / "0001-x.patch").write_text(PATCH)
+    cfg = write_pins(tmp_path / "pins.yaml", "upstream: https://github.com/ggml-org/llama.cpp\n"
+                     "builds: [\"tags:b*:2\", \"pypi:llama-cpp-python>=0.3.35\", b5000]\n" + ONE
+                     + "pins:\n  - id: p\n    patches: patches/s\n")
+    # a sim of this pins.yaml and of an earlier one with tags:b*:3: tags:b*:2 is the newest two of b6001..b6003
+    # (b5000 matches b* but is named on its own), pypi:...>=0.3.35 not the pre-release nor 0.3.34
+    simulated = {"b6001": "applied", "b6002": "conflict", "b6003": "applied", B34: "applied", B35: "applied",
+                 B36: "applied", "pypi:llama-cpp-python==0.4.0rc1": "applied", "b5000": "applied"}
+    rc, doc, err = matrix(tmp_path, cfg, sim_json(tmp_path, cfg, simulated), capsys=capsys)
+    assert rc == 0, err
+    assert [c["build"] for c in doc["include"]] == ["b6003", B35, B36, "b5000"]
+    assert "b6002 left out: the sim is red" in err and "b6001" not in err
+    rc = main(["matrix", "-c", str(cfg), "--sim", str(tmp_path / "sim.json"), "--builds", "tags:c*:1"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "no simulated build matches the selector tags:c*:1" in err and len(err.splitlines()) == 1
+
+
+def test_more_cells_than_actions_runs_is_one_line_exit_2(tmp_path, capsys):
+    builds = tuple(f"pypi:llama-cpp-python==0.3.{n}" for n in range(129))
+    cfg = pins(tmp_path, TWO, builds=builds)
+    sim = sim_json(tmp_path, cfg, dict.fromkeys(builds, "applied"))
+    rc, _, err = matrix(tmp_path, cfg, sim, capsys=capsys)
+    assert rc == 2 and "258 cells, but GitHub Actions expands at most 256 jobs" in err and len(err.splitlines()) == 1
+    rc, doc, _ = matrix(tmp_path, cfg, sim, "--gpus", "h200", capsys=capsys)
+    assert rc == 0 and len(doc["include"]) == 129
+
+
+@pytest.mark.parametrize("flag, value, expected", [("--pinset-command", "", "--pinset-command: empty"),
+                                                   ("--pinset-command", "  ", "--pinset-command: empty"),
+                                                   ("--results-dir", "", "--results-dir '': a folder name"),
+                                                   ("--results-dir", "/", "--results-dir '/': a folder name")])
+def test_empty_command_or_results_folder_is_one_line_exit_2(tmp_path, capsys, flag, value, expected):
+    cfg = pins(tmp_path, ONE)
+    rc, _, err = matrix(tmp_path, cfg, sim_json(tmp_path, cfg, {B36: "applied"}), flag, value, capsys=capsys)
+    assert rc == 2 and expected in err and len(err.splitlines()) == 1, err
+
 def test_commands_are_exact_pinset_command_lines(tmp_path, capsys):
     cfg = pins(tmp_path, TWO, builds=(B36,))
     rc, doc, _ = matrix(tmp_path, cfg, sim_json(tmp_path, cfg, {B36: "applied"}), "--kld-model", "/m/a b.gguf",

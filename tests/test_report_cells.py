@@ -117,6 +117,27 @@ def test_kld_of_two_gpus_is_two_studies_not_a_contradiction(tmp_path):
     assert f"h200x2, GPU {UUID1[:12]}" in text
 
 
+
+@pytest.mark.parametrize("kind", ["kld", "bench"])
+def test_kld_and_bench_of_two_classes_on_one_gpu_are_two_results(tmp_path, kind):
+    """One H200 serving the cells of two GPU classes (an sm_90 and an sm_90a build): their numbers differ and
+    are two results, each filling its own cell, not one result contradicting itself (exit 2)."""
+    a, b = _host(load(f"{kind}-h200.json")), _host(load(f"{kind}-h200.json"), "h200-sm90a")
+    if kind == "kld":
+        b["runs"][1]["kld"]["mean"] *= 1.01
+    else:
+        b["rows"][0]["ratio"] *= 1.01
+    files = [FIX / "sim.json", cell_verify(tmp_path, "v1", UUID0), cell_verify(tmp_path, "v2", UUID0, gpu_class="h200-sm90a"),
+             FIX / ("bench-h200.json" if kind == "kld" else "kld-h200.json"),
+             dump(tmp_path / "a.json", a), dump(tmp_path / "b.json", b)]
+    expect = matrix_json(tmp_path, [(B36, "h200", ["verify", kind]), (B36, "h200-sm90a", ["verify", kind])])
+    rc, text = report(tmp_path, files, "--expect", expect)
+    assert rc in (0, 1) and "cell " not in text.splitlines()[3], text.splitlines()[3]
+    assert "(cell of GPU class h200)" in text and "(cell of GPU class h200-sm90a)" in text
+    # the same class twice with different numbers is still one cell contradicting itself
+    b["host"]["gpu_class"] = "h200"
+    assert main(["report", *map(str, files[:-1]), str(dump(tmp_path / "b.json", b))]) == 2
+
 def test_expected_cell_without_result_is_not_tested_and_not_ready(tmp_path):
     a = cell_verify(tmp_path, "a", UUID0)
     full = [*others(tmp_path), FIX / "verify-h200.json", a]
@@ -140,6 +161,70 @@ def test_a_verify_from_outside_the_matrix_fills_no_cell(tmp_path):
     assert rc == 1 and f"cell {B36} on h200: no verify result" in text
 
 
+
+def _no_cuda_code(tmp_path) -> Path:
+    """green's sim with pins that touch no CUDA code: CPU evidence is enough for the pins themselves."""
+    sim = load("sim.json")
+    for b in sim["builds"]:
+        for p in b["pins"]:
+            p["touched"] = ["ggml/src/ggml-cpu/ops.cpp"]
+    sim["builds"] = [b for b in sim["builds"] if b["build"] == B36]
+    return dump(tmp_path / "sim.json", sim)
+
+
+def _cpu_gates(d):
+    """B36 as `pinset verify` without --cuda writes it: the GPU gates not requested."""
+    d["builds"] = [b for b in load("verify-cpu.json")["builds"] if b["build"] == B36]
+
+
+def _on_cpu(d):
+    _cpu_gates(d)
+    d["machine"] = {**load("verify-cpu.json")["machine"], "gpu_uuids": []}
+
+
+def _host(d, gpu_class="h200"):
+    d["host"] = {"hostname": "h200x2", "gpu_uuids": [UUID0], "runner": None, "gpu_class": gpu_class}
+    return d
+
+
+@pytest.mark.parametrize("what", ["verify on a CPU machine", "verify without GPU gates", "verify on an A100",
+                                  "kld on the CPU", "bench on the CPU"])
+def test_a_result_that_did_not_run_on_the_cells_gpu_fills_no_cell(tmp_path, what):
+    """A file made as cell `h200` (--gpu-class h200) that ran on the CPU or on a GPU outside the class's
+    architectures is no evidence from that cell: with every other cell delivered, the report is not ready."""
+    change = {"verify on a CPU machine": _on_cpu, "verify without GPU gates": _cpu_gates,
+              "verify on an A100": lambda d: d["machine"]["gpu"].update(name="NVIDIA A100", compute_capability="8.0")}
+    verify = cell_verify(tmp_path, "v", UUID0, change=change.get(what))
+    kld, bench = _host(load("kld-h200.json")), _host(load("bench-h200.json"))
+    if what == "kld on the CPU":
+        for r in kld["runs"]:
+            r["backend"], r["devices"] = "CPU", []
+    if what == "bench on the CPU":
+        bench["gpu"] = None
+    expect = matrix_json(tmp_path, [(B36, "h200", ["verify", "kld", "bench"])])
+    doc = json.loads(expect.read_text())
+    doc["include"][0]["architectures"] = "90"
+    dump(expect, doc)
+    files = [_no_cuda_code(tmp_path), verify, dump(tmp_path / "k.json", kld), dump(tmp_path / "b.json", bench)]
+    rc, text = report(tmp_path, files, "--expect", expect)
+    line = text.splitlines()[3]
+    assert rc == 1 and line.startswith("**⏳ not enough evidence:**"), line
+    kind = what.split()[0]
+    assert f"cell {B36} on h200: no result from a GPU of the class ({kind} " in line
+    # the same files, each really from the cell's GPU, are ready: the test above can pass
+    clean = [_no_cuda_code(tmp_path), cell_verify(tmp_path, "v", UUID0), dump(tmp_path / "k.json", _host(load("kld-h200.json"))),
+             dump(tmp_path / "b.json", _host(load("bench-h200.json")))]
+    rc, text = report(tmp_path, clean, "--expect", expect)
+    assert rc == 0, text.splitlines()[3]
+
+
+def test_a_matrix_nested_too_deeply_is_one_line_exit_2(tmp_path, capsys):
+    deep = tmp_path / "m.json"
+    deep.write_text('{"include": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    assert main(["report", str(FIX / "sim.json"), "--expect", str(deep)]) == 2
+    err = capsys.readouterr().err
+    assert "m.json: not a pinset matrix (nested too deeply)" in err and len(err.strip().splitlines()) == 1
+
 def test_expected_cell_blocked_run_lists_it_once(tmp_path):
     a = cell_verify(tmp_path, "a", UUID0, change=one_op_fewer)
     rc, text = report(tmp_path, [*others(tmp_path), a], "--expect",
@@ -151,7 +236,7 @@ def test_expected_cell_blocked_run_lists_it_once(tmp_path):
     ("[]", "matrix: expected an object"),
     ('{"include": [{"cell": "x", "build": "b", "gpu": "g", "kinds": ["perf"]}]}', "matrix.include[0].kinds"),
     ('{"include": [{"cell": "x", "gpu": "g", "kinds": ["verify"]}]}', "matrix.include[0].build: missing"),
-    ("not json", "not a pinset matrix JSON"),
+    ("not json", "not a JSON matrix file"),
 ])
 def test_bad_expect_file_is_exit_2(tmp_path, capsys, doc, expected):
     bad = tmp_path / "m.json"
@@ -169,6 +254,23 @@ def test_matrix_of_another_pin_set_is_refused(tmp_path, capsys):
     assert main(["report", str(FIX / "sim.json"), "--expect", str(m)]) == 2
     assert "a matrix of another run" in capsys.readouterr().err
 
+
+
+@pytest.mark.parametrize("key, value, expected", [
+    ("gpu_class", ["h200"], "verify.options.gpu_class: expected a string or null"),
+    ("gpu_class", {"a": 1}, "verify.options.gpu_class: expected a string or null"),
+    ("gpu_uuids", [["GPU-1"]], "verify.machine.gpu_uuids[0]: expected a string"),
+    ("gpu_uuids", "GPU-1", "verify.machine.gpu_uuids: expected a list"),
+])
+def test_cell_identity_of_the_wrong_type_is_one_line_exit_2(tmp_path, capsys, key, value, expected):
+    """What tells cells apart (GPU class, GPU UUIDs) is checked like every key: a list where a name belongs was
+    a traceback (unhashable) when the runs were merged."""
+    def damage(d):
+        (d["options"] if key == "gpu_class" else d["machine"])[key] = value
+    bad = cell_verify(tmp_path, "bad", UUID0, change=damage)
+    assert main(["report", str(FIX / "sim.json"), str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert expected in err and len(err.strip().splitlines()) == 1, err
 
 def test_older_files_without_uuids_still_read(tmp_path):
     rc, text = report(tmp_path, sorted(FIX.glob("*.json")))

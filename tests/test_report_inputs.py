@@ -48,10 +48,10 @@ def first_line(text: str) -> str:
 
 
 # --- kld: a failed run, numbers that could not be measured -----------------------------------------
-def _device_run(label: str, fixture: str, backend: str) -> DeviceRun:
+def _device_run(label: str, fixture: str, backend: str, pinset: str | None = None) -> DeviceRun:
     out = parse_perplexity((FIX / "perplexity" / f"{fixture}.stdout").read_text(),
                            (FIX / "perplexity" / f"{fixture}.stderr").read_text())
-    side = Side(label, BUILD, COMMIT, Path("/nonexistent"), None)
+    side = Side(label, BUILD, COMMIT, Path("/nonexistent"), None, pinset)
     return DeviceRun(label, side, backend, out, 0, kld_problem(out, 0), 2.0)
 
 
@@ -125,17 +125,38 @@ def _fake_llama_bench(folder: Path, body: str) -> Path:
 CAPTURED_ARGS = ["-t", "2", "-p", "64,128", "-n", "16", "-ub", "64,128", "-b", "128", "-ngl", "0"]
 
 
-def _bench_file(tmp_path, bin_dir: Path, rounds: int) -> Path:
+def _bench_file(tmp_path, bin_dir: Path, rounds: int, pinset: str | None = None) -> Path:
     model = tmp_path / "m.gguf"
     model.write_bytes(b"GGUF")
-    base = Side("base", BUILD, COMMIT, bin_dir, None)
-    head = Side("head", BUILD, COMMIT, bin_dir, None)
+    base = Side("base", BUILD, COMMIT, bin_dir, None, pinset)
+    head = Side("head", BUILD, COMMIT, bin_dir, None, pinset)
     recorded = run_rounds(base, head, {"base": model, "head": model}, CAPTURED_ARGS, rounds=rounds, repetitions=2,
                           cpu=True)
     path = tmp_path / "bench.json"
     write_json(path, bench_document({"base": model, "head": model}, CAPTURED_ARGS, recorded, 2, base, head))
     return path
 
+
+
+def test_kld_and_bench_of_another_pin_set_are_refused(tmp_path, capsys):
+    """kld and bench record the digest of the pin set their head tree was built from; evidence measured on
+    another pin set (an older pins.yaml, other patches) is refused like a sim or verify of one (exit 2)."""
+    ours = load(GREEN / "sim.json")["pinset"]
+    capture = FIX / "llama-bench" / "cpu-tiny-moe-iq1m.jsonl"
+    for digest, refused in ((ours, False), ("0123456789abcdef", True)):
+        kld = _kld_file(tmp_path, _device_run("base", "kld-iq1m-vs-f16", "CUDA0", digest),
+                        _device_run("head", "kld-iq1m-vs-f16", "CUDA0", digest))
+        bench = _bench_file(tmp_path, _fake_llama_bench(tmp_path / "bin", f"cat '{capture}'\n"), 3, digest)
+        assert load(kld)["pinset"] == digest and load(bench)["pinset"] == digest
+        for name, path in (("kld-h200", kld), ("bench-h200", bench)):
+            rc, _ = report(green(tmp_path, **{name: path}), tmp_path)
+            err = capsys.readouterr().err
+            assert (rc == 2) == refused, err
+            if refused:
+                assert "are results of different pin sets" in err and path.name in err
+    # explicit --base-bin/--head-bin folders: no pin set to name, nothing recorded
+    assert "pinset" not in load(_kld_file(tmp_path, _device_run("base", "kld-iq1m-vs-f16", "CUDA0"),
+                                          _device_run("head", "kld-iq1m-vs-f16", "CUDA0")))
 
 def test_failed_llama_bench_runs_block(tmp_path):
     bin_dir = _fake_llama_bench(tmp_path / "bin", "echo 'main: error: failed to load model' >&2\nexit 1\n")
@@ -351,6 +372,24 @@ def test_unverified_build_is_not_enough_evidence(tmp_path):
     assert rc == 1 and "pypi:llama-cpp-python==0.3.35 simulated only (no verify result)" in first_line(text)
 
 
+
+@pytest.mark.parametrize("empty", ["verify", "sim", "sim and verify"])
+def test_a_result_that_holds_no_build_is_no_evidence(tmp_path, empty):
+    """A verify or sim that ran on no build at all is a run that ran nothing, never the missing kind's evidence."""
+    swap = {}
+    for kind, stem in (("sim", "sim"), ("verify", "verify-h200")):
+        if kind in empty:
+            data = load(GREEN / f"{stem}.json")
+            data["builds"] = []
+            swap[stem] = dump(tmp_path / f"{stem}.json", data)
+    if "verify" in empty:
+        swap["verify-cpu"] = None
+    rc, text = report(green(tmp_path, **swap), tmp_path)
+    line = first_line(text)
+    assert rc == 1 and line.startswith("**⏳ not enough evidence:**"), line
+    for kind in ("sim", "verify"):
+        assert (f"the {kind} result holds no build" in line) == (kind in empty)
+
 # --- the speed table is bench's own statistic ---------------------------------------------------------
 @pytest.mark.parametrize("name", ["bench-synth-llama-1b-4l-IQ1_M.json", "bench-synth-qwen3moe-a3b-4l-IQ1_M.json"])
 def test_report_speed_table_shows_what_bench_md_shows(tmp_path, name):
@@ -377,6 +416,51 @@ def test_excluded_as_noisy_lists_only_noise(tmp_path):
     assert "warm-up" not in noisy and "has no result" not in noisy
     assert "- pp512: round 4: head has no result (llama-bench exited 1)" in speed.split("Rounds without a result")[1]
 
+
+
+H200 = REPORT / "h200"
+H200_RUN = [H200 / "sim.json", H200 / "verify-h200.json", H200 / "kld-synth-llama-1b-4l-IQ1_M.json"]
+
+
+def test_a_recorded_speed_beyond_any_physical_rate_blocks(tmp_path):
+    """A recorded (older or edited) bench whose run says ok but holds an impossible speed is what bench itself
+    counts as a failed run: it blocks, and is not excused by the file's rows being too noisy."""
+    bench = load(H200 / "bench-synth-llama-1b-4l-IQ1_M.json")
+    assert {r["verdict"] for r in bench["rows"]} == {"too noisy"} and bench["ok"] is False
+    rc, text = report([*H200_RUN, H200 / "bench-synth-llama-1b-4l-IQ1_M.json"], tmp_path)
+    assert "llama-bench failed" not in first_line(text)  # as recorded: noisy, no failed run
+    test = bench["round_log"][2]["runs"]["base"]["tests"][0]
+    test["samples_ts"] = [1e15] * len(test["samples_ts"])
+    rc, text = report([*H200_RUN, dump(tmp_path / "bench.json", bench)], tmp_path)
+    assert rc == 1 and first_line(text).startswith("**❌ blocked:** llama-bench failed on NVIDIA H200 "
+                                                   "(synth-llama-1b-4l-IQ1_M.gguf): round 2 base: pp512: 1e+15 t/s "
+                                                   "is beyond any physical rate"), first_line(text)
+
+
+def test_one_benchs_noisy_rows_never_excuse_anothers_not_ok(tmp_path):
+    noisy = H200 / "bench-synth-qwen3moe-a3b-4l-IQ1_M.json"
+    odd = load(H200 / "bench-synth-llama-1b-4l-IQ1_M.json")  # not ok without a row or run that says why
+    for r in odd["rows"]:
+        r["verdict"] = "no change"
+    odd["ok"] = False
+    rc, text = report([*H200_RUN, noisy, dump(tmp_path / "odd.json", odd)], tmp_path)
+    assert rc == 1 and "bench reported not ok (odd.json)" in first_line(text), first_line(text)
+
+
+def test_a_failed_bench_run_is_named_once_on_its_own_gpu(tmp_path):
+    """In CI every cell's bench is called bench.json: a failure is the study's of the file that recorded it."""
+    good, bad = load(GREEN / "bench-h200.json"), load(H200 / "bench-synth-llama-1b-4l-IQ1_M.json")
+    bad.update(model=good["model"], base=good["base"], head=good["head"])
+    bad["round_log"][2]["runs"]["head"].update(ok=False, detail="llama-bench exit 1: CUDA error", tests=[])
+    for d, uuid in ((good, "GPU-aaaa"), (bad, "GPU-bbbb")):
+        d["host"] = {"hostname": "h", "gpu_uuids": [uuid], "runner": None, "gpu_class": None}
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    files = green(tmp_path, **{"bench-h200": dump(tmp_path / "a" / "bench.json", good)}) + [
+        dump(tmp_path / "b" / "bench.json", bad)]
+    rc, text = report(files, tmp_path)
+    line = first_line(text)
+    assert rc == 1 and line.count("llama-bench failed on") == 1 and "round 2 head: llama-bench exit 1" in line, line
 
 # --- the models: every file pinset writes reads back, older versions too ------------------------------
 ALL_RESULTS = [p for p in sorted(REPORT.glob("*/*.json")) + sorted(Path(__file__).parent.parent.glob("reports/**/*.json"))

@@ -40,6 +40,8 @@ class FakeGitHub:
         self.fail: tuple[int, dict, dict] | None = None
         self.script: list[dict] = []
         self.next_id = 1000
+        self.login: str | None = None  # the token's user (a PAT); None: GET /user answers 403 like GITHUB_TOKEN
+        self.author = {"login": "github-actions[bot]", "type": "Bot"}  # who the token's comments are by
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self.thread = threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True)
 
@@ -47,9 +49,10 @@ class FakeGitHub:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.server.server_address[1]}"
 
-    def add(self, body: str) -> dict:
+    def add(self, body: str, user: dict | None = None) -> dict:
         self.next_id += 1
-        c = {"id": self.next_id, "body": body, "html_url": f"https://github.test/o/r/pull/7#issuecomment-{self.next_id}"}
+        c = {"id": self.next_id, "body": body, "html_url": f"https://github.test/o/r/pull/7#issuecomment-{self.next_id}",
+             "user": user or self.author}
         self.comments.append(c)
         return c
 
@@ -91,6 +94,10 @@ class FakeGitHub:
 
             def _serve(self, method, body, send=lambda *a: None):
                 parts = urlsplit(self.path)
+                if parts.path == "/user" and method == "GET":
+                    if fake.login is None:
+                        return send(403, {"message": "Resource not accessible by integration"})
+                    return send(200, {"login": fake.login, "type": "User"})
                 if re.fullmatch(r"/repos/o/r/issues/7/comments", parts.path):
                     if method == "GET":
                         q = parse_qs(parts.query)
@@ -109,6 +116,8 @@ class FakeGitHub:
                 if m and method == "PATCH":
                     for c in fake.comments:
                         if c["id"] == int(m[1]):
+                            if c["user"] != fake.author:  # like GitHub for a token that may not edit others' words
+                                return send(403, {"message": "Resource not accessible by integration"})
                             c["body"] = body["body"]
                             return send(200, c)
                 return send(404, {"message": "Not Found"})
@@ -186,7 +195,7 @@ def test_updates_the_marked_comment_on_a_later_page(github, tmp_path, capsys):
     methods = [(m, p) for m, p, _, _ in github.requests]
     assert methods[:2] == [("GET", "/repos/o/r/issues/7/comments?per_page=100"),
                            ("GET", "/repos/o/r/issues/7/comments?per_page=100&page=2")]
-    assert methods[2] == ("PATCH", f"/repos/o/r/issues/comments/{old['id']}")
+    assert methods[2:] == [("GET", "/user"), ("PATCH", f"/repos/o/r/issues/comments/{old['id']}")]
     assert len(github.comments) == 136  # nothing created
     assert old["body"] == (goldens.GOLDEN / "green.md").read_text()
 
@@ -195,9 +204,47 @@ def test_unchanged_comment_is_not_rewritten(github, tmp_path, capsys):
     github.add((goldens.GOLDEN / "green.md").read_text())
     rc = post(tmp_path)
     assert rc == 0
-    assert [m for m, *_ in github.requests] == ["GET"]
+    assert [(m, p.split("?")[0]) for m, p, *_ in github.requests] == [("GET", "/repos/o/r/issues/7/comments"),
+                                                                       ("GET", "/user")]
     assert "unchanged comment on o/r#7" in capsys.readouterr().out
 
+
+
+@pytest.mark.parametrize("login", [None, "alice"], ids=["GITHUB_TOKEN", "a user's token"])
+def test_another_users_comment_with_the_marker_is_never_edited(github, tmp_path, capsys, login):
+    """A comment that carries the marker but is not the token's (a quote, a copy, a forgery placed first) is
+    left alone: editing it fails with GITHUB_TOKEN (403) and, with a maintainer's token, would overwrite that
+    user's words. The token's own marked comment is the one updated, or a new one is made."""
+    github.login = login
+    if login:
+        github.author = {"login": login, "type": "User"}
+    mallory = github.add(MARK + "\n✅ ready to ship (forged)", {"login": "mallory", "type": "User"})
+    bot = github.add(MARK + "\nfrom the Actions bot", {"login": "github-actions[bot]", "type": "Bot"})
+    rc = post(tmp_path)
+    no_token_anywhere(capsys, tmp_path)
+    assert rc == 0
+    assert mallory["body"] == MARK + "\n✅ ready to ship (forged)"
+    green = (goldens.GOLDEN / "green.md").read_text()
+    patched = [p for m, p, *_ in github.requests if m == "PATCH"]
+    if login:  # a user's token: the bot's comment is not its own either, a comment of its own is made
+        assert patched == [] and bot["body"] != green and github.comments[-1]["body"] == green
+    else:
+        assert patched == [f"/repos/o/r/issues/comments/{bot['id']}"] and bot["body"] == green
+        assert len(github.comments) == 2
+
+
+@pytest.mark.parametrize("answer", [{"status": 200, "body": []}, {"status": 200, "body": {"login": ""}},
+                                    {"status": 401, "body": {"message": "Bad credentials"}},
+                                    {"status": 500, "body": b"<html>"}])
+def test_a_bad_answer_to_who_am_i_is_one_line(github, tmp_path, capsys, answer):
+    github.add(MARK + "\nold")
+    github.script.append({"method": "GET", "status": 200, "body": github.comments})  # the listing
+    github.script += [{"method": "GET", **answer}] * 4
+    assert post(tmp_path) == 1
+    out = no_token_anywhere(capsys, tmp_path)
+    line = out.err.splitlines()[0]
+    assert "/user" in line and len(out.err.strip().splitlines()) == 2, out.err
+    assert [p for m, p, *_ in github.requests if m == "PATCH"] == []
 
 def test_blocked_report_posts_and_exits_1(github, tmp_path, capsys):
     argv = ["report", *map(str, sorted((FIX / "blocked").glob("*.json"))), "--post", "o/r#7"]
@@ -431,6 +478,21 @@ def test_bad_api_url_is_bad_input(github, tmp_path, capsys, url):
     assert github.requests == [] and not (tmp_path / "comment.md").exists()
 
 
+
+@pytest.mark.parametrize("url", ["http://api.github.com", "http://ghe.example.com/api/v3", "http://10.0.0.5:8080",
+                                 "HTTP://api.github.com/"])
+def test_plain_http_to_another_machine_is_refused(github, tmp_path, capsys, url, monkeypatch):
+    """The token would cross the network in clear text: refused before anything is sent (a server on this
+    machine, 127.0.0.1 / ::1 / localhost, as in these tests, may be plain http)."""
+    monkeypatch.setenv("GITHUB_API_URL", url)
+    for argv in ([], ["--dry-run"]):
+        assert post(tmp_path, *argv) == 2
+        err = no_token_anywhere(capsys, tmp_path).err
+        assert err.count("\n") == 1 and "is plain http: the token would cross the network unencrypted" in err
+    assert github.requests == [] and not (tmp_path / "comment.md").exists()
+    for local in ("http://localhost:1", "http://[::1]:1", "http://127.0.0.2:1"):
+        assert parse_api_url(local) == local
+
 # --- malformed answers: one line, exit 1 ----------------------------------------------------------
 
 MALFORMED_LISTINGS = {
@@ -542,7 +604,7 @@ def test_a_post_whose_answer_was_lost_is_not_posted_twice(github, tmp_path, caps
     assert post(tmp_path) == 0
     out = no_token_anywhere(capsys, tmp_path)
     assert len(github.comments) == 1
-    assert [m for m, *_ in github.requests] == ["GET", "POST", "GET"]
+    assert [m for m, *_ in github.requests] == ["GET", "POST", "GET", "GET"]  # the relisting asks whose it is
     assert f"created comment on o/r#7: {github.comments[0]['html_url']}" in out.out
 
 

@@ -8,19 +8,30 @@ delivered a result.
 
 from __future__ import annotations
 
+import fnmatch
+import hashlib
 import json
 import re
 import shlex
 import sys
+from collections import Counter
 from pathlib import Path
 
+from packaging.specifiers import SpecifierSet
+from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
+
 from pinset.commands.common import add_config_args
-from pinset.config.schema import PinSet, load_pinset
+from pinset.config.schema import PYPI_BUILD_RE, PinSet, load_pinset
+from pinset.config.selectors import TagSelector, looks_like_selector, parse_selector
 from pinset.errors import PinsetError
 from pinset.output import write_text
 from pinset.results import read_document
 from pinset.sim.model import SimResult
 from pinset.sim.run import pick_builds
+
+MAX_CELLS = 256  # jobs GitHub Actions makes of one matrix at most
+
 
 def add_parser(sub):
     p = sub.add_parser("matrix", help="the CI cells (build x GPU class) as a GitHub Actions matrix JSON")
@@ -46,6 +57,11 @@ def run(args) -> int:
     classes = pick_classes(pinset, args.gpus)
     for flag in ("verify_args", "bench_args", "pinset_command"):
         _split(getattr(args, flag), "--" + flag.replace("_", "-"))
+    if not _split(args.pinset_command, "--pinset-command"):
+        raise PinsetError("--pinset-command: empty (how the cells call pinset, e.g. \"python3 -m pinset\")")
+    if not args.results_dir.strip("/ "):
+        raise PinsetError(f"--results-dir {args.results_dir!r}: a folder name is needed (the cells' results would "
+                          "land in the file system's root)")
     green, red = (_green_from_file(pinset, build_names, args.sim) if args.sim
                   else _green_from_sim(pinset, build_names, args.cache))
     for build, why in red:
@@ -54,6 +70,10 @@ def run(args) -> int:
         print(f"pinset matrix: no build is green in the sim ({len(red)} red), so there is no cell to run; "
               "an empty matrix would fail the workflow without saying why", file=sys.stderr)
         return 1
+    if len(green) * len(classes) > MAX_CELLS:
+        raise PinsetError(f"{len(green)} green builds x {len(classes)} GPU classes = {len(green) * len(classes)} "
+                          f"cells, but GitHub Actions expands at most {MAX_CELLS} jobs from one matrix (the cell job "
+                          "would fail whole); narrow it with --builds or --gpus")
     doc = matrix(pinset, args.config, green, classes, kld_model=args.kld_model, bench_model=args.bench_model,
                  bench_args=args.bench_args, verify_args=args.verify_args, results_dir=args.results_dir,
                  pinset_command=args.pinset_command)
@@ -99,10 +119,41 @@ def _green_from_file(pinset: PinSet, build_names: list[str], path: Path):
         raise PinsetError(f"{path}: sim of pin set {sim.pinset_digest}, but {pinset.path.name} is pin set "
                           f"{pinset.digest} (re-run pinset sim)")
     by_name = {b.build: b for b in sim.builds}
-    missing = [b for b in build_names if b not in by_name]
-    if missing:
-        raise PinsetError(f"{path}: build {missing[0]} was not simulated (run pinset sim on it)")
-    return _split_green([by_name[b] for b in build_names])
+    named = {n for n in build_names if not looks_like_selector(n)}
+    chosen: list[str] = []
+    for name in build_names:
+        if looks_like_selector(name):  # the sim resolved it: its builds are the ones that match it
+            matched = _selected(parse_selector(name), [b.build for b in sim.builds if b.build not in named])
+            if not matched:
+                raise PinsetError(f"{path}: no simulated build matches the selector {name} (run pinset sim on it)")
+            chosen += matched
+        elif name in by_name:
+            chosen.append(name)
+        else:
+            raise PinsetError(f"{path}: build {name} was not simulated (run pinset sim on it)")
+    return _split_green([by_name[b] for b in dict.fromkeys(chosen)])
+
+
+def _selected(selector, simulated: list[str]) -> list[str]:
+    """The simulated builds a selector stands for (builds named on their own aside): those it matches, the
+    newest N of them where it says N (the sim lists a selector's builds oldest first). Pre-releases only
+    where the specifier names one, as when the sim resolved it."""
+    if isinstance(selector, TagSelector):
+        matched = [b for b in simulated if not b.startswith("pypi:") and fnmatch.fnmatchcase(b, selector.pattern)]
+    else:
+        spec, package = SpecifierSet(selector.specifier), canonicalize_name(selector.package)
+        matched = [b for b in simulated if (m := PYPI_BUILD_RE.match(b)) and canonicalize_name(m["package"]) == package
+                   and (version := _version(m["version"])) is not None
+                   and spec.contains(version, prereleases=spec.prereleases is True)]
+        matched.sort(key=lambda b: Version(PYPI_BUILD_RE.match(b)["version"]))
+    return matched[-selector.newest:] if selector.newest else matched
+
+
+def _version(text: str) -> Version | None:
+    try:
+        return Version(text)
+    except InvalidVersion:
+        return None
 
 
 def _green_from_sim(pinset: PinSet, build_names: list[str], cache: str | None):
@@ -118,8 +169,18 @@ def _split_green(builds) -> tuple[list[str], list[tuple[str, str]]]:
 
 
 def artifact_name(build: str, gpu: str) -> str:
-    """An upload-artifact name (no : / \\ and the like) that is unique per cell."""
+    """An upload-artifact name (no : / \\ and the like); see artifact_names for its uniqueness."""
     return "pinset-" + re.sub(r"[^A-Za-z0-9._-]+", "-", build).strip("-") + "-" + gpu
+
+
+def artifact_names(cells: list[tuple[str, str]]) -> dict[tuple[str, str], str]:
+    """(build, GPU class) -> artifact name, unique per cell: two builds that differ only where the name has a
+    dash ("b1+x", "b1-x"), or a build and class whose join is ambiguous, would share an artifact and a
+    results folder, and one cell's upload would fail or hide the other's. Those get a hash of the cell."""
+    names = {cell: artifact_name(*cell) for cell in cells}
+    taken = Counter(names.values())
+    return {cell: name if taken[name] == 1 else name + "-" + hashlib.sha256("\0".join(cell).encode()).hexdigest()[:8]
+            for cell, name in names.items()}
 
 
 def matrix(pinset: PinSet, config: str, builds: list[str], classes, *, kld_model: str | None = None,
@@ -129,9 +190,10 @@ def matrix(pinset: PinSet, config: str, builds: list[str], classes, *, kld_model
     Actions would read another key as one more matrix dimension."""
     q = shlex.quote
     cells = []
+    artifacts = artifact_names([(build, gpu.name) for build in builds for gpu in classes])
     for build in builds:
         for gpu in classes:
-            artifact = artifact_name(build, gpu.name)
+            artifact = artifacts[build, gpu.name]
             out = f"{results_dir.rstrip('/')}/{artifact}"
             common = f"-c {q(config)}"
             verify = (f"{pinset_command} verify {common} --builds {q(build)} --cuda --gpu-class {q(gpu.name)} "

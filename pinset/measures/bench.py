@@ -264,7 +264,8 @@ def bench_document(models: dict[str, Path], bench_args: list[str], rounds: list[
         {"build": head.build, "commit": _commit(head, rounds, "head"), "model": models["head"].name},
         {"name": snap.name, "driver": snap.driver} if snap else None, recorded,
         [BenchRow.from_json(Doc(r, "<bench>", "bench.rows")) for r in rows],
-        {"method": METHOD, "decision": decision, **({"host": host} if host else {})}).to_json()
+        {"method": METHOD, "decision": decision, **({"host": host} if host else {}),
+         **({"pinset": head.pinset} if head.pinset else {})}).to_json()
 
 
 METHOD = ("run speed = median of llama-bench's samples; per-round log(head/base), mean effect, t CI at alpha 0.05 "
@@ -523,9 +524,16 @@ class BenchResult:
 
     @staticmethod
     def failed_runs_of(round_log: list[dict]) -> list[str]:
-        """"round N base: why" for every llama-bench run that failed (warm-up included)."""
-        return [f"round {r['round']} {label}: {run.get('detail') or 'failed'}"
-                for r in round_log for label, run in (r.get("runs") or {}).items() if not run.get("ok")]
+        """"round N base: why" for every llama-bench run that failed or recorded no usable speed (warm-up
+        included): what `_ok` counts as failed, so the report never reads such a run as a measurement."""
+        out = []
+        for r in round_log:
+            for label, run in (r.get("runs") or {}).items():
+                problem = next((f"{t.get('test')}: {why}" for t in run.get("tests") or []
+                                if (why := recorded_speed_problem(t))), None) if run.get("ok") else None
+                if not run.get("ok") or problem:
+                    out.append(f"round {r['round']} {label}: {problem or run.get('detail') or 'failed'}")
+        return out
 
     def to_json(self) -> dict:
         return {"schema": self.schema, "kind": "bench", "ok": self.ok, "compare": self.compare,
@@ -549,6 +557,7 @@ class BenchResult:
                     t.get("test", str), t.get("params", dict), t.nums("samples_ts") if t.has("samples_ts") else None
         rows = [BenchRow.from_json(r) for r in d.objs("rows")]
         read_host(d)  # checked here; kept in `extra` like every key the model does not name
+        d.get("pinset", str, None, default=None)  # the pin set's digest, like host kept in `extra`
         known = {"schema", "kind", "ok", "compare", "model", "llama_bench_args", "rounds", "repetitions",
                  "warmup_rounds", "base", "head", "gpu", "round_log", "rows"}
         base, head = ({**s.raw, "build": s.get("build", str), "commit": s.get("commit", str)}

@@ -200,6 +200,7 @@ class KldResult:
     runs: list[KldRun]
     verdict: dict                # {"text", "head_minus_base_kld", "sigma", "sigmas"}; numbers None without a verdict
     host: dict | None = None     # read_host(): host, visible GPU UUIDs, CI runner, GPU class; None in older files
+    pinset: str | None = None    # the pin set's digest (built from pins.yaml); None: explicit folders, older files
 
     @property
     def device(self) -> str:
@@ -211,7 +212,7 @@ class KldResult:
         return {"schema": SCHEMAS["kld"], "kind": "kld", "ok": self.ok, "model": dict(self.model),
                 "text": dict(self.text), "ctx": self.ctx, "chunks": self.chunks, "reference": dict(self.reference),
                 "runs": [r.to_json() for r in self.runs], "verdict": dict(self.verdict),
-                **({"host": dict(self.host)} if self.host else {})}
+                **({"host": dict(self.host)} if self.host else {}), **({"pinset": self.pinset} if self.pinset else {})}
 
     @classmethod
     def from_json(cls, d: Doc) -> KldResult:
@@ -230,7 +231,7 @@ class KldResult:
                    {"backend": ref.get("backend", str), "build": ref.get("build", str), "commit": ref.get("commit", str),
                     "cached": ref.get("cached", bool), "key": ref.get("key", str, None, default=None),
                     "ppl": _value_err(ref, "ppl")},
-                   runs, verdict, read_host(d))
+                   runs, verdict, read_host(d), d.get("pinset", str, None, default=None))
 
 
 def run_result(run: DeviceRun) -> KldRun:
@@ -257,4 +258,4 @@ def kld_document(model: Path, text: Path, ctx: int, chunks: int, ref: Reference,
         {"path": str(text), "sha256": file_sha256(text)}, ctx, chunks,
         {"backend": "CPU", "build": ref.build, "commit": ref.commit, "cached": ref.cached,
          "key": ref.key, "ppl": ref.output.final_ppl.to_json() if ref.output.final_ppl else None},
-        [run_result(r) for r in runs], v, host).to_json()
+        [run_result(r) for r in runs], v, host, head.side.pinset).to_json()

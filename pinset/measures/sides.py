@@ -19,6 +19,7 @@ class Side:
     commit: str           # upstream commit ("unknown" for explicit folders without --*-commit)
     bin_dir: Path
     source_dir: Path | None
+    pinset: str | None = None  # digest of the pin set the head tree was built from; None for explicit folders
 
     def exe(self, name: str) -> Path:
         return LlamaBin(self.bin_dir).exe(name, who=self.label)
@@ -63,5 +64,5 @@ def built_sides(pinset: PinSet, store: Store, build_name: str, *, targets: list[
             except BuildFailed as exc:
                 raise RuntimeFailure(f"{label} build of {build_name} failed at {exc.stage}: {exc} "
                                      f"(log: {exc.log})") from None
-            sides.append(Side(label, build_name, build.commit, built.bin_dir, built.source_dir))
+            sides.append(Side(label, build_name, build.commit, built.bin_dir, built.source_dir, pinset.digest))
     return sides

@@ -11,8 +11,8 @@ from pinset.config.schema import PinSet
 from pinset.errors import PinsetError
 from pinset.report.load import load_results
 from pinset.report.markdown import render
-from pinset.report.merge import Merged, expected_cells, merge, unfilled_cells
-from pinset.report.verdict import BLOCKED, NOT_ENOUGH, READY, Verdict, judge
+from pinset.report.merge import Merged, expected_cells, merge
+from pinset.report.verdict import BLOCKED, NOT_ENOUGH, READY, Verdict, judge, unfilled_cells
 from pinset.results import SCHEMAS, Doc
 
 

@@ -12,6 +12,7 @@ keeps the rendered report), never a traceback. Idempotent calls are retried with
 from __future__ import annotations
 
 import http.client
+import ipaddress
 import json
 import re
 import time
@@ -88,7 +89,20 @@ def parse_api_url(text: str) -> str:
         shown = re.sub(r"//[^/]*@", "//...@", re.split(r"[?#]", text, maxsplit=1)[0])  # may hold a secret
         raise PinsetError(f"--api-url / GITHUB_API_URL: {_one_line(shown, 200)!r} is not an http(s) URL "
                           "of the form https://host[:port][/path] (no user:password@, ?query or #fragment)")
+    if parts.scheme == "http" and not _loopback(parts.hostname):
+        raise PinsetError(f"--api-url / GITHUB_API_URL: {_one_line(text.strip(), 200)!r} is plain http: the token "
+                          "would cross the network unencrypted (use https://; http:// only to a server on this "
+                          "machine, e.g. a test server on 127.0.0.1)")
     return text.strip().rstrip("/")
+
+
+def _loopback(host: str) -> bool:
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def origin(url: str) -> tuple[str, str, int] | None:
@@ -180,7 +194,8 @@ def describe_dry_run(requests_planned: list[Request], token: str | None) -> str:
         if req.body is not None:
             out += ["", json.dumps(req.body, indent=2, ensure_ascii=False)]
         if req.method == "POST":
-            out.append("(or PATCH .../issues/comments/ID when a comment with the marker exists)")
+            out.append("(or PATCH .../issues/comments/ID when a comment of the token's user with the marker exists; "
+                       "GET .../user first tells whose comments those are)")
         out.append("")
     return "\n".join(out)
 
@@ -195,6 +210,7 @@ class GitHub:
         self.session.headers.update(headers())
         self._sleep = sleep or _default_sleep
         self._clock = clock or time.time
+        self._login: str | None = ...  # type: ignore[assignment]  # not asked yet (see whoami)
 
     def comments_url(self, t: Target) -> str:
         return f"{self.api_url}/repos/{t.owner}/{t.repo}/issues/{t.number}/comments"
@@ -203,9 +219,11 @@ class GitHub:
         return f"{self.api_url}/repos/{t.owner}/{t.repo}/issues/comments/{comment_id}"
 
     # --- HTTP ---------------------------------------------------------------------------------
-    def _call(self, method: str, url: str, json_body: dict | None = None, params: dict | None = None) -> Answer:
-        """An idempotent call (GET, or PATCH of a whole body), retried on transient failures."""
-        return self._retrying(lambda: self._once(method, url, json_body, params))
+    def _call(self, method: str, url: str, json_body: dict | None = None, params: dict | None = None,
+              accept: tuple[int, ...] = ()) -> Answer:
+        """An idempotent call (GET, or PATCH of a whole body), retried on transient failures; an answer with a
+        status in `accept` is returned like a 2xx one (unless it is a rate limit)."""
+        return self._retrying(lambda: self._once(method, url, json_body, params, accept))
 
     def _retrying(self, attempt: Callable):
         """attempt() until it returns; a _Transient failure is retried after the wait the server asked
@@ -222,7 +240,8 @@ class GitHub:
                 self._sleep(wait)
                 waited += wait
 
-    def _once(self, method: str, url: str, json_body: dict | None, params: dict | None) -> Answer:
+    def _once(self, method: str, url: str, json_body: dict | None, params: dict | None,
+              accept: tuple[int, ...] = ()) -> Answer:
         """One request, following redirects by hand within the API origin; raises PostError or _Transient."""
         for _ in range(MAX_REDIRECTS + 1):
             self._check_origin(method, url, "URL")
@@ -246,7 +265,8 @@ class GitHub:
                 url, params = urljoin(sent_url, location), None
                 self._check_origin(method, url, f"HTTP {status} redirect")
                 continue
-            if 200 <= status < 300:
+            if 200 <= status < 300 or (status in accept and not self._rate_limited(
+                    status, reply_headers, content[:2000].decode("utf-8", "replace"))):
                 nxt = links.get("next", {}).get("url")
                 return Answer(method, self._clean(sent_url, 300), status, content,
                               urljoin(sent_url, nxt) if nxt else None)
@@ -332,8 +352,32 @@ class GitHub:
         return data
 
     # --- comments -----------------------------------------------------------------------------
+    def whoami(self) -> str | None:
+        """The login the token comments as, from GET /user; None when the token may not ask (GitHub Actions'
+        GITHUB_TOKEN and other app installation tokens answer 403, some GitHub Enterprise servers 404): its
+        comments are then the ones by a bot."""
+        if self._login is ...:
+            answer = self._call("GET", f"{self.api_url}/user", accept=(403, 404))
+            data = self._json(answer) if answer.status == 200 else {}
+            login = data.get("login") if isinstance(data, dict) else None
+            if answer.status == 200 and not (isinstance(login, str) and login):
+                raise PostError(f"GET {answer.url}: expected the token's user (an object with a login), GitHub "
+                                f"answered {_kind(data)}")
+            self._login = login
+        return self._login
+
+    def _ours(self, comment: dict) -> bool:
+        """A comment this token wrote: by its user, or by a bot when the token's user cannot be asked. Another
+        user's comment that carries the marker (a copy, a quote, a forgery) is never edited: that would fail
+        (403) or, with a maintainer's token, overwrite that user's words."""
+        user = comment.get("user")
+        if not isinstance(user, dict):
+            return False
+        login = self.whoami()
+        return user.get("login") == login if login is not None else user.get("type") == "Bot"
+
     def find_comment(self, t: Target, mark: str) -> dict | None:
-        """The first comment on the PR whose body contains the marker (every page is read)."""
+        """The first comment on the PR by this token's user whose body contains the marker (every page is read)."""
         url: str | None = self.comments_url(t)
         params: dict | None = {"per_page": 100}
         seen: set[str] = set()
@@ -351,7 +395,7 @@ class GitHub:
                         and isinstance(comment.get("body") or "", str)):
                     raise PostError(f"GET {answer.url}: expected comments (objects with an id and a body), "
                                     f"GitHub answered {_kind(comment)} in the list")
-                if mark in (comment.get("body") or ""):
+                if mark in (comment.get("body") or "") and self._ours(comment):
                     return comment
             url = answer.next_url
             params = None  # the next link carries its own query

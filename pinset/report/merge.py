@@ -74,6 +74,12 @@ def device_key(doc: dict) -> tuple:
     return (host["hostname"], tuple(host["gpu_uuids"])) if host else ()
 
 
+def gpu_class_of(doc: dict) -> str | None:
+    """The matrix cell's GPU class a kld or bench was made as (--gpu-class): one GPU may serve two classes
+    (two builds of one tree), whose numbers are two results, not one contradicting itself."""
+    return (doc.get("host") or {}).get("gpu_class")
+
+
 def device_text(key: tuple) -> str:
     """"host" or "host, GPU GPU-1a2b3c4d" for a machine_key or device_key."""
     if not key:
@@ -84,12 +90,9 @@ def device_text(key: tuple) -> str:
 
 def expected_cells(path) -> list[dict]:
     """The cells a run should have delivered: `pinset matrix` JSON ({"include": [{build, gpu, kinds, ...}]})."""
-    from pinset.results import Doc
+    from pinset.results import Doc, read_json
 
-    try:
-        doc = Doc(json.loads(Path(path).read_text(encoding="utf-8")), path, "matrix")
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise PinsetError(f"{path}: not a pinset matrix JSON ({str(exc).splitlines()[0][:120]})") from None
+    doc = Doc(read_json(path, "matrix")[0], path, "matrix")
     cells = []
     for cell in doc.objs("include"):
         kinds = cell.strs("kinds")
@@ -97,29 +100,9 @@ def expected_cells(path) -> list[dict]:
         if bad or not kinds:
             cell.fail("kinds", f"expected a non-empty list of verify, kld, bench (got {', '.join(bad) or 'none'})")
         cells.append({"cell": cell.get("cell", str), "build": cell.get("build", str), "gpu": cell.get("gpu", str),
-                      "kinds": kinds, "pinset": cell.get("pinset", str, default=None)})
+                      "kinds": list(dict.fromkeys(kinds)), "pinset": cell.get("pinset", str, default=None),
+                      "architectures": cell.get("architectures", str, default=None)})
     return cells
-
-
-def unfilled_cells(m: Merged, cells: list[dict]) -> list[str]:
-    """One line per (cell, kind) without a result of its build from its GPU class: a cell that failed before
-    writing its JSON, was cancelled or never started. A report without these lines would simply not show
-    the cell, and the columns that did arrive would look like the whole matrix."""
-    have = {("verify", r.build["build"], r.gpu_class) for r in m.verify}
-    have |= {("kld", r["build"], (s.doc.get("host") or {}).get("gpu_class")) for s in m.kld for r in s.runs
-             if r["label"] == "head"}
-    have |= {("bench", s.doc[side]["build"], (s.doc.get("host") or {}).get("gpu_class")) for s in m.bench
-             for side in ("base", "head")}
-    out = []
-    for cell in cells:
-        if m.pinset and cell["pinset"] and cell["pinset"] != m.pinset:
-            raise PinsetError(f"expected cell {cell['cell']} is of pin set {cell['pinset']}, the results are of "
-                              f"{m.pinset} (a matrix of another run)")
-        gone = [k for k in cell["kinds"] if (k, cell["build"], cell["gpu"]) not in have]
-        if gone:
-            out.append(f"cell {cell['cell']}: no {', '.join(gone)} result (the cell failed before writing it, "
-                       "was cancelled or never ran; see its job log)")
-    return out
 
 
 def op_key(op: dict) -> tuple[str, str, str]:
@@ -167,7 +150,8 @@ def _cells(f: ResultFile):
                            NOT_RUN if c["status"] == "not-run" else {k: c[k] for k in ("status", "cases")})
     elif f.kind == "kld":
         study = (d["model"]["name"], d["text"]["sha256"][:12], f"ctx {d['ctx']}", f"{d['chunks']} chunks",
-                 *((device_text(device_key(d)),) if device_key(d) else ()))
+                 *((device_text(device_key(d)),) if device_key(d) else ()),
+                 *((f"as {gpu_class_of(d)}",) if gpu_class_of(d) else ()))
         for r in d["runs"]:
             yield (("kld", *study, r["label"], r["build"], r["backend"]),
                    {k: r[k] for k in ("ppl", "kld", "same_top_p", "rms_dp", "ok")})
@@ -183,7 +167,8 @@ def _cells(f: ResultFile):
                    {"status": p["status"], "first_bad": (p["first_bad"] or {}).get("commit"), "files": p["files"],
                     "problems": p["problems"]})
     elif f.kind == "bench":
-        gpu = (d["gpu"]["name"] if d["gpu"] else "no GPU") + (f" on {device_text(device_key(d))}" if device_key(d) else "")
+        gpu = ((d["gpu"]["name"] if d["gpu"] else "no GPU") + (f" on {device_text(device_key(d))}" if device_key(d) else "")
+               + (f" as {gpu_class_of(d)}" if gpu_class_of(d) else ""))
         for r in d["rows"]:
             yield (("bench", d["model"]["name"], gpu, f"{d['base']['build']} -> {d['head']['build']}", r["test"],
                     _canonical(r["params"])),
@@ -240,7 +225,7 @@ def check_consistent(files: list[ResultFile]) -> tuple[str | None, dict[str, str
     """Raise PinsetError on the first contradiction; return the pin set digest and build commits."""
     digest_from: tuple[str, str] | None = None
     for f in files:
-        digest = f.data.get("pinset") if f.kind in ("sim", "verify", "pick", "blame") else None
+        digest = f.data.get("pinset")  # kld and bench: absent for explicit --base-bin/--head-bin and older files
         if not digest:
             continue
         if digest_from is None:
@@ -365,11 +350,11 @@ def _merge_verify(files: list[ResultFile]) -> list[VerifyRun]:
             key = (mk, b["build"], gpu_class)  # one GPU may run the cells of two classes (two builds of one tree)
             if key not in runs:
                 runs[key] = VerifyRun(machine, mk, {**b, "gates": list(b["gates"]),
-                                                    "not_tested": list(b["not_tested"])}, [f.name],
+                                                    "not_tested": list(b["not_tested"])}, [str(f.path)],
                                       gpu_class)
                 continue
             run = runs[key]
-            run.sources.append(f.name)
+            run.sources.append(str(f.path))
             gates = {g["name"]: g for g in run.build["gates"]}
             for g in b["gates"]:
                 gates[g["name"]] = _merge_gate(gates[g["name"]], g) if g["name"] in gates else g
@@ -387,9 +372,10 @@ def _merge_kld(files: list[ResultFile]) -> list[KldStudy]:
         if f.kind != "kld":
             continue
         d = f.data
-        key = (d["model"]["name"], d["text"]["sha256"], d["ctx"], d["chunks"], d["reference"]["build"], device_key(d))
+        key = (d["model"]["name"], d["text"]["sha256"], d["ctx"], d["chunks"], d["reference"]["build"], device_key(d),
+               gpu_class_of(d))
         study = studies.setdefault(key, KldStudy(d, [], []))
-        study.sources.append(f.name)
+        study.sources.append(str(f.path))
         have = {(r["label"], r["build"], r["backend"]) for r in study.runs}
         study.runs += [r for r in d["runs"] if (r["label"], r["build"], r["backend"]) not in have]
     return list(studies.values())
@@ -402,9 +388,9 @@ def _merge_bench(files: list[ResultFile]) -> list[BenchStudy]:
             continue
         d = f.data
         key = (d["model"]["name"], d["gpu"]["name"] if d["gpu"] else None, d["base"]["build"], d["head"]["build"],
-               device_key(d))
+               device_key(d), gpu_class_of(d))
         study = studies.setdefault(key, BenchStudy(d, [], []))
-        study.sources.append(f.name)
+        study.sources.append(str(f.path))
         have = {(r["test"], _canonical(r["params"])) for r in study.rows}
         study.rows += [r for r in d["rows"] if (r["test"], _canonical(r["params"])) not in have]
     return list(studies.values())

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from pinset.build.settings import runnable_on
+from pinset.errors import PinsetError
 from pinset.measures.bench import BenchResult
 from pinset.report.load import EVIDENCE_KINDS, kld_delta_text
-from pinset.report.merge import Merged, VerifyRun
+from pinset.report.merge import BenchStudy, KldStudy, Merged, VerifyRun
 from pinset.sim.model import is_cuda_path
 from pinset.verify.model import GPU_GATES
 
@@ -147,10 +149,12 @@ UPSTREAM_CONFLICT = {
 def judge(m: Merged) -> Verdict:
     v = Verdict()
     explained = {"sim": _judge_sim(m, v), "verify": _judge_verify(m, v), "kld": _judge_kld(m, v),
-                 "bench": _judge_bench(m, v), "pick": _judge_pick(m, v),
+                 "pick": _judge_pick(m, v),
                  "blame": True}  # a blame explains why newer builds were passed over; it blocks nothing itself
+    bench_explained = _judge_bench(m, v)
     for f in m.files:  # a producer said "not ok" but nothing above explains it: still block
-        if f.kind != "verify" and not f.data["ok"] and not explained[f.kind]:
+        why = str(f.path) in bench_explained if f.kind == "bench" else explained[f.kind]
+        if f.kind != "verify" and not f.data["ok"] and not why:
             v.blockers.append(f"{f.kind} reported not ok ({f.name})")
     v.not_tested = not_tested(m)
     v.missing = missing_evidence(m)
@@ -183,6 +187,10 @@ def missing_evidence(m: Merged) -> list[str]:
     absent = [k for k in EVIDENCE_KINDS if k not in m.kinds()]
     if absent:
         out.append(f"no {', '.join(absent)} result")
+    # a result that holds no build ran nothing: it is no evidence of anything
+    out += [f"the {k} result holds no build" for k, empty in (("sim", m.sim and not m.sim["builds"]),
+                                                               ("verify", "verify" in m.kinds() and not m.verify))
+            if empty]
     verified = {run.build["build"] for run in m.verify}
     if m.sim and m.verify:
         out += [f"{b['build']} simulated only (no verify result)" for b in m.sim["builds"] if b["build"] not in verified]
@@ -329,27 +337,80 @@ def _judge_kld(m: Merged, v: Verdict) -> bool:
     return blocked
 
 
-def _judge_bench(m: Merged, v: Verdict) -> bool:
-    """Slower rows and failed llama-bench runs block; rows too noisy to call, or without enough data, explain a
-    bench's not-ok too (listed under Not tested, resp. as missing evidence)."""
-    explained = False
+def _judge_bench(m: Merged, v: Verdict) -> set[str]:
+    """Slower rows and failed llama-bench runs (a run without a usable speed included) block; rows too noisy to
+    call, or without enough data, explain a bench's not-ok too (listed under Not tested, resp. as missing
+    evidence). Returns the bench files whose not-ok is explained, each by its own runs and rows: one file's
+    noisy row never excuses another file's not-ok."""
+    explained: set[str] = set()
     for study in m.bench:
         gpu = bench_device(study)
-        failed = [run for f in m.files if f.kind == "bench" and f.name in study.sources
-                  for run in BenchResult.failed_runs_of(f.data["round_log"])]
+        files = [f for f in m.files if f.kind == "bench" and str(f.path) in study.sources]
+        failed = [run for f in files for run in BenchResult.failed_runs_of(f.data["round_log"])]
         if failed:
-            explained = True
             v.blockers.append(f"llama-bench failed on {gpu} ({study.doc['model']['name']}): {failed[0]}"
                               + (f" (and {len(failed) - 1} more failed runs)" if len(failed) > 1 else ""))
-        if not study.rows:
-            explained = True
         for row in study.rows:
             if row["verdict"] == "slower":
-                explained = True
                 v.blockers.append(f"{row_label(row, study.rows)} slower on {gpu}: {ratio_text(row)}")
-            elif row["verdict"] in ("too noisy", "insufficient data"):
-                explained = True
+        explained |= {str(f.path) for f in files
+                      if BenchResult.failed_runs_of(f.data["round_log"]) or not f.data["rows"]
+                      or any(r["verdict"] in ("slower", "too noisy", "insufficient data") for r in f.data["rows"])}
     return explained
+
+
+# --- expected cells -----------------------------------------------------------------------
+def unfilled_cells(m: Merged, cells: list[dict]) -> list[str]:
+    """One line per cell of a `pinset matrix` without, per kind it runs, a result of its build made as its GPU
+    class (--gpu-class) on a GPU: a cell that failed before writing its JSON, was cancelled or never started
+    (a report without these lines would simply not show it, and the columns that did arrive would look like the
+    whole matrix), and a file that claims the cell but ran on the CPU or on a GPU of other architectures (no
+    evidence from the GPU class the cell stands for)."""
+    out = []
+    for cell in cells:
+        if m.pinset and cell["pinset"] and cell["pinset"] != m.pinset:
+            raise PinsetError(f"expected cell {cell['cell']} is of pin set {cell['pinset']}, the results are of "
+                              f"{m.pinset} (a matrix of another run)")
+        gone, off_gpu = [], []
+        for kind in cell["kinds"]:
+            whys = _cell_results(m, kind, cell["build"], cell["gpu"], cell["architectures"])
+            if not whys:
+                gone.append(kind)
+            elif all(whys):
+                off_gpu.append(f"{kind} {whys[0]}")
+        if gone:
+            out.append(f"cell {cell['cell']}: no {', '.join(gone)} result (the cell failed before writing it, "
+                       "was cancelled or never ran; see its job log)")
+        if off_gpu:
+            out.append(f"cell {cell['cell']}: no result from a GPU of the class ({'; '.join(off_gpu)})")
+    return out
+
+
+def _cell_results(m: Merged, kind: str, build: str, gpu_class: str, architectures: str | None) -> list[str | None]:
+    """Per result of `kind` made as this cell: None when it ran on a GPU (of the class's architectures, where
+    both are known), else why it is no evidence from the cell's GPU."""
+    if kind == "verify":
+        return [_verify_off_gpu(r, architectures) for r in m.verify
+                if r.build["build"] == build and r.gpu_class == gpu_class]
+    files = [f.data for f in m.files if f.kind == kind and (f.data.get("host") or {}).get("gpu_class") == gpu_class]
+    if kind == "kld":
+        studies = [d for d in files if any(r["label"] == "head" and r["build"] == build for r in d["runs"])]
+        return [None if kld_on_device(KldStudy(d, d["runs"])) else "ran on the CPU" for d in studies]
+    studies = [d for d in files if build in (d["base"]["build"], d["head"]["build"])]
+    return [None if bench_device(BenchStudy(d, d["rows"])) != "CPU" else "ran on the CPU"
+            for d in studies]
+
+
+def _verify_off_gpu(run: VerifyRun, architectures: str | None) -> str | None:
+    if not run.machine.get("gpu"):
+        return "ran on a machine without a GPU"
+    if not ran_on_gpu(run):
+        return "ran no GPU gate"
+    gpu = run.machine["gpu"]
+    cc = str(gpu.get("compute_capability") or "").replace(".", "")
+    if architectures and cc and cc not in runnable_on(architectures):
+        return f"ran on {gpu['name']}, compute capability {gpu['compute_capability']}, outside architectures {architectures}"
+    return None
 
 
 # --- not tested -------------------------------------------------------------------------------

@@ -185,8 +185,12 @@ class VerifyResult:
                 gpu.get(key, kind)
         for key in ("cuda_version", "compiler", "cmake"):
             m.get(key, str, None)
+        m.strs("gpu_uuids", default=None)  # with the host, what tells two cells apart: text, or absent (older)
+        options = d.obj("options", default=None)
+        if options is not None:
+            options.get("gpu_class", str, None, default=None)  # the matrix cell it fills
         return cls(d.get("pinset", str), m.raw, [BuildVerification.from_json(b) for b in d.objs("builds")],
-                   d.get("cuda", bool, default=False), dict(d.get("options", dict, default={})))
+                   d.get("cuda", bool, default=False), dict(options.raw) if options else {})
 
     def to_json(self) -> dict:
         return {"schema": SCHEMAS["verify"], "kind": "verify", "pinset": self.pinset_digest, "ok": self.ok,
