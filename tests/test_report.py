@@ -337,3 +337,24 @@ def test_same_op_under_two_filters_is_two_cells(tmp_path):
            "MUL_MAT /type_a=iq1_m/ 13/14" in text
     assert "| `MUL_MAT` `/type_a=(iq1_m),/` | CPU | ✅ 14/14 | ✅ 14/14 |" in text
     assert "| `MUL_MAT` `/type_a=iq1_m/` | CPU | ❌ 13/14 | — |" in text
+
+
+def test_gates_after_a_failed_gate_say_not_run_once(tmp_path):
+    """verify's detail of a gate after a failed one is 'not run: gate X failed'; the report's item already says
+    'not run', so the detail's prefix goes (it read 'gate `backend-ops` not run: not run: gate cuda-build failed')."""
+    data = load(FIX / "green/verify-h200.json")
+    for b in data["builds"]:
+        b["ok"] = False
+        names = [g["name"] for g in b["gates"]]
+        for g in b["gates"][names.index("cuda-build"):]:
+            if g["name"] == "cuda-build":
+                g.update(status="failed", detail="nvcc failed (log: x.log)")
+            else:
+                g.update(status="not-run", detail="not run: gate cuda-build failed", seconds=0.0)
+            g.pop("ops", None)
+            g.pop("checks", None)
+    data["ok"] = False
+    rc, text = report([dump(tmp_path / "v.json", data)], tmp_path)
+    assert rc == 1
+    assert "- gate `backend-ops` not run: gate cuda-build failed (" in text
+    assert "not run: not run" not in text

@@ -448,8 +448,8 @@ def not_tested(m: Merged) -> list[str]:
             key = (run.build["build"], g["name"])
             if g["status"] != "not-run":
                 ran.add(key)
-            elif g.get("detail") and g["detail"] not in reasons.setdefault(key, []):
-                reasons[key].append(g["detail"])
+            elif (why := (g.get("detail") or "").removeprefix("not run: ")) and why not in reasons.setdefault(key, []):
+                reasons[key].append(why)   # verify's detail of a gate not run starts "not run: "; the item says it once
             else:
                 reasons.setdefault(key, [])
     gate_items = [(f"gate `{gate}` not run" + (f": {'; '.join(why)}" if why else ""), build)
