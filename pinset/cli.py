@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import importlib.util
+import os
 import sys
 
 from pinset import __version__
@@ -56,18 +57,32 @@ def build_parser(chosen: str | None = None) -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    chosen = next((a for a in argv if not a.startswith("-")), None)
-    parser = build_parser(chosen if chosen in COMMANDS else None)
-    args = parser.parse_args(argv)
+    command = "pinset"
     try:
+        chosen = next((a for a in argv if not a.startswith("-")), None)
+        parser = build_parser(chosen if chosen in COMMANDS else None)
+        args = parser.parse_args(argv)
+        command = f"pinset {args.command}"
         return args._run(args)
     except (PinsetError, RuntimeFailure) as exc:
-        print(f"pinset {args.command}: error: {exc}", file=sys.stderr)
+        print(f"{command}: error: {exc}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         print("pinset: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # stdout's reader went away (`pinset matrix | head -c 10`): nothing to say to it
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+    except OSError as exc:  # the system refused mid-run (disk full, read-only file system, quota)
+        print(f"{command}: error: {os_error_line(exc)}", file=sys.stderr)
+        return 1
 
+
+def os_error_line(exc: OSError) -> str:
+    """'no space left on device: /path' -- what the system said, and where."""
+    where = ": ".join(str(f) for f in (exc.filename, exc.filename2) if f is not None)
+    what = (exc.strerror or str(exc)).lower()
+    return f"{what}: {where}" if where else what
 
 if __name__ == "__main__":
     sys.exit(main())

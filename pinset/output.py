@@ -4,27 +4,36 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from pathlib import Path
 
 from rich.console import Console
 
 from pinset.errors import PinsetError
+from pinset.store import atomic_write, write_problem
 
 console = Console(stderr=False, highlight=False)
 err_console = Console(stderr=True, highlight=False)
 
 
 def write_json(path: str | Path, data: dict) -> None:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(data, indent=2, sort_keys=False) + "\n", encoding="utf-8")
+    write_text(path, json.dumps(data, indent=2, sort_keys=False) + "\n")
 
 
 def write_text(path: str | Path, text: str) -> None:
+    """Whole or not at all: a full disk or Ctrl-C half-way leaves the file as it was, never half of the
+    new one. A device or FIFO (`--json /dev/stdout`) is written in place: there is no file to replace."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
+    data = text.encode("utf-8")
+    try:
+        if path.exists() and not path.is_file():
+            with open(path, "wb") as fh:
+                fh.write(data)
+        else:
+            atomic_write(Path(os.path.realpath(path)), data)
+    except OSError as exc:
+        exc.filename = exc.filename or str(path)  # the one line names what could not be written
+        raise
 
 
 def check_outputs(files: dict[str, str | Path | None], folders: dict[str, str | Path | None] | None = None,
@@ -71,7 +80,7 @@ def _folder_problem(path: Path) -> str | None:
     if path.exists():
         if not path.is_dir():
             return "exists and is not a folder"
-        return _can_create_in(path)
+        return _cannot_write_in(path)
     return _missing_parent_problem(path)
 
 
@@ -86,16 +95,10 @@ def _missing_parent_problem(path: Path) -> str | None:
         ancestor = ancestor.parent
     if not ancestor.is_dir():
         return f"{ancestor} is not a folder"
-    return _can_create_in(ancestor)
+    return _cannot_write_in(ancestor)
 
 
-def _can_create_in(folder: Path) -> str | None:
-    """Really try (root passes every permission check, a read-only mount does not): an unnamed temporary
-    file leaves nothing behind."""
-    try:
-        with tempfile.TemporaryFile(dir=folder):
-            pass
-    except OSError as exc:
-        return f"cannot write in {folder} ({(exc.strerror or str(exc)).lower()})"
-    return None
+def _cannot_write_in(folder: Path) -> str | None:
+    problem = write_problem(folder)
+    return f"cannot write in {folder} ({problem})" if problem else None
 

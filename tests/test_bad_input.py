@@ -13,6 +13,7 @@ import json
 import os
 import shutil
 import stat
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -234,6 +235,14 @@ def test_check_timeout_must_be_finite_and_positive(project, capsys, value, shown
         f"got {shown}")
 
 
+@pytest.mark.parametrize("value", ["1e9", "1000001", "0x7fffffff"])
+def test_check_timeout_beyond_what_a_wait_can_take(project, capsys, value):
+    cfg = write_pins(project / "pins.yaml", PINS + f"    checks:\n      - command: {{argv: [x], expect: y, timeout: {value}}}\n")
+    assert bad(capsys, ["sim", "-c", str(cfg)], project) == (
+        f"pinset sim: error: {cfg}:7: pins[0].checks[0].command.timeout: must be at most 1000000 seconds (11 days), "
+        f"got {value!r}")
+
+
 def test_scalars_with_explicit_tags(project, capsys):
     cfg = write_pins(project / "pins.yaml", PINS + "    required: !!bool maybe\n")
     assert bad(capsys, ["sim", "-c", str(cfg)], project) == \
@@ -244,6 +253,16 @@ def test_scalars_with_explicit_tags(project, capsys):
         f"pinset sim: error: {cfg}:7: pins[0].checks[0].command.timeout: must be a number of seconds, got 'abc'"
     cfg = write_pins(project / "pins.yaml", PINS + "    checks:\n      - command: {argv: [x], expect: y, timeout: 0x10}\n")
     assert load_pinset(cfg).pins[0].checks[0].timeout == 16.0
+
+
+@pytest.mark.parametrize("value, seconds", [("1e3", 1000.0), ("2.5E2", 250.0), ("1.0e+3", 1000.0), ("90", 90.0)])
+def test_check_timeout_in_exponent_notation(project, value, seconds):
+    """YAML 1.1 reads `1e3` as a string: a timeout written so is still a number of seconds."""
+    cfg = write_pins(project / "pins.yaml", PINS + f"    checks:\n      - command: {{argv: [x], expect: y, timeout: {value}}}\n")
+    assert load_pinset(cfg).pins[0].checks[0].timeout == seconds
+    cfg = write_pins(project / "pins.yaml", PINS + f"    checks:\n      - command: {{argv: [x], expect: y, timeout: '{value}'}}\n")
+    with pytest.raises(PinsetError, match="must be a number of seconds"):
+        load_pinset(cfg)  # quoted: a string, as everywhere in YAML
 
 
 # --- patch series --------------------------------------------------------------------------------
@@ -413,8 +432,10 @@ def test_every_numeric_option_is_checked():
 
 
 @pytest.mark.parametrize("prefix, option", [(p, o) for p, o, _ in NUMERIC])
-@pytest.mark.parametrize("value", ["nan", "inf", "-inf", "-1", "1e999", "x"])
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf", "-1", "1e999", "x", "1e7", str(2**31), "9" * 5000])
 def test_numeric_options_refuse_nonsense(capsys, prefix, option, value):
+    """Too large counts as well: they go to llama.cpp programs as C ints, and a timeout past poll(2)'s
+    24.8 days is an OverflowError mid-run."""
     line = bad(capsys, [*prefix, f"{option}={value}"])
     assert line.startswith(f"pinset {' '.join(prefix)}: error: argument "), line
     assert line.endswith(f"(see pinset {' '.join(prefix)} --help)")
@@ -431,6 +452,24 @@ def test_numeric_option_messages(capsys):
         "pinset bench: error: argument --rounds: must be >= 2, got 1 (see pinset bench --help)"
     assert bad(capsys, ["kld", "--chunks", "2.5"]) == \
         "pinset kld: error: argument --chunks: '2.5' is not a whole number (see pinset kld --help)"
+
+
+def test_largest_numbers_accepted():
+    """The limits refuse only what cannot work: the largest C int and 11 days of timeout still run."""
+    from pinset import runner
+    from pinset.commands.common import MAX_COUNT, count, seconds
+
+    assert count(1)(str(MAX_COUNT)) == MAX_COUNT == 2**31 - 1
+    assert seconds(str(runner.MAX_TIMEOUT_S)) == runner.MAX_TIMEOUT_S
+    assert runner.run([sys.executable, "-c", "pass"], timeout=runner.MAX_TIMEOUT_S).ok
+    assert bad_message(lambda: seconds("1000001")) == "must be at most 1000000 seconds (11 days), got '1000001'"
+    assert bad_message(lambda: count(1)(str(2**31))) == f"must be <= {2**31 - 1}, got {2**31}"
+
+
+def bad_message(call) -> str:
+    with pytest.raises(argparse.ArgumentTypeError) as exc:
+        call()
+    return str(exc.value)
 
 
 @pytest.mark.parametrize("builds, problem", [

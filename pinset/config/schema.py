@@ -189,17 +189,21 @@ class _Reader:
         self.fail(node, key, f"must be true or false, got {node.value!r}" if isinstance(node, yaml.ScalarNode) else "must be true or false")
 
     def seconds(self, node, key) -> float:
-        """A finite, positive number (YAML's own int and float syntax: 90, 1.5e3, 0x10)."""
+        """A finite, positive number (YAML's own int and float syntax: 90, 1.5e3, 0x10; and 1e3)."""
         value = None
         if isinstance(node, yaml.ScalarNode) and node.tag.rsplit(":", 1)[-1] in ("int", "float"):
             try:
                 value = float(_SCALARS.construct_object(node, deep=True))
             except (ValueError, TypeError, OverflowError, yaml.YAMLError):
                 value = None
+        elif isinstance(node, yaml.ScalarNode) and node.style is None and _EXPONENT.fullmatch(node.value):
+            value = float(node.value)  # YAML 1.1 reads `1e3` (no dot, no sign) as a string; YAML 1.2 and people do not
         if value is None:
             self.fail(node, key, f"must be a number of seconds, got {_kind(node)}")
         if not math.isfinite(value) or value <= 0:
             self.fail(node, key, f"must be a finite number of seconds > 0, got {node.value!r}")
+        if value > runner.MAX_TIMEOUT_S:
+            self.fail(node, key, f"must be at most {runner.MAX_TIMEOUT_S} seconds (11 days), got {node.value!r}")
         return value
 
     def local_path(self, node, key, base: Path) -> tuple[str, Path]:
@@ -219,6 +223,7 @@ class _Reader:
 
 
 _SCALARS = yaml.constructor.SafeConstructor()
+_EXPONENT = re.compile(r"[-+]?([0-9]+(\.[0-9]*)?|\.[0-9]+)[eE][-+]?[0-9]+")
 
 
 def _kind(node) -> str:
