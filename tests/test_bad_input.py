@@ -436,7 +436,8 @@ def test_every_numeric_option_is_checked():
 def test_numeric_options_refuse_nonsense(capsys, prefix, option, value):
     """Too large counts as well: they go to llama.cpp programs as C ints, and a timeout past poll(2)'s
     24.8 days is an OverflowError mid-run."""
-    line = bad(capsys, [*prefix, f"{option}={value}"])
+    # -c names no file: a value the parser wrongly let through ends in that one line, not in a real run
+    line = bad(capsys, [*prefix, "-c", "/nonexistent/pins.yaml", f"{option}={value}"])
     assert line.startswith(f"pinset {' '.join(prefix)}: error: argument "), line
     assert line.endswith(f"(see pinset {' '.join(prefix)} --help)")
 
@@ -776,3 +777,86 @@ def test_unreadable_text_and_upstream_folder(shared_dir, capsys, make_repo):
             f"pinset kld: error: --text {text}: cannot read (permission denied)"
         assert bad(capsys, ["sim", "-c", str(cfg)], shared_dir) == \
             f"pinset sim: error: {cfg}:1: upstream: 'up': cannot read the folder (permission denied)"
+
+
+# --- the cache and the system: read-only, full, closed -------------------------------------------
+
+@pytest.mark.parametrize("argv", [
+    ["sim"], ["pick"], ["blame", "--good", "b1", "--bad", "b2"], ["apply", "--build", "b1", "--out", "{root}/out/tree"],
+])
+def test_read_only_cache_is_one_line_before_any_work(shared_dir, monkeypatch, capsys, argv):
+    """A cache that exists but cannot be written (another user's, a read-only mount) fails on its first
+    entry half-way through a run otherwise (a PermissionError traceback from `locks/`)."""
+    (shared_dir / "patches" / "s").mkdir(parents=True)
+    (shared_dir / "patches" / "s" / "0001-change.patch").write_text(PATCH)
+    cfg = write_pins(shared_dir / "pins.yaml", PINS)
+    cache = shared_dir / "cache"
+    cache.mkdir(mode=0o555)
+    cache.chmod(0o555)
+    monkeypatch.setenv("PINSET_CACHE", str(cache))
+    (shared_dir / "out").mkdir(mode=0o777)
+    (shared_dir / "out").chmod(0o777)
+    argv = [a.format(root=shared_dir) for a in argv]
+    main([*argv, "-c", str(shared_dir / "none.yaml")])  # import everything while we may
+    capsys.readouterr()
+    with unprivileged():
+        assert bad(capsys, [*argv, "-c", str(cfg)], shared_dir) == (
+            f"pinset {argv[0]}: error: cache {cache}: cannot write in it (permission denied); "
+            "give a writable --cache or $PINSET_CACHE")
+
+
+@pytest.fixture
+def local_pins(make_repo, tmp_path):
+    """A pin set on a local upstream (no network): a sim of it runs to the end."""
+    up = make_repo()
+    up.commit("base", {"a.txt": "one\ntwo\nthree\n"})
+    up.tag("b1")
+    (tmp_path / "patches" / "s").mkdir(parents=True)
+    (tmp_path / "patches" / "s" / "0001-change.patch").write_text(PATCH)
+    return write_pins(tmp_path / "pins.yaml", f"upstream: {up.path}\nbuilds: [b1]\npins:\n  - id: a\n"
+                                              "    patches: patches/s\ngpus:\n  h200: {runs-on: [h200], architectures: '90'}\n")
+
+
+def test_full_disk_mid_run_is_one_line_exit_1(local_pins, capsys):
+    """The system refusing a write after the work (ENOSPC) is a runtime failure in one line, naming the path."""
+    assert main(["sim", "-c", str(local_pins), "--json", "/dev/full"]) == 1
+    out, err = capsys.readouterr()
+    assert err == "pinset sim: error: no space left on device: /dev/full\n"
+
+
+def test_result_files_are_written_whole(tmp_path):
+    """A write the system cuts short (here the file-size limit: EFBIG, as a full disk's ENOSPC) leaves the
+    previous file as it was and no temporary file beside it."""
+    import resource
+
+    from pinset.output import write_json
+
+    dest = tmp_path / "out.json"
+    dest.write_text("previous\n")
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (4096, hard))
+    try:
+        with pytest.raises(OSError) as exc:
+            write_json(dest, {"rows": ["x" * 100] * 100})
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+    assert exc.value.filename and "out.json" in exc.value.filename
+    assert dest.read_text() == "previous\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["out.json"]
+    write_json(dest, {"ok": True})
+    assert json.loads(dest.read_text()) == {"ok": True}
+
+
+def test_closed_stdout_ends_quietly(local_pins):
+    """`pinset matrix | head -c 0`: the reader went away before the JSON was written; no traceback."""
+    import subprocess
+
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        done = subprocess.run([sys.executable, "-m", "pinset", "matrix", "-c", str(local_pins)], stdout=write_end,
+                              stderr=subprocess.PIPE, text=True, timeout=120,
+                              env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
+    finally:
+        os.close(write_end)
+    assert done.returncode == 1 and done.stderr == ""
