@@ -10,6 +10,7 @@ import importlib
 import importlib.util
 import os
 import sys
+import textwrap
 
 from pinset import __version__
 from pinset.errors import PinsetError, RuntimeFailure
@@ -32,8 +33,41 @@ def _available(name: str) -> bool:
     return importlib.util.find_spec(f"pinset.commands.{name}") is not None
 
 
+class Help(argparse.HelpFormatter):
+    """Help that fits the terminal (80 columns without one). A one-paragraph description is filled as
+    usual; in one of several lines each item (a line, with the more-indented lines under it) is wrapped
+    on its own at its indent, so tables of sizes and methods stay tables. Option names such as
+    `--op-jobs` are never split at their hyphens."""
+
+    def _split_lines(self, text, width):
+        return textwrap.wrap(" ".join(text.split()), width, break_on_hyphens=False, break_long_words=False)
+
+    def _fill_text(self, text, width, indent):
+        if "\n" not in text.strip():
+            return textwrap.fill(" ".join(text.split()), width, initial_indent=indent, subsequent_indent=indent,
+                                 break_on_hyphens=False, break_long_words=False)
+        items: list[tuple[str, str, str]] = []  # (indent, continuation indent, text)
+        for line in text.splitlines():
+            lead = line[:len(line) - len(line.lstrip())]
+            if items and items[-1][0] and line.strip() and len(lead) > len(items[-1][0]):  # hand-wrapped
+                first, _, words = items[-1]
+                items[-1] = (first, lead, f"{words} {line.strip()}")
+            else:
+                items.append((lead, lead + "    ", line.strip()))
+        lines = []
+        for lead, more, words in items:
+            lines += textwrap.wrap(words, width, initial_indent=indent + lead,
+                                   subsequent_indent=indent + more, break_on_hyphens=False,
+                                   break_long_words=False) or [""]
+        return "\n".join(lines)
+
+
 class OneLineParser(argparse.ArgumentParser):
     """Usage errors are bad input like any other: one line, exit 2 (subcommands inherit the class)."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs["formatter_class"] = Help
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str):
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
@@ -49,7 +83,9 @@ def build_parser(chosen: str | None = None) -> argparse.ArgumentParser:
             continue
         if name == chosen:
             module = importlib.import_module(f"pinset.commands.{name}")
-            module.add_parser(sub).set_defaults(_run=module.run)
+            verb = module.add_parser(sub)
+            verb.description = verb.description or f"{help_text[0].upper()}{help_text[1:]}."
+            verb.set_defaults(_run=module.run)
         else:
             sub.add_parser(name, help=help_text, add_help=False)
     return parser

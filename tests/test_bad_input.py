@@ -860,3 +860,39 @@ def test_closed_stdout_ends_quietly(local_pins):
     finally:
         os.close(write_end)
     assert done.returncode == 1 and done.stderr == ""
+
+
+# --- --help of every verb ------------------------------------------------------------------------
+
+def _verb_parsers():
+    """(argv prefix, parser) of every verb and sub-verb (model synth)."""
+    found = []
+
+    def walk(parser, prefix):
+        found.append((prefix, parser))
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for name, sub in action.choices.items():
+                    walk(sub, [*prefix, name])
+
+    for verb in cli.COMMANDS:
+        top = cli.build_parser(verb)
+        walk(next(a for a in top._actions if isinstance(a, argparse._SubParsersAction)).choices[verb], [verb])
+    return found
+
+
+@pytest.mark.parametrize("prefix", [p for p, _ in _verb_parsers()], ids=" ".join)
+def test_help_fits_80_columns_and_describes_every_option(capsys, monkeypatch, prefix):
+    monkeypatch.setenv("COLUMNS", "80")
+    with pytest.raises(SystemExit) as exc:
+        main([*prefix, "--help"])
+    out = capsys.readouterr().out
+    assert exc.value.code == 0
+    assert max(len(line) for line in out.splitlines()) <= 80, out
+    parser = dict((" ".join(p), q) for p, q in _verb_parsers())[" ".join(prefix)]
+    assert parser.description, f"pinset {' '.join(prefix)} --help says nothing about what it does"
+    for action in parser._actions:
+        if action.option_strings:
+            assert action.help, f"pinset {' '.join(prefix)} {action.option_strings[-1]}: no help"
+    # an option named in a help text is never split at its hyphens ("--\nop-jobs")
+    assert not any(line.rstrip().endswith(("--", " -", '"-')) for line in out.splitlines()), out

@@ -3,7 +3,6 @@ or written directly in the target type (full-size models)."""
 
 from __future__ import annotations
 
-import argparse
 import json
 from pathlib import Path
 
@@ -24,7 +23,6 @@ def add_parser(sub):
     verbs.required = True
     s = verbs.add_parser(
         "synth", help="write a random-weight GGUF: quantized by the build's tools, or directly (full size)",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
         description="sizes:\n" + "\n".join(f"  {a} {z}: {sh.describe()}" for (a, z), sh in PRESETS.items()) + f"""
 
 methods:
@@ -37,7 +35,7 @@ methods:
             Weights dequantize to the same standard deviations as the F16 model's.
   auto      direct when the F16 layers would exceed {AUTO_DIRECT_F16_BYTES >> 30} GiB and --quant is a direct
             type (e.g. --size a3b), else quantize (default)""")
-    s.add_argument("--arch", choices=ARCHS, required=True)
+    s.add_argument("--arch", choices=ARCHS, required=True, help="architecture whose tensor names and shapes are used")
     s.add_argument("--size", required=True, help="a named size (see above)")
     s.add_argument("--quant", default="IQ1_M", help="llama-quantize type (IQ1_M, IQ1_S, Q4_K_M, F16...; default IQ1_M)")
     s.add_argument("--method", choices=METHODS, default="auto", help="how the quantized model is made (see above)")
@@ -62,9 +60,9 @@ methods:
     for flag, field in OVERRIDES:
         s.add_argument(f"--{flag}", type=count(0 if flag.startswith("expert") else 1), dest=field,
                        help=f"override {field}")
-    s.add_argument("--seed", type=count(0), default=0)
+    s.add_argument("--seed", type=count(0), default=0, help="random seed of the weights (default 0)")
     s.add_argument("-f", "--text", type=Path, default=DEFAULT_TEXT, help="text for llama-imatrix (default: pinset prose)")
-    s.add_argument("--imatrix-chunks", type=count(1), default=8)
+    s.add_argument("--imatrix-chunks", type=count(1), default=8, help="llama-imatrix chunks (default 8)")
     s.add_argument("-ngl", "--gpu-layers", type=count(0), default=0, help="layers on the GPU for llama-imatrix (default 0)")
     s.add_argument("-t", "--threads", type=count(1), help="threads for generation, imatrix and quantize")
     s.add_argument("--force", action="store_true", help="rebuild even if the same recipe exists")
