@@ -896,3 +896,30 @@ def test_help_fits_80_columns_and_describes_every_option(capsys, monkeypatch, pr
             assert action.help, f"pinset {' '.join(prefix)} {action.option_strings[-1]}: no help"
     # an option named in a help text is never split at its hyphens ("--\nop-jobs")
     assert not any(line.rstrip().endswith(("--", " -", '"-')) for line in out.splitlines()), out
+
+
+# --- model synth: a shape that cannot be made changes nothing ------------------------------------
+
+@pytest.mark.parametrize("override, problem", [
+    (["--embd", "40"], "token_embd.weight: rows of 40 weights are not whole Q8_0 blocks of 32"),
+    (["--heads", "3"], "n_head 3 is not a multiple of n_head_kv 2"),
+    (["--vocab", "none-such"], "no models/ggml-vocab-none-such.gguf found"),
+    (["--layers", "2000000000"], "needs at least"),
+    (["--embd", "2000000000"], "needs at least"),
+])
+def test_model_synth_bad_shape_leaves_no_output_folder(tmp_path, capsys, override, problem):
+    """Found before the folder is made (the disk cannot hold it) or on the way (vocab, block sizes):
+    exit 2, one line, and -o is not left behind empty."""
+    from test_model_synth import gguf, make_vocab
+
+    if gguf is None:
+        pytest.skip("no gguf package: cannot write the tokenizer file")
+    vocab = make_vocab(tmp_path / "vocab.gguf")
+    out = tmp_path / "deep" / "out"
+    argv = ["model", "synth", "--arch", "llama", "--size", "tiny", "--direct", "--quant", "Q8_0", "-t", "1",
+            "-o", str(out), "--vocab", str(vocab), *override]
+    before = snapshot(tmp_path)
+    assert main(argv) == 2
+    err = capsys.readouterr().err  # stdout may have announced the model before a block size was found wrong
+    assert len(err.splitlines()) == 1 and err.startswith("pinset model: error: ") and problem in err, err
+    assert snapshot(tmp_path) == before

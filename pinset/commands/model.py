@@ -4,6 +4,7 @@ or written directly in the target type (full-size models)."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 from pinset.errors import PinsetError
@@ -71,6 +72,16 @@ methods:
     return p
 
 
+def _check_room(out: Path, existing: Path, shape, method: str) -> None:
+    """A shape the disk under --out cannot hold (`--layers 100000000`) is bad input, not hours of writing
+    that end in a full disk. The bound is low on purpose: 1.5 bits a layer weight (IQ1_S), 16 for F16."""
+    need = shape.layer_params() * (16 if method == "quantize" else 1.5) / 8
+    free = shutil.disk_usage(existing).free
+    if need > free:
+        raise PinsetError(f"--out {out}: {shape.describe()} needs at least {need / 1e9:,.1f} GB, "
+                          f"{free / 1e9:,.1f} GB free there")
+
+
 def run(args) -> int:
     if args.model_verb != "synth":
         raise PinsetError(f"unknown model verb {args.model_verb}")
@@ -102,11 +113,22 @@ def run(args) -> int:
         trees.append(side.source_dir)
     elif method == "quantize":
         raise PinsetError("give --bin DIR (llama.cpp build/bin) or -c pins.yaml [--build B]")
+    existing = args.out  # the nearest folder that is there already: what a failure leaves as it was
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    _check_room(args.out, existing, shape, method)
     console.print(f"synth {shape.describe()} -> {args.quant} ({method})")
-    result = synthesize(shape, args.quant, args.out, tools, name=args.name or f"synth-{args.arch}-{args.size}",
-                        method=method, other_quant=args.other_quant or "Q8_0", text=args.text, seed=args.seed,
-                        gpu_layers=args.gpu_layers, imatrix_chunks=args.imatrix_chunks, threads=args.threads,
-                        trees=trees, keep_f16=not args.drop_f16, force=args.force)
+    try:
+        result = synthesize(shape, args.quant, args.out, tools, name=args.name or f"synth-{args.arch}-{args.size}",
+                            method=method, other_quant=args.other_quant or "Q8_0", text=args.text, seed=args.seed,
+                            gpu_layers=args.gpu_layers, imatrix_chunks=args.imatrix_chunks, threads=args.threads,
+                            trees=trees, keep_f16=not args.drop_f16, force=args.force)
+    except PinsetError:  # bad input found on the way (vocab, block sizes): nothing changed, no empty --out
+        made = args.out
+        while made != existing and made.is_dir() and not any(made.iterdir()):
+            made.rmdir()
+            made = made.parent
+        raise
     doc = {"schema": 1, "kind": "model", **result.to_json()}
     cached = " (cached: same recipe)" if result.seconds.get("cached") else ""
     console.print(f"[green]{result.path}[/] {result.size_bytes / 2**20:,.1f} MiB{cached} "
