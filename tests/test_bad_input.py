@@ -923,3 +923,37 @@ def test_model_synth_bad_shape_leaves_no_output_folder(tmp_path, capsys, overrid
     err = capsys.readouterr().err  # stdout may have announced the model before a block size was found wrong
     assert len(err.splitlines()) == 1 and err.startswith("pinset model: error: ") and problem in err, err
     assert snapshot(tmp_path) == before
+
+
+# --- CUDA architectures: refused when read, not by CMake minutes later ---------------------------
+
+BAD_ARCHS = ["banana", "sm_90", "9.0", "90;", ";90", "90;;86", "90 86", "native;90", "-90", "compute_90"]
+GOOD_ARCHS = ["90", "90a", "100f", "86;90", "86,90", " 90 ; 86 ", "86-real", "90-virtual", "native", "all-major"]
+
+
+@pytest.mark.parametrize("arch", BAD_ARCHS)
+@pytest.mark.parametrize("where, line", [("cuda: {{architectures: '{arch}'}}\n", 6),
+                                         ("gpus: {{h200: {{runs-on: [h200], architectures: '{arch}'}}}}\n", 6)])
+def test_malformed_cuda_architectures_in_pins_yaml(project, capsys, arch, where, line):
+    cfg = write_pins(project / "pins.yaml", PINS + where.format(arch=arch))
+    key = "cuda.architectures" if where.startswith("cuda") else "gpus.h200.architectures"
+    assert bad(capsys, ["sim", "-c", str(cfg)], project) == \
+        f"pinset sim: error: {cfg}:{line}: {key}: malformed {arch!r} (e.g. \"90\" or \"86;90\")"
+
+
+@pytest.mark.parametrize("arch", GOOD_ARCHS)
+def test_cuda_architectures_cmake_takes(project, arch):
+    cfg = write_pins(project / "pins.yaml", PINS + f"cuda: {{architectures: '{arch}'}}\n"
+                                                   f"gpus: {{h200: {{runs-on: [h200], architectures: '{arch}'}}}}\n")
+    pins = load_pinset(cfg)
+    assert pins.cuda_architectures == arch and pins.gpus[0].architectures == arch
+
+
+@pytest.mark.parametrize("arch", BAD_ARCHS[:4])
+@pytest.mark.parametrize("prefix", [["kld", "-m", "x.gguf"], ["bench", "-m", "x.gguf"],
+                                    ["model", "synth", "--arch", "llama", "--size", "tiny", "-o", "out"]])
+def test_malformed_cuda_architectures_option(capsys, prefix, arch):
+    line = bad(capsys, [*prefix, "-c", "/nonexistent/pins.yaml", f"--cuda-architectures={arch}"])
+    verb = " ".join(prefix[:2] if prefix[0] == "model" else prefix[:1])
+    assert line == f"pinset {verb}: error: argument --cuda-architectures: malformed {arch!r} " \
+                   f"(e.g. \"90\" or \"86;90\") (see pinset {verb} --help)"

@@ -8,7 +8,7 @@ import os
 import stat
 from pathlib import Path
 
-from pinset.config.schema import load_pinset
+from pinset.config.schema import ARCH_RE, load_pinset
 from pinset.errors import PinsetError
 from pinset.runner import MAX_TIMEOUT_S
 from pinset.store import Store
@@ -58,6 +58,13 @@ def seconds(text: str) -> float:
     if value > MAX_TIMEOUT_S:
         raise argparse.ArgumentTypeError(f"must be at most {MAX_TIMEOUT_S} seconds (11 days), got {text!r}")
     return value
+
+
+def cuda_architectures(text: str) -> str:
+    """argparse type: CMAKE_CUDA_ARCHITECTURES as pins.yaml's `cuda.architectures` takes it."""
+    if not ARCH_RE.fullmatch(text):
+        raise argparse.ArgumentTypeError(f"malformed {text!r} (e.g. \"90\" or \"86;90\")")
+    return text
 
 
 def check_inputs(files: dict[str, str | os.PathLike | None]) -> None:

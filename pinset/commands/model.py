@@ -10,7 +10,7 @@ from pathlib import Path
 from pinset.errors import PinsetError
 from pinset.models.pipeline import AUTO_DIRECT_F16_BYTES, DEFAULT_TEXT, METHODS, LlamaBin, choose_method, synthesize
 from pinset.models.synth import ARCHS, DIRECT_QUANTS, OTHER_QUANTS, PRESETS, preset
-from pinset.commands.common import check_inputs, count
+from pinset.commands.common import check_inputs, count, cuda_architectures
 from pinset.output import check_outputs, console, write_json
 
 OVERRIDES = [("layers", "n_layer"), ("embd", "n_embd"), ("heads", "n_head"), ("heads-kv", "n_head_kv"),
@@ -49,7 +49,7 @@ methods:
     s.add_argument("--build", help="which build of pins.yaml (default: the first)")
     s.add_argument("--cache", help="cache folder")
     s.add_argument("--cuda", action="store_true", help="with -c: build with CUDA (for -ngl > 0 imatrix)")
-    s.add_argument("--cuda-architectures", help="with -c --cuda: CMAKE_CUDA_ARCHITECTURES")
+    s.add_argument("--cuda-architectures", type=cuda_architectures, help="with -c --cuda: CMAKE_CUDA_ARCHITECTURES")
     s.add_argument("-j", "--jobs", type=count(1), help="with -c: build jobs")
     s.add_argument("-o", "--out", type=Path, required=True, help="output folder")
     s.add_argument("--name", help="file name stem (default synth-<arch>-<size>)")

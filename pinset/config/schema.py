@@ -34,7 +34,10 @@ PIN_KEYS = {"id", "patches", "pr", "commit", "required", "checks", "unchecked", 
 CUDA_KEYS = {"architectures", "flags"}
 GPU_CLASS_KEYS = {"runs-on", "architectures"}
 GPU_CLASS_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
-ARCH_RE = re.compile(r"[0-9a-z;,_-]+")
+# CMAKE_CUDA_ARCHITECTURES: compute capabilities ("90", "90a", "100f", "86-real"), separated by ; or ,
+# (one spelling once normalised), or one of CMake's keywords. Anything else fails in CMake minutes later.
+_ONE_ARCH = r"[0-9]{2,3}[af]?(-real|-virtual)?"
+ARCH_RE = re.compile(rf"\s*(native|all|all-major|{_ONE_ARCH}(\s*[;,]\s*{_ONE_ARCH})*)\s*")
 CHECK_KINDS = {
     "backend-op": ({"op"}, {"op", "params", "mode"}),
     "ctest": ({"name"}, {"name"}),
