@@ -243,6 +243,12 @@ def test_check_timeout_beyond_what_a_wait_can_take(project, capsys, value):
         f"got {value!r}")
 
 
+def test_empty_checks_list_is_not_a_pin_without_checks(project, capsys):
+    cfg = write_pins(project / "pins.yaml", PINS + "    checks: []\n")
+    assert bad(capsys, ["sim", "-c", str(cfg)], project) == (
+        f"pinset sim: error: {cfg}:6: pins[0].checks: empty list (list the feature checks, or give `unchecked: why`)")
+
+
 def test_scalars_with_explicit_tags(project, capsys):
     cfg = write_pins(project / "pins.yaml", PINS + "    required: !!bool maybe\n")
     assert bad(capsys, ["sim", "-c", str(cfg)], project) == \

@@ -465,6 +465,8 @@ def _read_pin(r: _Reader, node, key: str, base: Path, upstream: str | None) -> P
     required = r.boolean(fields["required"], f"{key}.required") if "required" in fields else True
     checks = tuple(_read_check(r, n, f"{key}.checks[{i}]") for i, n in enumerate(
         r.sequence(fields["checks"], f"{key}.checks") if "checks" in fields else []))
+    if "checks" in fields and not checks:  # as `unchecked: ""`: an empty list is no evidence, said as if it were
+        r.fail(fields["checks"], f"{key}.checks", "empty list (list the feature checks, or give `unchecked: why`)")
     unchecked = r.string(fields["unchecked"], f"{key}.unchecked") if "unchecked" in fields else None
     if checks and unchecked:
         r.fail(fields["unchecked"], f"{key}.unchecked", "a pin has either checks or an `unchecked:` reason, not both")
