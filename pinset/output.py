@@ -7,12 +7,25 @@ import os
 from pathlib import Path
 
 from rich.console import Console
+from rich.errors import MarkupError
 
 from pinset.errors import PinsetError
 from pinset.store import atomic_write, write_problem
 
-console = Console(stderr=False, highlight=False)
-err_console = Console(stderr=True, highlight=False)
+class _Console(Console):
+    """Lines mix pinset's markup ("[red]...[/]") with text from outside: paths, file names, git's words.
+    Such text that reads as a broken tag ("out[/x]") would end the run in rich's MarkupError after the
+    work was done: the line is printed as it is instead."""
+
+    def print(self, *objects, **kwargs):
+        try:
+            super().print(*objects, **kwargs)
+        except MarkupError:
+            super().print(*objects, **{**kwargs, "markup": False})
+
+
+console = _Console(stderr=False, highlight=False)
+err_console = _Console(stderr=True, highlight=False)
 
 
 def write_json(path: str | Path, data: dict) -> None:

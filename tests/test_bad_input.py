@@ -963,3 +963,12 @@ def test_malformed_cuda_architectures_option(capsys, prefix, arch):
     verb = " ".join(prefix[:2] if prefix[0] == "model" else prefix[:1])
     assert line == f"pinset {verb}: error: argument --cuda-architectures: malformed {arch!r} " \
                    f"(e.g. \"90\" or \"86;90\") (see pinset {verb} --help)"
+
+
+def test_outside_text_that_reads_as_markup_is_printed_as_it_is(local_pins, tmp_path, capsys):
+    """A path (or file name, or git's words) with `[/x]` in it is not rich markup: the tree was written,
+    so the run ends 0 with its line, not in a MarkupError traceback."""
+    out = tmp_path / "tree[/x]"
+    assert main(["apply", "-c", str(local_pins), "--build", "b1", "--out", str(out)]) == 0
+    assert f"to {out}" in " ".join(capsys.readouterr().out.split())
+    assert (out / "a.txt").read_text() == "one\nTWO\nthree\n"
