@@ -94,6 +94,9 @@ def build_parser(chosen: str | None = None) -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     command = "pinset"
+    for stream in (sys.stdout, sys.stderr):  # an ASCII or Latin-1 terminal: "\u2705", not a UnicodeEncodeError
+        if stream is not None and hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="backslashreplace")
     try:
         chosen = next((a for a in argv if not a.startswith("-")), None)
         parser = build_parser(chosen if chosen in COMMANDS else None)

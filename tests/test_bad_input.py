@@ -972,3 +972,19 @@ def test_outside_text_that_reads_as_markup_is_printed_as_it_is(local_pins, tmp_p
     assert main(["apply", "-c", str(local_pins), "--build", "b1", "--out", str(out)]) == 0
     assert f"to {out}" in " ".join(capsys.readouterr().out.split())
     assert (out / "a.txt").read_text() == "one\nTWO\nthree\n"
+
+
+@pytest.mark.parametrize("encoding", ["ascii", "latin-1"])
+def test_terminal_that_cannot_show_the_text(local_pins, tmp_path, encoding):
+    """The report's markdown (emoji, dashes) and rich's tables on an ASCII or Latin-1 stdout: escaped
+    characters, never a UnicodeEncodeError traceback."""
+    import subprocess
+
+    sim = tmp_path / "sim.json"
+    assert main(["sim", "-c", str(local_pins), "--json", str(sim)]) == 0
+    env = {**os.environ, "PYTHONIOENCODING": encoding, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    for argv in (["report", str(sim)], ["sim", "-c", str(local_pins)]):
+        done = subprocess.run([sys.executable, "-m", "pinset", *argv], env=env, capture_output=True, timeout=120)
+        assert b"Traceback" not in done.stderr and done.returncode in (0, 1), done.stderr.decode(errors="replace")
+    assert b"\\u2705" in subprocess.run([sys.executable, "-m", "pinset", "report", str(sim)], env=env,
+                                        capture_output=True, timeout=120).stdout
