@@ -988,3 +988,27 @@ def test_terminal_that_cannot_show_the_text(local_pins, tmp_path, encoding):
         assert b"Traceback" not in done.stderr and done.returncode in (0, 1), done.stderr.decode(errors="replace")
     assert b"\\u2705" in subprocess.run([sys.executable, "-m", "pinset", "report", str(sim)], env=env,
                                         capture_output=True, timeout=120).stdout
+
+
+# --- options that act only with another: refused, never ignored in silence -----------------------
+
+@pytest.mark.parametrize("argv, line", [
+    (["verify", "--ops", "MUL_MAT"], "pinset verify: error: --ops needs --cuda"),
+    (["verify", "--backend", "CUDA1"], "pinset verify: error: --backend needs --cuda"),
+    (["verify", "--op-jobs", "4"], "pinset verify: error: --op-jobs needs --cuda"),
+    (["verify", "--cuda-flags=-DGGML_CUDA_FA=OFF"], "pinset verify: error: --cuda-flags needs --cuda"),
+    (["pick", "--cuda"], "pinset pick: error: --cuda needs --verify"),
+    (["pick", "-j", "2"], "pinset pick: error: -j/--jobs needs --verify"),
+    (["pick", "--logs", "{root}/logs"], "pinset pick: error: --logs needs --verify"),
+    (["pick", "--no-progress"], "pinset pick: error: --no-progress needs --verify"),
+    (["bench", "-m", "{root}/pins.yaml", "--rounds", "3", "--max-time", "60"],
+     "pinset bench: error: --max-time needs adaptive rounds (no --rounds)"),
+    (["bench", "-m", "{root}/pins.yaml", "--rounds", "3", "--max-rounds", "9"],
+     "pinset bench: error: --max-rounds needs adaptive rounds (no --rounds)"),
+    (["kld", "-m", "{root}/pins.yaml", "--cpu", "-ngl", "5"],
+     "pinset kld: error: -ngl/--gpu-layers needs the device (not --cpu, which runs -ngl 0)"),
+])
+def test_option_that_needs_another(project, capsys, isolated_cache, argv, line):
+    argv = [a.format(root=project) for a in argv]
+    assert bad(capsys, [*argv, "-c", str(project / "pins.yaml")], project) == line
+    assert not (isolated_cache / "mirror.git").exists()

@@ -67,6 +67,16 @@ def cuda_architectures(text: str) -> str:
     return text
 
 
+def only_with(needed: str, present: bool, options: dict[str, bool]) -> None:
+    """Options that act only together with another (`--ops` with `--cuda`): given without it they would
+    be ignored in silence, and the user would believe in a run that never happened. `options` maps each
+    flag to whether it was given."""
+    if not present:
+        for flag, given in options.items():
+            if given:
+                raise PinsetError(f"{flag} needs {needed}")
+
+
 def check_inputs(files: dict[str, str | os.PathLike | None]) -> None:
     """Each named input (option -> path, None when not given) is a regular file we can read: one line
     before any work, not a failure after a build."""

@@ -11,7 +11,7 @@ from rich.table import Table
 from pinset.build.cmake import find_nvcc, require_toolchain
 from pinset.build.settings import build_settings
 from pinset.checks.machine import probe_machine
-from pinset.commands.common import add_config_args, count, open_config, seconds
+from pinset.commands.common import add_config_args, count, only_with, open_config, seconds
 from pinset.commands.sim import short_build
 from pinset.errors import PinsetError, ToolchainError
 from pinset.output import check_outputs, console, write_json, write_text
@@ -57,8 +57,8 @@ def run(args) -> int:
     bad = [f for f in cuda_flags if not f.startswith("-D")]
     if bad:
         raise PinsetError(f"--cuda-flags: {bad[0]!r} is not a -DNAME=VALUE flag")
-    if cuda_flags and not args.cuda:
-        raise PinsetError("--cuda-flags needs --cuda")
+    only_with("--cuda", args.cuda, {"--cuda-flags": bool(cuda_flags), "--ops": args.ops is not None,
+                                    "--backend": args.backend != "CUDA0", "--op-jobs": args.op_jobs != 1})
     # A timeout or `kill` should stop the compilers too: run_streaming kills ninja's process group
     # when the wait is interrupted.
     signal.signal(signal.SIGTERM, _interrupt)
