@@ -27,7 +27,9 @@ from pinset.errors import PinsetError
 def default_cache_dir() -> Path:
     if os.environ.get("PINSET_CACHE"):
         return Path(os.environ["PINSET_CACHE"]).expanduser()
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    base = os.environ.get("XDG_CACHE_HOME", "")
+    if not os.path.isabs(base):  # unset, or relative: invalid by the XDG spec (it would put the cache in the cwd)
+        base = os.path.join(os.path.expanduser("~"), ".cache")
     return Path(base) / "pinset"
 
 

@@ -1012,3 +1012,16 @@ def test_option_that_needs_another(project, capsys, isolated_cache, argv, line):
     argv = [a.format(root=project) for a in argv]
     assert bad(capsys, [*argv, "-c", str(project / "pins.yaml")], project) == line
     assert not (isolated_cache / "mirror.git").exists()
+
+
+def test_relative_xdg_cache_home_is_ignored(monkeypatch, tmp_path):
+    """The XDG spec calls a relative XDG_CACHE_HOME invalid: taken as it is, the cache would land in the
+    current folder, the user's own checkout."""
+    from pinset.store import default_cache_dir
+
+    monkeypatch.delenv("PINSET_CACHE")
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("XDG_CACHE_HOME", "relcache")
+    assert default_cache_dir() == tmp_path / ".cache" / "pinset"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert default_cache_dir() == tmp_path / "xdg" / "pinset"
