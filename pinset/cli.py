@@ -74,7 +74,11 @@ class OneLineParser(argparse.ArgumentParser):
 
 
 def build_parser(chosen: str | None = None) -> argparse.ArgumentParser:
-    parser = OneLineParser(prog="pinset", description="Keep a llama.cpp pin set alive on moving upstream builds.")
+    parser = OneLineParser(
+        prog="pinset", description="Keep a llama.cpp pin set alive on moving upstream builds.",
+        epilog="Exit codes: 0 all green (report: ready); 1 something red, a build or program that failed (its "
+               "log named), or not enough evidence; 2 bad input, nothing changed; 130 interrupted. The cache: "
+               "$PINSET_CACHE, else $XDG_CACHE_HOME/pinset, else ~/.cache/pinset (--cache per command).")
     parser.add_argument("--version", action="version", version=f"pinset {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True

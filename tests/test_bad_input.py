@@ -888,6 +888,16 @@ def _verb_parsers():
 
 
 @pytest.mark.parametrize("prefix", [p for p, _ in _verb_parsers()], ids=" ".join)
+def test_top_level_help_fits_and_names_the_exit_codes(capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "80")
+    with pytest.raises(SystemExit) as exc:
+        main(["--help"])
+    out = capsys.readouterr().out
+    assert exc.value.code == 0 and max(len(line) for line in out.splitlines()) <= 80, out
+    words = " ".join(out.split())
+    assert "2 bad input, nothing changed; 130 interrupted" in words and all(verb in out for verb in cli.COMMANDS)
+
+
 def test_help_fits_80_columns_and_describes_every_option(capsys, monkeypatch, prefix):
     monkeypatch.setenv("COLUMNS", "80")
     with pytest.raises(SystemExit) as exc:
