@@ -887,7 +887,6 @@ def _verb_parsers():
     return found
 
 
-@pytest.mark.parametrize("prefix", [p for p, _ in _verb_parsers()], ids=" ".join)
 def test_top_level_help_fits_and_names_the_exit_codes(capsys, monkeypatch):
     monkeypatch.setenv("COLUMNS", "80")
     with pytest.raises(SystemExit) as exc:
@@ -898,6 +897,7 @@ def test_top_level_help_fits_and_names_the_exit_codes(capsys, monkeypatch):
     assert "2 bad input, nothing changed; 130 interrupted" in words and all(verb in out for verb in cli.COMMANDS)
 
 
+@pytest.mark.parametrize("prefix", [p for p, _ in _verb_parsers()], ids=" ".join)
 def test_help_fits_80_columns_and_describes_every_option(capsys, monkeypatch, prefix):
     monkeypatch.setenv("COLUMNS", "80")
     with pytest.raises(SystemExit) as exc:
