@@ -34,16 +34,18 @@ def write_json(path: str | Path, data: dict) -> None:
 
 def write_text(path: str | Path, text: str) -> None:
     """Whole or not at all: a full disk or Ctrl-C half-way leaves the file as it was, never half of the
-    new one. A device or FIFO (`--json /dev/stdout`) is written in place: there is no file to replace."""
+    new one. A device or FIFO (`--json /dev/stdout`) is written in place: there is no file to replace; so
+    is a writable file in a folder we may not create in (no room for the temporary file)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     data = text.encode("utf-8")
+    real = Path(os.path.realpath(path))
     try:
-        if path.exists() and not path.is_file():
+        if real.exists() and (not real.is_file() or write_problem(real.parent)):
             with open(path, "wb") as fh:
                 fh.write(data)
         else:
-            atomic_write(Path(os.path.realpath(path)), data)
+            atomic_write(real, data)
     except OSError as exc:
         exc.filename = exc.filename or str(path)  # the one line names what could not be written
         raise

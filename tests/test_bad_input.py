@@ -1035,3 +1035,19 @@ def test_relative_xdg_cache_home_is_ignored(monkeypatch, tmp_path):
     assert default_cache_dir() == tmp_path / ".cache" / "pinset"
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     assert default_cache_dir() == tmp_path / "xdg" / "pinset"
+
+
+def test_writable_result_file_in_a_read_only_folder(shared_dir):
+    """check_outputs accepts a writable file in a folder we cannot create in: it is written in place
+    there (no room for a temporary file beside it), not refused after the work."""
+    from pinset.output import write_json
+
+    folder = shared_dir / "ro"
+    folder.mkdir()
+    (folder / "out.json").write_text("previous\n")
+    (folder / "out.json").chmod(0o666)
+    folder.chmod(0o555)
+    with unprivileged():
+        write_json(folder / "out.json", {"ok": True})
+    assert json.loads((folder / "out.json").read_text()) == {"ok": True}
+    assert [p.name for p in folder.iterdir()] == ["out.json"]
