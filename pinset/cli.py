@@ -8,7 +8,9 @@ from __future__ import annotations
 import argparse
 import importlib
 import importlib.util
+import os
 import sys
+import textwrap
 
 from pinset import __version__
 from pinset.errors import PinsetError, RuntimeFailure
@@ -31,15 +33,52 @@ def _available(name: str) -> bool:
     return importlib.util.find_spec(f"pinset.commands.{name}") is not None
 
 
+class Help(argparse.HelpFormatter):
+    """Help that fits the terminal (80 columns without one). A one-paragraph description is filled as
+    usual; in one of several lines each item (a line, with the more-indented lines under it) is wrapped
+    on its own at its indent, so tables of sizes and methods stay tables. Option names such as
+    `--op-jobs` are never split at their hyphens."""
+
+    def _split_lines(self, text, width):
+        return textwrap.wrap(" ".join(text.split()), width, break_on_hyphens=False, break_long_words=False)
+
+    def _fill_text(self, text, width, indent):
+        if "\n" not in text.strip():
+            return textwrap.fill(" ".join(text.split()), width, initial_indent=indent, subsequent_indent=indent,
+                                 break_on_hyphens=False, break_long_words=False)
+        items: list[tuple[str, str, str]] = []  # (indent, continuation indent, text)
+        for line in text.splitlines():
+            lead = line[:len(line) - len(line.lstrip())]
+            if items and items[-1][0] and line.strip() and len(lead) > len(items[-1][0]):  # hand-wrapped
+                first, _, words = items[-1]
+                items[-1] = (first, lead, f"{words} {line.strip()}")
+            else:
+                items.append((lead, lead + "    ", line.strip()))
+        lines = []
+        for lead, more, words in items:
+            lines += textwrap.wrap(words, width, initial_indent=indent + lead,
+                                   subsequent_indent=indent + more, break_on_hyphens=False,
+                                   break_long_words=False) or [""]
+        return "\n".join(lines)
+
+
 class OneLineParser(argparse.ArgumentParser):
     """Usage errors are bad input like any other: one line, exit 2 (subcommands inherit the class)."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs["formatter_class"] = Help
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str):
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
 def build_parser(chosen: str | None = None) -> argparse.ArgumentParser:
-    parser = OneLineParser(prog="pinset", description="Keep a llama.cpp pin set alive on moving upstream builds.")
+    parser = OneLineParser(
+        prog="pinset", description="Keep a llama.cpp pin set alive on moving upstream builds.",
+        epilog="Exit codes: 0 all green (report: ready); 1 something red, a build or program that failed (its "
+               "log named), or not enough evidence; 2 bad input, nothing changed; 130 interrupted. The cache: "
+               "$PINSET_CACHE, else $XDG_CACHE_HOME/pinset, else ~/.cache/pinset (--cache per command).")
     parser.add_argument("--version", action="version", version=f"pinset {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
@@ -48,7 +87,9 @@ def build_parser(chosen: str | None = None) -> argparse.ArgumentParser:
             continue
         if name == chosen:
             module = importlib.import_module(f"pinset.commands.{name}")
-            module.add_parser(sub).set_defaults(_run=module.run)
+            verb = module.add_parser(sub)
+            verb.description = verb.description or f"{help_text[0].upper()}{help_text[1:]}."
+            verb.set_defaults(_run=module.run)
         else:
             sub.add_parser(name, help=help_text, add_help=False)
     return parser
@@ -56,18 +97,35 @@ def build_parser(chosen: str | None = None) -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    chosen = next((a for a in argv if not a.startswith("-")), None)
-    parser = build_parser(chosen if chosen in COMMANDS else None)
-    args = parser.parse_args(argv)
+    command = "pinset"
+    for stream in (sys.stdout, sys.stderr):  # an ASCII or Latin-1 terminal: "\u2705", not a UnicodeEncodeError
+        if stream is not None and hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="backslashreplace")
     try:
+        chosen = next((a for a in argv if not a.startswith("-")), None)
+        parser = build_parser(chosen if chosen in COMMANDS else None)
+        args = parser.parse_args(argv)
+        command = f"pinset {args.command}"
         return args._run(args)
     except (PinsetError, RuntimeFailure) as exc:
-        print(f"pinset {args.command}: error: {exc}", file=sys.stderr)
+        print(f"{command}: error: {exc}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         print("pinset: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # stdout's reader went away (`pinset matrix | head -c 10`): nothing to say to it
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+    except OSError as exc:  # the system refused mid-run (disk full, read-only file system, quota)
+        print(f"{command}: error: {os_error_line(exc)}", file=sys.stderr)
+        return 1
 
+
+def os_error_line(exc: OSError) -> str:
+    """'no space left on device: /path' -- what the system said, and where."""
+    where = ": ".join(str(f) for f in (exc.filename, exc.filename2) if f is not None)
+    what = (exc.strerror or str(exc)).lower()
+    return f"{what}: {where}" if where else what
 
 if __name__ == "__main__":
     sys.exit(main())

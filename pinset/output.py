@@ -4,27 +4,51 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from pathlib import Path
 
 from rich.console import Console
+from rich.errors import MarkupError
 
 from pinset.errors import PinsetError
+from pinset.store import atomic_write, write_problem
 
-console = Console(stderr=False, highlight=False)
-err_console = Console(stderr=True, highlight=False)
+class _Console(Console):
+    """Lines mix pinset's markup ("[red]...[/]") with text from outside: paths, file names, git's words.
+    Such text that reads as a broken tag ("out[/x]") would end the run in rich's MarkupError after the
+    work was done: the line is printed as it is instead."""
+
+    def print(self, *objects, **kwargs):
+        try:
+            super().print(*objects, **kwargs)
+        except MarkupError:
+            super().print(*objects, **{**kwargs, "markup": False})
+
+
+console = _Console(stderr=False, highlight=False)
+err_console = _Console(stderr=True, highlight=False)
 
 
 def write_json(path: str | Path, data: dict) -> None:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(data, indent=2, sort_keys=False) + "\n", encoding="utf-8")
+    write_text(path, json.dumps(data, indent=2, sort_keys=False) + "\n")
 
 
 def write_text(path: str | Path, text: str) -> None:
+    """Whole or not at all: a full disk or Ctrl-C half-way leaves the file as it was, never half of the
+    new one. A device or FIFO (`--json /dev/stdout`) is written in place: there is no file to replace; so
+    is a writable file in a folder we may not create in (no room for the temporary file)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
+    data = text.encode("utf-8")
+    real = Path(os.path.realpath(path))
+    try:
+        if real.exists() and (not real.is_file() or write_problem(real.parent)):
+            with open(path, "wb") as fh:
+                fh.write(data)
+        else:
+            atomic_write(real, data)
+    except OSError as exc:
+        exc.filename = exc.filename or str(path)  # the one line names what could not be written
+        raise
 
 
 def check_outputs(files: dict[str, str | Path | None], folders: dict[str, str | Path | None] | None = None,
@@ -71,7 +95,7 @@ def _folder_problem(path: Path) -> str | None:
     if path.exists():
         if not path.is_dir():
             return "exists and is not a folder"
-        return _can_create_in(path)
+        return _cannot_write_in(path)
     return _missing_parent_problem(path)
 
 
@@ -86,16 +110,10 @@ def _missing_parent_problem(path: Path) -> str | None:
         ancestor = ancestor.parent
     if not ancestor.is_dir():
         return f"{ancestor} is not a folder"
-    return _can_create_in(ancestor)
+    return _cannot_write_in(ancestor)
 
 
-def _can_create_in(folder: Path) -> str | None:
-    """Really try (root passes every permission check, a read-only mount does not): an unnamed temporary
-    file leaves nothing behind."""
-    try:
-        with tempfile.TemporaryFile(dir=folder):
-            pass
-    except OSError as exc:
-        return f"cannot write in {folder} ({(exc.strerror or str(exc)).lower()})"
-    return None
+def _cannot_write_in(folder: Path) -> str | None:
+    problem = write_problem(folder)
+    return f"cannot write in {folder} ({problem})" if problem else None
 

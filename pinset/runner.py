@@ -14,6 +14,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping, Sequence
 
+# The longest timeout a program may get: subprocess waits in poll(2), whose int milliseconds end at
+# 24.8 days; a longer one is an OverflowError mid-run, so options and pins.yaml refuse it up front.
+MAX_TIMEOUT_S = 1_000_000
+
 
 @dataclass(frozen=True)
 class Completed:

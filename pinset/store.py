@@ -14,6 +14,7 @@ import hashlib
 import os
 import shutil
 import sys
+import tempfile
 import uuid
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -26,7 +27,9 @@ from pinset.errors import PinsetError
 def default_cache_dir() -> Path:
     if os.environ.get("PINSET_CACHE"):
         return Path(os.environ["PINSET_CACHE"]).expanduser()
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    base = os.environ.get("XDG_CACHE_HOME", "")
+    if not os.path.isabs(base):  # unset, or relative: invalid by the XDG spec (it would put the cache in the cwd)
+        base = os.path.join(os.path.expanduser("~"), ".cache")
     return Path(base) / "pinset"
 
 
@@ -42,6 +45,9 @@ class Store:
         except OSError as exc:  # a regular file there, a read-only parent...
             problem = "exists and is not a folder" if path.exists() else (exc.strerror or str(exc)).lower()
             raise PinsetError(f"cache {path}: {problem}") from None
+        problem = write_problem(path)
+        if problem:  # a read-only cache would fail half-way through the first entry it writes
+            raise PinsetError(f"cache {path}: cannot write in it ({problem}); give a writable --cache or $PINSET_CACHE")
         return cls(path.resolve())
 
     @property
@@ -66,6 +72,17 @@ class Store:
         there (whatever its name) goes first."""
         clean_scratch(cache_tmp(self.root))
         return scratch_dir(cache_tmp(self.root), prefix)
+
+
+def write_problem(folder: Path) -> str | None:
+    """Why nothing can be created in `folder` ("permission denied"), or None. Really tried (root passes every permission
+    check, a read-only mount does not): an unnamed temporary file leaves nothing behind."""
+    try:
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as exc:
+        return (exc.strerror or str(exc)).lower()
+    return None
 
 
 def short_hash(*parts: str, length: int = 12) -> str:

@@ -13,6 +13,7 @@ import json
 import os
 import shutil
 import stat
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -234,6 +235,20 @@ def test_check_timeout_must_be_finite_and_positive(project, capsys, value, shown
         f"got {shown}")
 
 
+@pytest.mark.parametrize("value", ["1e9", "1000001", "0x7fffffff"])
+def test_check_timeout_beyond_what_a_wait_can_take(project, capsys, value):
+    cfg = write_pins(project / "pins.yaml", PINS + f"    checks:\n      - command: {{argv: [x], expect: y, timeout: {value}}}\n")
+    assert bad(capsys, ["sim", "-c", str(cfg)], project) == (
+        f"pinset sim: error: {cfg}:7: pins[0].checks[0].command.timeout: must be at most 1000000 seconds (11 days), "
+        f"got {value!r}")
+
+
+def test_empty_checks_list_is_not_a_pin_without_checks(project, capsys):
+    cfg = write_pins(project / "pins.yaml", PINS + "    checks: []\n")
+    assert bad(capsys, ["sim", "-c", str(cfg)], project) == (
+        f"pinset sim: error: {cfg}:6: pins[0].checks: empty list (list the feature checks, or give `unchecked: why`)")
+
+
 def test_scalars_with_explicit_tags(project, capsys):
     cfg = write_pins(project / "pins.yaml", PINS + "    required: !!bool maybe\n")
     assert bad(capsys, ["sim", "-c", str(cfg)], project) == \
@@ -244,6 +259,16 @@ def test_scalars_with_explicit_tags(project, capsys):
         f"pinset sim: error: {cfg}:7: pins[0].checks[0].command.timeout: must be a number of seconds, got 'abc'"
     cfg = write_pins(project / "pins.yaml", PINS + "    checks:\n      - command: {argv: [x], expect: y, timeout: 0x10}\n")
     assert load_pinset(cfg).pins[0].checks[0].timeout == 16.0
+
+
+@pytest.mark.parametrize("value, seconds", [("1e3", 1000.0), ("2.5E2", 250.0), ("1.0e+3", 1000.0), ("90", 90.0)])
+def test_check_timeout_in_exponent_notation(project, value, seconds):
+    """YAML 1.1 reads `1e3` as a string: a timeout written so is still a number of seconds."""
+    cfg = write_pins(project / "pins.yaml", PINS + f"    checks:\n      - command: {{argv: [x], expect: y, timeout: {value}}}\n")
+    assert load_pinset(cfg).pins[0].checks[0].timeout == seconds
+    cfg = write_pins(project / "pins.yaml", PINS + f"    checks:\n      - command: {{argv: [x], expect: y, timeout: '{value}'}}\n")
+    with pytest.raises(PinsetError, match="must be a number of seconds"):
+        load_pinset(cfg)  # quoted: a string, as everywhere in YAML
 
 
 # --- patch series --------------------------------------------------------------------------------
@@ -413,9 +438,12 @@ def test_every_numeric_option_is_checked():
 
 
 @pytest.mark.parametrize("prefix, option", [(p, o) for p, o, _ in NUMERIC])
-@pytest.mark.parametrize("value", ["nan", "inf", "-inf", "-1", "1e999", "x"])
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf", "-1", "1e999", "x", "1e7", str(2**31), "9" * 5000])
 def test_numeric_options_refuse_nonsense(capsys, prefix, option, value):
-    line = bad(capsys, [*prefix, f"{option}={value}"])
+    """Too large counts as well: they go to llama.cpp programs as C ints, and a timeout past poll(2)'s
+    24.8 days is an OverflowError mid-run."""
+    # -c names no file: a value the parser wrongly let through ends in that one line, not in a real run
+    line = bad(capsys, [*prefix, "-c", "/nonexistent/pins.yaml", f"{option}={value}"])
     assert line.startswith(f"pinset {' '.join(prefix)}: error: argument "), line
     assert line.endswith(f"(see pinset {' '.join(prefix)} --help)")
 
@@ -431,6 +459,24 @@ def test_numeric_option_messages(capsys):
         "pinset bench: error: argument --rounds: must be >= 2, got 1 (see pinset bench --help)"
     assert bad(capsys, ["kld", "--chunks", "2.5"]) == \
         "pinset kld: error: argument --chunks: '2.5' is not a whole number (see pinset kld --help)"
+
+
+def test_largest_numbers_accepted():
+    """The limits refuse only what cannot work: the largest C int and 11 days of timeout still run."""
+    from pinset import runner
+    from pinset.commands.common import MAX_COUNT, count, seconds
+
+    assert count(1)(str(MAX_COUNT)) == MAX_COUNT == 2**31 - 1
+    assert seconds(str(runner.MAX_TIMEOUT_S)) == runner.MAX_TIMEOUT_S
+    assert runner.run([sys.executable, "-c", "pass"], timeout=runner.MAX_TIMEOUT_S).ok
+    assert bad_message(lambda: seconds("1000001")) == "must be at most 1000000 seconds (11 days), got '1000001'"
+    assert bad_message(lambda: count(1)(str(2**31))) == f"must be <= {2**31 - 1}, got {2**31}"
+
+
+def bad_message(call) -> str:
+    with pytest.raises(argparse.ArgumentTypeError) as exc:
+        call()
+    return str(exc.value)
 
 
 @pytest.mark.parametrize("builds, problem", [
@@ -737,3 +783,271 @@ def test_unreadable_text_and_upstream_folder(shared_dir, capsys, make_repo):
             f"pinset kld: error: --text {text}: cannot read (permission denied)"
         assert bad(capsys, ["sim", "-c", str(cfg)], shared_dir) == \
             f"pinset sim: error: {cfg}:1: upstream: 'up': cannot read the folder (permission denied)"
+
+
+# --- the cache and the system: read-only, full, closed -------------------------------------------
+
+@pytest.mark.parametrize("argv", [
+    ["sim"], ["pick"], ["blame", "--good", "b1", "--bad", "b2"], ["apply", "--build", "b1", "--out", "{root}/out/tree"],
+])
+def test_read_only_cache_is_one_line_before_any_work(shared_dir, monkeypatch, capsys, argv):
+    """A cache that exists but cannot be written (another user's, a read-only mount) fails on its first
+    entry half-way through a run otherwise (a PermissionError traceback from `locks/`)."""
+    (shared_dir / "patches" / "s").mkdir(parents=True)
+    (shared_dir / "patches" / "s" / "0001-change.patch").write_text(PATCH)
+    cfg = write_pins(shared_dir / "pins.yaml", PINS)
+    cache = shared_dir / "cache"
+    cache.mkdir(mode=0o555)
+    cache.chmod(0o555)
+    monkeypatch.setenv("PINSET_CACHE", str(cache))
+    (shared_dir / "out").mkdir(mode=0o777)
+    (shared_dir / "out").chmod(0o777)
+    argv = [a.format(root=shared_dir) for a in argv]
+    main([*argv, "-c", str(shared_dir / "none.yaml")])  # import everything while we may
+    capsys.readouterr()
+    with unprivileged():
+        assert bad(capsys, [*argv, "-c", str(cfg)], shared_dir) == (
+            f"pinset {argv[0]}: error: cache {cache}: cannot write in it (permission denied); "
+            "give a writable --cache or $PINSET_CACHE")
+
+
+@pytest.fixture
+def local_pins(make_repo, tmp_path):
+    """A pin set on a local upstream (no network): a sim of it runs to the end."""
+    up = make_repo()
+    up.commit("base", {"a.txt": "one\ntwo\nthree\n"})
+    up.tag("b1")
+    (tmp_path / "patches" / "s").mkdir(parents=True)
+    (tmp_path / "patches" / "s" / "0001-change.patch").write_text(PATCH)
+    return write_pins(tmp_path / "pins.yaml", f"upstream: {up.path}\nbuilds: [b1]\npins:\n  - id: a\n"
+                                              "    patches: patches/s\ngpus:\n  h200: {runs-on: [h200], architectures: '90'}\n")
+
+
+def test_full_disk_mid_run_is_one_line_exit_1(local_pins, capsys):
+    """The system refusing a write after the work (ENOSPC) is a runtime failure in one line, naming the path."""
+    assert main(["sim", "-c", str(local_pins), "--json", "/dev/full"]) == 1
+    out, err = capsys.readouterr()
+    assert err == "pinset sim: error: no space left on device: /dev/full\n"
+
+
+def test_result_files_are_written_whole(tmp_path):
+    """A write the system cuts short (here the file-size limit: EFBIG, as a full disk's ENOSPC) leaves the
+    previous file as it was and no temporary file beside it."""
+    import resource
+
+    from pinset.output import write_json
+
+    dest = tmp_path / "out.json"
+    dest.write_text("previous\n")
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (4096, hard))
+    try:
+        with pytest.raises(OSError) as exc:
+            write_json(dest, {"rows": ["x" * 100] * 100})
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+    assert exc.value.filename and "out.json" in exc.value.filename
+    assert dest.read_text() == "previous\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["out.json"]
+    write_json(dest, {"ok": True})
+    assert json.loads(dest.read_text()) == {"ok": True}
+
+
+def test_closed_stdout_ends_quietly(local_pins):
+    """`pinset matrix | head -c 0`: the reader went away before the JSON was written; no traceback."""
+    import subprocess
+
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        done = subprocess.run([sys.executable, "-m", "pinset", "matrix", "-c", str(local_pins)], stdout=write_end,
+                              stderr=subprocess.PIPE, text=True, timeout=120,
+                              env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
+    finally:
+        os.close(write_end)
+    assert done.returncode == 1 and done.stderr == ""
+
+
+# --- --help of every verb ------------------------------------------------------------------------
+
+def _verb_parsers():
+    """(argv prefix, parser) of every verb and sub-verb (model synth)."""
+    found = []
+
+    def walk(parser, prefix):
+        found.append((prefix, parser))
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for name, sub in action.choices.items():
+                    walk(sub, [*prefix, name])
+
+    for verb in cli.COMMANDS:
+        top = cli.build_parser(verb)
+        walk(next(a for a in top._actions if isinstance(a, argparse._SubParsersAction)).choices[verb], [verb])
+    return found
+
+
+def test_top_level_help_fits_and_names_the_exit_codes(capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "80")
+    with pytest.raises(SystemExit) as exc:
+        main(["--help"])
+    out = capsys.readouterr().out
+    assert exc.value.code == 0 and max(len(line) for line in out.splitlines()) <= 80, out
+    words = " ".join(out.split())
+    assert "2 bad input, nothing changed; 130 interrupted" in words and all(verb in out for verb in cli.COMMANDS)
+
+
+@pytest.mark.parametrize("prefix", [p for p, _ in _verb_parsers()], ids=" ".join)
+def test_help_fits_80_columns_and_describes_every_option(capsys, monkeypatch, prefix):
+    monkeypatch.setenv("COLUMNS", "80")
+    with pytest.raises(SystemExit) as exc:
+        main([*prefix, "--help"])
+    out = capsys.readouterr().out
+    assert exc.value.code == 0
+    assert max(len(line) for line in out.splitlines()) <= 80, out
+    parser = dict((" ".join(p), q) for p, q in _verb_parsers())[" ".join(prefix)]
+    assert parser.description, f"pinset {' '.join(prefix)} --help says nothing about what it does"
+    for action in parser._actions:
+        if action.option_strings:
+            assert action.help, f"pinset {' '.join(prefix)} {action.option_strings[-1]}: no help"
+    # an option named in a help text is never split at its hyphens ("--\nop-jobs")
+    assert not any(line.rstrip().endswith(("--", " -", '"-')) for line in out.splitlines()), out
+
+
+# --- model synth: a shape that cannot be made changes nothing ------------------------------------
+
+@pytest.mark.parametrize("override, problem", [
+    (["--embd", "40"], "token_embd.weight: rows of 40 weights are not whole Q8_0 blocks of 32"),
+    (["--heads", "3"], "n_head 3 is not a multiple of n_head_kv 2"),
+    (["--vocab", "none-such"], "no models/ggml-vocab-none-such.gguf found"),
+    (["--layers", "2000000000"], "needs at least"),
+    (["--embd", "2000000000"], "needs at least"),
+])
+def test_model_synth_bad_shape_leaves_no_output_folder(tmp_path, capsys, override, problem):
+    """Found before the folder is made (the disk cannot hold it) or on the way (vocab, block sizes):
+    exit 2, one line, and -o is not left behind empty."""
+    from test_model_synth import gguf, make_vocab
+
+    if gguf is None:
+        pytest.skip("no gguf package: cannot write the tokenizer file")
+    vocab = make_vocab(tmp_path / "vocab.gguf")
+    out = tmp_path / "deep" / "out"
+    argv = ["model", "synth", "--arch", "llama", "--size", "tiny", "--direct", "--quant", "Q8_0", "-t", "1",
+            "-o", str(out), "--vocab", str(vocab), *override]
+    before = snapshot(tmp_path)
+    assert main(argv) == 2
+    err = capsys.readouterr().err  # stdout may have announced the model before a block size was found wrong
+    assert len(err.splitlines()) == 1 and err.startswith("pinset model: error: ") and problem in err, err
+    assert snapshot(tmp_path) == before
+
+
+# --- CUDA architectures: refused when read, not by CMake minutes later ---------------------------
+
+BAD_ARCHS = ["banana", "sm_90", "9.0", "90;", ";90", "90;;86", "90 86", "native;90", "-90", "compute_90"]
+GOOD_ARCHS = ["90", "90a", "100f", "86;90", "86,90", " 90 ; 86 ", "86-real", "90-virtual", "native", "all-major"]
+
+
+@pytest.mark.parametrize("arch", BAD_ARCHS)
+@pytest.mark.parametrize("where, line", [("cuda: {{architectures: '{arch}'}}\n", 6),
+                                         ("gpus: {{h200: {{runs-on: [h200], architectures: '{arch}'}}}}\n", 6)])
+def test_malformed_cuda_architectures_in_pins_yaml(project, capsys, arch, where, line):
+    cfg = write_pins(project / "pins.yaml", PINS + where.format(arch=arch))
+    key = "cuda.architectures" if where.startswith("cuda") else "gpus.h200.architectures"
+    assert bad(capsys, ["sim", "-c", str(cfg)], project) == \
+        f"pinset sim: error: {cfg}:{line}: {key}: malformed {arch!r} (e.g. \"90\" or \"86;90\")"
+
+
+@pytest.mark.parametrize("arch", GOOD_ARCHS)
+def test_cuda_architectures_cmake_takes(project, arch):
+    cfg = write_pins(project / "pins.yaml", PINS + f"cuda: {{architectures: '{arch}'}}\n"
+                                                   f"gpus: {{h200: {{runs-on: [h200], architectures: '{arch}'}}}}\n")
+    pins = load_pinset(cfg)
+    assert pins.cuda_architectures == arch and pins.gpus[0].architectures == arch
+
+
+@pytest.mark.parametrize("arch", BAD_ARCHS[:4])
+@pytest.mark.parametrize("prefix", [["kld", "-m", "x.gguf"], ["bench", "-m", "x.gguf"],
+                                    ["model", "synth", "--arch", "llama", "--size", "tiny", "-o", "out"]])
+def test_malformed_cuda_architectures_option(capsys, prefix, arch):
+    line = bad(capsys, [*prefix, "-c", "/nonexistent/pins.yaml", f"--cuda-architectures={arch}"])
+    verb = " ".join(prefix[:2] if prefix[0] == "model" else prefix[:1])
+    assert line == f"pinset {verb}: error: argument --cuda-architectures: malformed {arch!r} " \
+                   f"(e.g. \"90\" or \"86;90\") (see pinset {verb} --help)"
+
+
+def test_outside_text_that_reads_as_markup_is_printed_as_it_is(local_pins, tmp_path, capsys):
+    """A path (or file name, or git's words) with `[/x]` in it is not rich markup: the tree was written,
+    so the run ends 0 with its line, not in a MarkupError traceback."""
+    out = tmp_path / "tree[/x]"
+    assert main(["apply", "-c", str(local_pins), "--build", "b1", "--out", str(out)]) == 0
+    assert f"to {out}" in " ".join(capsys.readouterr().out.split())
+    assert (out / "a.txt").read_text() == "one\nTWO\nthree\n"
+
+
+@pytest.mark.parametrize("encoding", ["ascii", "latin-1"])
+def test_terminal_that_cannot_show_the_text(local_pins, tmp_path, encoding):
+    """The report's markdown (emoji, dashes) and rich's tables on an ASCII or Latin-1 stdout: escaped
+    characters, never a UnicodeEncodeError traceback."""
+    import subprocess
+
+    sim = tmp_path / "sim.json"
+    assert main(["sim", "-c", str(local_pins), "--json", str(sim)]) == 0
+    env = {**os.environ, "PYTHONIOENCODING": encoding, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    for argv in (["report", str(sim)], ["sim", "-c", str(local_pins)]):
+        done = subprocess.run([sys.executable, "-m", "pinset", *argv], env=env, capture_output=True, timeout=120)
+        assert b"Traceback" not in done.stderr and done.returncode in (0, 1), done.stderr.decode(errors="replace")
+    assert b"\\u2705" in subprocess.run([sys.executable, "-m", "pinset", "report", str(sim)], env=env,
+                                        capture_output=True, timeout=120).stdout
+
+
+# --- options that act only with another: refused, never ignored in silence -----------------------
+
+@pytest.mark.parametrize("argv, line", [
+    (["verify", "--ops", "MUL_MAT"], "pinset verify: error: --ops needs --cuda"),
+    (["verify", "--backend", "CUDA1"], "pinset verify: error: --backend needs --cuda"),
+    (["verify", "--op-jobs", "4"], "pinset verify: error: --op-jobs needs --cuda"),
+    (["verify", "--cuda-flags=-DGGML_CUDA_FA=OFF"], "pinset verify: error: --cuda-flags needs --cuda"),
+    (["pick", "--cuda"], "pinset pick: error: --cuda needs --verify"),
+    (["pick", "-j", "2"], "pinset pick: error: -j/--jobs needs --verify"),
+    (["pick", "--logs", "{root}/logs"], "pinset pick: error: --logs needs --verify"),
+    (["pick", "--no-progress"], "pinset pick: error: --no-progress needs --verify"),
+    (["bench", "-m", "{root}/pins.yaml", "--rounds", "3", "--max-time", "60"],
+     "pinset bench: error: --max-time needs adaptive rounds (no --rounds)"),
+    (["bench", "-m", "{root}/pins.yaml", "--rounds", "3", "--max-rounds", "9"],
+     "pinset bench: error: --max-rounds needs adaptive rounds (no --rounds)"),
+    (["kld", "-m", "{root}/pins.yaml", "--cpu", "-ngl", "5"],
+     "pinset kld: error: -ngl/--gpu-layers needs the device (not --cpu, which runs -ngl 0)"),
+])
+def test_option_that_needs_another(project, capsys, isolated_cache, argv, line):
+    argv = [a.format(root=project) for a in argv]
+    assert bad(capsys, [*argv, "-c", str(project / "pins.yaml")], project) == line
+    assert not (isolated_cache / "mirror.git").exists()
+
+
+def test_relative_xdg_cache_home_is_ignored(monkeypatch, tmp_path):
+    """The XDG spec calls a relative XDG_CACHE_HOME invalid: taken as it is, the cache would land in the
+    current folder, the user's own checkout."""
+    from pinset.store import default_cache_dir
+
+    monkeypatch.delenv("PINSET_CACHE")
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("XDG_CACHE_HOME", "relcache")
+    assert default_cache_dir() == tmp_path / ".cache" / "pinset"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert default_cache_dir() == tmp_path / "xdg" / "pinset"
+
+
+def test_writable_result_file_in_a_read_only_folder(shared_dir):
+    """check_outputs accepts a writable file in a folder we cannot create in: it is written in place
+    there (no room for a temporary file beside it), not refused after the work."""
+    from pinset.output import write_json
+
+    folder = shared_dir / "ro"
+    folder.mkdir()
+    (folder / "out.json").write_text("previous\n")
+    (folder / "out.json").chmod(0o666)
+    folder.chmod(0o555)
+    with unprivileged():
+        write_json(folder / "out.json", {"ok": True})
+    assert json.loads((folder / "out.json").read_text()) == {"ok": True}
+    assert [p.name for p in folder.iterdir()] == ["out.json"]

@@ -15,7 +15,7 @@ from pinset.measures.bench import (aa_noise, analyse, bench_document, bench_mark
                                    headers, reanalysed, row_cells, run_rounds, run_tps, subject)
 from pinset.measures.stats import Plan
 from pinset.commands.sides import add_side_args, resolve_sides
-from pinset.commands.common import check_inputs, count, seconds
+from pinset.commands.common import check_inputs, count, only_with, seconds
 from pinset.output import check_outputs, console, err_console, write_json, write_text
 from pinset.progress import Progress
 
@@ -78,6 +78,8 @@ def run(args) -> int:
     if clash:
         raise PinsetError(f"{', '.join(clash)}: set by pinset (use -m/--model and -r/--repetitions before --)")
     check_inputs({"--model": args.model, "--vs-model": args.vs_model, "--noise-from": args.noise_from})
+    only_with("adaptive rounds (no --rounds)", args.rounds is None,
+              {"--max-time": args.max_time != 300.0, "--max-rounds": args.max_rounds != 40})
     if args.vs_model is not None and args.aa:
         raise PinsetError("--aa and --vs-model exclude each other (an A/A check runs one model)")
     noise = noise_from(args.noise_from, bench_args, cpu=args.cpu) if args.noise_from else None

@@ -8,8 +8,9 @@ import os
 import stat
 from pathlib import Path
 
-from pinset.config.schema import load_pinset
+from pinset.config.schema import ARCH_RE, load_pinset
 from pinset.errors import PinsetError
+from pinset.runner import MAX_TIMEOUT_S
 from pinset.store import Store
 
 
@@ -26,8 +27,13 @@ def open_config(args, require_pins: bool = True):
     return pinset, Store.open(args.cache)
 
 
-def count(minimum: int):
-    """argparse type: a whole number >= minimum (rounds, jobs, chunks, layers...)."""
+# Counts go to llama.cpp programs (-j, -t, -r, -c, --chunks, -ngl) as C ints: a larger one is a
+# failure deep in a run (or a silent wrap), not an answer.
+MAX_COUNT = 2**31 - 1
+
+
+def count(minimum: int, maximum: int = MAX_COUNT):
+    """argparse type: a whole number in [minimum, maximum] (rounds, jobs, chunks, layers...)."""
     def parse(text: str) -> int:
         try:
             value = int(text, 10)
@@ -35,6 +41,8 @@ def count(minimum: int):
             raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
         if value < minimum:
             raise argparse.ArgumentTypeError(f"must be >= {minimum}, got {value}")
+        if value > maximum:
+            raise argparse.ArgumentTypeError(f"must be <= {maximum}, got {text}")
         return value
     return parse
 
@@ -47,7 +55,26 @@ def seconds(text: str) -> float:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
     if not math.isfinite(value) or value <= 0:
         raise argparse.ArgumentTypeError(f"must be a finite number of seconds > 0, got {text!r}")
+    if value > MAX_TIMEOUT_S:
+        raise argparse.ArgumentTypeError(f"must be at most {MAX_TIMEOUT_S} seconds (11 days), got {text!r}")
     return value
+
+
+def cuda_architectures(text: str) -> str:
+    """argparse type: CMAKE_CUDA_ARCHITECTURES as pins.yaml's `cuda.architectures` takes it."""
+    if not ARCH_RE.fullmatch(text):
+        raise argparse.ArgumentTypeError(f"malformed {text!r} (e.g. \"90\" or \"86;90\")")
+    return text
+
+
+def only_with(needed: str, present: bool, options: dict[str, bool]) -> None:
+    """Options that act only together with another (`--ops` with `--cuda`): given without it they would
+    be ignored in silence, and the user would believe in a run that never happened. `options` maps each
+    flag to whether it was given."""
+    if not present:
+        for flag, given in options.items():
+            if given:
+                raise PinsetError(f"{flag} needs {needed}")
 
 
 def check_inputs(files: dict[str, str | os.PathLike | None]) -> None:

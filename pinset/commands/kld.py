@@ -12,7 +12,7 @@ from pinset.markdown_table import table
 from pinset.measures.kld import device_run, kld_document, reference
 from pinset.commands.sides import add_side_args, resolve_sides
 from pinset.models.pipeline import DEFAULT_TEXT
-from pinset.commands.common import check_inputs, count
+from pinset.commands.common import check_inputs, count, only_with
 from pinset.output import check_outputs, console, write_json, write_text
 
 TARGETS = ["llama-perplexity"]
@@ -40,6 +40,7 @@ def run(args) -> int:
     check_outputs({"--json": args.json, "--markdown": args.markdown}, {"--log-dir": args.log_dir},
                   inputs=[p for p in (args.model, args.text, args.config) if p])
     check_inputs({"--model": args.model, "--text": args.text})
+    only_with("the device (not --cpu, which runs -ngl 0)", not args.cpu, {"-ngl/--gpu-layers": args.gpu_layers != 99})
     base, head, store = resolve_sides(args, TARGETS, cpu=args.cpu)
     console.print(f"reference: CPU, {base.label} build, ctx {args.ctx}, {args.chunks} chunks")
     ref = reference(base, args.model, args.text, args.ctx, args.chunks, store, threads=args.threads,

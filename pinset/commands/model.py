@@ -3,14 +3,14 @@ or written directly in the target type (full-size models)."""
 
 from __future__ import annotations
 
-import argparse
 import json
+import shutil
 from pathlib import Path
 
 from pinset.errors import PinsetError
 from pinset.models.pipeline import AUTO_DIRECT_F16_BYTES, DEFAULT_TEXT, METHODS, LlamaBin, choose_method, synthesize
 from pinset.models.synth import ARCHS, DIRECT_QUANTS, OTHER_QUANTS, PRESETS, preset
-from pinset.commands.common import check_inputs, count
+from pinset.commands.common import check_inputs, count, cuda_architectures
 from pinset.output import check_outputs, console, write_json
 
 OVERRIDES = [("layers", "n_layer"), ("embd", "n_embd"), ("heads", "n_head"), ("heads-kv", "n_head_kv"),
@@ -24,7 +24,6 @@ def add_parser(sub):
     verbs.required = True
     s = verbs.add_parser(
         "synth", help="write a random-weight GGUF: quantized by the build's tools, or directly (full size)",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
         description="sizes:\n" + "\n".join(f"  {a} {z}: {sh.describe()}" for (a, z), sh in PRESETS.items()) + f"""
 
 methods:
@@ -37,7 +36,7 @@ methods:
             Weights dequantize to the same standard deviations as the F16 model's.
   auto      direct when the F16 layers would exceed {AUTO_DIRECT_F16_BYTES >> 30} GiB and --quant is a direct
             type (e.g. --size a3b), else quantize (default)""")
-    s.add_argument("--arch", choices=ARCHS, required=True)
+    s.add_argument("--arch", choices=ARCHS, required=True, help="architecture whose tensor names and shapes are used")
     s.add_argument("--size", required=True, help="a named size (see above)")
     s.add_argument("--quant", default="IQ1_M", help="llama-quantize type (IQ1_M, IQ1_S, Q4_K_M, F16...; default IQ1_M)")
     s.add_argument("--method", choices=METHODS, default="auto", help="how the quantized model is made (see above)")
@@ -50,7 +49,7 @@ methods:
     s.add_argument("--build", help="which build of pins.yaml (default: the first)")
     s.add_argument("--cache", help="cache folder")
     s.add_argument("--cuda", action="store_true", help="with -c: build with CUDA (for -ngl > 0 imatrix)")
-    s.add_argument("--cuda-architectures", help="with -c --cuda: CMAKE_CUDA_ARCHITECTURES")
+    s.add_argument("--cuda-architectures", type=cuda_architectures, help="with -c --cuda: CMAKE_CUDA_ARCHITECTURES")
     s.add_argument("-j", "--jobs", type=count(1), help="with -c: build jobs")
     s.add_argument("-o", "--out", type=Path, required=True, help="output folder")
     s.add_argument("--name", help="file name stem (default synth-<arch>-<size>)")
@@ -62,15 +61,25 @@ methods:
     for flag, field in OVERRIDES:
         s.add_argument(f"--{flag}", type=count(0 if flag.startswith("expert") else 1), dest=field,
                        help=f"override {field}")
-    s.add_argument("--seed", type=count(0), default=0)
+    s.add_argument("--seed", type=count(0), default=0, help="random seed of the weights (default 0)")
     s.add_argument("-f", "--text", type=Path, default=DEFAULT_TEXT, help="text for llama-imatrix (default: pinset prose)")
-    s.add_argument("--imatrix-chunks", type=count(1), default=8)
+    s.add_argument("--imatrix-chunks", type=count(1), default=8, help="llama-imatrix chunks (default 8)")
     s.add_argument("-ngl", "--gpu-layers", type=count(0), default=0, help="layers on the GPU for llama-imatrix (default 0)")
     s.add_argument("-t", "--threads", type=count(1), help="threads for generation, imatrix and quantize")
     s.add_argument("--force", action="store_true", help="rebuild even if the same recipe exists")
     s.add_argument("--drop-f16", action="store_true", help="delete the F16 file after quantizing")
     s.add_argument("--json", type=Path, help="write a description of the model here")
     return p
+
+
+def _check_room(out: Path, existing: Path, shape, method: str) -> None:
+    """A shape the disk under --out cannot hold (`--layers 100000000`) is bad input, not hours of writing
+    that end in a full disk. The bound is low on purpose: 1.5 bits a layer weight (IQ1_S), 16 for F16."""
+    need = shape.layer_params() * (16 if method == "quantize" else 1.5) / 8
+    free = shutil.disk_usage(existing).free
+    if need > free:
+        raise PinsetError(f"--out {out}: {shape.describe()} needs at least {need / 1e9:,.1f} GB, "
+                          f"{free / 1e9:,.1f} GB free there")
 
 
 def run(args) -> int:
@@ -104,11 +113,22 @@ def run(args) -> int:
         trees.append(side.source_dir)
     elif method == "quantize":
         raise PinsetError("give --bin DIR (llama.cpp build/bin) or -c pins.yaml [--build B]")
+    existing = args.out  # the nearest folder that is there already: what a failure leaves as it was
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    _check_room(args.out, existing, shape, method)
     console.print(f"synth {shape.describe()} -> {args.quant} ({method})")
-    result = synthesize(shape, args.quant, args.out, tools, name=args.name or f"synth-{args.arch}-{args.size}",
-                        method=method, other_quant=args.other_quant or "Q8_0", text=args.text, seed=args.seed,
-                        gpu_layers=args.gpu_layers, imatrix_chunks=args.imatrix_chunks, threads=args.threads,
-                        trees=trees, keep_f16=not args.drop_f16, force=args.force)
+    try:
+        result = synthesize(shape, args.quant, args.out, tools, name=args.name or f"synth-{args.arch}-{args.size}",
+                            method=method, other_quant=args.other_quant or "Q8_0", text=args.text, seed=args.seed,
+                            gpu_layers=args.gpu_layers, imatrix_chunks=args.imatrix_chunks, threads=args.threads,
+                            trees=trees, keep_f16=not args.drop_f16, force=args.force)
+    except PinsetError:  # bad input found on the way (vocab, block sizes): nothing changed, no empty --out
+        made = args.out
+        while made != existing and made.is_dir() and not any(made.iterdir()):
+            made.rmdir()
+            made = made.parent
+        raise
     doc = {"schema": 1, "kind": "model", **result.to_json()}
     cached = " (cached: same recipe)" if result.seconds.get("cached") else ""
     console.print(f"[green]{result.path}[/] {result.size_bytes / 2**20:,.1f} MiB{cached} "

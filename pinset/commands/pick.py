@@ -6,9 +6,8 @@ from pathlib import Path
 
 from rich.table import Table
 
-from pinset.commands.common import add_config_args, count, open_config
+from pinset.commands.common import add_config_args, count, only_with, open_config
 from pinset.commands.verify import build_input, check_toolchain
-from pinset.errors import PinsetError
 from pinset.nightly.markdown import pick_markdown
 from pinset.nightly.pick import pick
 from pinset.output import check_outputs, console, write_json, write_text
@@ -39,8 +38,8 @@ def add_parser(sub):
 
 
 def run(args) -> int:
-    if args.cuda and not args.verify:
-        raise PinsetError("--cuda needs --verify")
+    only_with("--verify", args.verify, {"--cuda": args.cuda, "-j/--jobs": args.jobs is not None,
+                                        "--logs": args.logs is not None, "--no-progress": args.no_progress})
     check_outputs({"--json": args.json, "--markdown": args.markdown}, {"--logs": args.logs}, inputs=[args.config])
     pinset, store = open_config(args)
     names = pick_builds(pinset, args.builds)

@@ -7,7 +7,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from pinset.build.settings import build_settings, require_visible_gpu
-from pinset.commands.common import count
+from pinset.commands.common import count, cuda_architectures
 from pinset.errors import PinsetError
 from pinset.measures.sides import Side, built_sides, folder_side
 from pinset.output import err_console
@@ -25,7 +25,7 @@ def add_side_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--head-bin", type=Path, help="folder with the head build's llama.cpp programs")
     g.add_argument("--base-commit", default=None, help="commit to record for --base-bin")
     g.add_argument("--head-commit", default=None, help="commit to record for --head-bin")
-    g.add_argument("--cuda-architectures", help="CMAKE_CUDA_ARCHITECTURES when building (default: pins.yaml, else the GPU's)")
+    g.add_argument("--cuda-architectures", type=cuda_architectures, help="CMAKE_CUDA_ARCHITECTURES when building (default: pins.yaml, else the GPU's)")
     g.add_argument("--gpu-class", help="pins.yaml `gpus:` class this run is a cell of (its CUDA architectures; "
                    "the visible GPU must be one of them)")
     g.add_argument("-j", "--jobs", type=count(1), help="build jobs")

@@ -12,7 +12,7 @@ from rich.table import Table
 from pinset.build.cmake import find_nvcc, require_toolchain
 from pinset.build.settings import BuildSettings, build_settings
 from pinset.checks.machine import probe_machine
-from pinset.commands.common import add_config_args, count, open_config, seconds
+from pinset.commands.common import add_config_args, count, only_with, open_config, seconds
 from pinset.commands.sim import short_build
 from pinset.errors import PinsetError, ToolchainError
 from pinset.output import check_outputs, console, write_json, write_text
@@ -58,9 +58,9 @@ def run(args) -> int:
     bad = [f for f in cuda_flags if not f.startswith("-D")]
     if bad:
         raise PinsetError(f"--cuda-flags: {bad[0]!r} is not a -DNAME=VALUE flag")
-    if cuda_flags and not args.cuda:
-        raise PinsetError("--cuda-flags needs --cuda")
-    backend = gpu_backend(args.backend, args.cuda)
+    only_with("--cuda", args.cuda, {"--cuda-flags": bool(cuda_flags), "--ops": args.ops is not None,
+                                    "--backend": args.backend is not None, "--op-jobs": args.op_jobs != 1})
+    backend = gpu_backend(args.backend)
     # A timeout or `kill` should stop the compilers too: run_streaming kills ninja's process group
     # when the wait is interrupted.
     signal.signal(signal.SIGTERM, _interrupt)
@@ -136,13 +136,11 @@ def check_toolchain(pinset, cuda: bool, cuda_flags: list[str], *,
     return list(settings.cuda_flags), settings.cuda_architectures, settings.gpu_architectures
 
 
-def gpu_backend(backend: str | None, cuda: bool) -> str:
+def gpu_backend(backend: str | None) -> str:
     """The test-backend-ops backend of the GPU gates: a CUDA device. Any other (CPU is in every build) would
     run the "GPU" gates and feature checks somewhere else and still call them GPU evidence."""
     if backend is None:
         return "CUDA0"
-    if not cuda:
-        raise PinsetError("--backend needs --cuda (the CPU gates run on CPU)")
     if not re.fullmatch(r"CUDA\d+", backend):
         raise PinsetError(f"--backend {backend}: the GPU gates need a CUDA device backend (CUDA0, CUDA1, ...)")
     return backend

@@ -34,7 +34,10 @@ PIN_KEYS = {"id", "patches", "pr", "commit", "required", "checks", "unchecked", 
 CUDA_KEYS = {"architectures", "flags"}
 GPU_CLASS_KEYS = {"runs-on", "architectures"}
 GPU_CLASS_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
-ARCH_RE = re.compile(r"[0-9a-z;,_-]+")
+# CMAKE_CUDA_ARCHITECTURES: compute capabilities ("90", "90a", "100f", "86-real"), separated by ; or ,
+# (one spelling once normalised), or one of CMake's keywords. Anything else fails in CMake minutes later.
+_ONE_ARCH = r"[0-9]{2,3}[af]?(-real|-virtual)?"
+ARCH_RE = re.compile(rf"\s*(native|all|all-major|{_ONE_ARCH}(\s*[;,]\s*{_ONE_ARCH})*)\s*")
 CHECK_KINDS = {
     "backend-op": ({"op"}, {"op", "params", "mode"}),
     "ctest": ({"name"}, {"name"}),
@@ -189,17 +192,21 @@ class _Reader:
         self.fail(node, key, f"must be true or false, got {node.value!r}" if isinstance(node, yaml.ScalarNode) else "must be true or false")
 
     def seconds(self, node, key) -> float:
-        """A finite, positive number (YAML's own int and float syntax: 90, 1.5e3, 0x10)."""
+        """A finite, positive number (YAML's own int and float syntax: 90, 1.5e3, 0x10; and 1e3)."""
         value = None
         if isinstance(node, yaml.ScalarNode) and node.tag.rsplit(":", 1)[-1] in ("int", "float"):
             try:
                 value = float(_SCALARS.construct_object(node, deep=True))
             except (ValueError, TypeError, OverflowError, yaml.YAMLError):
                 value = None
+        elif isinstance(node, yaml.ScalarNode) and node.style is None and _EXPONENT.fullmatch(node.value):
+            value = float(node.value)  # YAML 1.1 reads `1e3` (no dot, no sign) as a string; YAML 1.2 and people do not
         if value is None:
             self.fail(node, key, f"must be a number of seconds, got {_kind(node)}")
         if not math.isfinite(value) or value <= 0:
             self.fail(node, key, f"must be a finite number of seconds > 0, got {node.value!r}")
+        if value > runner.MAX_TIMEOUT_S:
+            self.fail(node, key, f"must be at most {runner.MAX_TIMEOUT_S} seconds (11 days), got {node.value!r}")
         return value
 
     def local_path(self, node, key, base: Path) -> tuple[str, Path]:
@@ -219,6 +226,7 @@ class _Reader:
 
 
 _SCALARS = yaml.constructor.SafeConstructor()
+_EXPONENT = re.compile(r"[-+]?([0-9]+(\.[0-9]*)?|\.[0-9]+)[eE][-+]?[0-9]+")
 
 
 def _kind(node) -> str:
@@ -457,6 +465,8 @@ def _read_pin(r: _Reader, node, key: str, base: Path, upstream: str | None) -> P
     required = r.boolean(fields["required"], f"{key}.required") if "required" in fields else True
     checks = tuple(_read_check(r, n, f"{key}.checks[{i}]") for i, n in enumerate(
         r.sequence(fields["checks"], f"{key}.checks") if "checks" in fields else []))
+    if "checks" in fields and not checks:  # as `unchecked: ""`: an empty list is no evidence, said as if it were
+        r.fail(fields["checks"], f"{key}.checks", "empty list (list the feature checks, or give `unchecked: why`)")
     unchecked = r.string(fields["unchecked"], f"{key}.unchecked") if "unchecked" in fields else None
     if checks and unchecked:
         r.fail(fields["unchecked"], f"{key}.unchecked", "a pin has either checks or an `unchecked:` reason, not both")
