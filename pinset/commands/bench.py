@@ -11,7 +11,7 @@ from pinset.checks.machine import host_identity
 from pinset.errors import PinsetError
 import time
 
-from pinset.measures.bench import (aa_noise, analyse, bench_document, bench_markdown, decision_record, decisive,
+from pinset.measures.bench import (FIRST_LOOK, aa_noise, analyse, bench_document, bench_markdown, decision_record, decisive,
                                    headers, reanalysed, row_cells, run_rounds, run_tps, subject)
 from pinset.measures.stats import Plan
 from pinset.commands.sides import add_side_args, resolve_sides
@@ -138,9 +138,6 @@ def run(args) -> int:
     if args.aa:
         doc["aa_noise"] = aa_noise(doc["rows"])
     return _write(doc, args)
-
-
-FIRST_LOOK = 5   # kept rounds before an adaptive bench may stop
 
 
 def failing(so_far) -> bool:

@@ -36,6 +36,7 @@ from pinset.measures.stats import ALPHA, MIN_EFFECT, MIN_ROUNDS, NOISE_K, RULE, 
 from pinset.results import SCHEMAS, Doc
 
 CPU_ENV = {"CUDA_VISIBLE_DEVICES": ""}
+FIRST_LOOK = 5   # kept rounds before an adaptive bench may stop
 VERDICTS = ("faster", "slower", "no change", "too noisy", "insufficient data")
 BUSY = "another process used the GPU"   # the one exclusion for noise; warm-up and failed runs are not noise
 
@@ -154,7 +155,7 @@ def _round_exclusion(rnd: dict, k: tuple, keep_busy_rounds: bool) -> str | None:
     if rnd.get("other_gpu_processes") and not keep_busy_rounds:
         return f"round {rnd['round']}: {BUSY}"
     for label in ("base", "head"):
-        run = rnd["runs"].get(label)
+        run = (rnd.get("runs") or {}).get(label)
         match = [t for t in (run or {}).get("tests", []) if _key(t["params"]) == k]
         why = (run or {}).get("detail") or (("test missing" if not match else "the test twice" if len(match) > 1
                                             else recorded_speed_problem(match[0])) if run else None)
@@ -175,8 +176,8 @@ def rounds_frame(rounds: list[dict], *, keep_busy_rounds: bool = False):
     order: list[tuple] = []
     names: dict[tuple, tuple[str, dict]] = {}
     for rnd in rounds:
-        for run in rnd["runs"].values():
-            for t in run["tests"]:
+        for run in (rnd.get("runs") or {}).values():
+            for t in run.get("tests") or []:
                 k = _key(t["params"])
                 if k not in names:
                     names[k] = (t["test"], t["params"])
@@ -187,12 +188,13 @@ def rounds_frame(rounds: list[dict], *, keep_busy_rounds: bool = False):
         for rnd in rounds:
             why = _round_exclusion(rnd, k, keep_busy_rounds)
             for label in ("base", "head"):
-                run = rnd["runs"].get(label) or {}
+                run = (rnd.get("runs") or {}).get(label) or {}
                 match = [t for t in run.get("tests", []) if _key(t["params"]) == k]
                 records.append({"round": rnd["round"], "order": rnd["order"], "side": label, "test": test,
                                 "params": json.dumps(params, sort_keys=True),
                                 "samples": list(match[0].get("samples_ts") or []) if match else [],
-                                "tps": run_tps(match[0]) if match and run.get("ok") else math.nan,
+                                "tps": run_tps(match[0]) if len(match) == 1 and run.get("ok")
+                                and not recorded_speed_problem(match[0]) else math.nan,
                                 "kept": why is None, "excluded": why})
     return pd.DataFrame.from_records(records, columns=FRAME_COLUMNS)
 
@@ -284,10 +286,11 @@ def decision_record(plan: Plan, *, noise: list[dict] | None = None, noise_from: 
 
 
 def plan_of(decision: dict | None) -> Plan:
-    if not decision:
+    """The plan a bench ran under, from its budget (not from the recorded looks and alpha, which an edited file
+    could set to narrow every interval): adaptive with a round cap, else one look."""
+    if not decision or not decision.get("adaptive") or not decision.get("max_rounds"):
         return Plan()
-    return Plan(int(decision.get("looks", 1)), int(decision.get("first_look", Plan().first_look)),
-                float(decision.get("alpha", ALPHA)))
+    return Plan.adaptive(int(decision["max_rounds"]) - 1, FIRST_LOOK)
 
 
 def noise_of(decision: dict | None) -> dict[str, float] | None:
@@ -313,8 +316,8 @@ def more_rounds(rows: list[dict]) -> int | None:
 def _ok(rows: list[dict], recorded: list[dict]) -> bool:
     """Every run succeeded (with physical speeds, also in a re-analysed file) and every row is "faster" or
     "no change"."""
-    run_failed = any(not run["ok"] or any(recorded_speed_problem(t) for t in run["tests"])
-                     for r in recorded for run in r["runs"].values())
+    run_failed = any(not run["ok"] or any(recorded_speed_problem(t) for t in run.get("tests") or [])
+                     for r in recorded for run in (r.get("runs") or {}).values())
     return bool(rows) and not run_failed and all(r["verdict"] in ("faster", "no change") for r in rows)
 
 
@@ -322,10 +325,12 @@ def reanalysed(doc: dict, *, keep_busy_rounds: bool = False) -> dict:
     """A recorded bench document with its rows recomputed from round_log by this pinset's method: for results
     written before the method changed. The original method is kept under reanalysed_from."""
     decision = doc.get("decision") or decision_record(Plan())
-    rows = analyse(doc["round_log"], keep_busy_rounds=keep_busy_rounds, plan=plan_of(decision),
-                   noise=noise_of(decision))
+    plan = plan_of(decision)
+    rows = analyse(doc["round_log"], keep_busy_rounds=keep_busy_rounds, plan=plan, noise=noise_of(decision))
+    method = decision_record(plan)
+    method = {k: method[k] for k in ("rule", "alpha", "looks", "first_look", "alpha_per_look", "margin_min", "noise_k")}
     return {**doc, "schema": SCHEMAS["bench"], "ok": _ok(rows, doc["round_log"]), "rows": rows, "method": METHOD,
-            "decision": {**decision_record(plan_of(decision)), **decision, "more_rounds": more_rounds(rows)},
+            "decision": {**decision_record(plan), **decision, **method, "more_rounds": more_rounds(rows)},
             "reanalysed_from": {"method": doc.get("method"), "schema": doc.get("schema")}}
 
 
@@ -538,15 +543,23 @@ class BenchResult:
     def from_json(cls, d: Doc) -> BenchResult:
         m, sides = d.obj("model"), {label: d.obj(label) for label in ("base", "head")}
         gpu = d.obj("gpu", null=True)
+        seen: set[int] = set()
         for r in d.objs("round_log"):
-            r.get("round", int), r.get("order", str), r.get("warmup", bool)
+            number = r.get("round", int)
+            if number in seen:
+                r.fail("round", f"round {number} is recorded twice")
+            seen.add(number)
+            r.get("order", str), r.get("warmup", bool)
             r.get("gpu_clock_mhz", int, None), r.get("other_gpu_processes", bool, None)
-            runs = r.obj("runs", default=None)
+            runs = r.obj("runs", default=None)   # report fixtures of schema 1 summarised rounds without runs
             for label in (runs.raw if runs else {}):
                 run = runs.obj(label)
                 run.get("ok", bool), run.get("detail", str, None, default=None)
                 for t in run.objs("tests", default=[]):
                     t.get("test", str), t.get("params", dict), t.nums("samples_ts") if t.has("samples_ts") else None
+        _check_decision(d.obj("decision", default=None))
+        for e in d.objs("aa_noise", default=[]):
+            _check_noise_entry(e)
         rows = [BenchRow.from_json(r) for r in d.objs("rows")]
         read_host(d)  # checked here; kept in `extra` like every key the model does not name
         known = {"schema", "kind", "ok", "compare", "model", "llama_bench_args", "rounds", "repetitions",
@@ -559,3 +572,30 @@ class BenchResult:
                    {"name": gpu.get("name", str), "driver": gpu.get("driver", str)} if gpu else None,
                    d.get("round_log", list), rows, {k: v for k, v in d.raw.items() if k not in known},
                    d.get("schema", int))
+
+
+def _check_noise_entry(e: Doc) -> None:
+    """One A/A noise entry: the per-round sd of ln(head/base) of one test, a finite number in [0, 1] (a larger sd,
+    a speed ratio scattering by more than e per round, measures nothing and would make any band "no change")."""
+    e.get("params", dict)
+    sd = e.num("sd")
+    if not 0 <= sd <= 1:
+        e.fail("sd", f"{sd!r} is not a per-round sd of ln(head/base) (0 to 1)")
+
+
+def _check_decision(dec: Doc | None) -> None:
+    """The keys of `decision` that the re-analysis reads (plan_of, noise_of), typed."""
+    if dec is None:
+        return
+    for key in ("looks", "first_look"):
+        if dec.has(key) and dec.get(key, int) < 1:
+            dec.fail(key, "must be at least 1")
+    if dec.has("alpha") and not 0 < dec.num("alpha") < 1:
+        dec.fail("alpha", "must lie between 0 and 1")
+    dec.get("adaptive", bool, default=False)
+    max_rounds = dec.get("max_rounds", int, None, default=None)
+    if max_rounds is not None and max_rounds < FIRST_LOOK + 1:
+        dec.fail("max_rounds", f"must be at least {FIRST_LOOK + 1}")
+    if dec.get("noise", list, None, default=None):
+        for e in dec.objs("noise"):
+            _check_noise_entry(e)

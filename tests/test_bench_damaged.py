@@ -1,0 +1,100 @@
+"""`pinset bench --reanalyse` and `--noise-from` on damaged, forged or mismatched result files: each is one line
+and exit 2 (bad input), or the damaged part is left out of the statistics; never a traceback, never a
+verdict sharper than the recorded rounds support."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import pytest
+
+from pinset.cli import main
+
+FIX = Path(__file__).parent / "fixtures" / "llama-bench"
+RECORDED = json.loads((FIX / "h200-48l-adaptive-head-vs-base.json").read_text())
+
+
+def reanalyse(tmp_path: Path, doc, capsys) -> tuple[int, dict | None, str]:
+    src, out = tmp_path / "in.json", tmp_path / "out.json"
+    src.write_text(doc if isinstance(doc, str) else json.dumps(doc))
+    capsys.readouterr()
+    rc = main(["bench", "--reanalyse", str(src), "--json", str(out)])
+    err = capsys.readouterr().err
+    return rc, json.loads(out.read_text()) if out.is_file() else None, err
+
+
+def damaged(change) -> dict:
+    doc = copy.deepcopy(RECORDED)
+    change(doc)
+    return doc
+
+
+def _set(path: list, value):
+    def change(doc):
+        target = doc
+        for key in path[:-1]:
+            target = target[key]
+        if value is KeyError:
+            del target[path[-1]]
+        else:
+            target[path[-1]] = value
+    return change
+
+
+BAD_INPUT = {
+    "a round recorded twice": lambda d: d["round_log"].append(copy.deepcopy(d["round_log"][3])),
+    "two rounds with one number": _set(["round_log", 2, "round"], 3),
+    "decision not an object": _set(["decision"], "adaptive"),
+    "looks not a number": _set(["decision", "looks"], "x"),
+    "zero looks": _set(["decision", "looks"], 0),
+    "max_rounds a string": _set(["decision", "max_rounds"], "40"),
+    "noise without params": _set(["decision", "noise"], [{"test": "pp512", "sd": 0.01}]),
+    "noise sd infinite": _set(["decision", "noise"], [{"test": "pp512", "params": {}, "sd": 1e999}]),
+    "noise sd huge": _set(["decision", "noise"], [{"test": "pp512", "params": {}, "sd": 1e9}]),
+    "noise sd negative": _set(["decision", "noise"], [{"test": "pp512", "params": {}, "sd": -0.01}]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BAD_INPUT))
+def test_a_damaged_recorded_bench_is_bad_input_in_one_line(tmp_path, capsys, name):
+    rc, out, err = reanalyse(tmp_path, damaged(BAD_INPUT[name]), capsys)
+    assert rc == 2 and out is None, (name, rc, err)
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1 and "in.json" in err
+
+
+@pytest.mark.parametrize("name, change", [
+    ("no speed at all", lambda d: [d["round_log"][2]["runs"]["base"]["tests"][0].pop(k) for k in ("samples_ts", "avg_ts")]),
+    ("a round without runs", lambda d: d["round_log"][2].pop("runs")),
+    ("no samples, no avg_ts", lambda d: (d["round_log"][2]["runs"]["base"]["tests"][0].update(samples_ts=[]),
+                                         d["round_log"][2]["runs"]["base"]["tests"][0].pop("avg_ts"))),
+])
+def test_a_recorded_test_without_a_speed_leaves_its_round_out(tmp_path, capsys, name, change):
+    doc = damaged(change)
+    rc, out, err = reanalyse(tmp_path, doc, capsys)
+    assert "Traceback" not in err and out is not None, err
+    test = RECORDED["round_log"][2]["runs"]["base"]["tests"][0]["test"]
+    row = next(r for r in out["rows"] if r["test"] == test)
+    assert 2 not in row["rounds"] and any(e.startswith("round 2: base has no result") for e in row["excluded"])
+    assert rc == 1 and out["ok"] is False
+
+
+@pytest.mark.parametrize("change", [
+    _set(["decision", "alpha"], 0.9),
+    _set(["decision", "looks"], 1),
+    _set(["decision", "alpha_per_look"], 0.5),
+], ids=["alpha 0.9", "one look for an adaptive bench", "alpha per look 0.5"])
+def test_reanalysis_uses_the_method_not_the_recorded_error_rate(tmp_path, capsys, change):
+    """An adaptive bench is reanalysed with the looks its budget allowed and pinset's alpha: an edited
+    `decision` cannot narrow the intervals."""
+    rc0, honest, _ = reanalyse(tmp_path, RECORDED, capsys)
+    rc, forged, err = reanalyse(tmp_path, damaged(change), capsys)
+    assert "Traceback" not in err
+    assert forged["rows"] == honest["rows"] and forged["decision"]["looks"] == honest["decision"]["looks"] == 35
+    assert forged["decision"]["alpha"] == 0.05
+
+
+def test_the_recorded_file_reanalyses_to_its_own_rows(tmp_path, capsys):
+    rc, out, err = reanalyse(tmp_path, RECORDED, capsys)
+    assert rc == 0 and out["rows"] == RECORDED["rows"]
