@@ -98,3 +98,52 @@ def test_reanalysis_uses_the_method_not_the_recorded_error_rate(tmp_path, capsys
 def test_the_recorded_file_reanalyses_to_its_own_rows(tmp_path, capsys):
     rc, out, err = reanalyse(tmp_path, RECORDED, capsys)
     assert rc == 0 and out["rows"] == RECORDED["rows"]
+
+
+# --- --noise-from: the A/A file must be of this machine, this model and this measurement -----------------------
+from test_bench_adaptive import bench, fake_bin  # noqa: E402  (fake llama-bench programs with controlled speeds)
+
+
+@pytest.fixture
+def aa_bench(tmp_path):
+    base = fake_bin(tmp_path / "base", {"pp": 1000.0, "tg": 100.0}, 0.02, 21)
+    head = fake_bin(tmp_path / "head", {"pp": 1000.0, "tg": 100.0}, 0.02, 22)
+    aa_dir = tmp_path / "aa"
+    aa_dir.mkdir()
+    rc, aa = bench(aa_dir, base, head, "--aa", "--rounds", "6")
+    assert aa["aa_check"] and aa["aa_noise"]
+    return base, head, aa_dir / "bench.json", aa
+
+
+def noise_bench(tmp_path, base, head, aa_json, *extra, model_name="m.gguf", model_bytes=b"GGUF"):
+    model = tmp_path / model_name
+    model.write_bytes(model_bytes)
+    return main(["bench", "--base-bin", str(base), "--head-bin", str(head), "--cpu", "-m", str(model),
+                 "--noise-from", str(aa_json), "--rounds", "4", "--json", str(tmp_path / "b.json"), *extra])
+
+
+def test_noise_from_another_model_is_refused(tmp_path, capsys, aa_bench):
+    base, head, aa_json, _ = aa_bench
+    capsys.readouterr()
+    assert noise_bench(tmp_path, base, head, aa_json, "-r", "1", model_name="other.gguf") == 2
+    err = capsys.readouterr().err
+    assert "other.gguf" in err and "m.gguf" in err and len(err.strip().splitlines()) == 1
+
+
+def test_noise_from_other_repetitions_is_refused(tmp_path, capsys, aa_bench):
+    """-r changes what one run's speed is (the median of more samples scatters less): another noise."""
+    base, head, aa_json, _ = aa_bench
+    capsys.readouterr()
+    assert noise_bench(tmp_path, base, head, aa_json, "-r", "3") == 2
+    assert "-r 1" in capsys.readouterr().err
+
+
+def test_noise_from_a_forged_noise_entry_is_refused(tmp_path, capsys, aa_bench):
+    """The noise a later bench uses is the A/A file's own rounds: a summary edited to a wider noise (any change
+    would then be "no change") does not match them."""
+    base, head, aa_json, aa = aa_bench
+    forged = {**aa, "aa_noise": [{**e, "sd": 0.5} for e in aa["aa_noise"]]}
+    (tmp_path / "forged.json").write_text(json.dumps(forged))
+    capsys.readouterr()
+    assert noise_bench(tmp_path, base, head, tmp_path / "forged.json", "-r", "1") == 2
+    assert "aa_noise" in capsys.readouterr().err

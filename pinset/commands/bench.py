@@ -80,7 +80,8 @@ def run(args) -> int:
     check_inputs({"--model": args.model, "--vs-model": args.vs_model, "--noise-from": args.noise_from})
     if args.vs_model is not None and args.aa:
         raise PinsetError("--aa and --vs-model exclude each other (an A/A check runs one model)")
-    noise = noise_from(args.noise_from, bench_args, cpu=args.cpu) if args.noise_from else None
+    noise = noise_from(args.noise_from, bench_args, cpu=args.cpu, model=args.model,
+                       repetitions=args.repetitions) if args.noise_from else None
     base, head, _store = resolve_sides(args, TARGETS, cpu=args.cpu, head_only=args.vs_model is not None)
     if args.aa:
         from dataclasses import replace
@@ -147,9 +148,11 @@ def failing(so_far) -> bool:
     return failed[-2:] == [True, True] or not any(run.ok for run in so_far[-1].runs.values())
 
 
-def noise_from(path: Path, bench_args: list[str], *, cpu: bool) -> dict:
-    """The A/A noise of `path` for this bench: refused (exit 2) unless it is an A/A bench of this host and GPU
-    with the same llama-bench options (so the same tests)."""
+def noise_from(path: Path, bench_args: list[str], *, cpu: bool, model: Path, repetitions: int) -> dict:
+    """The A/A noise of `path` for this bench: refused (exit 2) unless it is an A/A bench of this host and GPU,
+    on this model, with the same llama-bench options (so the same tests) and -r (a run's speed is the median
+    of -r samples: more samples scatter less). The noise is computed from the file's own rounds; its
+    `aa_noise` summary must agree with them."""
     import json
     import socket
 
@@ -171,10 +174,28 @@ def noise_from(path: Path, bench_args: list[str], *, cpu: bool) -> dict:
     if list(data.get("llama_bench_args") or []) != list(bench_args):
         raise PinsetError(f"--noise-from {path}: llama-bench options {' '.join(data.get('llama_bench_args') or [])!r} "
                           f"differ from {' '.join(bench_args)!r} (other tests)")
-    entries = data.get("aa_noise") or aa_noise(analyse(data["round_log"]))
+    there_model = (data.get("model") or {}).get("name")
+    if there_model != model.name:
+        raise PinsetError(f"--noise-from {path}: measured on the model {there_model}, this bench runs {model.name}")
+    if data.get("repetitions") != repetitions:
+        raise PinsetError(f"--noise-from {path}: measured with -r {data.get('repetitions')}, this bench runs "
+                          f"-r {repetitions}")
+    entries = aa_noise(analyse(data["round_log"]))
+    if data.get("aa_noise") is not None and not _same_noise(data["aa_noise"], entries):
+        raise PinsetError(f"--noise-from {path}: its aa_noise does not match the sd of its own rounds (edited?)")
     if not entries:
         raise PinsetError(f"--noise-from {path}: no test with a measured noise (fewer than 3 kept rounds)")
     return {"noise": entries, "by_params": {json.dumps(e["params"], sort_keys=True): float(e["sd"]) for e in entries}}
+
+
+def _same_noise(recorded: list[dict], computed: list[dict]) -> bool:
+    import json
+    import math
+
+    key = lambda e: json.dumps(e["params"], sort_keys=True)  # noqa: E731
+    mine = {key(e): e["sd"] for e in computed}
+    return {key(e) for e in recorded} == set(mine) and all(
+        math.isclose(e["sd"], mine[key(e)], rel_tol=1e-6, abs_tol=1e-12) for e in recorded)
 
 
 def _reanalyse(args) -> int:
