@@ -147,3 +147,25 @@ def test_noise_from_a_forged_noise_entry_is_refused(tmp_path, capsys, aa_bench):
     capsys.readouterr()
     assert noise_bench(tmp_path, base, head, tmp_path / "forged.json", "-r", "1") == 2
     assert "aa_noise" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("content", [b"", b"safetensors", b"GGU", "a text\n".encode()], ids=["empty", "other", "cut", "text"])
+@pytest.mark.parametrize("verb", ["bench -m", "bench --vs-model", "kld -m"])
+def test_a_model_that_is_not_gguf_is_bad_input_before_anything_runs(tmp_path, capsys, verb, content):
+    bin_dir = tmp_path / "bin"
+    for name in ("llama-bench", "llama-perplexity"):   # programs that would leave a trace if they ran
+        (bin_dir / name).parent.mkdir(exist_ok=True)
+        (bin_dir / name).write_text(f"#!/bin/sh\ntouch {tmp_path}/ran\n")
+        (bin_dir / name).chmod(0o755)
+    good, bad = tmp_path / "good.gguf", tmp_path / "bad.gguf"
+    good.write_bytes(b"GGUF" + bytes(8))
+    bad.write_bytes(content)
+    command, flag = verb.split()
+    models = ["-m", str(bad)] if flag == "-m" else ["-m", str(good), "--vs-model", str(bad)]
+    sides = ["--head-bin", str(bin_dir)] if flag == "--vs-model" else ["--base-bin", str(bin_dir), "--head-bin", str(bin_dir)]
+    capsys.readouterr()
+    rc = main([command, *sides, "--cpu", *models, "--cache", str(tmp_path / "cache")])
+    err = capsys.readouterr().err
+    shown = {"-m": "--model"}.get(flag, flag)
+    assert rc == 2 and f"{shown} {bad}: not a GGUF file" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "ran").exists()

@@ -14,7 +14,7 @@ import time
 from pinset.measures.bench import (FIRST_LOOK, aa_noise, analyse, bench_document, bench_markdown, decision_record, decisive,
                                    headers, reanalysed, row_cells, run_rounds, run_tps, subject)
 from pinset.measures.stats import Plan
-from pinset.commands.sides import add_side_args, resolve_sides
+from pinset.commands.sides import add_side_args, check_gguf, resolve_sides
 from pinset.commands.common import check_inputs, count, seconds
 from pinset.output import check_outputs, console, err_console, write_json, write_text
 from pinset.progress import Progress
@@ -78,6 +78,7 @@ def run(args) -> int:
     if clash:
         raise PinsetError(f"{', '.join(clash)}: set by pinset (use -m/--model and -r/--repetitions before --)")
     check_inputs({"--model": args.model, "--vs-model": args.vs_model, "--noise-from": args.noise_from})
+    check_gguf({"--model": args.model, "--vs-model": args.vs_model})
     if args.vs_model is not None and args.aa:
         raise PinsetError("--aa and --vs-model exclude each other (an A/A check runs one model)")
     noise = noise_from(args.noise_from, bench_args, cpu=args.cpu, model=args.model,
