@@ -11,7 +11,7 @@ from pinset.checks.machine import host_identity
 from pinset.errors import PinsetError
 import time
 
-from pinset.measures.bench import (FIRST_LOOK, aa_noise, analyse, bench_document, bench_markdown, decision_record, decisive,
+from pinset.measures.bench import (FIRST_LOOK, MAX_ROUNDS, MAX_TIME_S, aa_noise, analyse, bench_document, bench_markdown, decision_record, decisive,
                                    headers, reanalysed, row_cells, run_rounds, run_tps, subject)
 from pinset.measures.stats import Plan
 from pinset.commands.sides import add_side_args, check_gguf, resolve_sides
@@ -37,10 +37,10 @@ def add_parser(sub):
                         "as the base side, -m as the head side (e.g. IQ1_M vs IQ1_S of the same weights)")
     p.add_argument("--rounds", type=count(2), default=None,
                    help="a fixed count of rounds, the first one a discarded warm-up (turns adaptive rounds off)")
-    p.add_argument("--max-time", type=seconds, default=300.0, metavar="SECONDS",
+    p.add_argument("--max-time", type=seconds, default=MAX_TIME_S, metavar="SECONDS",
                    help="adaptive: add rounds until every row is decisive or the next round would end past this "
-                        "many seconds (default 300)")
-    p.add_argument("--max-rounds", type=count(FIRST_LOOK + 1), default=40,
+                        f"many seconds (default {MAX_TIME_S:g}: the round cap of a 48-layer MoE on an H200)")
+    p.add_argument("--max-rounds", type=count(FIRST_LOOK + 1), default=MAX_ROUNDS,
                    help="adaptive: at most this many rounds, warm-up included (default 40); the statistics "
                         "spread their error rate over every round the bench may stop after")
     p.add_argument("--noise-from", type=Path, metavar="AA_JSON",

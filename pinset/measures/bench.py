@@ -37,6 +37,11 @@ from pinset.results import SCHEMAS, Doc
 
 CPU_ENV = {"CUDA_VISIBLE_DEVICES": ""}
 FIRST_LOOK = 5   # kept rounds before an adaptive bench may stop
+MAX_ROUNDS = 40  # default round cap, warm-up included: an A/A row noisier than 1 % needs ~20-30 kept rounds
+# Default --max-time: the whole cap for the 48-layer synthetic Qwen3-30B-A3B (`-p 512,2048 -n 128 -r 3`: 15-19 s a
+# round on the H200). 300 s allowed 15 rounds there, where an A/A row with a per-round sd >= 1 % said "no change"
+# in <= 22 % of simulated benches (benchmarks/bench_rule_sim.py --round-seconds 19 --max-time 300).
+MAX_TIME_S = 900.0
 VERDICTS = ("faster", "slower", "no change", "too noisy", "insufficient data")
 BUSY = "another process used the GPU"   # the one exclusion for noise; warm-up and failed runs are not noise
 
