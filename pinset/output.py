@@ -16,9 +16,25 @@ err_console = Console(stderr=True, highlight=False)
 
 
 def write_json(path: str | Path, data: dict) -> None:
+    """Written whole or not at all (a temporary file renamed): a run killed while writing leaves no cut JSON."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(data, indent=2, sort_keys=False) + "\n", encoding="utf-8")
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(json.dumps(data, indent=2, sort_keys=False) + "\n")
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def remove_stale(paths) -> None:
+    """Remove the result files a measurement is about to write (None entries skipped): an earlier run's result
+    under the same name must not stand in for this run when it is interrupted or fails before writing."""
+    for path in paths:
+        if path is not None and Path(path).is_file():
+            Path(path).unlink()
 
 
 def write_text(path: str | Path, text: str) -> None:

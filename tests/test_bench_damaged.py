@@ -169,3 +169,39 @@ def test_a_model_that_is_not_gguf_is_bad_input_before_anything_runs(tmp_path, ca
     shown = {"-m": "--model"}.get(flag, flag)
     assert rc == 2 and f"{shown} {bad}: not a GGUF file" in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "ran").exists()
+
+
+# --- interruption: Ctrl-C during the rounds -------------------------------------------------------------------
+INTERRUPTING = """#!{python}
+# a fake llama-bench whose third run presses Ctrl-C on pinset (SIGINT to the test's own process)
+import os, signal, sys, time
+from pathlib import Path
+count = Path(__file__).with_name("count")
+n = int(count.read_text()) if count.exists() else 0
+count.write_text(str(n + 1))
+if n == 2:
+    os.kill({pid}, signal.SIGINT)
+    time.sleep(5)
+sys.stdout.write({line!r})
+"""
+
+
+def test_an_interrupted_bench_exits_130_and_leaves_no_result_not_even_an_older_one(tmp_path, capsys):
+    import os
+    import sys
+
+    line = json.loads((FIX / "cpu-tiny-moe-iq1m.jsonl").read_text().splitlines()[0])
+    line = json.dumps({**line, "samples_ts": [100.0], "avg_ts": 100.0, "stddev_ts": 0.0}) + "\n"
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "llama-bench").write_text(INTERRUPTING.format(python=sys.executable, pid=os.getpid(), line=line))
+    (bin_dir / "llama-bench").chmod(0o755)
+    model = tmp_path / "m.gguf"
+    model.write_bytes(b"GGUF")
+    outputs = {flag: tmp_path / name for flag, name in (("--json", "b.json"), ("--markdown", "b.md"), ("--csv", "b.csv"))}
+    for path in outputs.values():   # a green result of an earlier run, under the names this run will write
+        path.write_text(json.dumps({**RECORDED, "ok": True}))
+    rc = main(["bench", "--base-bin", str(bin_dir), "--head-bin", str(bin_dir), "--cpu", "-m", str(model), "-r", "1",
+               *[x for flag, path in outputs.items() for x in (flag, str(path))]])
+    assert rc == 130
+    assert not any(path.exists() for path in outputs.values())

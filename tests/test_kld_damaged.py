@@ -16,7 +16,6 @@ def run(tmp_path: Path, base: Path, head: Path, *extra: str) -> tuple[int, dict 
     if not model.exists():   # written once: its mtime is part of the reference's cache key
         model.write_bytes(b"GGUF")
     out = tmp_path / "kld.json"
-    out.unlink(missing_ok=True)
     code = main(["kld", "--base-bin", str(base), "--head-bin", str(head), "-m", str(model), "--ctx", "256",
                  "--chunks", "3", "--cache", str(tmp_path / "cache"), "--json", str(out), *extra])
     return code, json.loads(out.read_text()) if out.is_file() else None
@@ -64,3 +63,12 @@ def test_a_damaged_cached_reference_is_made_again(tmp_path):
         assert code == 0 and doc["reference"]["cached"] is False, damage
         code, doc = run(tmp_path, tmp_path / "bin", tmp_path / "bin")
         assert code == 0 and doc["reference"]["cached"] is True, damage
+
+
+def test_a_kld_that_stops_early_leaves_no_older_result_under_its_name(tmp_path):
+    from test_measures_fault_programs import REF_ERR
+
+    fake_perplexity(tmp_path / "bin", ref_stderr=REF_ERR.replace("PPL = 2735044.2682", "PPL = nan"))
+    (tmp_path / "kld.json").write_text(json.dumps({"kind": "kld", "ok": True}))
+    code, doc = run(tmp_path, tmp_path / "bin", tmp_path / "bin")
+    assert code == 1 and doc is None and not (tmp_path / "kld.json").exists()
