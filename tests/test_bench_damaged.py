@@ -101,7 +101,7 @@ def test_the_recorded_file_reanalyses_to_its_own_rows(tmp_path, capsys):
 
 
 # --- --noise-from: the A/A file must be of this machine, this model and this measurement -----------------------
-from test_bench_adaptive import bench, fake_bin  # noqa: E402  (fake llama-bench programs with controlled speeds)
+from test_bench_adaptive import FIXTURE_TESTS, bench, fake_bin  # noqa: E402  (fake llama-bench programs with controlled speeds)
 
 
 @pytest.fixture
@@ -119,7 +119,8 @@ def noise_bench(tmp_path, base, head, aa_json, *extra, model_name="m.gguf", mode
     model = tmp_path / model_name
     model.write_bytes(model_bytes)
     return main(["bench", "--base-bin", str(base), "--head-bin", str(head), "--cpu", "-m", str(model),
-                 "--noise-from", str(aa_json), "--rounds", "4", "--json", str(tmp_path / "b.json"), *extra])
+                 "--noise-from", str(aa_json), "--rounds", "4", "--json", str(tmp_path / "b.json"), *extra,
+                 "--", *FIXTURE_TESTS])
 
 
 def test_noise_from_another_model_is_refused(tmp_path, capsys, aa_bench):
@@ -202,6 +203,6 @@ def test_an_interrupted_bench_exits_130_and_leaves_no_result_not_even_an_older_o
     for path in outputs.values():   # a green result of an earlier run, under the names this run will write
         path.write_text(json.dumps({**RECORDED, "ok": True}))
     rc = main(["bench", "--base-bin", str(bin_dir), "--head-bin", str(bin_dir), "--cpu", "-m", str(model), "-r", "1",
-               *[x for flag, path in outputs.items() for x in (flag, str(path))]])
+               *[x for flag, path in outputs.items() for x in (flag, str(path))], "--", "-p", "64", "-n", "0"])
     assert rc == 130
     assert not any(path.exists() for path in outputs.values())
