@@ -206,3 +206,21 @@ def test_an_interrupted_bench_exits_130_and_leaves_no_result_not_even_an_older_o
                *[x for flag, path in outputs.items() for x in (flag, str(path))], "--", "-p", "64", "-n", "0"])
     assert rc == 130
     assert not any(path.exists() for path in outputs.values())
+
+
+def test_the_same_programs_on_both_sides_are_an_aa_check_not_evidence_for_the_pins(tmp_path):
+    """--base-bin B --head-bin B measures the machine's noise, like --aa: the JSON says so, and pinset report
+    does not take it as head's speed."""
+    bins = fake_bin(tmp_path / "bin", {"pp": 1000.0, "tg": 100.0}, 0.002, 31)
+    rc, doc = bench(tmp_path, bins, bins, "--rounds", "4")
+    assert doc["aa_check"] is True and doc["aa_noise"]
+
+
+def test_vs_model_of_the_same_file_is_refused(tmp_path, capsys):
+    bins = fake_bin(tmp_path / "bin", {"pp": 1000.0, "tg": 100.0}, 0.002, 32)
+    model = tmp_path / "m.gguf"
+    model.write_bytes(b"GGUF")
+    capsys.readouterr()
+    rc = main(["bench", "--head-bin", str(bins), "--cpu", "-m", str(model), "--vs-model", str(tmp_path / "." / "m.gguf")])
+    err = capsys.readouterr().err
+    assert rc == 2 and "the same file as -m" in err and len(err.strip().splitlines()) == 1

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 
 from rich.table import Table
@@ -81,6 +82,9 @@ def run(args) -> int:
     check_gguf({"--model": args.model, "--vs-model": args.vs_model})
     if args.vs_model is not None and args.aa:
         raise PinsetError("--aa and --vs-model exclude each other (an A/A check runs one model)")
+    if args.vs_model is not None and os.path.samefile(args.vs_model, args.model):
+        raise PinsetError(f"--vs-model {args.vs_model}: the same file as -m {args.model} (no comparison of models; "
+                          "an A/A check is --aa)")
     noise = noise_from(args.noise_from, bench_args, cpu=args.cpu, model=args.model,
                        repetitions=args.repetitions) if args.noise_from else None
     remove_stale([args.json, args.markdown, args.csv, args.plot])
@@ -137,8 +141,10 @@ def run(args) -> int:
     doc = bench_document(models, bench_args, rounds, args.repetitions, base, head,
                          keep_busy_rounds=args.keep_busy_rounds, decision=decision,
                          host={**host_identity(), "gpu_class": args.gpu_class})
-    doc["aa_check"] = bool(args.aa)  # head is the base build itself
-    if args.aa:
+    # head is the base build itself: --aa, or the same programs given for both sides (never evidence for the pins)
+    aa = bool(args.aa) or (args.vs_model is None and base.bin_dir.resolve() == head.bin_dir.resolve())
+    doc["aa_check"] = aa
+    if aa:
         doc["aa_noise"] = aa_noise(doc["rows"])
     return _write(doc, args)
 
