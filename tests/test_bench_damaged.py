@@ -224,3 +224,26 @@ def test_vs_model_of_the_same_file_is_refused(tmp_path, capsys):
     rc = main(["bench", "--head-bin", str(bins), "--cpu", "-m", str(model), "--vs-model", str(tmp_path / "." / "m.gguf")])
     err = capsys.readouterr().err
     assert rc == 2 and "the same file as -m" in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("verdict", ["faster", "slower", "no change"])
+def test_a_row_whose_verdict_contradicts_its_own_ci_is_refused(tmp_path, capsys, verdict):
+    """pinset report reads rows as recorded: a verdict edited against its CI is damage, not a result."""
+    from pinset.report.load import load_result
+
+    doc = copy.deepcopy(RECORDED)
+    row = doc["rows"][0]
+    row["verdict"], row["ci95"], row["ratio"], row["threshold"] = verdict, [0.98, 1.05], 1.01, 0.01
+    path = tmp_path / "edited.json"
+    path.write_text(json.dumps(doc))
+    with pytest.raises(Exception) as exc:
+        load_result(path)
+    assert f'"{verdict}" but the CI' in str(exc.value) and "rows[0].verdict" in str(exc.value)
+
+
+def test_every_recorded_bench_reads_with_its_verdicts():
+    from pinset.report.load import load_result
+
+    for path in [*FIX.glob("*.json"), *(FIX.parent / "report").rglob("bench*.json"),
+                 *Path(__file__).parent.parent.joinpath("reports").rglob("bench*.json")]:
+        assert load_result(path).kind == "bench", path

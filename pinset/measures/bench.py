@@ -492,7 +492,7 @@ class BenchRow:
                 "verdict": self.verdict, "excluded": list(self.excluded)}
 
     @classmethod
-    def from_json(cls, d: Doc) -> BenchRow:
+    def from_json(cls, d: Doc, schema: int = SCHEMAS["bench"]) -> BenchRow:
         ci = d.get("ci95", list, None)
         if ci is not None:
             if len(ci) != 2 or not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in ci):
@@ -502,6 +502,9 @@ class BenchRow:
         verdict = d.choice("verdict", VERDICTS)
         if (ratio is None or ci is None) and verdict != "insufficient data":
             verdict = "insufficient data"   # a verdict without its numbers (NaN, null) claims nothing
+        if schema >= 2 and ci is not None and ratio is not None and (why := _verdict_contradiction(
+                verdict, ci, d.num("threshold", null=True, default=None))):
+            d.fail("verdict", why)
         rounds = d.get("rounds", list, None, default=None)
         return cls(d.get("test", str), d.get("params", dict), d.nums("base_tps"), d.nums("head_tps"), ratio, ci,
                    d.num("p_value", null=True), d.num("aa_spread", null=True), verdict, d.strs("excluded"),
@@ -565,7 +568,7 @@ class BenchResult:
         _check_decision(d.obj("decision", default=None))
         for e in d.objs("aa_noise", default=[]):
             _check_noise_entry(e)
-        rows = [BenchRow.from_json(r) for r in d.objs("rows")]
+        rows = [BenchRow.from_json(r, d.get("schema", int)) for r in d.objs("rows")]
         read_host(d)  # checked here; kept in `extra` like every key the model does not name
         known = {"schema", "kind", "ok", "compare", "model", "llama_bench_args", "rounds", "repetitions",
                  "warmup_rounds", "base", "head", "gpu", "round_log", "rows"}
@@ -604,3 +607,21 @@ def _check_decision(dec: Doc | None) -> None:
     if dec.get("noise", list, None, default=None):
         for e in dec.objs("noise"):
             _check_noise_entry(e)
+
+
+def _verdict_contradiction(verdict: str, ci: list[float], band: float | None) -> str | None:
+    """Why a schema-2 row's verdict does not follow from its own CI and no-change band (stats.verdict_for), e.g. an
+    edited "faster" over a CI that includes 1; None when it does."""
+    lo, hi = ci
+    tol = 1e-9
+    if verdict == "faster" and not lo > 1 - tol:
+        return f"\"faster\" but the CI {lo:.4g} … {hi:.4g} does not lie above 1"
+    if verdict == "slower" and not hi < 1 + tol:
+        return f"\"slower\" but the CI {lo:.4g} … {hi:.4g} does not lie below 1"
+    if verdict == "no change":
+        if band is None:
+            return "\"no change\" without its no-change band (threshold)"
+        inside = math.log(lo) > -math.log1p(band) - tol and math.log(hi) < math.log1p(band) + tol if lo > 0 else False
+        if not inside:
+            return f"\"no change\" but the CI {lo:.4g} … {hi:.4g} is not inside ±{band:.2%}"
+    return None
