@@ -86,6 +86,11 @@ def test_unknown_size_and_bad_shape_are_usage_errors():
     with pytest.raises(PinsetError, match="multiple"):
         preset("llama", "tiny", n_head=5)
     assert main(["model", "synth", "--arch", "llama", "--size", "tiny", "-o", "/tmp/x"]) == 2
+    # beyond llama.cpp's own limits (src/llama-hparams.h): a file it would not load
+    with pytest.raises(PinsetError, match="at most 512 layers"):
+        preset("llama", "tiny", n_layer=513)
+    with pytest.raises(PinsetError, match="at most 1024 experts"):
+        preset("qwen3moe", "tiny", n_expert=1025)
 
 
 # --- models written directly in the target quantization (no F16, no imatrix) -------------------------------
@@ -389,7 +394,8 @@ def test_a_model_larger_than_the_free_space_is_bad_input_before_anything_is_writ
     out = tmp_path / "out"
     capsys.readouterr()
     rc = main(["model", "synth", "--arch", "qwen3moe", "--size", "tiny", "--quant", "IQ1_M", "--direct",
-               "--layers", "100000000", "--vocab", str(vocab), "-o", str(out)])
+               "--layers", "512", "--embd", "1048576", "--experts", "1024", "--expert-ff", "65536",
+               "--vocab", str(vocab), "-o", str(out)])
     err = capsys.readouterr().err
     assert rc == 2 and "GB free" in err and len(err.strip().splitlines()) == 1
     assert not out.exists() or not any(out.iterdir())

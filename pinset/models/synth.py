@@ -106,7 +106,16 @@ def preset(arch: str, size: str, **overrides) -> Shape:
     return shape
 
 
+# llama.cpp's own limits (src/llama-hparams.h): a model beyond them does not load (more experts: an abort)
+LLAMA_MAX_LAYERS = 512
+LLAMA_MAX_EXPERTS = 1024
+
+
 def _check_shape(s: Shape) -> None:
+    if s.n_layer > LLAMA_MAX_LAYERS:
+        raise PinsetError(f"--layers {s.n_layer}: llama.cpp loads at most {LLAMA_MAX_LAYERS} layers")
+    if s.n_expert > LLAMA_MAX_EXPERTS:
+        raise PinsetError(f"--experts {s.n_expert}: llama.cpp loads at most {LLAMA_MAX_EXPERTS} experts")
     if s.arch == "qwen3moe" and (s.n_expert <= 0 or not 0 < s.n_expert_used <= s.n_expert or s.expert_ff <= 0):
         raise PinsetError("qwen3moe needs experts: n_expert > 0, 0 < n_expert_used <= n_expert, expert_ff > 0")
     if s.arch == "llama" and s.n_ff <= 0:
