@@ -12,6 +12,7 @@ from rich.errors import MarkupError
 from pinset.errors import PinsetError
 from pinset.store import atomic_write, write_problem
 
+
 class _Console(Console):
     """Lines mix pinset's markup ("[red]...[/]") with text from outside: paths, file names, git's words.
     Such text that reads as a broken tag ("out[/x]") would end the run in rich's MarkupError after the
@@ -30,6 +31,14 @@ err_console = _Console(stderr=True, highlight=False)
 
 def write_json(path: str | Path, data: dict) -> None:
     write_text(path, json.dumps(data, indent=2, sort_keys=False) + "\n")
+
+
+def remove_stale(paths) -> None:
+    """Remove the result files a measurement is about to write (None entries skipped): an earlier run's result
+    under the same name must not stand in for this run when it is interrupted or fails before writing."""
+    for path in paths:
+        if path is not None and Path(path).is_file():
+            Path(path).unlink()
 
 
 def write_text(path: str | Path, text: str) -> None:

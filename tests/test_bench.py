@@ -74,9 +74,12 @@ def test_markdown_and_plot_from_recorded_rounds(tmp_path):
 def test_vs_model_argument_errors(tmp_path, capsys):
     model = tmp_path / "m.gguf"
     model.write_bytes(b"GGUF")
+    ref = tmp_path / "ref.gguf"
+    ref.write_bytes(b"GGUF")
     cases = [(["--vs-model", str(tmp_path / "nope.gguf")], "--vs-model"),
              (["--vs-model", str(model), "--aa"], "--aa and --vs-model"),
-             (["--vs-model", str(model), "--base-bin", str(tmp_path)], "--base-bin: not used here")]
+             (["--vs-model", str(ref), "--base-bin", str(tmp_path)], "--base-bin: not used here"),
+             (["--vs-model", str(model)], "the same file as -m")]
     for extra, message in cases:
         rc = main(["bench", "--head-bin", str(tmp_path), "-m", str(model), *extra])
         assert rc == 2

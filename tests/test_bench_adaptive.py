@@ -34,6 +34,10 @@ for line in {lines!r}:
 """
 
 
+# the tests of the fixture's lines (llama-bench runs pp512 and tg128 unless -p / -n say otherwise)
+FIXTURE_TESTS = ["-p", "64,128", "-n", "16", "-ub", "64,128", "-b", "128"]
+
+
 def fake_bin(folder: Path, speeds: dict, noise: float, seed: int) -> Path:
     folder.mkdir(parents=True)
     lines = (FIX / "cpu-tiny-moe-iq1m.jsonl").read_text().splitlines()
@@ -48,7 +52,7 @@ def bench(tmp_path, base, head, *extra):
     model.write_bytes(b"GGUF")
     out = tmp_path / "bench.json"
     rc = main(["bench", "--base-bin", str(base), "--head-bin", str(head), "--cpu", "-m", str(model), "-r", "1",
-               "--json", str(out), *extra])
+               "--json", str(out), *extra, "--", *FIXTURE_TESTS])
     return rc, json.loads(out.read_text()) if out.exists() else None
 
 

@@ -100,11 +100,12 @@ def test_verify_kld_bench_and_model_configure_the_same_cuda_build(tmp_path, make
     fake_program(fake, "nvcc", "#!/bin/sh\necho 'Cuda compilation tools, release 13.0, V13.0.88'\n")
     fake_program(fake, "nvidia-smi", SMI_86_90)
     monkeypatch.setenv("PATH", f"{fake}{os.pathsep}{os.environ['PATH']}")
-    model = tmp_path / "m.gguf"
+    model, reference = tmp_path / "m.gguf", tmp_path / "ref.gguf"
     model.write_bytes(b"GGUF")
+    reference.write_bytes(b"GGUF")
 
     for architectures, expected in (('"86,90"', "86;90"), ("90", "90"), (None, "86;90")):
-        cuda = f"cuda:\n  flags: [-DGGML_CUDA_FA=OFF]\n" + (f"  architectures: {architectures}\n" if architectures else "")
+        cuda = "cuda:\n  flags: [-DGGML_CUDA_FA=OFF]\n" + (f"  architectures: {architectures}\n" if architectures else "")
         pins = write_pins(tmp_path / "pins.yaml", f"upstream: {up.path}\nbuilds: [v1]\n{cuda}"
                           "pins:\n  - id: note\n    patches: patches/note\n    unchecked: a note\n")
         record.unlink(missing_ok=True)
@@ -112,7 +113,7 @@ def test_verify_kld_bench_and_model_configure_the_same_cuda_build(tmp_path, make
             "verify": ["verify", "-c", str(pins), "--cuda", "--no-progress", "-j", "2"],
             "kld": ["kld", "-c", str(pins), "-m", str(model)],
             "bench": ["bench", "-c", str(pins), "-m", str(model)],
-            "bench --vs-model": ["bench", "-c", str(pins), "-m", str(model), "--vs-model", str(model)],
+            "bench --vs-model": ["bench", "-c", str(pins), "-m", str(model), "--vs-model", str(reference)],
             "model synth": ["model", "synth", "--arch", "llama", "--size", "tiny", "-o", str(tmp_path / "out"),
                             "-c", str(pins), "--cuda"],
         }

@@ -209,7 +209,7 @@ def test_a_requested_test_missing_fails(tmp_path):
 
 def test_a_cpu_bench_that_saw_a_gpu_fails(tmp_path):
     fake_bench(tmp_path / "bin", bench_line() + "\n")
-    code, doc = run_bench(tmp_path, "-p", "64", cpu=True)
+    code, doc = run_bench(tmp_path, "-p", "64", "-n", "0", cpu=True)
     assert code == 1 and "a CPU run saw GPU NVIDIA H200" in runs(doc)[0]["detail"]
 
 
@@ -222,7 +222,7 @@ first = not os.path.exists({str(marker)!r})
 open({str(marker)!r}, "w").close()
 sys.stdout.write({bench_line()!r} if first else {bench_line(n_prompt=128)!r})
 """)
-    code, doc = run_bench(tmp_path)
+    code, doc = run_bench(tmp_path, "-p", "64-128*2", "-n", "0")   # a range: which tests, only the runs tell
     assert code == 1 and runs(doc)[0]["ok"] and not runs(doc)[1]["ok"]
     assert "differ from the other runs" in runs(doc)[1]["detail"]
 

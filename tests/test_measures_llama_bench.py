@@ -44,3 +44,26 @@ def test_names_follow_llama_bench():
     assert name_of(0, 128) == "tg128"
     assert name_of(512, 128) == "pp512+tg128"
     assert name_of(512, 0, 4096) == "pp512 @ d4096"
+
+
+@pytest.mark.parametrize("args, wanted", [
+    ([], {(512, 0), (0, 128)}),                                   # llama-bench's defaults
+    (["-p", "512"], {(512, 0), (0, 128)}),                        # -n not given: tg128 still runs
+    (["-n", "0"], {(512, 0)}),
+    (["-p", "512,2048", "-n", "128"], {(512, 0), (2048, 0), (0, 128)}),
+    (["-p", "0", "-pg", "512,128"], {(0, 128), (512, 128)}),
+    (["-p", "1-512*2"], {(0, 128)}),                               # a range: its tests are not told
+    (["-p", "1-512*2", "-n", "1-4+1"], None),
+])
+def test_the_requested_tests_include_llama_benchs_defaults(args, wanted):
+    from pinset.measures.llama_bench import requested_grid
+
+    assert requested_grid(args)[0] == wanted
+
+
+def test_a_run_without_the_default_tg128_is_not_the_measurement_asked_for():
+    from pinset.measures.llama_bench import run_problem
+
+    lines = [line for line in parse_jsonl((FIX / "cpu-tiny-moe-iq1m.jsonl").read_text()) if line.params["n_prompt"] == 64]
+    problem = run_problem(lines, repetitions=2, bench_args=["-p", "64", "-ub", "64,128", "-b", "128"])
+    assert problem and "no result for tg128" in problem

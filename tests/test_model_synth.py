@@ -86,6 +86,11 @@ def test_unknown_size_and_bad_shape_are_usage_errors():
     with pytest.raises(PinsetError, match="multiple"):
         preset("llama", "tiny", n_head=5)
     assert main(["model", "synth", "--arch", "llama", "--size", "tiny", "-o", "/tmp/x"]) == 2
+    # beyond llama.cpp's own limits (src/llama-hparams.h): a file it would not load
+    with pytest.raises(PinsetError, match="at most 512 layers"):
+        preset("llama", "tiny", n_layer=513)
+    with pytest.raises(PinsetError, match="at most 1024 experts"):
+        preset("qwen3moe", "tiny", n_expert=1025)
 
 
 # --- models written directly in the target quantization (no F16, no imatrix) -------------------------------
@@ -362,3 +367,35 @@ def test_a_file_that_is_not_gguf_is_one_clear_error(tmp_path):
     bad.write_bytes(b"PK\x03\x04" + b"\x00" * 40)
     with pytest.raises(PinsetError, match="not a readable GGUF file"):
         read_gguf_kv(bad, "tokenizer.")
+
+
+@needs_gguf
+@pytest.mark.parametrize("arch, size, quant, other, overrides", [
+    ("qwen3moe", "tiny", "IQ1_M", "Q8_0", {}),
+    ("qwen3moe", "tiny", "Q4_0", "F16", {"layers": 3}),
+    ("qwen3moe", "tiny", "F16", "Q8_0", {"tie_embeddings": False}),
+    ("llama", "tiny", "IQ1_S", "Q8_0", {"n_ff": 768}),
+    ("llama", "tiny", "Q8_0", "Q8_0", {"tie_embeddings": False, "n_embd": 512, "head_dim": 32}),
+])
+def test_the_size_check_counts_exactly_the_tensor_bytes_written(tmp_path, arch, size, quant, other, overrides):
+    from pinset.models.synth import model_bytes
+
+    overrides = {("n_layer" if k == "layers" else k): v for k, v in overrides.items()}
+    vocab = make_vocab(tmp_path / "vocab.gguf")
+    shape = preset(arch, size, **overrides)
+    result = write_synthetic_gguf(shape, tmp_path / "m.gguf", vocab_path=vocab, quant=quant, other_quant=other)
+    written = sum(int(t.n_bytes) for t in gguf.GGUFReader(str(result.path)).tensors)
+    assert model_bytes(shape, result.n_vocab, quant, other) == written
+
+
+@needs_gguf
+def test_a_model_larger_than_the_free_space_is_bad_input_before_anything_is_written(tmp_path, capsys):
+    vocab = make_vocab(tmp_path / "vocab.gguf")
+    out = tmp_path / "out"
+    capsys.readouterr()
+    rc = main(["model", "synth", "--arch", "qwen3moe", "--size", "tiny", "--quant", "IQ1_M", "--direct",
+               "--layers", "512", "--embd", "1048576", "--experts", "1024", "--expert-ff", "65536",
+               "--vocab", str(vocab), "-o", str(out)])
+    err = capsys.readouterr().err
+    assert rc == 2 and "GB free" in err and len(err.strip().splitlines()) == 1
+    assert not out.exists() or not any(out.iterdir())

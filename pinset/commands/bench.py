@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 
 from rich.table import Table
@@ -11,12 +12,12 @@ from pinset.checks.machine import host_identity
 from pinset.errors import PinsetError
 import time
 
-from pinset.measures.bench import (aa_noise, analyse, bench_document, bench_markdown, decision_record, decisive,
+from pinset.measures.bench import (FIRST_LOOK, MAX_ROUNDS, MAX_TIME_S, aa_noise, analyse, bench_document, bench_markdown, decision_record, decisive,
                                    headers, reanalysed, row_cells, run_rounds, run_tps, subject)
 from pinset.measures.stats import Plan
-from pinset.commands.sides import add_side_args, resolve_sides
+from pinset.commands.sides import add_side_args, check_gguf, resolve_sides
 from pinset.commands.common import check_inputs, count, only_with, seconds
-from pinset.output import check_outputs, console, err_console, write_json, write_text
+from pinset.output import check_outputs, console, err_console, remove_stale, write_json, write_text
 from pinset.progress import Progress
 
 TARGETS = ["llama-bench"]
@@ -37,10 +38,10 @@ def add_parser(sub):
                         "as the base side, -m as the head side (e.g. IQ1_M vs IQ1_S of the same weights)")
     p.add_argument("--rounds", type=count(2), default=None,
                    help="a fixed count of rounds, the first one a discarded warm-up (turns adaptive rounds off)")
-    p.add_argument("--max-time", type=seconds, default=300.0, metavar="SECONDS",
+    p.add_argument("--max-time", type=seconds, default=MAX_TIME_S, metavar="SECONDS",
                    help="adaptive: add rounds until every row is decisive or the next round would end past this "
-                        "many seconds (default 300)")
-    p.add_argument("--max-rounds", type=count(FIRST_LOOK + 1), default=40,
+                        f"many seconds (default {MAX_TIME_S:g}: the round cap of a 48-layer MoE on an H200)")
+    p.add_argument("--max-rounds", type=count(FIRST_LOOK + 1), default=MAX_ROUNDS,
                    help="adaptive: at most this many rounds, warm-up included (default 40); the statistics "
                         "spread their error rate over every round the bench may stop after")
     p.add_argument("--noise-from", type=Path, metavar="AA_JSON",
@@ -79,10 +80,16 @@ def run(args) -> int:
         raise PinsetError(f"{', '.join(clash)}: set by pinset (use -m/--model and -r/--repetitions before --)")
     check_inputs({"--model": args.model, "--vs-model": args.vs_model, "--noise-from": args.noise_from})
     only_with("adaptive rounds (no --rounds)", args.rounds is None,
-              {"--max-time": args.max_time != 300.0, "--max-rounds": args.max_rounds != 40})
+              {"--max-time": args.max_time != MAX_TIME_S, "--max-rounds": args.max_rounds != MAX_ROUNDS})
+    check_gguf({"--model": args.model, "--vs-model": args.vs_model})
     if args.vs_model is not None and args.aa:
         raise PinsetError("--aa and --vs-model exclude each other (an A/A check runs one model)")
-    noise = noise_from(args.noise_from, bench_args, cpu=args.cpu) if args.noise_from else None
+    if args.vs_model is not None and os.path.samefile(args.vs_model, args.model):
+        raise PinsetError(f"--vs-model {args.vs_model}: the same file as -m {args.model} (no comparison of models; "
+                          "an A/A check is --aa)")
+    noise = noise_from(args.noise_from, bench_args, cpu=args.cpu, model=args.model,
+                       repetitions=args.repetitions) if args.noise_from else None
+    remove_stale([args.json, args.markdown, args.csv, args.plot])
     base, head, _store = resolve_sides(args, TARGETS, cpu=args.cpu, head_only=args.vs_model is not None)
     if args.aa:
         from dataclasses import replace
@@ -136,13 +143,12 @@ def run(args) -> int:
     doc = bench_document(models, bench_args, rounds, args.repetitions, base, head,
                          keep_busy_rounds=args.keep_busy_rounds, decision=decision,
                          host={**host_identity(), "gpu_class": args.gpu_class})
-    doc["aa_check"] = bool(args.aa)  # head is the base build itself
-    if args.aa:
+    # head is the base build itself: --aa, or the same programs given for both sides (never evidence for the pins)
+    aa = bool(args.aa) or (args.vs_model is None and base.bin_dir.resolve() == head.bin_dir.resolve())
+    doc["aa_check"] = aa
+    if aa:
         doc["aa_noise"] = aa_noise(doc["rows"])
     return _write(doc, args)
-
-
-FIRST_LOOK = 5   # kept rounds before an adaptive bench may stop
 
 
 def failing(so_far) -> bool:
@@ -152,9 +158,11 @@ def failing(so_far) -> bool:
     return failed[-2:] == [True, True] or not any(run.ok for run in so_far[-1].runs.values())
 
 
-def noise_from(path: Path, bench_args: list[str], *, cpu: bool) -> dict:
-    """The A/A noise of `path` for this bench: refused (exit 2) unless it is an A/A bench of this host and GPU
-    with the same llama-bench options (so the same tests)."""
+def noise_from(path: Path, bench_args: list[str], *, cpu: bool, model: Path, repetitions: int) -> dict:
+    """The A/A noise of `path` for this bench: refused (exit 2) unless it is an A/A bench of this host and GPU,
+    on this model, with the same llama-bench options (so the same tests) and -r (a run's speed is the median
+    of -r samples: more samples scatter less). The noise is computed from the file's own rounds; its
+    `aa_noise` summary must agree with them."""
     import json
     import socket
 
@@ -176,10 +184,28 @@ def noise_from(path: Path, bench_args: list[str], *, cpu: bool) -> dict:
     if list(data.get("llama_bench_args") or []) != list(bench_args):
         raise PinsetError(f"--noise-from {path}: llama-bench options {' '.join(data.get('llama_bench_args') or [])!r} "
                           f"differ from {' '.join(bench_args)!r} (other tests)")
-    entries = data.get("aa_noise") or aa_noise(analyse(data["round_log"]))
+    there_model = (data.get("model") or {}).get("name")
+    if there_model != model.name:
+        raise PinsetError(f"--noise-from {path}: measured on the model {there_model}, this bench runs {model.name}")
+    if data.get("repetitions") != repetitions:
+        raise PinsetError(f"--noise-from {path}: measured with -r {data.get('repetitions')}, this bench runs "
+                          f"-r {repetitions}")
+    entries = aa_noise(analyse(data["round_log"]))
+    if data.get("aa_noise") is not None and not _same_noise(data["aa_noise"], entries):
+        raise PinsetError(f"--noise-from {path}: its aa_noise does not match the sd of its own rounds (edited?)")
     if not entries:
         raise PinsetError(f"--noise-from {path}: no test with a measured noise (fewer than 3 kept rounds)")
     return {"noise": entries, "by_params": {json.dumps(e["params"], sort_keys=True): float(e["sd"]) for e in entries}}
+
+
+def _same_noise(recorded: list[dict], computed: list[dict]) -> bool:
+    import json
+    import math
+
+    key = lambda e: json.dumps(e["params"], sort_keys=True)  # noqa: E731
+    mine = {key(e): e["sd"] for e in computed}
+    return {key(e) for e in recorded} == set(mine) and all(
+        math.isclose(e["sd"], mine[key(e)], rel_tol=1e-6, abs_tol=1e-12) for e in recorded)
 
 
 def _reanalyse(args) -> int:

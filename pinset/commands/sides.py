@@ -16,6 +16,22 @@ from pinset.store import Store
 NO_GPU_HINT = "use --cpu"
 
 
+GGUF_MAGIC = b"GGUF"
+
+
+def check_gguf(files: dict[str, Path | None]) -> None:
+    """Each model (option -> path) starts with the GGUF magic: a text file, a safetensors file or an empty file
+    given as a model is bad input named in one line before anything is built or run (llama.cpp's programs would
+    fail later, as a runtime failure)."""
+    for flag, path in files.items():
+        if path is None:
+            continue
+        with open(path, "rb") as f:
+            magic = f.read(4)
+        if magic != GGUF_MAGIC:
+            raise PinsetError(f"{flag} {path}: not a GGUF file (it starts with {magic!r}, not {GGUF_MAGIC!r})")
+
+
 def add_side_args(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("builds (either -c/--build, or --base-bin/--head-bin)")
     g.add_argument("-c", "--config", default=None, help="pin set file: base = bare build, head = build + pins")

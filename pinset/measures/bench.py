@@ -32,10 +32,16 @@ from pinset.markdown_table import table
 from pinset.measures import gpu as gpu_mod
 from pinset.measures.llama_bench import BenchLine, BenchParseError, parse_jsonl, run_problem, speed_problem
 from pinset.measures.sides import Side
-from pinset.measures.stats import ALPHA, MIN_EFFECT, MIN_ROUNDS, NOISE_K, RULE, Plan, compare
+from pinset.measures.stats import MIN_EFFECT, MIN_ROUNDS, NOISE_K, RULE, Plan, compare
 from pinset.results import SCHEMAS, Doc
 
 CPU_ENV = {"CUDA_VISIBLE_DEVICES": ""}
+FIRST_LOOK = 5   # kept rounds before an adaptive bench may stop
+MAX_ROUNDS = 40  # default round cap, warm-up included: an A/A row noisier than 1 % needs ~20-30 kept rounds
+# Default --max-time: the whole cap for the 48-layer synthetic Qwen3-30B-A3B (`-p 512,2048 -n 128 -r 3`: 15-19 s a
+# round on the H200). 300 s allowed 15 rounds there, where an A/A row with a per-round sd >= 1 % said "no change"
+# in <= 22 % of simulated benches (benchmarks/bench_rule_sim.py --round-seconds 19 --max-time 300).
+MAX_TIME_S = 900.0
 VERDICTS = ("faster", "slower", "no change", "too noisy", "insufficient data")
 BUSY = "another process used the GPU"   # the one exclusion for noise; warm-up and failed runs are not noise
 
@@ -154,7 +160,7 @@ def _round_exclusion(rnd: dict, k: tuple, keep_busy_rounds: bool) -> str | None:
     if rnd.get("other_gpu_processes") and not keep_busy_rounds:
         return f"round {rnd['round']}: {BUSY}"
     for label in ("base", "head"):
-        run = rnd["runs"].get(label)
+        run = (rnd.get("runs") or {}).get(label)
         match = [t for t in (run or {}).get("tests", []) if _key(t["params"]) == k]
         why = (run or {}).get("detail") or (("test missing" if not match else "the test twice" if len(match) > 1
                                             else recorded_speed_problem(match[0])) if run else None)
@@ -175,8 +181,8 @@ def rounds_frame(rounds: list[dict], *, keep_busy_rounds: bool = False):
     order: list[tuple] = []
     names: dict[tuple, tuple[str, dict]] = {}
     for rnd in rounds:
-        for run in rnd["runs"].values():
-            for t in run["tests"]:
+        for run in (rnd.get("runs") or {}).values():
+            for t in run.get("tests") or []:
                 k = _key(t["params"])
                 if k not in names:
                     names[k] = (t["test"], t["params"])
@@ -187,12 +193,13 @@ def rounds_frame(rounds: list[dict], *, keep_busy_rounds: bool = False):
         for rnd in rounds:
             why = _round_exclusion(rnd, k, keep_busy_rounds)
             for label in ("base", "head"):
-                run = rnd["runs"].get(label) or {}
+                run = (rnd.get("runs") or {}).get(label) or {}
                 match = [t for t in run.get("tests", []) if _key(t["params"]) == k]
                 records.append({"round": rnd["round"], "order": rnd["order"], "side": label, "test": test,
                                 "params": json.dumps(params, sort_keys=True),
                                 "samples": list(match[0].get("samples_ts") or []) if match else [],
-                                "tps": run_tps(match[0]) if match and run.get("ok") else math.nan,
+                                "tps": run_tps(match[0]) if len(match) == 1 and run.get("ok")
+                                and not recorded_speed_problem(match[0]) else math.nan,
                                 "kept": why is None, "excluded": why})
     return pd.DataFrame.from_records(records, columns=FRAME_COLUMNS)
 
@@ -285,10 +292,11 @@ def decision_record(plan: Plan, *, noise: list[dict] | None = None, noise_from: 
 
 
 def plan_of(decision: dict | None) -> Plan:
-    if not decision:
+    """The plan a bench ran under, from its budget (not from the recorded looks and alpha, which an edited file
+    could set to narrow every interval): adaptive with a round cap, else one look."""
+    if not decision or not decision.get("adaptive") or not decision.get("max_rounds"):
         return Plan()
-    return Plan(int(decision.get("looks", 1)), int(decision.get("first_look", Plan().first_look)),
-                float(decision.get("alpha", ALPHA)))
+    return Plan.adaptive(int(decision["max_rounds"]) - 1, FIRST_LOOK)
 
 
 def noise_of(decision: dict | None) -> dict[str, float] | None:
@@ -314,8 +322,8 @@ def more_rounds(rows: list[dict]) -> int | None:
 def _ok(rows: list[dict], recorded: list[dict]) -> bool:
     """Every run succeeded (with physical speeds, also in a re-analysed file) and every row is "faster" or
     "no change"."""
-    run_failed = any(not run["ok"] or any(recorded_speed_problem(t) for t in run["tests"])
-                     for r in recorded for run in r["runs"].values())
+    run_failed = any(not run["ok"] or any(recorded_speed_problem(t) for t in run.get("tests") or [])
+                     for r in recorded for run in (r.get("runs") or {}).values())
     return bool(rows) and not run_failed and all(r["verdict"] in ("faster", "no change") for r in rows)
 
 
@@ -323,10 +331,12 @@ def reanalysed(doc: dict, *, keep_busy_rounds: bool = False) -> dict:
     """A recorded bench document with its rows recomputed from round_log by this pinset's method: for results
     written before the method changed. The original method is kept under reanalysed_from."""
     decision = doc.get("decision") or decision_record(Plan())
-    rows = analyse(doc["round_log"], keep_busy_rounds=keep_busy_rounds, plan=plan_of(decision),
-                   noise=noise_of(decision))
+    plan = plan_of(decision)
+    rows = analyse(doc["round_log"], keep_busy_rounds=keep_busy_rounds, plan=plan, noise=noise_of(decision))
+    method = decision_record(plan)
+    method = {k: method[k] for k in ("rule", "alpha", "looks", "first_look", "alpha_per_look", "margin_min", "noise_k")}
     return {**doc, "schema": SCHEMAS["bench"], "ok": _ok(rows, doc["round_log"]), "rows": rows, "method": METHOD,
-            "decision": {**decision_record(plan_of(decision)), **decision, "more_rounds": more_rounds(rows)},
+            "decision": {**decision_record(plan), **decision, **method, "more_rounds": more_rounds(rows)},
             "reanalysed_from": {"method": doc.get("method"), "schema": doc.get("schema")}}
 
 
@@ -483,7 +493,7 @@ class BenchRow:
                 "verdict": self.verdict, "excluded": list(self.excluded)}
 
     @classmethod
-    def from_json(cls, d: Doc) -> BenchRow:
+    def from_json(cls, d: Doc, schema: int = SCHEMAS["bench"]) -> BenchRow:
         ci = d.get("ci95", list, None)
         if ci is not None:
             if len(ci) != 2 or not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in ci):
@@ -493,6 +503,9 @@ class BenchRow:
         verdict = d.choice("verdict", VERDICTS)
         if (ratio is None or ci is None) and verdict != "insufficient data":
             verdict = "insufficient data"   # a verdict without its numbers (NaN, null) claims nothing
+        if schema >= 2 and ci is not None and ratio is not None and (why := _verdict_contradiction(
+                verdict, ci, d.num("threshold", null=True, default=None))):
+            d.fail("verdict", why)
         rounds = d.get("rounds", list, None, default=None)
         return cls(d.get("test", str), d.get("params", dict), d.nums("base_tps"), d.nums("head_tps"), ratio, ci,
                    d.num("p_value", null=True), d.num("aa_spread", null=True), verdict, d.strs("excluded"),
@@ -546,16 +559,24 @@ class BenchResult:
     def from_json(cls, d: Doc) -> BenchResult:
         m, sides = d.obj("model"), {label: d.obj(label) for label in ("base", "head")}
         gpu = d.obj("gpu", null=True)
+        seen: set[int] = set()
         for r in d.objs("round_log"):
-            r.get("round", int), r.get("order", str), r.get("warmup", bool)
+            number = r.get("round", int)
+            if number in seen:
+                r.fail("round", f"round {number} is recorded twice")
+            seen.add(number)
+            r.get("order", str), r.get("warmup", bool)
             r.get("gpu_clock_mhz", int, None), r.get("other_gpu_processes", bool, None)
-            runs = r.obj("runs", default=None)
+            runs = r.obj("runs", default=None)   # report fixtures of schema 1 summarised rounds without runs
             for label in (runs.raw if runs else {}):
                 run = runs.obj(label)
                 run.get("ok", bool), run.get("detail", str, None, default=None)
                 for t in run.objs("tests", default=[]):
                     t.get("test", str), t.get("params", dict), t.nums("samples_ts") if t.has("samples_ts") else None
-        rows = [BenchRow.from_json(r) for r in d.objs("rows")]
+        _check_decision(d.obj("decision", default=None))
+        for e in d.objs("aa_noise", default=[]):
+            _check_noise_entry(e)
+        rows = [BenchRow.from_json(r, d.get("schema", int)) for r in d.objs("rows")]
         read_host(d)  # checked here; kept in `extra` like every key the model does not name
         d.get("pinset", str, None, default=None)  # the pin set's digest, like host kept in `extra`
         known = {"schema", "kind", "ok", "compare", "model", "llama_bench_args", "rounds", "repetitions",
@@ -568,3 +589,48 @@ class BenchResult:
                    {"name": gpu.get("name", str), "driver": gpu.get("driver", str)} if gpu else None,
                    d.get("round_log", list), rows, {k: v for k, v in d.raw.items() if k not in known},
                    d.get("schema", int))
+
+
+def _check_noise_entry(e: Doc) -> None:
+    """One A/A noise entry: the per-round sd of ln(head/base) of one test, a finite number in [0, 1] (a larger sd,
+    a speed ratio scattering by more than e per round, measures nothing and would make any band "no change")."""
+    e.get("params", dict)
+    sd = e.num("sd")
+    if not 0 <= sd <= 1:
+        e.fail("sd", f"{sd!r} is not a per-round sd of ln(head/base) (0 to 1)")
+
+
+def _check_decision(dec: Doc | None) -> None:
+    """The keys of `decision` that the re-analysis reads (plan_of, noise_of), typed."""
+    if dec is None:
+        return
+    for key in ("looks", "first_look"):
+        if dec.has(key) and dec.get(key, int) < 1:
+            dec.fail(key, "must be at least 1")
+    if dec.has("alpha") and not 0 < dec.num("alpha") < 1:
+        dec.fail("alpha", "must lie between 0 and 1")
+    dec.get("adaptive", bool, default=False)
+    max_rounds = dec.get("max_rounds", int, None, default=None)
+    if max_rounds is not None and max_rounds < FIRST_LOOK + 1:
+        dec.fail("max_rounds", f"must be at least {FIRST_LOOK + 1}")
+    if dec.get("noise", list, None, default=None):
+        for e in dec.objs("noise"):
+            _check_noise_entry(e)
+
+
+def _verdict_contradiction(verdict: str, ci: list[float], band: float | None) -> str | None:
+    """Why a schema-2 row's verdict does not follow from its own CI and no-change band (stats.verdict_for), e.g. an
+    edited "faster" over a CI that includes 1; None when it does."""
+    lo, hi = ci
+    tol = 1e-9
+    if verdict == "faster" and not lo > 1 - tol:
+        return f"\"faster\" but the CI {lo:.4g} … {hi:.4g} does not lie above 1"
+    if verdict == "slower" and not hi < 1 + tol:
+        return f"\"slower\" but the CI {lo:.4g} … {hi:.4g} does not lie below 1"
+    if verdict == "no change":
+        if band is None:
+            return "\"no change\" without its no-change band (threshold)"
+        inside = math.log(lo) > -math.log1p(band) - tol and math.log(hi) < math.log1p(band) + tol if lo > 0 else False
+        if not inside:
+            return f"\"no change\" but the CI {lo:.4g} … {hi:.4g} is not inside ±{band:.2%}"
+    return None

@@ -73,9 +73,7 @@ def reference(side: Side, model: Path, text: Path, ctx: int, chunks: int, store,
     key = hashlib.sha256("\0".join(key_parts).encode()).hexdigest()[:16]
     folder = store.dir("kld-ref", key)
     logits, meta = folder / "logits.bin", folder / "reference.json"
-    if logits.is_file() and meta.is_file():
-        data = json.loads(meta.read_text())
-        out = parse_perplexity(data["stdout"], data["stderr"])
+    if (out := _cached_reference(logits, meta)) is not None:
         return Reference(logits, out, True, key, side.build, side.commit)
     tmp = folder / "logits.bin.part"
     argv = [side.exe("llama-perplexity"), "-m", model, "-f", text, "-c", str(ctx), "--chunks", str(chunks),
@@ -100,6 +98,19 @@ def reference(side: Side, model: Path, text: Path, ctx: int, chunks: int, store,
     return Reference(logits, out, False, key, side.build, side.commit)
 
 
+def _cached_reference(logits: Path, meta: Path) -> PerplexityOutput | None:
+    """The cached reference run's output, or None when the cache holds none or a damaged one (a cut or
+    edited reference.json, an empty logits file, output that no longer passes): then it is made again."""
+    try:
+        data = json.loads(meta.read_text())
+        out = parse_perplexity(data["stdout"], data["stderr"])
+        if logits.stat().st_size == 0 or base_problem(out, 0) is not None:
+            return None
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return out
+
+
 def device_run(side: Side, model: Path, ref: Reference, ctx: int, chunks: int, *, cpu: bool,
                gpu_layers: int = 99, threads: int | None = None, extra: list[str] = (),
                log_dir: Path | None = None) -> DeviceRun:
@@ -118,10 +129,24 @@ def device_run(side: Side, model: Path, ref: Reference, ctx: int, chunks: int, *
                      done.seconds)
 
 
+def unlike_runs(base: DeviceRun, head: DeviceRun) -> str | None:
+    """Why base's and head's runs did not run alike (None when they did): another device, or another share of
+    the layers offloaded (a head that left layers on the CPU is closer to the CPU reference for that alone)."""
+    shown = lambda run: ", ".join(run.output.devices) or "the CPU"  # noqa: E731
+    if base.output.devices != head.output.devices:
+        return f"base ran on {shown(base)}, head on {shown(head)}"
+    if base.output.offloaded != head.output.offloaded:
+        layers = lambda run: "/".join(map(str, run.output.offloaded)) if run.output.offloaded else "an unknown number of"  # noqa: E731
+        return f"base offloaded {layers(base)} layers to the GPU, head {layers(head)}"
+    return None
+
+
 def verdict(base: DeviceRun, head: DeviceRun) -> dict:
     """Head's mean KLD vs base's, with their ± uncertainties combined in quadrature."""
     if not (base.ok and head.ok):
         return {"text": "no verdict: a KLD run failed", "head_minus_base_kld": None, "sigma": None}
+    if unlike := unlike_runs(base, head):
+        return {"text": f"no verdict: {unlike}", "head_minus_base_kld": None, "sigma": None}
     b, h = base.output.kld.kld_mean, head.output.kld.kld_mean
     diff = h.value - b.value
     sigma = math.hypot(h.err, b.err)
@@ -252,7 +277,7 @@ def kld_document(model: Path, text: Path, ctx: int, chunks: int, ref: Reference,
     base = next(r for r in runs if r.label == "base")
     head = next(r for r in runs if r.label == "head")
     v = verdict(base, head)
-    ok = base.ok and head.ok and v["text"] != "further from the CPU result than base"
+    ok = base.ok and head.ok and v["sigma"] is not None and v["text"] != "further from the CPU result than base"
     return KldResult(
         ok, {"path": str(model), "name": model.name, "size_bytes": model.stat().st_size},
         {"path": str(text), "sha256": file_sha256(text)}, ctx, chunks,

@@ -137,23 +137,39 @@ GRID_FLAGS = {"-b": "n_batch", "--batch-size": "n_batch", "-ub": "n_ubatch", "--
 INT_LIST_RE = re.compile(r"\d+(?:,\d+)*")
 
 
+# llama-bench's own defaults (cmd_params_defaults), each used when its option is not given: `-p 512` alone
+# still runs tg128 (`-n 0` turns it off)
+DEFAULT_TESTS = {"pp": {(512, 0)}, "tg": {(0, 128)}}
+
+
 def requested_grid(bench_args: list[str]) -> tuple[set[tuple[int, int]] | None, dict[str, list[int]]]:
-    """What a llama-bench command line asks for: the (n_prompt, n_gen) tests (None: llama-bench's defaults)
-    and the values of each grid parameter, from plain lists only (`-p 512,2048`, `-pg 512,128`,
-    `-ub 256,512`); ranges (`-p 1-512*2`) and other options are not read."""
-    tests: set[tuple[int, int]] | None = None
+    """What a llama-bench command line asks for: the (n_prompt, n_gen) tests, llama-bench's default pp512 and
+    tg128 included where -p / -n is not given (None: none can be told), and the values of each grid parameter,
+    from plain lists only (`-p 512,2048`, `-pg 512,128`, `-ub 256,512`); a kind given as a range
+    (`-p 1-512*2`) or in another form is not read (its tests are not checked)."""
+    tests: dict[str, set[tuple[int, int]] | None] = {}
     grid: dict[str, list[int]] = {}
     for flag, value in zip(bench_args, bench_args[1:]):
         kind = TEST_FLAGS.get(flag)
         if kind == "pg" and re.fullmatch(r"\d+,\d+", value):
-            tests = (tests or set()) | {tuple(int(v) for v in value.split(","))}
+            pair = {tuple(int(v) for v in value.split(","))}
         elif kind and kind != "pg" and INT_LIST_RE.fullmatch(value):
-            sizes = [int(v) for v in value.split(",") if int(v)]
-            tests = (tests or set()) | {(v, 0) if kind == "pp" else (0, v) for v in sizes}
+            pair = {(v, 0) if kind == "pp" else (0, v) for v in (int(v) for v in value.split(",")) if v}
+        elif kind:
+            tests[kind] = None   # unreadable: this kind's tests cannot be told
+            continue
         elif flag in GRID_FLAGS and INT_LIST_RE.fullmatch(value):
             values = grid.setdefault(GRID_FLAGS[flag], [])
             values += [int(v) for v in value.split(",") if int(v) not in values]
-    return tests, grid
+            continue
+        else:
+            continue
+        if kind not in tests or tests[kind] is not None:
+            tests[kind] = (tests.get(kind) or set()) | pair
+    for kind, default in DEFAULT_TESTS.items():
+        tests.setdefault(kind, default)
+    known = [t for t in tests.values() if t is not None]
+    return (set().union(*known) if known else None), grid
 
 
 def run_problem(lines: list[BenchLine], *, repetitions: int, bench_args: list[str], gpu: bool | None = None) -> str | None:

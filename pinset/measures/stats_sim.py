@@ -31,11 +31,14 @@ def simulate_log_ratios(rng: np.random.Generator, n: int, sigma: float, effect: 
 
 def sequential_trials(sigma: float, effect: float, *, max_kept: int, first_look: int = 5, tails: str = "normal",
                       outliers: float = 0.0, trials: int = 400, seed: int = 0,
-                      noise_sd: float | None = None) -> tuple[dict[str, float], np.ndarray]:
+                      noise_sd: float | None = None, plan_kept: int | None = None) -> tuple[dict[str, float], np.ndarray]:
     """(share of each verdict, kept rounds used per trial) for a bench that stops at the first decisive look
-    or at max_kept kept rounds. first_look == max_kept: a fixed round count (one look)."""
+    or at max_kept kept rounds. first_look == max_kept: a fixed round count (one look). plan_kept: the kept
+    rounds the plan spreads alpha over when the bench stops before them (its --max-time ends it before its
+    --max-rounds), default max_kept."""
     rng = np.random.default_rng(seed)
-    plan = Plan.adaptive(max_kept, first_look) if first_look < max_kept else Plan()
+    plan_kept = plan_kept or max_kept
+    plan = Plan.adaptive(plan_kept, first_look) if first_look < plan_kept else Plan()
     counts, used = Counter(), []
     for _ in range(trials):
         d = simulate_log_ratios(rng, max_kept, sigma, effect, tails, outliers)

@@ -22,6 +22,7 @@ import math
 import mmap
 import os
 import re
+import shutil
 import struct
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, replace
@@ -29,7 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
-from pinset.errors import PinsetError
+from pinset.errors import PinsetError, RuntimeFailure
 from pinset.models import blocks
 from pinset.models.gguf_module import candidate_trees, import_gguf
 
@@ -105,7 +106,16 @@ def preset(arch: str, size: str, **overrides) -> Shape:
     return shape
 
 
+# llama.cpp's own limits (src/llama-hparams.h): a model beyond them does not load (more experts: an abort)
+LLAMA_MAX_LAYERS = 512
+LLAMA_MAX_EXPERTS = 1024
+
+
 def _check_shape(s: Shape) -> None:
+    if s.n_layer > LLAMA_MAX_LAYERS:
+        raise PinsetError(f"--layers {s.n_layer}: llama.cpp loads at most {LLAMA_MAX_LAYERS} layers")
+    if s.n_expert > LLAMA_MAX_EXPERTS:
+        raise PinsetError(f"--experts {s.n_expert}: llama.cpp loads at most {LLAMA_MAX_EXPERTS} experts")
     if s.arch == "qwen3moe" and (s.n_expert <= 0 or not 0 < s.n_expert_used <= s.n_expert or s.expert_ff <= 0):
         raise PinsetError("qwen3moe needs experts: n_expert > 0, 0 < n_expert_used <= n_expert, expert_ff > 0")
     if s.arch == "llama" and s.n_ff <= 0:
@@ -328,6 +338,36 @@ class SynthResult:
                 "seed": self.seed, "quant": self.quant, "recipe": self.recipe, "tensor_types": self.tensor_types}
 
 
+def _bytes_per_weight(qtype: str) -> float:
+    if qtype in blocks.BLOCK:
+        per_block, block_bytes = blocks.BLOCK[qtype]
+        return block_bytes / per_block
+    return {"F16": 2.0, "F32": 4.0}[qtype]
+
+
+def model_bytes(shape: Shape, n_vocab: int, quant: str, other_quant: str) -> int:
+    """The size of the tensors write_synthetic_gguf writes (the recipe of tensor_type), from the shape alone:
+    checked before the tensor list is made, which for an absurd shape would not fit in memory either."""
+    matrices = "F16" if quant == "F16" else other_quant
+    e = shape.n_embd
+    attn = 2 * e * (shape.n_head + shape.n_head_kv) * shape.head_dim
+    ffn = 3 * e * (shape.n_expert * shape.expert_ff if shape.n_expert else shape.n_ff)
+    qk_norms = 2 * shape.head_dim if shape.arch == "qwen3moe" else 0
+    small = 2 * e + qk_norms + shape.n_expert * e                   # norms, q/k norms, router (F32)
+    embeddings = n_vocab * e * (1 if shape.tie_embeddings else 2)
+    return int(shape.n_layer * (attn * _bytes_per_weight(matrices) + ffn * _bytes_per_weight(quant) + small * 4)
+               + embeddings * _bytes_per_weight(matrices) + e * 4)
+
+
+def _check_room(shape: Shape, n_vocab: int, quant: str, other_quant: str, folder: Path) -> None:
+    """A model larger than the free space where it goes is bad input, named before anything is written."""
+    need = model_bytes(shape, n_vocab, quant, other_quant)
+    free = shutil.disk_usage(folder).free
+    if need > free:
+        raise PinsetError(f"{shape.describe()} in {quant} needs {need / 1e9:,.1f} GB, {folder} has "
+                          f"{free / 1e9:,.1f} GB free")
+
+
 def write_synthetic_gguf(shape: Shape, dest: Path, *, vocab_path: Path, seed: int = 0, name: str | None = None,
                          trees: list[Path | str | None] = (), threads: int | None = None, quant: str = "F16",
                          other_quant: str = "Q8_0") -> SynthResult:
@@ -373,6 +413,7 @@ def write_synthetic_gguf(shape: Shape, dest: Path, *, vocab_path: Path, seed: in
     if a == "llama":
         writer.add_uint32(f"{a}.vocab_size", n_vocab)
 
+    _check_room(shape, n_vocab, quant, other_quant, dest.parent)
     specs = tensor_specs(shape, n_vocab, _name_lookup(gguf))
     types = [tensor_type(spec, quant, other_quant) for spec in specs]
     for spec, qtype in zip(specs, types):
@@ -392,19 +433,9 @@ def write_synthetic_gguf(shape: Shape, dest: Path, *, vocab_path: Path, seed: in
             nbytes = int(np.prod(spec.shape)) * np.dtype(spec.dtype).itemsize
             writer.add_tensor_info(spec.name, spec.shape, np.dtype(spec.dtype), nbytes)
     try:
-        writer.write_header_to_file(tmp)
-        writer.write_kv_data_to_file()
-        writer.write_ti_data_to_file()
-        for spec, qtype in zip(specs, types):
-            if qtype in blocks.BLOCK:
-                data = blocks.random_blocks(qtype, int(np.prod(spec.shape)), spec.std, _seed_words(seed, spec.name),
-                                            threads)
-            else:
-                data = _fill(spec, seed, threads)
-            writer.write_tensor_data(data)
-            del data
-        writer.close()
-        os.replace(tmp, dest)
+        _write_tensors(writer, tmp, dest, specs, types, seed, threads)
+    except OSError as exc:   # a disk that filled up meanwhile, a folder removed: a run-time failure, no traceback
+        raise RuntimeFailure(f"writing {dest}: {(exc.strerror or str(exc)).lower()}") from None
     finally:
         if tmp.exists():
             tmp.unlink()
@@ -412,3 +443,21 @@ def write_synthetic_gguf(shape: Shape, dest: Path, *, vocab_path: Path, seed: in
     counts = {t: types.count(t) for t in sorted(set(types))}
     return SynthResult(dest, shape, n_vocab, n_params, dest.stat().st_size, vocab_path, seed, quant,
                        recipe(quant, other_quant, bool(shape.n_expert)), counts)
+
+
+def _write_tensors(writer, tmp: Path, dest: Path, specs: list[TensorSpec], types: list[str], seed: int,
+                   threads: int) -> None:
+    """Header, then one tensor at a time (memory stays near the largest), then the rename that makes dest appear."""
+    writer.write_header_to_file(tmp)
+    writer.write_kv_data_to_file()
+    writer.write_ti_data_to_file()
+    for spec, qtype in zip(specs, types):
+        if qtype in blocks.BLOCK:
+            data = blocks.random_blocks(qtype, int(np.prod(spec.shape)), spec.std, _seed_words(seed, spec.name),
+                                        threads)
+        else:
+            data = _fill(spec, seed, threads)
+        writer.write_tensor_data(data)
+        del data
+    writer.close()
+    os.replace(tmp, dest)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from pinset.errors import PinsetError
 from pinset.report.load import KINDS, ResultFile
