@@ -404,6 +404,18 @@ def test_report_speed_table_shows_what_bench_md_shows(tmp_path, name):
     assert "llama-bench's avg_ts, the mean of its `-r` samples" in text and "avg_ts" in md  # recorded before the median
 
 
+def test_the_band_column_is_named_as_bench_names_it(tmp_path):
+    """Schema 1 recorded an A/A spread, schema 2 the rule's no-change band: the report's column says which, as
+    bench.md does."""
+    old = REPORT / "h200" / "bench-synth-llama-1b-4l-IQ1_M.json"
+    new = Path(__file__).parent / "fixtures" / "llama-bench" / "h200-48l-adaptive-head-vs-base.json"
+    for path, band in ((old, "A/A spread"), (new, "no-change band")):
+        doc = load_result(path).data
+        rc, text = report([path], tmp_path)
+        assert f"| {band} | verdict |" in text and (band == "A/A spread") == (doc.get("schema", 1) == 1)
+        assert f"| {band} |" in bench_markdown(doc) or band == "A/A spread"
+
+
 def test_excluded_as_noisy_lists_only_noise(tmp_path):
     data = load(GREEN / "bench-h200.json")
     row = data["rows"][0]

@@ -315,7 +315,8 @@ def _speed(m: Merged) -> list[str]:
             rows.append([row_label(r, study.rows), _tps(base, r["base_tps"]), _tps(head, r["head_tps"]),
                          "—" if r["ratio"] is None else f"{r['ratio']:.3f}×", ci, p, aa,
                          f"{VERDICT_ICON.get(r['verdict'], '')} {r['verdict']}"])
-        out += table(["test", "base t/s", "head t/s", "head/base", "95% CI", "p", "A/A spread", "verdict"], rows)
+        band = "no-change band" if d.get("schema", 1) >= 2 else "A/A spread"   # as pinset bench's own table names it
+        out += table(["test", "base t/s", "head t/s", "head/base", "95% CI", "p", band, "verdict"], rows)
         out += [""]
         noisy = [f"- {row_label(r, study.rows)}: {e}" for r in study.rows for e in r["excluded"]
                  if exclusion_kind(e) == "noise"]

@@ -501,7 +501,8 @@ def not_tested(m: Merged) -> list[str]:
         gpu = bench_device(study)
         for row in study.rows:
             if row["verdict"] in ("too noisy", "insufficient data"):
-                spread = f", A/A spread ±{row['aa_spread']:.1%}" if row.get("aa_spread") is not None else ""
+                band = "no-change band" if study.doc.get("schema", 1) >= 2 else "A/A spread"
+                spread = f", {band} ±{row['aa_spread']:.1%}" if row.get("aa_spread") is not None else ""
                 ub = row.get("params", {}).get("n_ubatch")
                 where = f"{study.doc['model']['name']}, {gpu}" + (f", ub {ub}" if ub else "")
                 out.append(f"Speed of {row['test']} ({where}): {row['verdict']}{spread}")
