@@ -167,3 +167,9 @@ def query_snapshot(index: int | str) -> tuple[dict | None, list[str]]:
     apps = ask("--query-compute-apps=pid,process_name,used_memory", "--format=csv,noheader", "-i", str(index),
                timeout=30)
     return gpus[0], parse_compute_apps(apps)
+
+
+def gpu_order_env() -> dict[str, str]:
+    """CUDA numbers GPUs fastest first unless told otherwise, nvidia-smi by PCI bus: with PCI_BUS_ID, CUDA0 and
+    CUDA_VISIBLE_DEVICES mean the GPUs that nvidia-smi (and so machine.gpu) name. A user's own choice is kept."""
+    return {} if "CUDA_DEVICE_ORDER" in os.environ else {"CUDA_DEVICE_ORDER": "PCI_BUS_ID"}

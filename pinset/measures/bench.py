@@ -28,6 +28,7 @@ import numpy as np
 
 from pinset import runner
 from pinset.checks.machine import read_host
+from pinset.checks.nvidia_smi import gpu_order_env
 from pinset.markdown_table import table
 from pinset.measures import gpu as gpu_mod
 from pinset.measures.llama_bench import BenchLine, BenchParseError, parse_jsonl, run_problem, speed_problem
@@ -106,7 +107,7 @@ def recorded_speed_problem(test: dict) -> str | None:
 def run_side(side: Side, model: Path, bench_args: list[str], repetitions: int, *, cpu: bool,
              log: Path | None = None, timeout: float = 1800) -> tuple[SideRun, runner.Completed]:
     argv = [side.exe("llama-bench"), "-m", model, "-o", "jsonl", "-r", str(repetitions), *bench_args]
-    done = runner.run(argv, env=CPU_ENV if cpu else None, timeout=timeout, log=log)
+    done = runner.run(argv, env=CPU_ENV if cpu else gpu_order_env(), timeout=timeout, log=log)
     lines, detail = [], None
     try:
         lines = parse_jsonl(done.stdout)

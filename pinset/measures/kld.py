@@ -20,6 +20,7 @@ from pathlib import Path
 
 from pinset import runner
 from pinset.checks.machine import read_host
+from pinset.checks.nvidia_smi import gpu_order_env
 from pinset.errors import RuntimeFailure
 from pinset.measures.perplexity import (PerplexityOutput, base_problem, chunk_counter, kld_problem,
                                        parse_perplexity)
@@ -120,7 +121,7 @@ def device_run(side: Side, model: Path, ref: Reference, ctx: int, chunks: int, *
     if threads:
         argv += ["-t", str(threads)]
     with Progress(f"KLD {side.label} on {'CPU' if cpu else 'GPU'}", unit="chunks", total=chunks) as shown:
-        done = runner.run_streaming(argv, env=CPU_ENV if cpu else None, timeout=7200, merge_stderr=False,
+        done = runner.run_streaming(argv, env=CPU_ENV if cpu else gpu_order_env(), timeout=7200, merge_stderr=False,
                                     on_line=chunk_counter(shown),
                                     log=(log_dir / f"kld-{side.label}.log") if log_dir else None)
     out = parse_perplexity(done.stdout, done.stderr)

@@ -19,6 +19,7 @@ from pinset import runner
 from pinset.build.cmake import BuildFailed, BuiltTree, cmake_cache_value, configured_compilers, ensure_build
 from pinset.checks.backend_ops import OpCount, case_counter, judge_backend_ops, parse_backend_ops
 from pinset.checks.ctest import judge_ctest, parse_ctest
+from pinset.checks.nvidia_smi import gpu_order_env
 from pinset.checks.text import last_lines, strip_ansi
 from pinset.config.schema import FeatureCheck, PinSet
 from pinset.errors import PinsetError, ToolchainError
@@ -344,12 +345,6 @@ class Gates:
             return CheckResult(pin_id, name, "failed", 0,
                                f"output does not match /{check.expect}/: {' | '.join(last_lines(text, 3).splitlines())}")
         return CheckResult(pin_id, name, "passed", matches, f"{matches} match(es) of /{check.expect}/")
-
-
-def gpu_order_env() -> dict[str, str]:
-    """CUDA numbers GPUs fastest first unless told otherwise, nvidia-smi by PCI bus: with PCI_BUS_ID, CUDA0 and
-    CUDA_VISIBLE_DEVICES mean the GPUs that nvidia-smi (and so machine.gpu) name. A user's own choice is kept."""
-    return {} if "CUDA_DEVICE_ORDER" in os.environ else {"CUDA_DEVICE_ORDER": "PCI_BUS_ID"}
 
 
 def count_matches(expect: str, text: str) -> int:
