@@ -79,6 +79,7 @@ class PinBlame:
     conflict_with: str | None = None
     detail: str | None = None
     steps: int = 0        # probes that narrowed this pin's range
+    monotone: bool | None = None   # bisected pins: False when probes saw it flip more than once
 
     @property
     def broke(self) -> bool:
@@ -91,26 +92,31 @@ class PinBlame:
         fb = self.first_bad
         what = f"{fb.commit[:12]}" + (f" (#{fb.pr})" if fb.pr else "")
         if self.status == "upstream":
-            return f"landed upstream in {what}"
-        if self.status == "conflict":
-            return f"conflicts with upstream since {what}" + (f" in {', '.join(self.files)}" if self.files else "")
-        if self.status == "contract":
-            return f"contract broken since {what}" + (f": {self.problems[0]}" if self.problems else "")
-        return f"{self.status} since {what}" + (f": {self.detail}" if self.detail else "")
+            text = f"landed upstream in {what}"
+        elif self.status == "conflict":
+            text = f"conflicts with upstream since {what}" + (f" in {', '.join(self.files)}" if self.files else "")
+        elif self.status == "contract":
+            text = f"contract broken since {what}" + (f": {self.problems[0]}" if self.problems else "")
+        else:
+            text = f"{self.status} since {what}" + (f": {self.detail}" if self.detail else "")
+        if self.monotone is False:
+            text += (" (not monotone: it flips more than once in this range; this is the earliest flip the "
+                     "probes found, not necessarily the only cause)")
+        return text
 
     def to_json(self) -> dict:
         return {"id": self.id, "status": self.status, "good_status": self.good_status, "bad_status": self.bad_status,
                 "last_good": self.last_good.to_json() if self.last_good else None,
                 "first_bad": self.first_bad.to_json() if self.first_bad else None,
                 "files": list(self.files), "problems": list(self.problems), "conflict_with": self.conflict_with,
-                "detail": self.detail, "steps": self.steps, "summary": self.summary()}
+                "detail": self.detail, "steps": self.steps, "monotone": self.monotone, "summary": self.summary()}
 
     @classmethod
     def from_json(cls, data: dict) -> "PinBlame":
         ref = lambda d: CommitRef.from_json(d) if d else None  # noqa: E731
         return cls(data["id"], data["status"], data["good_status"], data["bad_status"], ref(data.get("last_good")),
                    ref(data.get("first_bad")), list(data.get("files", [])), list(data.get("problems", [])),
-                   data.get("conflict_with"), data.get("detail"), int(data.get("steps", 0)))
+                   data.get("conflict_with"), data.get("detail"), int(data.get("steps", 0)), data.get("monotone"))
 
 
 @dataclass
@@ -192,7 +198,7 @@ def blame(pinset: PinSet, mirror: Mirror, prepared: dict[str, PreparedPin], good
         files = sorted({p.split(":", 1)[0] for p in problems}) if problems else list(at.files)
         pins.append(PinBlame(pin, pin_state(at), good_states[pin], bad_states[pin],
                              _ref(mirror, line[f.last_good]), _ref(mirror, line[f.first_bad]), files, problems,
-                             at.conflict_with, at.detail, f.steps))
+                             at.conflict_with, at.detail, f.steps, f.monotone))
     probes = len({index for index, _ in probed} - {0, len(line) - 1})
     return BlameResult(pinset.digest, BuildRef(good.name, good.oid), BuildRef(bad.name, bad.oid), len(line) - 1,
                        probes, pins)

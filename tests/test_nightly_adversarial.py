@@ -1,0 +1,66 @@
+"""Adversarial histories for `pinset blame` and `pinset pick`: non-monotone breaks, side branches,
+a --good on which a pin is already broken, builds sharing a commit (real git, fast-import)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from conftest import GitRepo, write_pins
+from history import FastHistory
+from pinset.cli import main
+from test_blame import MMQ_CU, TYPES_H, series
+
+BROKEN_MMQ = MMQ_CU.replace("            return true;\n", "            return mmq_enabled();\n")
+FEAT = {"src/mmq.cu": MMQ_CU.replace("        case GGML_TYPE_Q4_0:\n",
+                                     "        case GGML_TYPE_Q4_0:\n        case GGML_TYPE_IQ1_M:\n")}
+TYPES = {"src/types.h": TYPES_H.replace("    GGML_TYPE_COUNT", "    GGML_TYPE_IQ1_S = 3,\n    GGML_TYPE_COUNT")}
+
+
+def make_world(tmp_path, mmq_at: dict[int, str], count: int, extra_pins: str = "", types_at=None):
+    """`count` first-parent commits after b0; commit i sets src/mmq.cu to mmq_at[i] when given."""
+    up = GitRepo(tmp_path / "upstream")
+    h = FastHistory()
+    marks = {0: h.commit("base", {"src/types.h": TYPES_H, "src/mmq.cu": MMQ_CU, "src/noise.c": "0\n"})}
+    h.tag("b0", marks[0])
+    for i in range(1, count + 1):
+        files = {"src/noise.c": f"{i}\n"}
+        if i in mmq_at:
+            files["src/mmq.cu"] = mmq_at[i]
+        if types_at and i in types_at:
+            files["src/types.h"] = types_at[i]
+        marks[i] = h.commit(f"change {i} (#{100 + i})", files)
+    h.tag("bad", marks[count])
+    by_mark = h.write(up.path)
+    shas = {i: by_mark[m] for i, m in marks.items()}
+    up.git("checkout", "-q", "-f", "master")
+    series(up, shas[0], "feat", FEAT, tmp_path / "patches")
+    series(up, shas[0], "types", TYPES, tmp_path / "patches")
+    cfg = write_pins(tmp_path / "pins.yaml", f"""
+        upstream: {up.path}
+        builds: [b0, bad]
+        pins:
+          - id: feat
+            patches: patches/feat
+          - id: types
+            patches: patches/types
+        """ + extra_pins)
+    return up, cfg, shas
+
+
+def blame_json(cfg, tmp_path, *args):
+    out = tmp_path / "blame.json"
+    code = main(["blame", "-c", str(cfg), "--json", str(out), *args])
+    return code, json.loads(out.read_text()) if out.exists() else None
+
+
+def test_a_pin_that_breaks_heals_and_breaks_again_is_not_blamed_on_one_commit(tmp_path):
+    # broken on 10..19, fine again on 20..29, broken from 30 on
+    up, cfg, shas = make_world(tmp_path, {10: BROKEN_MMQ, 20: MMQ_CU, 30: BROKEN_MMQ}, 40)
+    code, doc = blame_json(cfg, tmp_path, "--good", "b0", "--bad", "bad", "--pin", "feat")
+    assert code == 1
+    feat = doc["pins"][0]
+    assert feat["first_bad"]["commit"] == shas[10], "the first break, not a later one"
+    assert feat["monotone"] is False
+    assert "not monotone" in feat["summary"]
