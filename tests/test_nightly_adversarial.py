@@ -64,3 +64,50 @@ def test_a_pin_that_breaks_heals_and_breaks_again_is_not_blamed_on_one_commit(tm
     assert feat["first_bad"]["commit"] == shas[10], "the first break, not a later one"
     assert feat["monotone"] is False
     assert "not monotone" in feat["summary"]
+
+
+def test_a_pin_already_broken_on_good_is_not_tested_and_not_ok(tmp_path):
+    up, cfg, shas = make_world(tmp_path, {5: BROKEN_MMQ}, 20)
+    code, doc = blame_json(cfg, tmp_path, "--good", shas[5], "--bad", "bad", "--pin", "feat")
+    assert code == 1 and doc["ok"] is False
+    feat = doc["pins"][0]
+    assert feat["status"] == "broken-on-good" and feat["first_bad"] is None
+    assert "not bisected" in feat["summary"] and feat["good_status"] == "conflict"
+
+
+def test_good_on_a_side_branch_bisects_only_commits_that_contain_it(tmp_path):
+    """--good on a side branch merged into --bad's first-parent line: the first-parent commits before
+    the merge do not contain --good, so a pin made on --good fails there for no fault of theirs."""
+    up = GitRepo(tmp_path / "upstream")
+    h = FastHistory()
+    side_types = TYPES_H.replace("    GGML_TYPE_COUNT", "    GGML_TYPE_Q8_0 = 8,\n    GGML_TYPE_COUNT")
+    marks = {0: h.commit("base", {"src/types.h": TYPES_H, "src/mmq.cu": MMQ_CU, "src/noise.c": "0\n"})}
+    for i in range(1, 21):
+        files = {"src/noise.c": f"{i}\n"}
+        if i == 3:
+            marks["side"] = h.commit("q8 type", {"src/types.h": side_types}, branch="side", parent=marks[2])
+        if i == 12:
+            files["src/types.h"] = side_types
+            marks[i] = h.commit("Merge pull request #88 from x/q8", files, merge=marks["side"])
+            continue
+        if i == 16:
+            files["src/types.h"] = side_types.replace("GGML_TYPE_COUNT", "GGML_TYPE_LAST")
+        marks[i] = h.commit(f"change {i} (#{100 + i})", files)
+    h.tag("bad", marks[20])
+    by_mark = h.write(up.path)
+    shas = {i: by_mark[m] for i, m in marks.items()}
+    up.git("checkout", "-q", "-f", "master")
+    series(up, shas["side"], "types", {"src/types.h": side_types.replace(
+        "    GGML_TYPE_COUNT", "    GGML_TYPE_IQ1_S = 3,\n    GGML_TYPE_COUNT")}, tmp_path / "patches")
+    cfg = write_pins(tmp_path / "pins.yaml", f"""
+        upstream: {up.path}
+        builds: [bad]
+        pins:
+          - id: types
+            patches: patches/types
+        """)
+    code, doc = blame_json(cfg, tmp_path, "--good", shas["side"], "--bad", "bad")
+    assert code == 1
+    types = doc["pins"][0]
+    assert types["status"] == "conflict" and types["first_bad"]["commit"] == shas[16]
+    assert types["last_good"]["commit"] == shas[15]

@@ -53,8 +53,13 @@ def run(args) -> int:
     doc = result.to_json()
     console.print(blame_table(doc))
     console.print(f"{result.commits} commits, {result.probes} probed, {time.monotonic() - started:.1f} s")
-    console.print("[green]ok[/]: no pin broke in this range" if result.ok
-                  else "[red]something broke[/]: see the first bad commits above")
+    if result.untested:
+        console.print("[yellow]not tested[/]: " + "; ".join(f"pin {p.id} is already {p.good_status} on --good "
+                                                           f"{args.good}" for p in result.untested))
+    if any(p.broke for p in result.pins):
+        console.print("[red]something broke[/]: see the first bad commits above")
+    elif result.ok:
+        console.print("[green]ok[/]: no pin broke in this range")
     if args.json:
         write_json(args.json, doc)
     if args.markdown:

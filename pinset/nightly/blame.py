@@ -130,8 +130,13 @@ class BlameResult:
 
     @property
     def ok(self) -> bool:
-        """Nothing broke (or landed upstream) between --good and --bad."""
-        return not any(p.broke for p in self.pins)
+        """Nothing broke (or landed upstream) between --good and --bad, and every pin was fine on --good:
+        a pin already broken there was not tested, which is no "nothing broke"."""
+        return not any(p.broke or p.status == "broken-on-good" for p in self.pins)
+
+    @property
+    def untested(self) -> list[PinBlame]:
+        return [p for p in self.pins if p.status == "broken-on-good"]
 
     def to_json(self) -> dict:
         return {"schema": SCHEMA_VERSION, "kind": "blame", "pinset": self.pinset_digest, "ok": self.ok,
