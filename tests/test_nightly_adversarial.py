@@ -111,3 +111,23 @@ def test_good_on_a_side_branch_bisects_only_commits_that_contain_it(tmp_path):
     types = doc["pins"][0]
     assert types["status"] == "conflict" and types["first_bad"]["commit"] == shas[16]
     assert types["last_good"]["commit"] == shas[15]
+
+
+def test_a_pin_that_conflicts_for_a_while_then_lands_is_reported_as_landed(tmp_path):
+    """On --bad the pin is upstream: what a maintainer acts on is where it landed, not an earlier
+    conflict upstream has since resolved by landing the change."""
+    up, cfg, shas = make_world(tmp_path, {10: BROKEN_MMQ, 20: FEAT["src/mmq.cu"]}, 40)
+    code, doc = blame_json(cfg, tmp_path, "--good", "b0", "--bad", "bad", "--pin", "feat")
+    assert code == 1
+    feat = doc["pins"][0]
+    assert feat["bad_status"] == "upstream" and feat["status"] == "upstream"
+    assert feat["first_bad"]["commit"] == shas[20] and feat["summary"].startswith("landed upstream in")
+
+
+def test_a_pin_that_lands_then_is_reverted_and_conflicts_says_broke(tmp_path):
+    up, cfg, shas = make_world(tmp_path, {10: FEAT["src/mmq.cu"], 20: BROKEN_MMQ}, 40)
+    code, doc = blame_json(cfg, tmp_path, "--good", "b0", "--bad", "bad", "--pin", "feat")
+    feat = doc["pins"][0]
+    assert code == 1 and feat["bad_status"] == "conflict" and feat["status"] == "conflict"
+    assert feat["first_bad"]["commit"] == shas[20] and feat["last_good"]["commit"] == shas[19]
+    assert feat["summary"].startswith("conflicts with upstream since")

@@ -183,13 +183,24 @@ def blame(pinset: PinSet, mirror: Mirror, prepared: dict[str, PreparedPin], good
                  if s in FINE and bad_states[pin] != s and bad_states[pin] in ("upstream", *BROKEN)}
     if to_bisect:
         say(f"bisecting {', '.join(to_bisect)}")
-    # A probe needs each pin's state only: who a conflict is with does not change it, and landed-in-moved-
-    # code and conflict both differ from `applied`, so the (whole-tree) search for moved code is needed
-    # only when a pin's good state is `upstream`. The two ends and the reported first bad commits get
-    # the full sim.
-    moved_in_probes = any(s == "upstream" for s in to_bisect.values())
+    # What is bisected is the change that matters on --bad: a pin upstream there is looked for where it
+    # landed (a conflict on the way, resolved by the landing, is no cause); a pin broken there, where it
+    # stopped being fine (a landing later undone is no cause either). Other states count as the good one.
+    landed = {pin for pin in to_bisect if bad_states[pin] == "upstream"}
+
+    def bisect_state(pin: str, result: PinResult) -> str:
+        state = pin_state(result)
+        hit = state == "upstream" if pin in landed else state in BROKEN
+        return state if hit else good_states[pin]
+
+    # A probe needs each pin's state only: who a conflict is with does not change it, so conflicts are
+    # not attributed. The (whole-tree) search for moved code is needed only when a pin may be found
+    # there (its good state is `upstream`, or it is bisected for where it landed). The two ends and
+    # the reported first bad commits get the full sim.
+    moved_in_probes = bool(landed) or any(s == "upstream" for s in to_bisect.values())
     found = bisect_pins(len(line), to_bisect,
-                        lambda i: {pin: pin_state(r) for pin, r in results(i, False).items()}) if to_bisect else {}
+                        lambda i: {pin: bisect_state(pin, r) for pin, r in results(i, False).items()
+                                   if pin in to_bisect}) if to_bisect else {}
 
     pins = []
     for pin in chosen:
