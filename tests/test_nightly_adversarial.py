@@ -131,3 +131,29 @@ def test_a_pin_that_lands_then_is_reverted_and_conflicts_says_broke(tmp_path):
     assert code == 1 and feat["bad_status"] == "conflict" and feat["status"] == "conflict"
     assert feat["first_bad"]["commit"] == shas[20] and feat["last_good"]["commit"] == shas[19]
     assert feat["summary"].startswith("conflicts with upstream since")
+
+
+def test_pick_with_two_builds_on_one_commit_gives_both_the_same_verdict_class(tmp_path):
+    up, cfg, shas = make_world(tmp_path, {10: BROKEN_MMQ}, 20)
+    up.tag("alias-of-bad", "bad")
+    out = tmp_path / "pick.json"
+    code = main(["pick", "-c", str(cfg), "--json", str(out), "--builds", f"b0,bad,alias-of-bad,{shas[5]}"])
+    doc = json.loads(out.read_text())
+    rows = {b["build"]: b for b in doc["builds"]}
+    assert code == 0 and doc["picked"] == shas[5]
+    assert rows["bad"]["verdict"] == rows["alias-of-bad"]["verdict"] == "not green"
+    assert rows["bad"]["commit"] == rows["alias-of-bad"]["commit"] == shas[20]
+    for name in ("bad", "alias-of-bad"):
+        (reason,) = rows[name]["reasons"]
+        assert reason["upstream_commit"]["commit"] == shas[10]
+    assert rows["b0"]["verdict"] == "not tried"
+
+
+def test_pick_with_no_green_build_names_the_reason_for_each(tmp_path):
+    up, cfg, shas = make_world(tmp_path, {10: BROKEN_MMQ}, 20, types_at={3: TYPES_H.replace("GGML_TYPE_COUNT", "GGML_TYPE_END")})
+    out = tmp_path / "pick.json"
+    code = main(["pick", "-c", str(cfg), "--json", str(out), "--builds", f"{shas[5]},bad"])
+    doc = json.loads(out.read_text())
+    assert code == 1 and doc["picked"] is None and doc["ok"] is False
+    assert [b["verdict"] for b in doc["builds"]] == ["not green", "not green"]
+    assert [sorted(r["pin"] for r in b["reasons"]) for b in doc["builds"]] == [["feat", "types"], ["types"]]  # newest first
