@@ -157,3 +157,39 @@ def test_pick_with_no_green_build_names_the_reason_for_each(tmp_path):
     assert code == 1 and doc["picked"] is None and doc["ok"] is False
     assert [b["verdict"] for b in doc["builds"]] == ["not green", "not green"]
     assert [sorted(r["pin"] for r in b["reasons"]) for b in doc["builds"]] == [["feat", "types"], ["types"]]  # newest first
+
+
+def test_a_pin_that_lands_in_moved_code_is_blamed_where_it_landed(tmp_path):
+    """Upstream moves src/mmq.cu into src/mmq/tiles.cu at 12 (the pin conflicts from there on), then
+    lands the pin's lines in the moved file at 25: `landed`, at 25, not `conflict` at 12."""
+    block = ("        case GGML_TYPE_IQ1_M:\n            load_tiles_iq1_m(x, tile);\n"
+             "            decode_iq1_m_grid(x, grid);\n            return mmq_iq1_m_enabled();\n")
+    feat = MMQ_CU.replace("        case GGML_TYPE_Q4_0:\n", block + "        case GGML_TYPE_Q4_0:\n")
+    up = GitRepo(tmp_path / "upstream")
+    h = FastHistory()
+    marks = {0: h.commit("base", {"src/mmq.cu": MMQ_CU, "src/noise.c": "0\n"})}
+    h.tag("b0", marks[0])
+    for i in range(1, 41):
+        files = {"src/noise.c": f"{i}\n"}
+        if i == 12:
+            files.update({"src/mmq.cu": None, "src/mmq/tiles.cu": MMQ_CU.replace("should_use", "tiles_use")})
+        if i == 25:
+            files["src/mmq/tiles.cu"] = feat.replace("should_use", "tiles_use")
+        marks[i] = h.commit(f"change {i} (#{100 + i})", files)
+    h.tag("bad", marks[40])
+    by_mark = h.write(up.path)
+    shas = {i: by_mark[m] for i, m in marks.items()}
+    up.git("checkout", "-q", "-f", "master")
+    series(up, shas[0], "feat", {"src/mmq.cu": feat}, tmp_path / "patches")
+    cfg = write_pins(tmp_path / "pins.yaml", f"""
+        upstream: {up.path}
+        builds: [b0, bad]
+        pins:
+          - id: feat
+            patches: patches/feat
+        """)
+    code, doc = blame_json(cfg, tmp_path, "--good", "b0", "--bad", "bad")
+    feat_pin = doc["pins"][0]
+    assert code == 1 and feat_pin["bad_status"] == "upstream" and feat_pin["status"] == "upstream"
+    assert feat_pin["first_bad"]["commit"] == shas[25], feat_pin["summary"]
+    assert "moved code" in feat_pin["detail"] and feat_pin["summary"].startswith("landed upstream in")

@@ -169,12 +169,12 @@ def blame(pinset: PinSet, mirror: Mirror, prepared: dict[str, PreparedPin], good
         key = (index, full)
         if key not in probed:
             c = line[index]
-            simulator.look_for_moved_code = full or moved_in_probes
+            simulator.look_for_moved_code = True if full else moved_in_probes
             simulator.attribute_conflicts = full
             probed[key] = {p.id: p for p in simulator.simulate_build(Build(c.sha, c.sha, c.sha, c.tree, "git")).pins}
         return probed[key]
 
-    moved_in_probes = False   # set below, once the pins' good states are known
+    moved_in_probes: set[str] = set()   # set below, once the pins' good states are known
     chosen = pin_ids or [p.id for p in pinset.pins]
     at_good, at_bad = results(0), results(len(line) - 1)
     good_states = {pin: pin_state(at_good[pin]) for pin in chosen}
@@ -194,10 +194,10 @@ def blame(pinset: PinSet, mirror: Mirror, prepared: dict[str, PreparedPin], good
         return state if hit else good_states[pin]
 
     # A probe needs each pin's state only: who a conflict is with does not change it, so conflicts are
-    # not attributed. The (whole-tree) search for moved code is needed only when a pin may be found
-    # there (its good state is `upstream`, or it is bisected for where it landed). The two ends and
-    # the reported first bad commits get the full sim.
-    moved_in_probes = bool(landed) or any(s == "upstream" for s in to_bisect.values())
+    # not attributed. The (whole-tree) search for moved code is needed only for the pins that may be
+    # found there (good state `upstream`, or bisected for where they landed), and runs only when such
+    # a pin does not apply. The two ends and the reported first bad commits get the full sim.
+    moved_in_probes = {pin for pin, s in to_bisect.items() if pin in landed or s == "upstream"}
     found = bisect_pins(len(line), to_bisect,
                         lambda i: {pin: bisect_state(pin, r) for pin, r in results(i, False).items()
                                    if pin in to_bisect}) if to_bisect else {}

@@ -82,9 +82,10 @@ class Simulator:
         self._loaded: dict[str, tuple[bytes, set[str]]] = {}  # tree -> (index bytes, paths in it)
         self._moved = TreeLines(mirror, {line for prep in prepared.values() if prep.change is not None
                                          for fc in prep.change.files.values() for line in fc.added})
-        # Blame's probes need each pin's state only: they may turn off the whole-tree search for moved
-        # code (a pin that does not apply stays a conflict) and the attribution of conflicts.
-        self.look_for_moved_code = True
+        # Blame's probes need each pin's state only: they may limit the whole-tree search for moved
+        # code to some pins (True: every pin; a set: those; elsewhere a pin that does not apply stays a
+        # conflict) and turn off the attribution of conflicts.
+        self.look_for_moved_code: bool | set[str] = True
         self.attribute_conflicts = True
 
     # --- git primitives -------------------------------------------------------------------
@@ -380,7 +381,9 @@ class Simulator:
                 result.status = "applied"
                 continue
             index.restore(before)  # roll back the half-applied pin (and forget the blobs it wrote)
-            moved = self._moved_carried(prep, build.tree) if self.look_for_moved_code else None
+            search = self.look_for_moved_code
+            moved = self._moved_carried(prep, build.tree) \
+                if (search if isinstance(search, bool) else spec.id in search) else None
             if moved is not None:
                 result.status, result.retire = "upstream", True
                 result.detail = f"build already carries this pin in moved code: {moved.describe()}"
