@@ -10,8 +10,8 @@ from pinset.commands.common import add_config_args, open_config
 from pinset.config.selectors import looks_like_selector
 from pinset.errors import PinsetError
 from pinset.nightly.blame import blame
-from pinset.nightly.markdown import blame_markdown
-from pinset.output import check_outputs, console, write_json, write_text
+from pinset.nightly.markdown import write_results
+from pinset.output import check_outputs, console
 from pinset.sim.pins import prepare_pins
 from pinset.upstream.builds import resolve_build
 from pinset.upstream.mirror import Mirror
@@ -60,10 +60,7 @@ def run(args) -> int:
         console.print("[red]something broke[/]: see the first bad commits above")
     elif result.ok:
         console.print("[green]ok[/]: no pin broke in this range")
-    if args.json:
-        write_json(args.json, doc)
-    if args.markdown:
-        write_text(args.markdown, blame_markdown(doc))
+    write_results(doc, args.json, args.markdown)
     return 0 if result.ok else 1
 
 
