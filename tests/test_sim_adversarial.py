@@ -60,11 +60,9 @@ def test_a_binary_patch_without_its_data_is_not_green(tmp_path, up):
     header = "From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001\nSubject: [PATCH] binary\n\n---\n"
     (out / "0001-binary.patch").write_text(header + up.git("diff", f"{b1}..bin"))
     up.git("checkout", "-q", "master")
-    code = main(["sim", "-c", str(one_pin(tmp_path, up, ["b1"], out)), "--json", str(tmp_path / "sim.json")])
-    if code == 2:
-        return   # refused as bad input: fine
-    pin = by_id(json.loads((tmp_path / "sim.json").read_text())["builds"][0])["p"]
-    assert code == 1 and pin["status"] != "applied"
+    code, pin = sim_pin(tmp_path, one_pin(tmp_path, up, ["b1"], out), "b1")
+    assert code == 1 and pin["status"] == "error" and pin["conflict_with"] is None
+    assert "binary change of model.bin without its data" in pin["detail"]
 
 
 def test_a_binary_patch_with_full_index_applies(tmp_path, up):
