@@ -112,3 +112,38 @@ def test_a_pr_pin_whose_commit_upstream_does_not_have_is_an_error_not_green(tmp_
     assert main(["pick", "-c", str(cfg), "--json", str(out)]) == 1
     (reason,) = json.loads(out.read_text())["builds"][0]["reasons"]
     assert reason["status"] == "error" and "not found" in reason["summary"]
+
+
+def test_a_rename_upstream_already_made_is_upstream_not_a_conflict(tmp_path, up):
+    b1 = up.head()
+    up.git("checkout", "-q", "-b", "ren", b1)
+    up.git("mv", "src/a.c", "src/b.c")
+    up.git("commit", "-q", "-m", "rename")
+    up.format_patch(f"{b1}..ren", tmp_path / "p")
+    up.git("checkout", "-q", "master")
+    up.git("merge", "-q", "--ff-only", "ren")
+    up.tag("b2")
+    code, pin = sim_pin(tmp_path, one_pin(tmp_path, up, ["b1", "b2"], tmp_path / "p"), "b2")
+    assert pin["status"] == "upstream", pin
+
+
+def test_a_rename_whose_source_upstream_deleted_is_a_conflict_not_upstream(tmp_path, up):
+    b1 = up.head()
+    up.git("checkout", "-q", "-b", "ren", b1)
+    up.git("mv", "src/a.c", "src/b.c")
+    up.git("commit", "-q", "-m", "rename")
+    up.format_patch(f"{b1}..ren", tmp_path / "p")
+    up.git("checkout", "-q", "master")
+    up.commit("upstream drops a.c", {"src/a.c": None})
+    up.tag("b2")
+    code, pin = sim_pin(tmp_path, one_pin(tmp_path, up, ["b2"], tmp_path / "p"), "b2")
+    assert code == 1 and pin["status"] == "conflict"
+
+
+def test_a_file_deletion_upstream_already_made_is_upstream(tmp_path, up):
+    b1 = up.head()
+    series(up, b1, [("drop README", {"README": None})], tmp_path / "p")
+    up.commit("upstream drops README too", {"README": None})
+    up.tag("b2")
+    code, pin = sim_pin(tmp_path, one_pin(tmp_path, up, ["b1", "b2"], tmp_path / "p"), "b2")
+    assert code == 0 and pin["status"] == "upstream" and pin["retire"]

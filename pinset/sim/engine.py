@@ -251,12 +251,22 @@ class Simulator:
             if fraction < CARRIED_THRESHOLD:
                 return False, fraction
             return self._changes_nothing_or_fails(prep, build.tree), fraction
-        # No substantive added lines (a pure removal): carried when applying changes nothing.
+        # No substantive added lines (a pure removal, rename or mode change): carried when applying
+        # changes nothing, or when it does not apply and the build already has its result.
         self._load(self._scratch, build.tree)
         before = self._scratch.path.read_bytes()
         if self._apply(self._scratch, prep).ok:
             return self._scratch.path.read_bytes() == before, None
-        return False, None
+        return self._applies_in_reverse(prep, build.tree), None
+
+    def _applies_in_reverse(self, prep: PreparedPin, tree: str) -> bool:
+        """The tree already has the pin's result: its patches, undone newest first, apply cleanly
+        (`git apply --reverse`, no 3-way merge: only an exact match counts)."""
+        self._load(self._scratch, tree)
+        env = self.mirror.objects_env(self._new_dir(), self._scratch.objects)
+        return all(self.mirror.git("apply", "--cached", "--reverse", "--whitespace=nowarn", str(patch),
+                                   index=self._scratch.path, env=env).ok
+                   for patch in reversed(prep.change.patches))
 
     def _moved_carried(self, prep: PreparedPin, tree: str) -> MovedMatch | None:
         """A pin that does not apply may have landed in moved code: look for its lines in the whole
