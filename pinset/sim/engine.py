@@ -251,17 +251,22 @@ class Simulator:
             if fraction < CARRIED_THRESHOLD:
                 return False, fraction
             return self._changes_nothing_or_fails(prep, build.tree), fraction
-        # No substantive added lines (a pure removal, rename or mode change): carried when applying
-        # changes nothing, or when it does not apply and the build already has its result.
+        # No substantive added lines (a pure removal): carried when applying changes nothing.
         self._load(self._scratch, build.tree)
         before = self._scratch.path.read_bytes()
         if self._apply(self._scratch, prep).ok:
             return self._scratch.path.read_bytes() == before, None
-        return self._applies_in_reverse(prep, build.tree), None
+        return False, None
 
-    def _applies_in_reverse(self, prep: PreparedPin, tree: str) -> bool:
-        """The tree already has the pin's result: its patches, undone newest first, apply cleanly
-        (`git apply --reverse`, no 3-way merge: only an exact match counts)."""
+    def _already_made(self, prep: PreparedPin, tree: str, earlier: list[PreparedPin]) -> bool:
+        """A pin without added lines (a deletion, rename, mode change) that does not apply may be one
+        upstream already made: the bare tree applies it exactly in reverse (`git apply --reverse`, no
+        3-way merge). Not when an earlier pin touches its files: its "before" may be that pin's work
+        (a pin deleting a file an earlier pin adds), which no upstream tree has."""
+        touched = prep.change.touched
+        if touched is None or any(e.change is None or e.change.touched is None or touched & e.change.touched
+                                  for e in earlier):
+            return False
         self._load(self._scratch, tree)
         env = self.mirror.objects_env(self._new_dir(), self._scratch.objects)
         return all(self.mirror.git("apply", "--cached", "--reverse", "--whitespace=nowarn", str(patch),
@@ -391,6 +396,11 @@ class Simulator:
                 result.status = "applied"
                 continue
             index.restore(before)  # roll back the half-applied pin (and forget the blobs it wrote)
+            earlier = [self.prepared[e.id] for e in self.pinset.pins[:len(results) - 1]]
+            if fraction is None and self._already_made(prep, build.tree, earlier):
+                result.status, result.retire = "upstream", True
+                result.detail = "build already carries this pin (the bare build has its result: it applies in reverse)"
+                continue
             search = self.look_for_moved_code
             moved = self._moved_carried(prep, build.tree) \
                 if (search if isinstance(search, bool) else spec.id in search) else None
