@@ -193,3 +193,13 @@ def test_a_pin_that_lands_in_moved_code_is_blamed_where_it_landed(tmp_path):
     assert code == 1 and feat_pin["bad_status"] == "upstream" and feat_pin["status"] == "upstream"
     assert feat_pin["first_bad"]["commit"] == shas[25], feat_pin["summary"]
     assert "moved code" in feat_pin["detail"] and feat_pin["summary"].startswith("landed upstream in")
+
+
+def test_pick_says_when_the_pin_that_kept_a_build_out_flips_more_than_once(tmp_path):
+    up, cfg, shas = make_world(tmp_path, {10: BROKEN_MMQ, 20: MMQ_CU, 30: BROKEN_MMQ}, 40)
+    out = tmp_path / "pick.json"
+    assert main(["pick", "-c", str(cfg), "--json", str(out), "--builds", "b0,bad"]) == 0
+    doc = json.loads(out.read_text())
+    (reason,) = doc["builds"][0]["reasons"]
+    assert doc["picked"] == "b0" and reason["upstream_commit"]["commit"] == shas[10]
+    assert reason["monotone"] is False and "not monotone" in reason["summary"]
