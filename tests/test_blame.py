@@ -13,7 +13,7 @@ from hypothesis import given, settings, strategies as st
 from conftest import GIT_ENV, write_pins
 from history import FastHistory
 from pinset.cli import main
-from pinset.nightly.bisect import bisect_pins
+from pinset.nightly.bisect import SENTINELS, bisect_pins
 from pinset.nightly.blame import BlameResult
 from pinset.nightly.history import pr_number
 
@@ -139,10 +139,12 @@ def test_blame_names_each_breaking_commit(world, tmp_path):
     pr = pins["pr555"]
     assert pr["status"] == "upstream" and pr["first_bad"]["commit"] == shas[MERGE_PR] and pr["first_bad"]["pr"] == 555
     assert pins["steady"]["status"] == "ok" and pins["steady"]["first_bad"] is None and pins["steady"]["steps"] == 0
-    # shared bisection: each pin needs at most ceil(log2(n)) steps, and the probes are shared
+    # shared bisection: each pin needs at most ceil(log2(n)) steps, and the probes are shared (besides
+    # the sentinels that look for a second flip)
     bound = math.ceil(math.log2(COMMITS))
     assert all(p["steps"] <= bound for p in doc["pins"])
-    assert doc["probes"] < sum(p["steps"] for p in doc["pins"])
+    assert doc["probes"] - SENTINELS < sum(p["steps"] for p in doc["pins"])
+    assert all(p["monotone"] is True for p in doc["pins"] if p["first_bad"])
     md = (tmp_path / "blame.md").read_text()
     assert shas[BREAK_FEAT][:12] in md and "(#4242)" in md
     assert BlameResult.from_json(doc).to_json() == doc
@@ -209,7 +211,8 @@ def test_shared_bisection_finds_every_flip(count, flips):
         assert found[pin].first_bad == at and found[pin].last_good == at - 1
         assert found[pin].steps <= math.ceil(math.log2(count))
     assert len(probes) == len(set(probes))   # a commit is never probed twice
-    assert len(probes) <= len(flips) * math.ceil(math.log2(count))
+    assert len(probes) <= len(flips) * math.ceil(math.log2(count)) + SENTINELS
+    assert all(f.monotone for f in found.values())
 
 
 @settings(max_examples=200, deadline=None)
@@ -224,7 +227,18 @@ def test_bisection_of_any_state_sequence_ends_on_a_flip(data):
         seq[0] = "applied"
         if seq[-1] == "applied":
             seq[-1] = "conflict"
-    found = bisect_pins(count, dict.fromkeys(states, "applied"), lambda i: {p: s[i] for p, s in states.items()})
+    probed = []
+
+    def probe(i):
+        probed.append(i)
+        return {p: s[i] for p, s in states.items()}
+
+    found = bisect_pins(count, dict.fromkeys(states, "applied"), probe)
     for pin, f in found.items():
         assert f.first_bad == f.last_good + 1
         assert states[pin][f.last_good] == "applied" and states[pin][f.first_bad] != "applied"
+        # honest: no probed commit before the answer was broken, and "monotone" only when no probe
+        # after it was fine again
+        assert all(states[pin][i] == "applied" for i in probed if i < f.first_bad)
+        healed = any(states[pin][i] == "applied" for i in probed if i > f.first_bad)
+        assert f.monotone is not healed   # (a flip no probe landed in may stay unseen, as with git bisect)

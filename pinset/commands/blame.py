@@ -10,8 +10,8 @@ from pinset.commands.common import add_config_args, open_config
 from pinset.config.selectors import looks_like_selector
 from pinset.errors import PinsetError
 from pinset.nightly.blame import blame
-from pinset.nightly.markdown import blame_markdown
-from pinset.output import check_outputs, console, write_json, write_text
+from pinset.nightly.markdown import write_results
+from pinset.output import check_outputs, console
 from pinset.sim.pins import prepare_pins
 from pinset.upstream.builds import resolve_build
 from pinset.upstream.mirror import Mirror
@@ -53,12 +53,14 @@ def run(args) -> int:
     doc = result.to_json()
     console.print(blame_table(doc))
     console.print(f"{result.commits} commits, {result.probes} probed, {time.monotonic() - started:.1f} s")
-    console.print("[green]ok[/]: no pin broke in this range" if result.ok
-                  else "[red]something broke[/]: see the first bad commits above")
-    if args.json:
-        write_json(args.json, doc)
-    if args.markdown:
-        write_text(args.markdown, blame_markdown(doc))
+    if result.untested:
+        console.print("[yellow]not tested[/]: " + "; ".join(f"pin {p.id} is already {p.good_status} on --good "
+                                                           f"{args.good}" for p in result.untested))
+    if any(p.broke for p in result.pins):
+        console.print("[red]something broke[/]: see the first bad commits above")
+    elif result.ok:
+        console.print("[green]ok[/]: no pin broke in this range")
+    write_results(doc, args.json, args.markdown)
     return 0 if result.ok else 1
 
 

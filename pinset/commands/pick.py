@@ -8,9 +8,9 @@ from rich.table import Table
 
 from pinset.commands.common import add_config_args, count, only_with, open_config
 from pinset.commands.verify import build_input, check_toolchain
-from pinset.nightly.markdown import pick_markdown
+from pinset.nightly.markdown import write_results
 from pinset.nightly.pick import pick
-from pinset.output import check_outputs, console, write_json, write_text
+from pinset.output import check_outputs, console
 from pinset.sim.pins import carried_symbols, prepare_pins
 from pinset.sim.run import pick_builds
 from pinset.upstream.builds import resolve_builds
@@ -67,10 +67,7 @@ def run(args) -> int:
     doc = result.to_json()
     console.print(pick_table(doc))
     console.print(f"[green]picked[/] {result.picked}" if result.ok else "[red]no build is green[/]")
-    if args.json:
-        write_json(args.json, doc)
-    if args.markdown:
-        write_text(args.markdown, pick_markdown(doc))
+    write_results(doc, args.json, args.markdown)
     return 0 if result.ok else 1
 
 

@@ -79,6 +79,7 @@ class PinBlame:
     conflict_with: str | None = None
     detail: str | None = None
     steps: int = 0        # probes that narrowed this pin's range
+    monotone: bool | None = None   # bisected pins: False when probes saw it flip more than once
 
     @property
     def broke(self) -> bool:
@@ -91,26 +92,31 @@ class PinBlame:
         fb = self.first_bad
         what = f"{fb.commit[:12]}" + (f" (#{fb.pr})" if fb.pr else "")
         if self.status == "upstream":
-            return f"landed upstream in {what}"
-        if self.status == "conflict":
-            return f"conflicts with upstream since {what}" + (f" in {', '.join(self.files)}" if self.files else "")
-        if self.status == "contract":
-            return f"contract broken since {what}" + (f": {self.problems[0]}" if self.problems else "")
-        return f"{self.status} since {what}" + (f": {self.detail}" if self.detail else "")
+            text = f"landed upstream in {what}"
+        elif self.status == "conflict":
+            text = f"conflicts with upstream since {what}" + (f" in {', '.join(self.files)}" if self.files else "")
+        elif self.status == "contract":
+            text = f"contract broken since {what}" + (f": {self.problems[0]}" if self.problems else "")
+        else:
+            text = f"{self.status} since {what}" + (f": {self.detail}" if self.detail else "")
+        if self.monotone is False:
+            text += (" (not monotone: it flips more than once in this range; this is the earliest flip the "
+                     "probes found, not necessarily the only cause)")
+        return text
 
     def to_json(self) -> dict:
         return {"id": self.id, "status": self.status, "good_status": self.good_status, "bad_status": self.bad_status,
                 "last_good": self.last_good.to_json() if self.last_good else None,
                 "first_bad": self.first_bad.to_json() if self.first_bad else None,
                 "files": list(self.files), "problems": list(self.problems), "conflict_with": self.conflict_with,
-                "detail": self.detail, "steps": self.steps, "summary": self.summary()}
+                "detail": self.detail, "steps": self.steps, "monotone": self.monotone, "summary": self.summary()}
 
     @classmethod
     def from_json(cls, data: dict) -> "PinBlame":
         ref = lambda d: CommitRef.from_json(d) if d else None  # noqa: E731
         return cls(data["id"], data["status"], data["good_status"], data["bad_status"], ref(data.get("last_good")),
                    ref(data.get("first_bad")), list(data.get("files", [])), list(data.get("problems", [])),
-                   data.get("conflict_with"), data.get("detail"), int(data.get("steps", 0)))
+                   data.get("conflict_with"), data.get("detail"), int(data.get("steps", 0)), data.get("monotone"))
 
 
 @dataclass
@@ -124,8 +130,13 @@ class BlameResult:
 
     @property
     def ok(self) -> bool:
-        """Nothing broke (or landed upstream) between --good and --bad."""
-        return not any(p.broke for p in self.pins)
+        """Nothing broke (or landed upstream) between --good and --bad, and every pin was fine on --good:
+        a pin already broken there was not tested, which is no "nothing broke"."""
+        return not any(p.broke or p.status == "broken-on-good" for p in self.pins)
+
+    @property
+    def untested(self) -> list[PinBlame]:
+        return [p for p in self.pins if p.status == "broken-on-good"]
 
     def to_json(self) -> dict:
         return {"schema": SCHEMA_VERSION, "kind": "blame", "pinset": self.pinset_digest, "ok": self.ok,
@@ -158,12 +169,12 @@ def blame(pinset: PinSet, mirror: Mirror, prepared: dict[str, PreparedPin], good
         key = (index, full)
         if key not in probed:
             c = line[index]
-            simulator.look_for_moved_code = full or moved_in_probes
+            simulator.look_for_moved_code = True if full else moved_in_probes
             simulator.attribute_conflicts = full
             probed[key] = {p.id: p for p in simulator.simulate_build(Build(c.sha, c.sha, c.sha, c.tree, "git")).pins}
         return probed[key]
 
-    moved_in_probes = False   # set below, once the pins' good states are known
+    moved_in_probes: set[str] = set()   # set below, once the pins' good states are known
     chosen = pin_ids or [p.id for p in pinset.pins]
     at_good, at_bad = results(0), results(len(line) - 1)
     good_states = {pin: pin_state(at_good[pin]) for pin in chosen}
@@ -172,13 +183,24 @@ def blame(pinset: PinSet, mirror: Mirror, prepared: dict[str, PreparedPin], good
                  if s in FINE and bad_states[pin] != s and bad_states[pin] in ("upstream", *BROKEN)}
     if to_bisect:
         say(f"bisecting {', '.join(to_bisect)}")
-    # A probe needs each pin's state only: who a conflict is with does not change it, and landed-in-moved-
-    # code and conflict both differ from `applied`, so the (whole-tree) search for moved code is needed
-    # only when a pin's good state is `upstream`. The two ends and the reported first bad commits get
-    # the full sim.
-    moved_in_probes = any(s == "upstream" for s in to_bisect.values())
+    # What is bisected is the change that matters on --bad: a pin upstream there is looked for where it
+    # landed (a conflict on the way, resolved by the landing, is no cause); a pin broken there, where it
+    # stopped being fine (a landing later undone is no cause either). Other states count as the good one.
+    landed = {pin for pin in to_bisect if bad_states[pin] == "upstream"}
+
+    def bisect_state(pin: str, result: PinResult) -> str:
+        state = pin_state(result)
+        hit = state == "upstream" if pin in landed else state in BROKEN
+        return state if hit else good_states[pin]
+
+    # A probe needs each pin's state only: who a conflict is with does not change it, so conflicts are
+    # not attributed. The (whole-tree) search for moved code is needed only for the pins that may be
+    # found there (good state `upstream`, or bisected for where they landed), and runs only when such
+    # a pin does not apply. The two ends and the reported first bad commits get the full sim.
+    moved_in_probes = {pin for pin, s in to_bisect.items() if pin in landed or s == "upstream"}
     found = bisect_pins(len(line), to_bisect,
-                        lambda i: {pin: pin_state(r) for pin, r in results(i, False).items()}) if to_bisect else {}
+                        lambda i: {pin: bisect_state(pin, r) for pin, r in results(i, False).items()
+                                   if pin in to_bisect}) if to_bisect else {}
 
     pins = []
     for pin in chosen:
@@ -192,7 +214,7 @@ def blame(pinset: PinSet, mirror: Mirror, prepared: dict[str, PreparedPin], good
         files = sorted({p.split(":", 1)[0] for p in problems}) if problems else list(at.files)
         pins.append(PinBlame(pin, pin_state(at), good_states[pin], bad_states[pin],
                              _ref(mirror, line[f.last_good]), _ref(mirror, line[f.first_bad]), files, problems,
-                             at.conflict_with, at.detail, f.steps))
+                             at.conflict_with, at.detail, f.steps, f.monotone))
     probes = len({index for index, _ in probed} - {0, len(line) - 1})
     return BlameResult(pinset.digest, BuildRef(good.name, good.oid), BuildRef(bad.name, bad.oid), len(line) - 1,
                        probes, pins)

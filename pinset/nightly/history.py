@@ -47,14 +47,19 @@ def _commits(mirror: Mirror, *rev_args: str) -> list[Commit]:
 
 
 def first_parent_line(mirror: Mirror, good: str, bad: str, good_name: str, bad_name: str) -> list[Commit]:
-    """[good, ..., bad]: `good` then the first-parent commits of `bad` it does not contain, oldest first."""
+    """[good, ..., bad]: `good` then the first-parent commits of `bad` that contain it (all of them after it
+    when `good` is on the first-parent line), oldest first."""
     if good == bad:
         raise PinsetError(f"--good {good_name} and --bad {bad_name} are the same commit ({good[:12]})")
     if not mirror.git("merge-base", "--is-ancestor", good, bad).ok:
         raise PinsetError(f"--good {good_name} ({good[:12]}) is not an ancestor of --bad {bad_name} ({bad[:12]}): "
                           "blame needs a range of upstream history")
     line = _commits(mirror, "--first-parent", "--reverse", f"{good}..{bad}")
-    return _commits(mirror, "-1", good) + line
+    # With `good` on a side branch merged into the line, the first-parent commits before that merge
+    # do not contain it: a pin made on `good` may fail there for no fault of theirs. Keep only the
+    # commits that contain `good` (the line then starts at the merge that brought it in).
+    descendants = set(mirror.git_ok("rev-list", "--ancestry-path", f"{good}..{bad}").split())
+    return _commits(mirror, "-1", good) + [c for c in line if c.sha in descendants]
 
 
 def merged_pr(mirror: Mirror, merge: Commit) -> tuple[int | None, int]:

@@ -1,8 +1,10 @@
-"""Markdown of pick and blame results; pure functions over their JSON, so `pinset report` can reuse them."""
+"""Markdown of pick and blame results; pure functions over their JSON, so `pinset report` can reuse them.
+`write_results` is the one tail of both verbs: their --json and --markdown files."""
 
 from __future__ import annotations
 
 from pinset.markdown_table import table
+from pinset.output import write_json, write_text
 
 
 def _commit(ref: dict | None) -> str:
@@ -18,20 +20,30 @@ def _commit(ref: dict | None) -> str:
 
 def blame_markdown(doc: dict) -> str:
     good, bad = doc["good"], doc["bad"]
-    lines = [f"Blame from **{good['build']}** (`{good['commit'][:12]}`) to **{bad['build']}** "
-             f"(`{bad['commit'][:12]}`): {doc['commits']} first-parent commits, {doc['probes']} probed.", "",
-             *table(["pin", "status", "last good", "first bad", "subject", "files / problems", "steps"],
-                    [[f"`{p['id']}`", p["summary"], _commit(p["last_good"]), _commit(p["first_bad"]),
-                      (p["first_bad"] or {}).get("subject", ""),
-                      ", ".join([f"`{f}`" for f in p["files"]] + list(p["problems"])), p["steps"]]
-                     for p in doc["pins"]])]
-    return "\n".join(lines) + "\n"
+    return _page(f"Blame from **{good['build']}** (`{good['commit'][:12]}`) to **{bad['build']}** "
+                 f"(`{bad['commit'][:12]}`): {doc['commits']} first-parent commits, {doc['probes']} probed.",
+                 ["pin", "status", "last good", "first bad", "subject", "files / problems", "steps"],
+                 [[f"`{p['id']}`", p["summary"], _commit(p["last_good"]), _commit(p["first_bad"]),
+                   (p["first_bad"] or {}).get("subject", ""),
+                   ", ".join([f"`{f}`" for f in p["files"]] + list(p["problems"])), p["steps"]]
+                  for p in doc["pins"]])
 
 
 def pick_markdown(doc: dict) -> str:
     picked = doc["picked"]
-    lines = [f"Base: picked **{picked}**." if picked else "Base: **no build is green**.", "",
-             *table(["build", "commit", "verdict", "why"],
-                    [[b["build"], f"`{(b['commit'] or '')[:12]}`", b["verdict"],
-                      "; ".join(r["summary"] for r in b["reasons"])] for b in doc["builds"]])]
-    return "\n".join(lines) + "\n"
+    return _page(f"Base: picked **{picked}**." if picked else "Base: **no build is green**.",
+                 ["build", "commit", "verdict", "why"],
+                 [[b["build"], f"`{(b['commit'] or '')[:12]}`", b["verdict"],
+                   "; ".join(r["summary"] for r in b["reasons"])] for b in doc["builds"]])
+
+
+def _page(heading: str, headers: list[str], rows: list[list]) -> str:
+    return "\n".join([heading, "", *table(headers, rows)]) + "\n"
+
+
+def write_results(doc: dict, json_path: str | None, markdown_path: str | None) -> None:
+    """The --json and --markdown files of a pick or blame result (the renderer follows its `kind`)."""
+    if json_path:
+        write_json(json_path, doc)
+    if markdown_path:
+        write_text(markdown_path, {"pick": pick_markdown, "blame": blame_markdown}[doc["kind"]](doc))

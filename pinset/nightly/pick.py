@@ -37,6 +37,7 @@ class Reason:
     problems: list[str] = field(default_factory=list)
     detail: str | None = None
     upstream_commit: CommitRef | None = None   # the first bad upstream commit, when blamed
+    monotone: bool | None = None               # when blamed: False if the pin flips more than once in between
 
     def summary(self) -> str:
         if self.pin is None:
@@ -51,6 +52,8 @@ class Reason:
         if self.upstream_commit is not None:
             c = self.upstream_commit
             text += f" since upstream commit {c.commit[:12]}" + (f" (#{c.pr})" if c.pr else "")
+            if self.monotone is False:
+                text += " (not monotone: it flips more than once in between; the earliest break found)"
         if self.files:
             text += f" in {', '.join(self.files)}"
         if self.status == "contract" and self.problems:
@@ -64,14 +67,14 @@ class Reason:
                 "conflict_with": self.conflict_with, "files": list(self.files), "problems": list(self.problems),
                 "detail": self.detail,
                 "upstream_commit": self.upstream_commit.to_json() if self.upstream_commit else None,
-                "summary": self.summary()}
+                "monotone": self.monotone, "summary": self.summary()}
 
     @classmethod
     def from_json(cls, data: dict) -> "Reason":
         commit = data.get("upstream_commit")
         return cls(data.get("pin"), data["status"], bool(data.get("required", True)), data.get("conflict_with"),
                    list(data.get("files", [])), list(data.get("problems", [])), data.get("detail"),
-                   CommitRef.from_json(commit) if commit else None)
+                   CommitRef.from_json(commit) if commit else None, data.get("monotone"))
 
 
 @dataclass
@@ -177,3 +180,4 @@ def _blame_passed_over(pinset, mirror, prepared, picked: Build, builds: list[Bui
         for reason in row.reasons:
             if reason.pin in found and found[reason.pin].first_bad is not None:
                 reason.upstream_commit = found[reason.pin].first_bad
+                reason.monotone = found[reason.pin].monotone

@@ -82,9 +82,10 @@ class Simulator:
         self._loaded: dict[str, tuple[bytes, set[str]]] = {}  # tree -> (index bytes, paths in it)
         self._moved = TreeLines(mirror, {line for prep in prepared.values() if prep.change is not None
                                          for fc in prep.change.files.values() for line in fc.added})
-        # Blame's probes need each pin's state only: they may turn off the whole-tree search for moved
-        # code (a pin that does not apply stays a conflict) and the attribution of conflicts.
-        self.look_for_moved_code = True
+        # Blame's probes need each pin's state only: they may limit the whole-tree search for moved
+        # code to some pins (True: every pin; a set: those; elsewhere a pin that does not apply stays a
+        # conflict) and turn off the attribution of conflicts.
+        self.look_for_moved_code: bool | set[str] = True
         self.attribute_conflicts = True
 
     # --- git primitives -------------------------------------------------------------------
@@ -257,6 +258,21 @@ class Simulator:
             return self._scratch.path.read_bytes() == before, None
         return False, None
 
+    def _already_made(self, prep: PreparedPin, tree: str, earlier: list[PreparedPin]) -> bool:
+        """A pin without added lines (a deletion, rename, mode change) that does not apply may be one
+        upstream already made: the bare tree applies it exactly in reverse (`git apply --reverse`, no
+        3-way merge). Not when an earlier pin touches its files: its "before" may be that pin's work
+        (a pin deleting a file an earlier pin adds), which no upstream tree has."""
+        touched = prep.change.touched
+        if touched is None or any(e.change is None or e.change.touched is None or touched & e.change.touched
+                                  for e in earlier):
+            return False
+        self._load(self._scratch, tree)
+        env = self.mirror.objects_env(self._new_dir(), self._scratch.objects)
+        return all(self.mirror.git("apply", "--cached", "--reverse", "--whitespace=nowarn", str(patch),
+                                   index=self._scratch.path, env=env).ok
+                   for patch in reversed(prep.change.patches))
+
     def _moved_carried(self, prep: PreparedPin, tree: str) -> MovedMatch | None:
         """A pin that does not apply may have landed in moved code: look for its lines in the whole
         tree, counting only copies beyond those of the tree it was made on (its base where known,
@@ -380,7 +396,14 @@ class Simulator:
                 result.status = "applied"
                 continue
             index.restore(before)  # roll back the half-applied pin (and forget the blobs it wrote)
-            moved = self._moved_carried(prep, build.tree) if self.look_for_moved_code else None
+            earlier = [self.prepared[e.id] for e in self.pinset.pins[:len(results) - 1]]
+            if fraction is None and self._already_made(prep, build.tree, earlier):
+                result.status, result.retire = "upstream", True
+                result.detail = "build already carries this pin (the bare build has its result: it applies in reverse)"
+                continue
+            search = self.look_for_moved_code
+            moved = self._moved_carried(prep, build.tree) \
+                if (search if isinstance(search, bool) else spec.id in search) else None
             if moved is not None:
                 result.status, result.retire = "upstream", True
                 result.detail = f"build already carries this pin in moved code: {moved.describe()}"

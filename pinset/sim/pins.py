@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from pinset.config.schema import PinSet, PinSpec
@@ -11,6 +12,9 @@ from pinset.sim.model import BuildResult
 from pinset.store import Store, read_checked, write_checked
 from pinset.upstream.builds import UPSTREAM_HEAD_REF, upstream_url, fetch_head
 from pinset.upstream.mirror import Mirror
+
+
+_BINARY_WITHOUT_DATA_RE = re.compile(r"^Binary files (?:a/)?(\S+) and (?:b/)?(\S+) differ$", re.M)
 
 
 @dataclass
@@ -41,6 +45,13 @@ def prepare_pins(pinset: PinSet, store: Store, mirror: Mirror) -> dict[str, Prep
         if spec.patches is not None:
             files = spec.patch_files()
             texts = [f.read_text(encoding="utf-8", errors="replace") for f in files]
+            no_data = [(f.name, m.group(2) if m.group(2) != "/dev/null" else m.group(1))
+                       for f, t in zip(files, texts) for m in _BINARY_WITHOUT_DATA_RE.finditer(t)]
+            if no_data:  # git can never apply it: no build is to blame (not a conflict with upstream)
+                name, path = no_data[0]
+                prepared[spec.id] = PreparedPin(spec, error=f"{name}: binary change of {path} without its data "
+                                                             "(\"Binary files ... differ\"; make the patch with --binary)")
+                continue
             change = PinChange(files, combine([parse_patch(t) for t in texts]), touched_paths(texts))
             prepared[spec.id] = PreparedPin(spec, change)
             continue

@@ -95,29 +95,36 @@ def _find_sdist(dest: Path, package: str, version: str) -> Path | None:
     return None
 
 
-def sdist_release(package: str, version: str) -> tuple[str, str, str]:
-    """(url, filename, sha256) of the version's sdist, from the index's JSON API.
+def project_releases(package: str, what: str) -> tuple[str, dict]:
+    """(document URL, `releases`: version -> its files) of the project's JSON document on the index;
+    every fault is one UpstreamError line starting with `what` (the build or selector that asked).
 
-    The project's document (/pypi/NAME/json, its `releases`), not the per-version one: mirrors and proxies of
-    PyPI serve the first (pip-era tooling reads it) where some answer 404 for the second."""
+    The project's document (/pypi/NAME/json), not the per-version one: mirrors and proxies of PyPI serve
+    the first (pip-era tooling reads it) where some answer 404 for the second. Both the sdist download
+    and the `pypi:` range selectors read it here."""
     import requests
 
-    what = f"pypi:{package}=={version}"
-    api = f"{index_url()}/pypi/{package}/json"
+    base = index_url()
+    api = f"{base}/pypi/{package}/json"
     try:
         response = requests.get(api, timeout=60)
     except requests.RequestException as exc:
-        raise UpstreamError(f"{what}: {index_url()} unreachable ({type(exc).__name__})") from None
+        raise UpstreamError(f"{what}: {base} unreachable ({type(exc).__name__})") from None
     if response.status_code == 404:
-        raise UpstreamError(f"{what}: no such project on {index_url()}")
-    if response.status_code != 200:
-        raise UpstreamError(f"{what}: {api} answered HTTP {response.status_code}")
+        raise UpstreamError(f"{what}: no package {package!r} at {base}")
     try:
-        releases = response.json()["releases"]
+        releases = response.json()["releases"] if response.status_code == 200 else None
         if not isinstance(releases, dict):
             raise TypeError
     except (ValueError, KeyError, TypeError):
-        raise UpstreamError(f"{what}: {api} did not answer PyPI's JSON") from None
+        raise UpstreamError(f"{what}: {api} gave no release list (HTTP {response.status_code})") from None
+    return api, releases
+
+
+def sdist_release(package: str, version: str) -> tuple[str, str, str]:
+    """(url, filename, sha256) of the version's sdist, from the index's JSON API."""
+    what = f"pypi:{package}=={version}"
+    api, releases = project_releases(package, what)
     if version not in releases:
         raise UpstreamError(f"{what}: no such release on {index_url()}")
     files = releases[version] if isinstance(releases[version], list) else []

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import fnmatch
 
-import requests
 from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
 
@@ -20,7 +19,7 @@ from pinset.config.schema import PYPI_BUILD_RE
 from pinset.config.selectors import PypiSelector, TagSelector, looks_like_selector, parse_selector
 from pinset.errors import PinsetError, UpstreamError
 from pinset.upstream.mirror import Mirror
-from pinset.upstream.pypi import index_url
+from pinset.upstream.pypi import index_url, project_releases
 
 PYPI_URL_ENV = "PINSET_PYPI_URL"   # read by pypi.index_url(), the one place that resolves the index
 _TAGS = "refs/pinset/upstream/tags/"
@@ -81,25 +80,11 @@ def topo_rank(mirror: Mirror, commits: list[str]) -> dict[str, int]:
 
 def pypi_versions(selector: PypiSelector) -> list[str]:
     """Versions of the package with an sdist that match the specifiers (newest N), oldest first."""
-    base = index_url()
-    url = f"{base}/pypi/{selector.package}/json"
-    try:
-        response = requests.get(url, timeout=60)
-    except requests.RequestException as exc:
-        raise UpstreamError(f"build selector {selector}: {url} unreachable ({type(exc).__name__})") from None
-    if response.status_code == 404:
-        raise UpstreamError(f"build selector {selector}: no package {selector.package!r} at {base}")
-    try:
-        response.raise_for_status()
-        releases = response.json()["releases"]
-        items = releases.items()
-    except (requests.RequestException, ValueError, KeyError, TypeError, AttributeError):
-        raise UpstreamError(f"build selector {selector}: {url} gave no release list "
-                            f"(HTTP {response.status_code})") from None
+    _, releases = project_releases(selector.package, f"build selector {selector}")
     spec = SpecifierSet(selector.specifier)
     prereleases = spec.prereleases is True   # only when a specifier names one (">=0.4.0rc1")
     versions = []
-    for text, files in items:
+    for text, files in releases.items():
         try:
             version = Version(text)
         except InvalidVersion:
@@ -113,7 +98,7 @@ def pypi_versions(selector: PypiSelector) -> list[str]:
         versions = versions[-selector.newest:]
     if not versions:
         raise UpstreamError(f"build selector {selector}: no sdist version of {selector.package} matches "
-                            f"{selector.specifier!r} at {base}")
+                            f"{selector.specifier!r} at {index_url()}")
     return [f"pypi:{selector.package}=={v}" for v in versions]
 
 
