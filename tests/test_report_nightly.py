@@ -133,6 +133,8 @@ def _drop(d, key):
     ("blame", lambda d: d["pins"][0].update(first_bad=None), "blame.pins[0].first_bad: missing for status"),
     ("blame", lambda d: d["pins"][0].update(steps=1.5), "blame.pins[0].steps"),
     ("blame", lambda d: d["pins"][0]["first_bad"].update(pr="#12"), "blame.pins[0].first_bad.pr"),
+    ("blame", lambda d: d["pins"][0].update(monotone="no"), "blame.pins[0].monotone"),
+    ("pick", lambda d: d["builds"][0]["reasons"][0].update(monotone=0), "pick.builds[0].reasons[0].monotone"),
 ])
 def test_malformed_pick_and_blame_are_one_line_exit_2(results, tmp_path, capsys, kind, change, message):
     cfg, shas, files = results

@@ -47,6 +47,7 @@ class PickFile:
                 reason.strs("files", default=[])
                 reason.strs("problems", default=[])
                 reason.get("detail", str, None, default=None)
+                reason.get("monotone", bool, None, default=None)
                 _commit_ref(reason.obj("upstream_commit", null=True, default=None))
             row.obj("verify", null=True, default=None)
         chosen = [r.raw["build"] for r in rows if r.raw["verdict"] == "picked"]
@@ -85,6 +86,7 @@ class BlameFile:
             pin.strs("problems", default=[])
             pin.get("conflict_with", str, None, default=None)
             pin.get("detail", str, None, default=None)
+            pin.get("monotone", bool, None, default=None)
             steps = pin.get("steps", int, default=0)
             if steps < 0:
                 pin.fail("steps", f"expected a non-negative integer, got {steps}")
