@@ -920,7 +920,7 @@ def test_help_fits_80_columns_and_describes_every_option(capsys, monkeypatch, pr
     (["--embd", "40"], "token_embd.weight: rows of 40 weights are not whole Q8_0 blocks of 32"),
     (["--heads", "3"], "n_head 3 is not a multiple of n_head_kv 2"),
     (["--vocab", "none-such"], "no models/ggml-vocab-none-such.gguf found"),
-    (["--layers", "2000000000"], "needs at least"),
+    (["--layers", "2000000000"], "llama.cpp loads at most 512 layers"),
     (["--embd", "2000000000"], "needs at least"),
 ])
 def test_model_synth_bad_shape_leaves_no_output_folder(tmp_path, capsys, override, problem):
