@@ -127,5 +127,6 @@ def os_error_line(exc: OSError) -> str:
     what = (exc.strerror or str(exc)).lower()
     return f"{what}: {where}" if where else what
 
+
 if __name__ == "__main__":
     sys.exit(main())
