@@ -853,6 +853,39 @@ def test_result_files_are_written_whole(tmp_path):
     assert json.loads(dest.read_text()) == {"ok": True}
 
 
+def test_json_to_a_piped_stdout_is_written(local_pins):
+    """`pinset sim --json /dev/stdout | jq`: a pipe has no folder to put a temporary file in (its realpath is
+    /proc/PID/fd/pipe:[N]); the JSON is written to the stream itself."""
+    import subprocess
+
+    done = subprocess.run([sys.executable, "-m", "pinset", "sim", "-c", str(local_pins), "--json", "/dev/stdout"],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
+    assert done.returncode == 0, done.stderr
+    assert '"kind": "sim"' in done.stdout and done.stderr == ""
+
+
+def test_stale_results_removed_never_a_stream_or_a_link(tmp_path):
+    """remove_stale (verify, kld, bench before they run) removes an earlier result file, but never an open
+    stream named as the output (/dev/stdout, itself a link: as root, unlinking it removed it from /dev) and,
+    for a link, the file it names rather than the link."""
+    from pinset.output import remove_stale, write_text
+
+    stream = tmp_path / "to-stdout.json"
+    stream.symlink_to("/dev/stdout")   # under pytest, fd 1 is a regular file: is_file() is True through it
+    result = tmp_path / "run-1.json"
+    result.write_text("green of an earlier run\n")
+    latest = tmp_path / "latest.json"
+    latest.symlink_to(result.name)
+    plain = tmp_path / "plain.json"
+    plain.write_text("old\n")
+    remove_stale([stream, latest, plain, None])
+    assert stream.is_symlink() and os.readlink(stream) == "/dev/stdout"
+    assert latest.is_symlink() and not result.exists() and not plain.exists()
+    write_text(latest, "new\n")
+    assert latest.is_symlink() and result.read_text() == "new\n"
+
+
 def test_closed_stdout_ends_quietly(local_pins):
     """`pinset matrix | head -c 0`: the reader went away before the JSON was written; no traceback."""
     import subprocess

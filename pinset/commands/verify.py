@@ -15,7 +15,7 @@ from pinset.checks.machine import probe_machine
 from pinset.commands.common import add_config_args, count, only_with, open_config, seconds
 from pinset.commands.sim import short_build
 from pinset.errors import PinsetError, ToolchainError
-from pinset.output import check_outputs, console, write_json, write_text
+from pinset.output import check_outputs, console, remove_stale, write_json, write_text
 from pinset.sim.model import is_cuda_path
 from pinset.sim.run import pick_builds, simulate
 from pinset.verify.gates import BuildInput, Gates, Interrupted, VerifyOptions
@@ -70,9 +70,7 @@ def run(args) -> int:
     machine = probe_machine(find_nvcc() if args.cuda else None)
     # From here on the run's own result replaces an earlier one: a run that is interrupted or fails before its
     # JSON is written must not leave the last run's (maybe green) files in place to be read as this run's.
-    for output in (args.json, args.markdown):
-        if output:
-            Path(output).unlink(missing_ok=True)
+    remove_stale([args.json, args.markdown])
 
     interrupted = None
     with simulate(pinset, build_names, store) as sim:
