@@ -1057,6 +1057,13 @@ def test_option_that_needs_another(project, capsys, isolated_cache, argv, line):
     assert not (isolated_cache / "mirror.git").exists()
 
 
+def test_kld_cpu_with_ngl_0_is_what_it_runs(project, capsys, isolated_cache):
+    """`--cpu -ngl 0` says what --cpu runs: not refused as an -ngl without the device (the next check, the
+    model, is what answers here)."""
+    argv = ["kld", "-m", str(project / "pins.yaml"), "--cpu", "-ngl", "0", "-c", str(project / "pins.yaml")]
+    assert bad(capsys, argv, project).startswith("pinset kld: error: --model ")
+
+
 def test_relative_xdg_cache_home_is_ignored(monkeypatch, tmp_path):
     """The XDG spec calls a relative XDG_CACHE_HOME invalid: taken as it is, the cache would land in the
     current folder, the user's own checkout."""

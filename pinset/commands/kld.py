@@ -39,7 +39,8 @@ def run(args) -> int:
     check_outputs({"--json": args.json, "--markdown": args.markdown}, {"--log-dir": args.log_dir},
                   inputs=[p for p in (args.model, args.text, args.config) if p])
     check_inputs({"--model": args.model, "--text": args.text})
-    only_with("the device (not --cpu, which runs -ngl 0)", not args.cpu, {"-ngl/--gpu-layers": args.gpu_layers != 99})
+    only_with("the device (not --cpu, which runs -ngl 0)", not args.cpu,
+              {"-ngl/--gpu-layers": args.gpu_layers not in (0, 99)})   # 0: what --cpu runs, said again
     check_gguf({"--model": args.model})
     remove_stale([args.json, args.markdown])
     base, head, store = resolve_sides(args, TARGETS, cpu=args.cpu)
