@@ -301,6 +301,20 @@ def two_gpus(tmp_path, monkeypatch):
     return monkeypatch
 
 
+def test_verify_names_the_gpu_of_its_backend(two_gpus):
+    """`verify --cuda --backend CUDA1` runs its GPU gates on the second visible GPU: the result names that GPU
+    (its name is what the backend-ops gate's device must match), not the first."""
+    from pinset.commands.verify import on_backend
+
+    machine = probe_machine()
+    assert on_backend(machine, "CUDA0").gpu.name == "NVIDIA RTX A6000"
+    assert on_backend(machine, "CUDA1").gpu.name == "NVIDIA H200"
+    two_gpus.setenv("CUDA_VISIBLE_DEVICES", "1,0")
+    assert on_backend(probe_machine(), "CUDA1").gpu.name == "NVIDIA RTX A6000"
+    two_gpus.setenv("CUDA_VISIBLE_DEVICES", "1")   # no CUDA1: the gate itself fails (backend not found)
+    assert on_backend(probe_machine(), "CUDA1").gpu.name == "NVIDIA H200"
+
+
 @pytest.mark.parametrize("visible, name, uuids", [
     (None, "NVIDIA RTX A6000", [UUID0, UUID1]),
     ("1", "NVIDIA H200", [UUID1]),

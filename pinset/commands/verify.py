@@ -5,13 +5,15 @@ from __future__ import annotations
 import re
 import shutil
 import signal
+from dataclasses import replace
 from pathlib import Path
 
 from rich.table import Table
 
 from pinset.build.cmake import find_nvcc, require_toolchain
 from pinset.build.settings import BuildSettings, build_settings
-from pinset.checks.machine import probe_machine
+from pinset.checks.machine import Machine, probe_machine
+from pinset.checks.nvidia_smi import visible_gpus
 from pinset.commands.common import add_config_args, count, only_with, open_config, seconds
 from pinset.commands.sim import short_build
 from pinset.errors import PinsetError, ToolchainError
@@ -68,6 +70,8 @@ def run(args) -> int:
     build_names = pick_builds(pinset, args.builds)
     cuda_flags, arch, gpu_arch = check_toolchain(pinset, args.cuda, cuda_flags, gpu_class=args.gpu_class)
     machine = probe_machine(find_nvcc() if args.cuda else None)
+    if args.cuda:
+        machine = on_backend(machine, backend)
     # From here on the run's own result replaces an earlier one: a run that is interrupted or fails before its
     # JSON is written must not leave the last run's (maybe green) files in place to be read as this run's.
     remove_stale([args.json, args.markdown])
@@ -142,6 +146,15 @@ def gpu_backend(backend: str | None) -> str:
     if not re.fullmatch(r"CUDA\d+", backend):
         raise PinsetError(f"--backend {backend}: the GPU gates need a CUDA device backend (CUDA0, CUDA1, ...)")
     return backend
+
+
+def on_backend(machine: Machine, backend: str) -> Machine:
+    """The machine with the GPU its GPU gates run on as its `gpu`: CUDA<n> is the n-th visible GPU in
+    nvidia-smi's order (CUDA_DEVICE_ORDER=PCI_BUS_ID, CUDA_VISIBLE_DEVICES applied), not always the first
+    (`--backend CUDA1` on a host of two GPU models was red for running on the GPU it was asked to)."""
+    gpus = visible_gpus()
+    index = int(backend.removeprefix("CUDA"))
+    return replace(machine, gpu=gpus[index]) if index < len(gpus) else machine
 
 
 def _interrupt(signum, frame):

@@ -1,0 +1,1 @@
+int other_thing(void) { return 2; }
