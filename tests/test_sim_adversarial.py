@@ -61,6 +61,15 @@ def test_a_conflict_writes_nothing_into_the_current_folder(tmp_path, up, monkeyp
     assert (checkout / "src" / "new.c").read_text() == "the user's own file\n"
 
 
+def test_a_commit_message_quoting_binary_files_differ_is_no_binary_change(tmp_path, up):
+    """Only the diff says whether a binary file lacks its data: a message that quotes git's line is a message."""
+    b1 = up.head()
+    message = "explain the old diff\n\nBinary files a/model.bin and b/model.bin differ\n\nwas all git said."
+    series(up, b1, [(message, {"src/a.c": FILLER.replace("return 20;", "return 2000;")})], tmp_path / "p")
+    code, pin = sim_pin(tmp_path, one_pin(tmp_path, up, ["b1"], tmp_path / "p"), "b1")
+    assert code == 0 and pin["status"] == "applied", pin
+
+
 def test_a_patch_applying_at_an_offset_is_applied_with_its_lines_in_place(tmp_path, up):
     b1 = up.head()
     series(up, b1, [("edit", {"src/a.c": FILLER.replace("return 20;", "return 2000;")})], tmp_path / "p")
