@@ -36,14 +36,11 @@ def write_json(path: str | Path, data: dict) -> None:
 def remove_stale(paths) -> None:
     """Remove the result files a run is about to write (None entries skipped): an earlier run's result
     under the same name must not stand in for this run when it is interrupted or fails before writing.
-    Only a file is removed, the one a link names where the name is a link: never the link, a device, or
-    an open stream (`--json /dev/stdout` is not a result file; as root its unlink removed /dev/stdout)."""
+    A link to a file is removed, not the file it names (kept elsewhere on purpose); a device or an open
+    stream never (`--json /dev/stdout` is not a result file; as root its unlink removed /dev/stdout)."""
     for path in paths:
-        if path is None or _names_a_stream(path):
-            continue
-        real = Path(os.path.realpath(path))
-        if real.is_file():
-            real.unlink()
+        if path is not None and not _names_a_stream(path) and (Path(path).is_symlink() or Path(path).is_file()):
+            Path(path).unlink()
 
 
 def _names_a_stream(path: str | Path) -> bool:

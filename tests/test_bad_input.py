@@ -867,8 +867,8 @@ def test_json_to_a_piped_stdout_is_written(local_pins):
 
 def test_stale_results_removed_never_a_stream_or_a_link(tmp_path):
     """remove_stale (verify, kld, bench before they run) removes an earlier result file, but never an open
-    stream named as the output (/dev/stdout, itself a link: as root, unlinking it removed it from /dev) and,
-    for a link, the file it names rather than the link."""
+    stream named as the output (/dev/stdout, itself a link: as root, unlinking it removed it from /dev) nor,
+    for a link, the file it names (kept elsewhere on purpose): the link goes."""
     from pinset.output import remove_stale, write_text
 
     stream = tmp_path / "to-stdout.json"
@@ -881,9 +881,9 @@ def test_stale_results_removed_never_a_stream_or_a_link(tmp_path):
     plain.write_text("old\n")
     remove_stale([stream, latest, plain, None])
     assert stream.is_symlink() and os.readlink(stream) == "/dev/stdout"
-    assert latest.is_symlink() and not result.exists() and not plain.exists()
+    assert not latest.is_symlink() and result.read_text() == "green of an earlier run\n" and not plain.exists()
     write_text(latest, "new\n")
-    assert latest.is_symlink() and result.read_text() == "new\n"
+    assert latest.read_text() == "new\n" and result.read_text() == "green of an earlier run\n"
 
 
 def test_closed_stdout_ends_quietly(local_pins):
