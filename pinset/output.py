@@ -34,23 +34,40 @@ def write_json(path: str | Path, data: dict) -> None:
 
 
 def remove_stale(paths) -> None:
-    """Remove the result files a measurement is about to write (None entries skipped): an earlier run's result
-    under the same name must not stand in for this run when it is interrupted or fails before writing."""
+    """Remove the result files a run is about to write (None entries skipped): an earlier run's result
+    under the same name must not stand in for this run when it is interrupted or fails before writing.
+    A link to a file is removed, not the file it names (kept elsewhere on purpose); a device or an open
+    stream never (`--json /dev/stdout` is not a result file; as root its unlink removed /dev/stdout)."""
     for path in paths:
-        if path is not None and Path(path).is_file():
+        if path is not None and not _names_a_stream(path) and (Path(path).is_symlink() or Path(path).is_file()):
             Path(path).unlink()
+
+
+def _names_a_stream(path: str | Path) -> bool:
+    """`path` is reached through /dev or /proc (/dev/stdout -> /proc/self/fd/1): it names an open file
+    (a pipe, the terminal, the shell's redirect), which is written in place, never replaced or removed."""
+    name = os.path.abspath(path)
+    for _ in range(40):  # the kernel's own limit on links followed
+        if name.startswith(("/dev/", "/proc/")):
+            return True
+        if not os.path.islink(name):
+            return False
+        name = os.path.normpath(os.path.join(os.path.dirname(name), os.readlink(name)))
+    return False
 
 
 def write_text(path: str | Path, text: str) -> None:
     """Whole or not at all: a full disk or Ctrl-C half-way leaves the file as it was, never half of the
-    new one. A device or FIFO (`--json /dev/stdout`) is written in place: there is no file to replace; so
-    is a writable file in a folder we may not create in (no room for the temporary file)."""
+    new one. A device, FIFO or stream (`--json /dev/stdout`, piped or not) is written in place: there is no
+    file to replace (a pipe's realpath is no path at all, and replacing a redirect's file lost what the
+    run had printed before); so is a writable file in a folder we may not create in (no room for the
+    temporary file)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     data = text.encode("utf-8")
     real = Path(os.path.realpath(path))
     try:
-        if real.exists() and (not real.is_file() or write_problem(real.parent)):
+        if _names_a_stream(path) or (real.exists() and (not real.is_file() or write_problem(real.parent))):
             with open(path, "wb") as fh:
                 fh.write(data)
         else:

@@ -853,6 +853,39 @@ def test_result_files_are_written_whole(tmp_path):
     assert json.loads(dest.read_text()) == {"ok": True}
 
 
+def test_json_to_a_piped_stdout_is_written(local_pins):
+    """`pinset sim --json /dev/stdout | jq`: a pipe has no folder to put a temporary file in (its realpath is
+    /proc/PID/fd/pipe:[N]); the JSON is written to the stream itself."""
+    import subprocess
+
+    done = subprocess.run([sys.executable, "-m", "pinset", "sim", "-c", str(local_pins), "--json", "/dev/stdout"],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
+    assert done.returncode == 0, done.stderr
+    assert '"kind": "sim"' in done.stdout and done.stderr == ""
+
+
+def test_stale_results_removed_never_a_stream_or_a_link(tmp_path):
+    """remove_stale (verify, kld, bench before they run) removes an earlier result file, but never an open
+    stream named as the output (/dev/stdout, itself a link: as root, unlinking it removed it from /dev) nor,
+    for a link, the file it names (kept elsewhere on purpose): the link goes."""
+    from pinset.output import remove_stale, write_text
+
+    stream = tmp_path / "to-stdout.json"
+    stream.symlink_to("/dev/stdout")   # under pytest, fd 1 is a regular file: is_file() is True through it
+    result = tmp_path / "run-1.json"
+    result.write_text("green of an earlier run\n")
+    latest = tmp_path / "latest.json"
+    latest.symlink_to(result.name)
+    plain = tmp_path / "plain.json"
+    plain.write_text("old\n")
+    remove_stale([stream, latest, plain, None])
+    assert stream.is_symlink() and os.readlink(stream) == "/dev/stdout"
+    assert not latest.is_symlink() and result.read_text() == "green of an earlier run\n" and not plain.exists()
+    write_text(latest, "new\n")
+    assert latest.read_text() == "new\n" and result.read_text() == "green of an earlier run\n"
+
+
 def test_closed_stdout_ends_quietly(local_pins):
     """`pinset matrix | head -c 0`: the reader went away before the JSON was written; no traceback."""
     import subprocess
@@ -1022,6 +1055,13 @@ def test_option_that_needs_another(project, capsys, isolated_cache, argv, line):
     argv = [a.format(root=project) for a in argv]
     assert bad(capsys, [*argv, "-c", str(project / "pins.yaml")], project) == line
     assert not (isolated_cache / "mirror.git").exists()
+
+
+def test_kld_cpu_with_ngl_0_is_what_it_runs(project, capsys, isolated_cache):
+    """`--cpu -ngl 0` says what --cpu runs: not refused as an -ngl without the device (the next check, the
+    model, is what answers here)."""
+    argv = ["kld", "-m", str(project / "pins.yaml"), "--cpu", "-ngl", "0", "-c", str(project / "pins.yaml")]
+    assert bad(capsys, argv, project).startswith("pinset kld: error: --model ")
 
 
 def test_relative_xdg_cache_home_is_ignored(monkeypatch, tmp_path):

@@ -208,6 +208,20 @@ def test_an_interrupted_bench_exits_130_and_leaves_no_result_not_even_an_older_o
     assert not any(path.exists() for path in outputs.values())
 
 
+@pytest.mark.parametrize("verb", ["bench", "kld"])
+def test_bad_input_leaves_an_earlier_result_in_place(tmp_path, capsys, verb):
+    """Bad input is exit 2 with nothing changed: the earlier result files are removed only once the command
+    line has passed every check (here --head-bin without --base-bin, found by the sides)."""
+    model = tmp_path / "m.gguf"
+    model.write_bytes(b"GGUF")
+    earlier = tmp_path / "earlier.json"
+    earlier.write_text('{"ok": true}\n')
+    capsys.readouterr()
+    rc = main([verb, "--head-bin", str(tmp_path), "--cpu", "-m", str(model), "--json", str(earlier)])
+    assert rc == 2 and "--base-bin and --head-bin go together" in capsys.readouterr().err
+    assert earlier.read_text() == '{"ok": true}\n'
+
+
 def test_the_same_programs_on_both_sides_are_an_aa_check_not_evidence_for_the_pins(tmp_path):
     """--base-bin B --head-bin B measures the machine's noise, like --aa: the JSON says so, and pinset report
     does not take it as head's speed."""

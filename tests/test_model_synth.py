@@ -399,3 +399,22 @@ def test_a_model_larger_than_the_free_space_is_bad_input_before_anything_is_writ
     err = capsys.readouterr().err
     assert rc == 2 and "GB free" in err and len(err.strip().splitlines()) == 1
     assert not out.exists() or not any(out.iterdir())
+
+
+@needs_gguf
+def test_a_model_already_there_counts_as_room(tmp_path, capsys, monkeypatch):
+    """The same synth run again (a nightly step) on a disk that has filled up since: the model in -o is reused,
+    it is no bad input for want of the room it already takes."""
+    import shutil
+    from collections import namedtuple
+
+    vocab = make_vocab(tmp_path / "vocab.gguf")
+    out = tmp_path / "out"
+    argv = ["model", "synth", "--arch", "qwen3moe", "--size", "tiny", "--quant", "IQ1_M", "--direct",
+            "--vocab", str(vocab), "-o", str(out)]
+    assert main(argv) == 0
+    usage = namedtuple("usage", "total used free")
+    monkeypatch.setattr(shutil, "disk_usage", lambda path: usage(10**12, 10**12, 0))   # the disk is full now
+    capsys.readouterr()
+    assert main(argv) == 0, capsys.readouterr().err
+    assert "cached" in capsys.readouterr().out

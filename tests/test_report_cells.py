@@ -17,6 +17,7 @@ from pinset.checks.nvidia_smi import visible_indices
 from pinset.cli import main
 from pinset.config.schema import GpuClass, PinSet
 from pinset.errors import ConfigError, PinsetError, ToolchainError
+from pinset.report.merge import VerifyRun
 from test_errors import fake_program
 
 FIX = goldens.FIXTURES / "green"
@@ -300,6 +301,20 @@ def two_gpus(tmp_path, monkeypatch):
     return monkeypatch
 
 
+def test_verify_names_the_gpu_of_its_backend(two_gpus):
+    """`verify --cuda --backend CUDA1` runs its GPU gates on the second visible GPU: the result names that GPU
+    (its name is what the backend-ops gate's device must match), not the first."""
+    from pinset.commands.verify import on_backend
+
+    machine = probe_machine()
+    assert on_backend(machine, "CUDA0").gpu.name == "NVIDIA RTX A6000"
+    assert on_backend(machine, "CUDA1").gpu.name == "NVIDIA H200"
+    two_gpus.setenv("CUDA_VISIBLE_DEVICES", "1,0")
+    assert on_backend(probe_machine(), "CUDA1").gpu.name == "NVIDIA RTX A6000"
+    two_gpus.setenv("CUDA_VISIBLE_DEVICES", "1")   # no CUDA1: the gate itself fails (backend not found)
+    assert on_backend(probe_machine(), "CUDA1").gpu.name == "NVIDIA H200"
+
+
 @pytest.mark.parametrize("visible, name, uuids", [
     (None, "NVIDIA RTX A6000", [UUID0, UUID1]),
     ("1", "NVIDIA H200", [UUID1]),
@@ -365,6 +380,28 @@ def test_arch_specific_class_covers_its_gpu(two_gpus):
     two_gpus.setenv("CUDA_VISIBLE_DEVICES", "0")
     with pytest.raises(ToolchainError, match="visible GPU is 86"):
         build_settings(ps, cuda=True, gpu_hint="x", gpu_class="h200-sm90a")
+
+
+@pytest.mark.parametrize("arch", ["90-real", "90-virtual", "86-real;90-real", "native", "all", "all-major"])
+def test_cmake_architecture_spellings_cover_their_gpu(two_gpus, arch):
+    """pins.yaml takes CMake's spellings (-real, -virtual, native, all, all-major): a class written so is
+    neither refused on its own GPU nor told its GPU's code was not built (verify's not-tested item), and
+    a report does not file its verify as off the class's GPU."""
+    from pinset.report.verdict import _verify_off_gpu
+
+    two_gpus.setenv("CUDA_VISIBLE_DEVICES", "1")   # the H200, 9.0
+    ps = PinSet(Path("pins.yaml"), None, ("v1",), (), None, gpus=(GpuClass("h200", ("h200",), arch),))
+    settings = build_settings(ps, cuda=True, gpu_hint="x", gpu_class="h200")
+    assert settings.coverage_warning() is None
+    assert _verify_off_gpu(VerifyRun({"gpu": {"name": "NVIDIA H200", "compute_capability": "9.0"}}, (),
+                                     {"gates": [{"name": "backend-ops", "status": "passed"}]}, []), arch) is None
+
+
+def test_real_architectures_still_tell_another_gpu(two_gpus):
+    two_gpus.setenv("CUDA_VISIBLE_DEVICES", "0")   # the A6000, 8.6
+    ps = PinSet(Path("pins.yaml"), None, ("v1",), (), None, gpus=(GpuClass("h200", ("h200",), "90-real"),))
+    with pytest.raises(ToolchainError, match="visible GPU is 86"):
+        build_settings(ps, cuda=True, gpu_hint="x", gpu_class="h200")
 
 
 def test_gpu_class_unknown_or_without_cuda_is_bad_input(two_gpus):

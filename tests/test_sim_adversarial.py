@@ -39,6 +39,37 @@ def test_a_patch_creating_a_file_upstream_already_has_with_other_text_is_a_confl
     assert code == 1 and pin["status"] == "conflict" and pin["files"] == ["src/new.c"]
 
 
+def test_a_conflict_writes_nothing_into_the_current_folder(tmp_path, up, monkeypatch):
+    """git apply --3way writes an add/add conflict's file into its work tree even with --cached: sim run from
+    the user's checkout must neither write there nor read it (a file of that name there must not change the
+    answer)."""
+    b1 = up.head()
+    series(up, b1, [("new file", {"src/new.c": "int new_feature(void) { return 1; }\n"})], tmp_path / "p")
+    up.commit("upstream adds the same path", {"src/new.c": "int other_thing(void) { return 2; }\n"})
+    up.tag("b2")
+    cfg = one_pin(tmp_path, up, ["b2"], tmp_path / "p")
+    checkout = tmp_path / "checkout"
+    checkout.mkdir()
+    monkeypatch.chdir(checkout)
+    code, pin = sim_pin(tmp_path, cfg, "b2")
+    assert code == 1 and pin["status"] == "conflict" and pin["files"] == ["src/new.c"]
+    assert list(checkout.iterdir()) == []
+    (checkout / "src").mkdir()
+    (checkout / "src" / "new.c").write_text("the user's own file\n")
+    code, again = sim_pin(tmp_path, cfg, "b2")
+    assert (code, again["status"], again["files"]) == (1, "conflict", ["src/new.c"])
+    assert (checkout / "src" / "new.c").read_text() == "the user's own file\n"
+
+
+def test_a_commit_message_quoting_binary_files_differ_is_no_binary_change(tmp_path, up):
+    """Only the diff says whether a binary file lacks its data: a message that quotes git's line is a message."""
+    b1 = up.head()
+    message = "explain the old diff\n\nBinary files a/model.bin and b/model.bin differ\n\nwas all git said."
+    series(up, b1, [(message, {"src/a.c": FILLER.replace("return 20;", "return 2000;")})], tmp_path / "p")
+    code, pin = sim_pin(tmp_path, one_pin(tmp_path, up, ["b1"], tmp_path / "p"), "b1")
+    assert code == 0 and pin["status"] == "applied", pin
+
+
 def test_a_patch_applying_at_an_offset_is_applied_with_its_lines_in_place(tmp_path, up):
     b1 = up.head()
     series(up, b1, [("edit", {"src/a.c": FILLER.replace("return 20;", "return 2000;")})], tmp_path / "p")

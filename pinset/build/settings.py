@@ -27,8 +27,7 @@ class BuildSettings:
         """A warning when a visible GPU's architecture is not built for (its kernels then fail at run time)."""
         if not (self.cuda and self.gpu_architectures):
             return None
-        built = runnable_on(self.cuda_architectures or "")
-        if set(self.gpu_architectures.split(";")) <= built:
+        if covers(self.cuda_architectures or "", self.gpu_architectures.split(";")):
             return None
         return (f"the build is for CUDA architectures {self.cuda_architectures}, the GPU here is "
                 f"{self.gpu_architectures}: GPU runs may fail with 'no kernel image'")
@@ -59,10 +58,14 @@ def normalize_architectures(text: str) -> str:
     return ";".join(sorted(parts, key=lambda a: (int(re.match(r"\d*", a).group() or 0), a)))
 
 
-def runnable_on(architectures: str) -> set[str]:
-    """The compute capabilities ("90") whose GPUs run code built for `architectures`: "90a" (arch-specific
-    features) and "100f" (family) run on a 9.0 and a 10.0 GPU respectively."""
-    return {re.sub(r"(?<=\d)[af]$", "", a) for a in normalize_architectures(architectures).split(";") if a}
+def covers(architectures: str, capabilities) -> bool:
+    """Whether code built for `architectures` (CMake's spelling) runs on GPUs of each compute capability ("90")
+    in `capabilities`: "90a" (arch-specific features) and "100f" (family) run on a 9.0 and a 10.0 GPU,
+    "90-real" (machine code only) and "90-virtual" (PTX only, compiled for the GPU when loaded) on a 9.0 GPU;
+    "native" is the GPU's own, "all" and "all-major" every GPU."""
+    built = {re.sub(r"(?<=\d)[af]$", "", re.sub(r"-(real|virtual)$", "", a))
+             for a in normalize_architectures(architectures).split(";") if a}
+    return bool(built & {"native", "all", "all-major"}) or set(capabilities) <= built
 
 
 def build_settings(pinset: PinSet, *, cuda: bool, gpu_hint: str, architectures: str | None = None,
@@ -86,10 +89,9 @@ def build_settings(pinset: PinSet, *, cuda: bool, gpu_hint: str, architectures: 
         return CPU_BUILD
     gpu = require_visible_gpu(gpu_hint)
     if gpu_arch is not None:
-        claimed = runnable_on(gpu_arch)
         seen = visible_gpus()  # CUDA_VISIBLE_DEVICES applied: the GPU this cell runs on
         here = ";".join(g.compute_capability.replace(".", "") for g in seen) if seen else gpu
-        stray = [a for a in normalize_architectures(here).split(";") if a not in claimed]
+        stray = [a for a in normalize_architectures(here).split(";") if not covers(gpu_arch, [a])]
         if stray:
             raise ToolchainError(f"GPU class {gpu_class} builds for CUDA architectures "
                                  f"{normalize_architectures(gpu_arch)}, but this machine's visible GPU is "

@@ -17,7 +17,7 @@ from pinset.measures.bench import (FIRST_LOOK, MAX_ROUNDS, MAX_TIME_S, aa_noise,
 from pinset.measures.stats import Plan
 from pinset.commands.sides import add_side_args, check_gguf, resolve_sides
 from pinset.commands.common import check_inputs, count, only_with, seconds
-from pinset.output import check_outputs, console, err_console, remove_stale, write_json, write_text
+from pinset.output import check_outputs, console, err_console, write_json, write_text
 from pinset.progress import Progress
 
 TARGETS = ["llama-bench"]
@@ -89,8 +89,8 @@ def run(args) -> int:
                           "an A/A check is --aa)")
     noise = noise_from(args.noise_from, bench_args, cpu=args.cpu, model=args.model,
                        repetitions=args.repetitions) if args.noise_from else None
-    remove_stale([args.json, args.markdown, args.csv, args.plot])
-    base, head, _store = resolve_sides(args, TARGETS, cpu=args.cpu, head_only=args.vs_model is not None)
+    base, head, _store = resolve_sides(args, TARGETS, cpu=args.cpu, head_only=args.vs_model is not None,
+                                       replaced=[args.json, args.markdown, args.csv, args.plot])
     if args.aa:
         from dataclasses import replace
 

@@ -12,7 +12,7 @@ from pinset.measures.kld import device_run, kld_document, reference
 from pinset.commands.sides import add_side_args, check_gguf, resolve_sides
 from pinset.models.pipeline import DEFAULT_TEXT
 from pinset.commands.common import check_inputs, count, only_with
-from pinset.output import check_outputs, console, remove_stale, write_json, write_text
+from pinset.output import check_outputs, console, write_json, write_text
 
 TARGETS = ["llama-perplexity"]
 
@@ -39,10 +39,10 @@ def run(args) -> int:
     check_outputs({"--json": args.json, "--markdown": args.markdown}, {"--log-dir": args.log_dir},
                   inputs=[p for p in (args.model, args.text, args.config) if p])
     check_inputs({"--model": args.model, "--text": args.text})
-    only_with("the device (not --cpu, which runs -ngl 0)", not args.cpu, {"-ngl/--gpu-layers": args.gpu_layers != 99})
+    only_with("the device (not --cpu, which runs -ngl 0)", not args.cpu,
+              {"-ngl/--gpu-layers": args.gpu_layers not in (0, 99)})   # 0: what --cpu runs, said again
     check_gguf({"--model": args.model})
-    remove_stale([args.json, args.markdown])
-    base, head, store = resolve_sides(args, TARGETS, cpu=args.cpu)
+    base, head, store = resolve_sides(args, TARGETS, cpu=args.cpu, replaced=[args.json, args.markdown])
     console.print(f"reference: CPU, {base.label} build, ctx {args.ctx}, {args.chunks} chunks")
     ref = reference(base, args.model, args.text, args.ctx, args.chunks, store, threads=args.threads,
                     log_dir=args.log_dir)

@@ -3,6 +3,7 @@ or written directly in the target type (full-size models)."""
 
 from __future__ import annotations
 
+import glob
 import json
 import shutil
 from pathlib import Path
@@ -72,11 +73,14 @@ methods:
     return p
 
 
-def _check_room(out: Path, existing: Path, shape, method: str) -> None:
+def _check_room(out: Path, existing: Path, shape, method: str, name: str) -> None:
     """A shape the disk under --out cannot hold (`--layers 100000000`) is bad input, not hours of writing
-    that end in a full disk. The bound is low on purpose: 1.5 bits a layer weight (IQ1_S), 16 for F16."""
+    that end in a full disk. The bound is low on purpose: 1.5 bits a layer weight (IQ1_S), 16 for F16.
+    The models of this name already in --out count as room (a same recipe is reused, another replaces them):
+    the nightly's repeated synth of a large model on a nearly full disk is no bad input."""
     need = shape.layer_params() * (16 if method == "quantize" else 1.5) / 8
-    free = shutil.disk_usage(existing).free
+    ours = [p for p in out.glob(f"{glob.escape(name)}-*.gguf") if p.is_file()] if out.is_dir() else []
+    free = shutil.disk_usage(existing).free + sum(p.stat().st_size for p in ours)
     if need > free:
         raise PinsetError(f"--out {out}: {shape.describe()} needs at least {need / 1e9:,.1f} GB, "
                           f"{free / 1e9:,.1f} GB free there")
@@ -116,10 +120,11 @@ def run(args) -> int:
     existing = args.out  # the nearest folder that is there already: what a failure leaves as it was
     while not existing.exists() and existing != existing.parent:
         existing = existing.parent
-    _check_room(args.out, existing, shape, method)
+    name = args.name or f"synth-{args.arch}-{args.size}"
+    _check_room(args.out, existing, shape, method, name)
     console.print(f"synth {shape.describe()} -> {args.quant} ({method})")
     try:
-        result = synthesize(shape, args.quant, args.out, tools, name=args.name or f"synth-{args.arch}-{args.size}",
+        result = synthesize(shape, args.quant, args.out, tools, name=name,
                             method=method, other_quant=args.other_quant or "Q8_0", text=args.text, seed=args.seed,
                             gpu_layers=args.gpu_layers, imatrix_chunks=args.imatrix_chunks, threads=args.threads,
                             trees=trees, keep_f16=not args.drop_f16, force=args.force)

@@ -10,7 +10,7 @@ from pinset.build.settings import build_settings, require_visible_gpu
 from pinset.commands.common import count, cuda_architectures
 from pinset.errors import PinsetError
 from pinset.measures.sides import Side, built_sides, folder_side
-from pinset.output import err_console
+from pinset.output import err_console, remove_stale
 from pinset.store import Store
 
 NO_GPU_HINT = "use --cpu"
@@ -47,11 +47,14 @@ def add_side_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("-j", "--jobs", type=count(1), help="build jobs")
 
 
-def resolve_sides(args, targets: list[str], *, cpu: bool, head_only: bool = False) -> tuple[Side, Side, Store]:
+def resolve_sides(args, targets: list[str], *, cpu: bool, head_only: bool = False,
+                  replaced=()) -> tuple[Side, Side, Store]:
     """(base, head, store). Explicit folders win; otherwise both trees are built (cached). head_only: only the
     head build is needed (it is returned as both sides), e.g. to compare two models on it.
 
     Without `cpu` the programs run on the GPU, so a GPU must be visible, before anything is built.
+    `replaced`: the result files of this run, removed once the command line has passed every check and
+    before any build or run (bad input changes nothing; a stopped run leaves no earlier result).
     """
     if head_only and args.base_bin:
         raise PinsetError("--base-bin: not used here (only the head build runs); give --head-bin")
@@ -68,9 +71,10 @@ def resolve_sides(args, targets: list[str], *, cpu: bool, head_only: bool = Fals
         if not cpu:
             require_visible_gpu(NO_GPU_HINT)
         store = Store.open(args.cache)
+        remove_stale(replaced)
     else:
         sides, store = _build(args, targets, cuda=not cpu, gpu_hint=NO_GPU_HINT,
-                              labels=("head",) if head_only else ("base", "head"))
+                              labels=("head",) if head_only else ("base", "head"), replaced=replaced)
     if head_only:
         return replace(sides[0], label="base"), sides[0], store
     return sides[0], sides[1], store
@@ -81,7 +85,7 @@ def built_base(args, targets: list[str], *, cuda: bool, gpu_hint: str) -> Side:
     return _build(args, targets, cuda=cuda, gpu_hint=gpu_hint, labels=("base",))[0][0]
 
 
-def _build(args, targets: list[str], *, cuda: bool, gpu_hint: str, labels: tuple[str, ...]):
+def _build(args, targets: list[str], *, cuda: bool, gpu_hint: str, labels: tuple[str, ...], replaced=()):
     from pinset.build.cmake import require_toolchain
     from pinset.config.schema import load_pinset
 
@@ -95,4 +99,5 @@ def _build(args, targets: list[str], *, cuda: bool, gpu_hint: str, labels: tuple
     if settings.coverage_warning():
         err_console.print(f"[yellow]warning:[/] {settings.coverage_warning()}")
     store = Store.open(args.cache)
+    remove_stale(replaced)
     return built_sides(pinset, store, name, targets=targets, settings=settings, labels=labels, jobs=args.jobs), store

@@ -5,17 +5,19 @@ from __future__ import annotations
 import re
 import shutil
 import signal
+from dataclasses import replace
 from pathlib import Path
 
 from rich.table import Table
 
 from pinset.build.cmake import find_nvcc, require_toolchain
 from pinset.build.settings import BuildSettings, build_settings
-from pinset.checks.machine import probe_machine
+from pinset.checks.machine import Machine, probe_machine
+from pinset.checks.nvidia_smi import visible_gpus
 from pinset.commands.common import add_config_args, count, only_with, open_config, seconds
 from pinset.commands.sim import short_build
 from pinset.errors import PinsetError, ToolchainError
-from pinset.output import check_outputs, console, write_json, write_text
+from pinset.output import check_outputs, console, remove_stale, write_json, write_text
 from pinset.sim.model import is_cuda_path
 from pinset.sim.run import pick_builds, simulate
 from pinset.verify.gates import BuildInput, Gates, Interrupted, VerifyOptions
@@ -68,11 +70,11 @@ def run(args) -> int:
     build_names = pick_builds(pinset, args.builds)
     cuda_flags, arch, gpu_arch = check_toolchain(pinset, args.cuda, cuda_flags, gpu_class=args.gpu_class)
     machine = probe_machine(find_nvcc() if args.cuda else None)
+    if args.cuda:
+        machine = on_backend(machine, backend)
     # From here on the run's own result replaces an earlier one: a run that is interrupted or fails before its
     # JSON is written must not leave the last run's (maybe green) files in place to be read as this run's.
-    for output in (args.json, args.markdown):
-        if output:
-            Path(output).unlink(missing_ok=True)
+    remove_stale([args.json, args.markdown])
 
     interrupted = None
     with simulate(pinset, build_names, store) as sim:
@@ -144,6 +146,15 @@ def gpu_backend(backend: str | None) -> str:
     if not re.fullmatch(r"CUDA\d+", backend):
         raise PinsetError(f"--backend {backend}: the GPU gates need a CUDA device backend (CUDA0, CUDA1, ...)")
     return backend
+
+
+def on_backend(machine: Machine, backend: str) -> Machine:
+    """The machine with the GPU its GPU gates run on as its `gpu`: CUDA<n> is the n-th visible GPU in
+    nvidia-smi's order (CUDA_DEVICE_ORDER=PCI_BUS_ID, CUDA_VISIBLE_DEVICES applied), not always the first
+    (`--backend CUDA1` on a host of two GPU models was red for running on the GPU it was asked to)."""
+    gpus = visible_gpus()
+    index = int(backend.removeprefix("CUDA"))
+    return replace(machine, gpu=gpus[index]) if index < len(gpus) else machine
 
 
 def _interrupt(signum, frame):

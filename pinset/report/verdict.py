@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from pinset.build.settings import runnable_on
+from pinset.build.settings import covers
 from pinset.errors import PinsetError
 from pinset.measures.bench import BenchResult
 from pinset.report.load import EVIDENCE_KINDS, kld_delta_text
@@ -408,7 +408,7 @@ def _verify_off_gpu(run: VerifyRun, architectures: str | None) -> str | None:
         return "ran no GPU gate"
     gpu = run.machine["gpu"]
     cc = str(gpu.get("compute_capability") or "").replace(".", "")
-    if architectures and cc and cc not in runnable_on(architectures):
+    if architectures and cc and not covers(architectures, [cc]):
         return f"ran on {gpu['name']}, compute capability {gpu['compute_capability']}, outside architectures {architectures}"
     return None
 

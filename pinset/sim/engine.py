@@ -180,9 +180,14 @@ class Simulator:
         """`git apply --cached --3way` each patch; git reads only the index's and the pin's blobs."""
         written, brought = self._new_dir(), self._objects_of(prep)
         env = self.mirror.objects_env(written, [*index.objects, *brought])
+        # --3way writes a conflicted new file (add/add) into the work tree even with --cached: without one of
+        # its own, that was the current folder (the user's checkout), whose files could also change git's
+        # answer. An empty folder (a failed patch ends the pin), removed with the mirror's scratch.
+        work_tree = self.mirror.fresh_path("apply-tree")
+        work_tree.mkdir()
         for patch in prep.change.patches:
-            result = self.mirror.git("apply", "--cached", "--3way", "--whitespace=nowarn", str(patch),
-                                     index=index.path, env=env)
+            result = self.mirror.git("apply", "--cached", "--3way", "--whitespace=nowarn", str(Path(patch).absolute()),
+                                     index=index.path, env=env, work_tree=work_tree)
             if not result.ok:
                 failure = explain_apply_failure(result.stdout + "\n" + result.stderr,
                                                 patch.read_text(encoding="utf-8", errors="replace"))

@@ -38,6 +38,12 @@ def carried_symbols(prepared: dict[str, PreparedPin], build: BuildResult) -> set
                          if p.status in ("applied", "upstream") and p.id in prepared))
 
 
+def _diff_part(text: str) -> str:
+    """The patch from its first `diff --git` on: the commit message before it may quote git's own words."""
+    start = text.find("diff --git ")
+    return text[start:] if start >= 0 else text
+
+
 def prepare_pins(pinset: PinSet, store: Store, mirror: Mirror) -> dict[str, PreparedPin]:
     prepared: dict[str, PreparedPin] = {}
     head_fetched = False
@@ -46,7 +52,7 @@ def prepare_pins(pinset: PinSet, store: Store, mirror: Mirror) -> dict[str, Prep
             files = spec.patch_files()
             texts = [f.read_text(encoding="utf-8", errors="replace") for f in files]
             no_data = [(f.name, m.group(2) if m.group(2) != "/dev/null" else m.group(1))
-                       for f, t in zip(files, texts) for m in _BINARY_WITHOUT_DATA_RE.finditer(t)]
+                       for f, t in zip(files, texts) for m in _BINARY_WITHOUT_DATA_RE.finditer(_diff_part(t))]
             if no_data:  # git can never apply it: no build is to blame (not a conflict with upstream)
                 name, path = no_data[0]
                 prepared[spec.id] = PreparedPin(spec, error=f"{name}: binary change of {path} without its data "

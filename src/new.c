@@ -1,1 +1,0 @@
-int other_thing(void) { return 2; }
