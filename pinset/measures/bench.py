@@ -334,10 +334,10 @@ def reanalysed(doc: dict, *, keep_busy_rounds: bool = False) -> dict:
     decision = doc.get("decision") or decision_record(Plan())
     plan = plan_of(decision)
     rows = analyse(doc["round_log"], keep_busy_rounds=keep_busy_rounds, plan=plan, noise=noise_of(decision))
-    method = decision_record(plan)
-    method = {k: method[k] for k in ("rule", "alpha", "looks", "first_look", "alpha_per_look", "margin_min", "noise_k")}
+    fresh = decision_record(plan)
+    method = {k: fresh[k] for k in ("rule", "alpha", "looks", "first_look", "alpha_per_look", "margin_min", "noise_k")}
     return {**doc, "schema": SCHEMAS["bench"], "ok": _ok(rows, doc["round_log"]), "rows": rows, "method": METHOD,
-            "decision": {**decision_record(plan), **decision, **method, "more_rounds": more_rounds(rows)},
+            "decision": {**fresh, **decision, **method, "more_rounds": more_rounds(rows)},
             "reanalysed_from": {"method": doc.get("method"), "schema": doc.get("schema")}}
 
 
@@ -396,6 +396,12 @@ def verdict_text(row: dict) -> str:
     """The verdict, with the further rounds a "too noisy" row suggests."""
     more = row.get("more_rounds")
     return f"{row['verdict']} (~{more} more rounds)" if row["verdict"] == "too noisy" and more else row["verdict"]
+
+
+def band_name(doc: dict) -> str:
+    """What a bench's `aa_spread` column holds, by the file's schema: schema 1 measured an A/A spread, schema 2
+    records the sequential rule's no-change band (this module's own table and the report name it alike)."""
+    return "no-change band" if doc.get("schema", 1) >= 2 else "A/A spread"
 
 
 HEADERS = ["test", "params", "rounds", "base t/s", "head t/s", "head vs base", "95 % CI", "p", "no-change band",

@@ -7,7 +7,7 @@ so a re-run that changes nothing does not re-post a comment, and golden files ca
 from __future__ import annotations
 
 from pinset.markdown_table import table
-from pinset.measures.bench import exclusion_kind, row_speeds, speed_stat
+from pinset.measures.bench import band_name, exclusion_kind, row_speeds, speed_stat
 from pinset.report.load import kld_delta_text
 from pinset.report.merge import Merged, VerifyRun, device_key, device_text, op_key
 from pinset.nightly.markdown import blame_markdown, pick_markdown
@@ -315,8 +315,7 @@ def _speed(m: Merged) -> list[str]:
             rows.append([row_label(r, study.rows), _tps(base, r["base_tps"]), _tps(head, r["head_tps"]),
                          "—" if r["ratio"] is None else f"{r['ratio']:.3f}×", ci, p, aa,
                          f"{VERDICT_ICON.get(r['verdict'], '')} {r['verdict']}"])
-        band = "no-change band" if d.get("schema", 1) >= 2 else "A/A spread"   # as pinset bench's own table names it
-        out += table(["test", "base t/s", "head t/s", "head/base", "95% CI", "p", band, "verdict"], rows)
+        out += table(["test", "base t/s", "head t/s", "head/base", "95% CI", "p", band_name(d), "verdict"], rows)
         out += [""]
         noisy = [f"- {row_label(r, study.rows)}: {e}" for r in study.rows for e in r["excluded"]
                  if exclusion_kind(e) == "noise"]

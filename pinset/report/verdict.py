@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 from pinset.build.settings import covers
 from pinset.errors import PinsetError
-from pinset.measures.bench import BenchResult
+from pinset.measures.bench import BenchResult, band_name
 from pinset.report.load import EVIDENCE_KINDS, kld_delta_text
 from pinset.report.merge import BenchStudy, KldStudy, Merged, VerifyRun
 from pinset.sim.model import is_cuda_path
@@ -345,17 +345,19 @@ def _judge_bench(m: Merged, v: Verdict) -> set[str]:
     explained: set[str] = set()
     for study in m.bench:
         gpu = bench_device(study)
-        files = [f for f in m.files if f.kind == "bench" and str(f.path) in study.sources]
-        failed = [run for f in files for run in BenchResult.failed_runs_of(f.data["round_log"])]
+        failed = []
+        for f in (f for f in m.files if f.kind == "bench" and str(f.path) in study.sources):
+            runs = BenchResult.failed_runs_of(f.data["round_log"])
+            failed += runs
+            if runs or not f.data["rows"] or any(r["verdict"] in ("slower", "too noisy", "insufficient data")
+                                                 for r in f.data["rows"]):
+                explained.add(str(f.path))
         if failed:
             v.blockers.append(f"llama-bench failed on {gpu} ({study.doc['model']['name']}): {failed[0]}"
                               + (f" (and {len(failed) - 1} more failed runs)" if len(failed) > 1 else ""))
         for row in study.rows:
             if row["verdict"] == "slower":
                 v.blockers.append(f"{row_label(row, study.rows)} slower on {gpu}: {ratio_text(row)}")
-        explained |= {str(f.path) for f in files
-                      if BenchResult.failed_runs_of(f.data["round_log"]) or not f.data["rows"]
-                      or any(r["verdict"] in ("slower", "too noisy", "insufficient data") for r in f.data["rows"])}
     return explained
 
 
@@ -501,8 +503,7 @@ def not_tested(m: Merged) -> list[str]:
         gpu = bench_device(study)
         for row in study.rows:
             if row["verdict"] in ("too noisy", "insufficient data"):
-                band = "no-change band" if study.doc.get("schema", 1) >= 2 else "A/A spread"
-                spread = f", {band} ±{row['aa_spread']:.1%}" if row.get("aa_spread") is not None else ""
+                spread = f", {band_name(study.doc)} ±{row['aa_spread']:.1%}" if row.get("aa_spread") is not None else ""
                 ub = row.get("params", {}).get("n_ubatch")
                 where = f"{study.doc['model']['name']}, {gpu}" + (f", ub {ub}" if ub else "")
                 out.append(f"Speed of {row['test']} ({where}): {row['verdict']}{spread}")
