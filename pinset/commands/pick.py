@@ -45,7 +45,8 @@ def run(args) -> int:
     names = pick_builds(pinset, args.builds)
     cuda_flags, arch = [], None
     if args.verify:
-        cuda_flags, arch, _ = check_toolchain(pinset, args.cuda, [])
+        settings = check_toolchain(pinset, args.cuda, [])
+        cuda_flags, arch = list(settings.cuda_flags), settings.cuda_architectures
     with Mirror(store.mirror) as mirror:
         builds = order_oldest_first(resolve_builds(names, pinset.upstream, pinset.path.parent, store, mirror), mirror)
         prepared = prepare_pins(pinset, store, mirror)

@@ -68,7 +68,8 @@ def run(args) -> int:
     signal.signal(signal.SIGTERM, _interrupt)
     pinset, store = open_config(args, require_pins=False)
     build_names = pick_builds(pinset, args.builds)
-    cuda_flags, arch, gpu_arch = check_toolchain(pinset, args.cuda, cuda_flags, gpu_class=args.gpu_class)
+    settings = check_toolchain(pinset, args.cuda, cuda_flags, gpu_class=args.gpu_class)
+    cuda_flags, arch, gpu_arch = list(settings.cuda_flags), settings.cuda_architectures, settings.gpu_architectures
     machine = probe_machine(find_nvcc() if args.cuda else None)
     if args.cuda:
         machine = on_backend(machine, backend)
@@ -99,7 +100,7 @@ def run(args) -> int:
     if not args.cuda:
         for b, v in zip(sim.result.builds, verified):
             v.not_tested += _cuda_not_compiled(b)
-    elif BuildSettings(True, arch, gpu_arch).coverage_warning():
+    elif settings.coverage_warning():
         # the GPU ran code of another architecture (PTX compiled on the fly, or none): what the GPU's own
         # architecture would compile (`__CUDA_ARCH__` paths) was not built here
         for v in verified:
@@ -123,8 +124,8 @@ def run(args) -> int:
 
 
 def check_toolchain(pinset, cuda: bool, cuda_flags: list[str], *,
-                    gpu_class: str | None = None) -> tuple[list[str], str | None, str | None]:
-    """(CUDA flags, CUDA architectures, the GPU's architectures) from the one build-settings function, or one
+                    gpu_class: str | None = None) -> BuildSettings:
+    """The build settings (CUDA flags and architectures, the GPU's) from the one build-settings function, or one
     line and exit 2 when the GPU or a program the build needs is missing: checked before any download or
     build (also used by `pinset pick --verify`)."""
     # The same settings as kld/bench/model, so they find this build in the cache; no GPU is one line.
@@ -135,7 +136,7 @@ def check_toolchain(pinset, cuda: bool, cuda_flags: list[str], *,
         raise ToolchainError("ctest not found on PATH (it comes with CMake)")
     if settings.coverage_warning():
         console.print(f"[yellow]warning:[/] {settings.coverage_warning()}")
-    return list(settings.cuda_flags), settings.cuda_architectures, settings.gpu_architectures
+    return settings
 
 
 def gpu_backend(backend: str | None) -> str:
