@@ -10,7 +10,7 @@ upstream commits (blame's probes) differ in a few folders only.
 from __future__ import annotations
 
 from pinset.sim.changes import MovedMatch, moved_match
-from pinset.upstream.mirror import Mirror
+from pinset.upstream.mirror import Mirror, parse_tree
 
 MAX_BLOB_BYTES = 1_000_000   # larger files are data (vocabularies, models), not code a pin adds to
 
@@ -56,14 +56,7 @@ class TreeLines:
     def _list(self, trees: list[str]) -> None:
         """Read tree objects in one batch, parsed from git's binary tree format."""
         for tree, data in self.mirror.read_objects(trees).items():
-            entries, pos = [], 0
-            while pos < len(data):
-                space = data.index(b" ", pos)
-                nul = data.index(b"\0", space)
-                entries.append((data[pos:space], data[space + 1:nul].decode("utf-8", "replace"),
-                                data[nul + 1:nul + 21].hex()))
-                pos = nul + 21
-            self._listed[tree] = entries
+            self._listed[tree] = parse_tree(data)
 
     def _read_new_blobs(self, tree: str) -> None:
         """Index the blobs of `tree` not seen yet: folders level by level, the blobs' sizes in one

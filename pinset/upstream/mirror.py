@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import threading
 from collections.abc import Iterable
 from contextlib import contextmanager
 from pathlib import Path
@@ -55,6 +56,7 @@ class Mirror:
         self._scratch = scratch_dir(cache_tmp(self.cache), "mirror-")
         self._tmp = self._scratch.path
         self._index_seq = 0
+        self._reader = ObjectReader(self)
 
     @contextmanager
     def lock(self, waiting: str | None = None):
@@ -160,31 +162,30 @@ class Mirror:
         return self.git_ok("rev-parse", f"{commit}^{{tree}}").strip()
 
     def read_objects(self, oids) -> dict[str, bytes]:
-        """Raw contents of many objects from one `git cat-file --batch`; absent ones are left out."""
+        """Raw contents of many objects, read by the run's one `git cat-file --batch`; absent ones
+        are left out."""
         wanted = list(dict.fromkeys(oids))
-        if not wanted:
-            return {}
-        result = self.git("cat-file", "--batch", input=("\n".join(wanted) + "\n").encode(), binary=True)
-        if not result.ok:
-            raise UpstreamError(f"git cat-file --batch: {result.tail(3) or result.describe()}")
-        out, found, pos = result.stdout, {}, 0
-        while pos < len(out):
-            eol = out.index(b"\n", pos)
-            header = out[pos:eol].split()
-            pos = eol + 1
-            if len(header) != 3:  # "<name> missing"
-                continue
-            size = int(header[2])
-            found[header[0].decode()] = out[pos:pos + size]
-            pos += size + 1
-        return found
+        return {oid: found[1] for oid, found in zip(wanted, self._reader.read(wanted)) if found is not None}
 
     def read_blob(self, tree: str, path: str) -> str | None:
         """Text of `path` in `tree`, or None when absent or not a file."""
+        if "\n" in tree + path:  # not a name `cat-file --batch` can read from a line
+            return self._read_blob_alone(tree, path)
+        (found,) = self._reader.read([f"{tree}:{path}"])
+        if found is not None:
+            kind, data = found
+            # As `git cat-file blob` in text mode gave it: UTF-8 with replacements, universal newlines.
+            return data.decode(errors="replace").replace("\r\n", "\n").replace("\r", "\n") if kind == "blob" else None
+        # Absent from the tree, or named by it but lost or corrupt (damage, not a missing file).
+        named = self._reader.entry(tree, path)
+        if named is not None:
+            raise CacheDamaged(self.path, f"object {named[:12]} ({path}) is missing")
+        return None
+
+    def _read_blob_alone(self, tree: str, path: str) -> str | None:
         result = self.git("cat-file", "blob", f"{tree}:{path}", check_damage=False)
         if result.ok:
             return result.stdout
-        # Absent from the tree, or named by it but lost or corrupt (damage, not a missing file).
         named = self.git("rev-parse", "--verify", "--quiet", f"{tree}:{path}", check_damage=False)
         if named.ok and not self.git("cat-file", "-e", named.stdout.strip(), check_damage=False).ok:
             raise CacheDamaged(self.path, f"object {named.stdout.strip()[:12]} ({path}) is missing")
@@ -271,6 +272,7 @@ class Mirror:
                         env={"GIT_ALTERNATE_OBJECT_DIRECTORIES": os.pathsep.join(str(p) for p in sources)})
 
     def close(self) -> None:
+        self._reader.close()
         self._scratch.close()
 
     def __enter__(self):
@@ -284,3 +286,129 @@ def _refs_shown(refspecs: list[str]) -> str:
     """'pull/123/head' for one refspec, 'pull/1/head and 2 more' for several."""
     names = [r.lstrip("+").split(":", 1)[0] for r in refspecs] or ["?"]
     return names[0] + (f" and {len(names) - 1} more" if len(names) > 1 else "")
+
+
+def parse_tree(data: bytes) -> list[tuple[bytes, str, str]]:
+    """(mode, name, hex id) of each entry of a raw tree object (git's binary tree format)."""
+    entries, pos = [], 0
+    while pos < len(data):
+        space = data.index(b" ", pos)
+        nul = data.index(b"\0", space)
+        entries.append((data[pos:space], data[space + 1:nul].decode("utf-8", "replace"), data[nul + 1:nul + 21].hex()))
+        pos = nul + 21
+    return entries
+
+
+_TYPES = (b"blob", b"tree", b"commit", b"tag")
+
+
+class ObjectReader:
+    """One persistent `git cat-file --batch` on the mirror for all of a run's object reads: a blob
+    read is a line written and read back, not a process (sim and blame read hundreds). Objects other
+    runs add meanwhile are seen too (git looks again on a miss). Damage git reports on its stderr
+    raises CacheDamaged, as Mirror.git does."""
+
+    def __init__(self, mirror: Mirror):
+        self._mirror = mirror
+        self._lock = threading.Lock()
+        self._session: runner.Session | None = None
+        self._seen_stderr = 0
+        self._started = 0
+
+    def read(self, names: list[str]) -> list[tuple[str, bytes] | None]:
+        """(type, contents) of each object name (an id, `<tree>:<path>`), None when absent."""
+        if not names:
+            return []
+        with self._lock:
+            session = self._ensure()
+            request = "".join(name + "\n" for name in names).encode()
+            writer = None
+            if len(request) > 16384:  # git answers while we write: write from a thread, never both blocked
+                writer = threading.Thread(target=self._write, args=(session, request), daemon=True)
+                writer.start()
+            else:
+                self._write(session, request)
+            try:
+                found = [self._answer(session) for _ in names]
+            except BaseException:
+                self._stop()
+                raise
+            finally:
+                if writer is not None:
+                    writer.join()
+            self._check_stderr(session)
+            return found
+
+    def entry(self, tree: str, path: str) -> str | None:
+        """The id `tree` names at `path` (walking its folders), None when it names nothing there."""
+        found = self.read([tree])[0]
+        if found is not None and found[0] == "commit":
+            head = found[1].split(b"\n", 1)[0].split()
+            found = self.read([head[1].decode()])[0] if len(head) == 2 and head[0] == b"tree" else None
+        parts = [p for p in path.split("/") if p]
+        for i, part in enumerate(parts):
+            if found is None or found[0] != "tree":
+                return None
+            oid = next((oid for mode, name, oid in parse_tree(found[1]) if name == part), None)
+            if oid is None or i == len(parts) - 1:
+                return oid
+            found = self.read([oid])[0]
+        return None
+
+    @staticmethod
+    def _write(session: runner.Session, request: bytes) -> None:
+        try:
+            session.stdin.write(request)
+            session.stdin.flush()
+        except OSError:
+            pass  # git is gone: the reader sees its end and says why
+
+    def _answer(self, session: runner.Session) -> tuple[str, bytes] | None:
+        header = session.stdout.readline()
+        if not header.endswith(b"\n"):
+            self._died(session)
+        parts = header[:-1].rsplit(b" ", 2)
+        if len(parts) != 3 or parts[1] not in _TYPES or not parts[2].isdigit():
+            return None  # "<name> missing" / "<name> ambiguous"
+        size = int(parts[2])
+        data = session.stdout.read(size + 1)
+        if len(data) != size + 1:
+            self._died(session)
+        return parts[1].decode(), data[:size]
+
+    def _died(self, session: runner.Session):
+        session.proc.wait()
+        err = session.stderr_text()
+        self._stop()
+        damage = _DAMAGE_RE.search(err)
+        if damage:
+            raise CacheDamaged(self._mirror.path, damage.group(0).strip())
+        raise UpstreamError(f"git cat-file --batch: {err.strip().splitlines()[-1] if err.strip() else 'ended early'}")
+
+    def _check_stderr(self, session: runner.Session) -> None:
+        err = session.stderr_text()
+        new, self._seen_stderr = err[self._seen_stderr:], len(err)
+        damage = _DAMAGE_RE.search(new)
+        if damage:
+            raise CacheDamaged(self._mirror.path, damage.group(0).strip())
+
+    def _ensure(self) -> runner.Session:
+        if self._session is None:
+            self._started += 1
+            mirror = self._mirror
+            try:
+                self._session = runner.Session(["git", *_CONFIG, "--git-dir", str(mirror.path), "cat-file", "--batch"],
+                                               stderr=mirror.temp_path(f"cat-file-{self._started}.err"))
+            except OSError as exc:
+                raise UpstreamError(f"git cat-file --batch: cannot start git ({exc.strerror or exc})") from None
+            self._seen_stderr = 0
+        return self._session
+
+    def _stop(self) -> None:
+        if self._session is not None:
+            session, self._session = self._session, None
+            session.close()
+
+    def close(self) -> None:
+        with self._lock:
+            self._stop()
