@@ -1,15 +1,27 @@
 """pinset sim vs a plain `worktree checkout + git am -3` loop, on real llama.cpp snapshots.
 
-Both sides get the same builds (llama.cpp 0c1e57098 / 4df29be4f / e3546c794 from the
-llama-cpp-python sdists) and the same 13 pins, in the same run, with a warm cache. pinset does
-strictly more: besides the applies it attributes conflicts, checks retirement and the contract.
-Prints the times and the ratio.   Usage: python benchmarks/sim_speed.py [--repeat N]
+Two cases, both on llama.cpp trees vendored in the llama-cpp-python sdists (PyPI):
+- real-code pins: 13 pins (the repo's cuda-mmq-iq1m series and 12 backports of upstream's own changes
+  of single files, 0.3.35 -> 0.3.36) on 3 snapshots (0.3.34, 0.3.35, 0.3.36);
+- a queue like Ollama's llama/patches: one series of 36 patches, each a local edit of a different real
+  source file, made on 0.3.34 and carried onto 4 snapshots (0.3.33 .. 0.3.36; upstream rewrote some of
+  those files meanwhile, so later snapshots need 3-way merges or conflict). Ollama's own patches cannot be
+  fetched here (no GitHub): the queue is built from the sdists, and the output says so.
+
+Per case, in the same run, warm cache, pairs interleaved (pinset, plain loop, pinset...): the median
+times and their ratio. pinset does strictly more than the loop: besides the applies it attributes
+conflicts, checks retirement (also in moved code) and each pin's contract. Then one cold pinset run
+(an empty cache given the downloaded sdists: it imports them) against the same plain loop.
+
+Usage: python benchmarks/sim_speed.py [--repeat N] [--work DIR] [--case real|queue|both] [--no-cold]
+       [--also OTHER_PINSET_TREE]   (times another pinset tree in the same interleaved pairs: before/after)
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -19,22 +31,32 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tests"))
+sys.path.insert(0, str(REPO))
 
-from snapshots import SNAPSHOTS, build_name, import_snapshots, make_backport_pins  # noqa: E402
+from snapshots import SNAPSHOTS, build_name, import_snapshots, make_backport_pins, sdist_cache  # noqa: E402
+from pinset.sim.changes import is_substantive  # noqa: E402
 from pinset.store import Store  # noqa: E402
 
 GIT_ENV = {"GIT_AUTHOR_NAME": "b", "GIT_AUTHOR_EMAIL": "b@b", "GIT_COMMITTER_NAME": "b",
-           "GIT_COMMITTER_EMAIL": "b@b", "GIT_CONFIG_GLOBAL": "/dev/null"}
+           "GIT_COMMITTER_EMAIL": "b@b", "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_CONFIG_NOSYSTEM": "1",
+           "GIT_AUTHOR_DATE": "2026-01-01T00:00:00Z", "GIT_COMMITTER_DATE": "2026-01-01T00:00:00Z"}
+QUEUE_VERSIONS = ["0.3.33", "0.3.34", "0.3.35", "0.3.36"]
+QUEUE_BASE = "0.3.34"
 
 
-def pinset_sim(cfg: Path, cache: Path, builds: list[str]) -> float:
-    env = dict(os.environ, PINSET_CACHE=str(cache))
+def git(repo: Path, *args: str, input: bytes | None = None) -> str:
+    return subprocess.run(["git", "--git-dir", str(repo), *args], input=input, capture_output=True, check=True,
+                          env=dict(os.environ, **GIT_ENV)).stdout.decode()
+
+
+def pinset_sim(cfg: Path, cache: Path, builds: list[str], src: Path = REPO) -> float:
+    env = dict(os.environ, PINSET_CACHE=str(cache), PYTHONPATH=str(src))
     started = time.perf_counter()
     proc = subprocess.run([sys.executable, "-m", "pinset", "sim", "-c", str(cfg), "--builds", ",".join(builds),
                            "--json", os.devnull], env=env, capture_output=True, text=True)
     elapsed = time.perf_counter() - started
     if proc.returncode not in (0, 1):
-        sys.exit(f"pinset sim failed: {proc.stderr}")
+        sys.exit(f"pinset sim failed: {proc.stdout[-2000:]}{proc.stderr[-2000:]}")
     return elapsed
 
 
@@ -55,34 +77,126 @@ def plain_loop(mirror: Path, oids: list[str], pin_dirs: list[Path]) -> float:
     return time.perf_counter() - started
 
 
+def make_queue(store: Store, base_oid: str, dest: Path, count: int = 36) -> Path:
+    """A series of `count` patches on the `base_oid` tree, each a local edit of another real source file
+    (a line added after a real line), as `git format-patch` writes a queue."""
+    if dest.is_dir() and len(list(dest.glob("*.patch"))) == count:
+        return dest
+    shutil.rmtree(dest, ignore_errors=True)
+    repo = dest.parent / "queue.git"
+    shutil.rmtree(repo, ignore_errors=True)
+    git(repo, "init", "-q", "--bare")
+    git(repo, "fetch", "-q", str(store.mirror), f"{base_oid}:refs/heads/base")
+    listing = git(repo, "ls-tree", "-r", "--name-only", "base", "--", "src/", "ggml/src/", "common/", "tools/")
+    files = sorted(p for p in listing.splitlines() if p.endswith((".c", ".cpp", ".h", ".cu", ".cuh")))
+    picked = files[:: max(1, len(files) // count)][:count]
+    index = dest.parent / "queue-index"
+    index.unlink(missing_ok=True)
+    env = dict(os.environ, **GIT_ENV, GIT_INDEX_FILE=str(index))
+    run = lambda *a, input=None: subprocess.run(["git", "--git-dir", str(repo), *a], input=input, env=env,  # noqa: E731
+                                                capture_output=True, check=True).stdout.decode()
+    run("read-tree", "base")
+    parent = git(repo, "rev-parse", "base").strip()
+    for n, path in enumerate(picked):
+        lines = git(repo, "show", f"base:{path}").splitlines(True)
+        at = next((i for i in range(len(lines) // 2, len(lines)) if is_substantive(lines[i]) and lines[i].rstrip().endswith(";")),
+                  len(lines) - 1)
+        lines.insert(at + 1, f"    // local patch {n + 1}: keep {Path(path).stem} in step with the runner\n"
+                             f"    static const int local_patch_{n + 1}_enabled = {n + 1};\n")
+        blob = git(repo, "hash-object", "-w", "--stdin", input="".join(lines).encode()).strip()
+        run("update-index", "--cacheinfo", f"100644,{blob},{path}")
+        tree = run("write-tree").strip()
+        parent = git(repo, "commit-tree", tree, "-p", parent, "-m", f"local patch {n + 1}: {path}").strip()
+    dest.mkdir(parents=True)
+    git(repo, "format-patch", "-q", "--full-index", "-o", str(dest), f"base..{parent}")
+    return dest
+
+
+def compare(title: str, cfg: Path, store: Store, names: list[str], oids: list[str], pins: list[Path],
+            repeat: int, other: Path | None = None) -> tuple[float, float]:
+    pinset_sim(cfg, store.root, names)  # warm-up: PR/patch caches, stored indexes, page cache
+    if other is not None:
+        pinset_sim(cfg, store.root, names, other)
+    sims, loops, others = [], [], []
+    for _ in range(repeat):  # interleaved, same run
+        sims.append(pinset_sim(cfg, store.root, names))
+        loops.append(plain_loop(store.mirror, oids, pins))
+        if other is not None:
+            others.append(pinset_sim(cfg, store.root, names, other))
+    s, l = statistics.median(sims), statistics.median(loops)
+    patches = sum(len(list(p.glob("*.patch"))) for p in pins)
+    print(f"== {title}: {len(pins)} pins ({patches} patches) x {len(names)} builds, warm, {repeat} interleaved pairs")
+    print(f"pinset sim (applies + attribution + retirement + contracts): median {s:6.2f} s  {sorted(round(x, 2) for x in sims)}")
+    print(f"plain loop (worktree checkout + git am -3 only):             median {l:6.2f} s  {sorted(round(x, 2) for x in loops)}")
+    if other is not None:
+        o = statistics.median(others)
+        print(f"pinset sim of {other} (same cache):  median {o:6.2f} s  {sorted(round(x, 2) for x in others)}"
+              f"  -> ratio plain/that: {l / o:.2f}x")
+    print(f"ratio plain/pinset: {l / s:.2f}x")
+    return s, l
+
+
+def cold(cfg: Path, work: Path, names: list[str], versions: list[str]) -> float:
+    """pinset sim on an empty cache that has only the downloaded sdists (it imports the trees)."""
+    cache = work / "cold-cache"
+    shutil.rmtree(cache, ignore_errors=True)
+    (cache / "downloads").mkdir(parents=True)
+    for version in versions:
+        shutil.copy(sdist_cache() / f"llama_cpp_python-{version}.tar.gz", cache / "downloads")
+    elapsed = pinset_sim(cfg, cache, names)
+    shutil.rmtree(cache)
+    return elapsed
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--work", help="work folder, kept and reused (default: a new temp folder, removed)")
+    parser.add_argument("--case", choices=["real", "queue", "both"], default="both")
+    parser.add_argument("--no-cold", action="store_true", help="skip the cold runs")
+    parser.add_argument("--also", type=Path, help="another pinset source tree (e.g. an older commit) timed in the same pairs")
     args = parser.parse_args()
-    work = Path(tempfile.mkdtemp(prefix="pinset-bench-"))
+    work = Path(args.work) if args.work else Path(tempfile.mkdtemp(prefix="pinset-bench-"))
+    work.mkdir(parents=True, exist_ok=True)
+    load = os.getloadavg()
+    print(f"cores: {os.cpu_count()}  load average (1/5/15 min) at the start: {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}"
+          " (other jobs on the machine stretch both sides alike: compare the ratios)")
     store = Store.open(work / "cache")
-    builds = import_snapshots(store)
-    series = REPO / "patches" / "cuda-mmq-iq1m"
-    ours = [series] if series.is_dir() else []
-    pins = ours + make_backport_pins(store, builds["0.3.35"], builds["0.3.36"], work / "pins", count=13 - len(ours))
-    cfg = work / "pins.yaml"
-    names = [build_name(v) for v in SNAPSHOTS]
-    cfg.write_text("builds: [" + ", ".join(names) + "]\npins:\n"
-                   + "".join(f"  - id: {p.name}\n    patches: {p}\n" for p in pins))
-    oids = [builds[v].oid for v in SNAPSHOTS]
-    pinset_sim(cfg, store.root, names)  # warm-up: PR/patch caches, page cache
-    plain_loop(store.mirror, oids, pins)
-    sim3, sim1, loop3 = [], [], []
-    for _ in range(args.repeat):  # interleaved, same run
-        sim3.append(pinset_sim(cfg, store.root, names))
-        loop3.append(plain_loop(store.mirror, oids, pins))
-        sim1.append(pinset_sim(cfg, store.root, names[:1]))
-    s3, s1, l3 = (statistics.median(x) for x in (sim3, sim1, loop3))
-    print(f"pins: {len(pins)}  builds: {len(names)}  repeats: {args.repeat}  cores: {os.cpu_count()}")
-    print(f"pinset sim, 3 builds (applies + attribution + retirement + contracts): median {s3:.2f} s  {sorted(round(x, 2) for x in sim3)}")
-    print(f"plain loop, 3 builds (worktree checkout + git am -3 only):            median {l3:.2f} s  {sorted(round(x, 2) for x in loop3)}")
-    print(f"pinset sim, 1 build: median {s1:.2f} s -> cost per extra build {(s3 - s1) / 2:.2f} s")
-    print(f"ratio plain/pinset: {l3 / s3:.2f}x")
+    versions = sorted(set(SNAPSHOTS) | set(QUEUE_VERSIONS))
+    builds = import_snapshots(store, versions)
+    try:
+        if args.case in ("real", "both"):
+            series = REPO / "patches" / "cuda-mmq-iq1m"
+            ours = [series] if series.is_dir() else []
+            (work / "pins").mkdir(exist_ok=True)
+            pins = ours + make_backport_pins(store, builds["0.3.35"], builds["0.3.36"], work / "pins",
+                                             count=13 - len(ours))
+            cfg = work / "pins.yaml"
+            names = [build_name(v) for v in SNAPSHOTS]
+            cfg.write_text("builds: [" + ", ".join(names) + "]\npins:\n"
+                           + "".join(f"  - id: {p.name}\n    patches: {p}\n" for p in pins))
+            _, loop = compare("real-code pins x real snapshots", cfg, store, names, [builds[v].oid for v in SNAPSHOTS],
+                              pins, args.repeat, args.also)
+            if not args.no_cold:
+                c = cold(cfg, work, names, list(SNAPSHOTS))
+                print(f"cold pinset sim (empty cache, sdists downloaded; imports {len(names)} trees): {c:.2f} s "
+                      f"-> plain loop (warm mirror) / cold pinset: {loop / c:.2f}x")
+        if args.case in ("queue", "both"):
+            queue = make_queue(store, builds[QUEUE_BASE].oid, work / "queue" / "patches")
+            cfg = work / "queue.yaml"
+            names = [build_name(v) for v in QUEUE_VERSIONS]
+            cfg.write_text("builds: [" + ", ".join(names) + f"]\npins:\n  - id: local-queue\n    patches: {queue}\n")
+            print("(the queue: 36 SYNTHETIC local patches of real files made on 0.3.34, like Ollama's llama/patches,"
+                  " whose real queue cannot be fetched here)")
+            _, loop = compare("patch queue x real snapshots", cfg, store, names,
+                              [builds[v].oid for v in QUEUE_VERSIONS], [queue], args.repeat, args.also)
+            if not args.no_cold:
+                c = cold(cfg, work, names, QUEUE_VERSIONS)
+                print(f"cold pinset sim (empty cache, sdists downloaded; imports {len(names)} trees): {c:.2f} s "
+                      f"-> plain loop (warm mirror) / cold pinset: {loop / c:.2f}x")
+    finally:
+        if not args.work:
+            shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":

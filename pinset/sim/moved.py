@@ -5,14 +5,23 @@ check misses it and the pin shows as a conflict. Only lines some pin adds are in
 Trees and blobs are read in batches (one `git cat-file --batch` per folder level, one for the new
 blobs) and cached by object id, so a blob or an unchanged folder is read once per run whatever the number of pins or builds sharing it: consecutive
 upstream commits (blame's probes) differ in a few folders only.
+
+A tree's index is also kept in the cache (`moved/`), named by the tree id and a digest of the needles:
+both fix its content, so a later run with the same pins never reads the tree again (reading and
+splitting every blob of a llama.cpp tree is seconds; the stored index is a few kB).
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
+
 from pinset.sim.changes import MovedMatch, moved_match
+from pinset.store import read_checked, write_checked
 from pinset.upstream.mirror import Mirror, parse_tree
 
 MAX_BLOB_BYTES = 1_000_000   # larger files are data (vocabularies, models), not code a pin adds to
+_STORED_FORMAT = "moved-1"   # a change of what an index holds (or of MAX_BLOB_BYTES) gives new names
 
 Locations = dict[str, dict[str, int]]   # needle -> {path: count}
 
@@ -24,12 +33,44 @@ class TreeLines:
         self._blobs: dict[str, dict[str, int]] = {}   # blob -> {needle: count}
         self._trees: dict[str, Locations] = {}        # tree or folder -> locations relative to it
         self._listed: dict[str, list[tuple[bytes, str, str]]] = {}   # tree or folder -> its entries
+        digest = hashlib.sha256(f"{_STORED_FORMAT} {MAX_BLOB_BYTES}\n".encode())
+        for needle in sorted(self._needles):
+            digest.update(needle + b"\n")
+        self._stored_key = digest.hexdigest()[:24]
 
     def locations(self, tree: str) -> Locations:
         if tree not in self._trees:
-            self._read_new_blobs(tree)
-            self._trees[tree] = self._locations(tree)
+            stored = self._stored(tree)
+            if stored is None:
+                self._read_new_blobs(tree)
+                stored = self._locations(tree)
+                self._store(tree, stored)
+            self._trees[tree] = stored
         return self._trees[tree]
+
+    def _stored_path(self, tree: str):
+        return self.mirror.cache / "moved" / f"{tree}-{self._stored_key}.json"
+
+    def _stored(self, tree: str) -> Locations | None:
+        """The index an earlier run stored for this tree and these needles (None: none, or damaged)."""
+        data = read_checked(self._stored_path(tree))
+        if data is None:
+            return None
+        try:
+            found = json.loads(data)
+        except ValueError:
+            return None
+        if not isinstance(found, dict) or not all(isinstance(v, dict) for v in found.values()):
+            return None
+        return found
+
+    def _store(self, tree: str, found: Locations) -> None:
+        path = self._stored_path(tree)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            write_checked(path, json.dumps(found, separators=(",", ":")).encode())
+        except OSError:
+            pass  # a cache that cannot take it: the next run reads the tree again
 
     def _locations(self, tree: str) -> Locations:
         if tree in self._trees:
