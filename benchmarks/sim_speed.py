@@ -85,7 +85,7 @@ def make_queue(store: Store, base_oid: str, dest: Path, count: int = 36) -> Path
     shutil.rmtree(dest, ignore_errors=True)
     repo = dest.parent / "queue.git"
     shutil.rmtree(repo, ignore_errors=True)
-    git(repo, "init", "-q", "--bare")
+    subprocess.run(["git", "init", "-q", "--bare", str(repo)], check=True, capture_output=True)
     git(repo, "fetch", "-q", str(store.mirror), f"{base_oid}:refs/heads/base")
     listing = git(repo, "ls-tree", "-r", "--name-only", "base", "--", "src/", "ggml/src/", "common/", "tools/")
     files = sorted(p for p in listing.splitlines() if p.endswith((".c", ".cpp", ".h", ".cu", ".cuh")))
