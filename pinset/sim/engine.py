@@ -185,6 +185,19 @@ class Simulator:
         # answer. An empty folder (a failed patch ends the pin), removed with the mirror's scratch.
         work_tree = self.mirror.fresh_path("apply-tree")
         work_tree.mkdir()
+        patches = [str(Path(patch).absolute()) for patch in prep.change.patches]
+        if len(patches) > 1:
+            # A series in one `git apply` (a queue of 36 patches is one process, not 36) where it applies
+            # as a whole; else patch by patch from the same start, to name the patch that fails.
+            before = index.path.read_bytes()
+            if self.mirror.git("apply", "--cached", "--3way", "--whitespace=nowarn", *patches,
+                               index=index.path, env=env, work_tree=work_tree).ok:
+                index.objects += [written, *brought]
+                return ApplyOutcome(True)
+            index.path.write_bytes(before)
+            written, work_tree = self._new_dir(), self.mirror.fresh_path("apply-tree")
+            work_tree.mkdir()
+            env = self.mirror.objects_env(written, [*index.objects, *brought])
         for patch in prep.change.patches:
             result = self.mirror.git("apply", "--cached", "--3way", "--whitespace=nowarn", str(Path(patch).absolute()),
                                      index=index.path, env=env, work_tree=work_tree)
@@ -204,8 +217,14 @@ class Simulator:
     def _counts(self, tree: str, path: str) -> dict[str, int]:
         key = (tree, path)
         if key not in self._blob_cache:
-            self._blob_cache[key] = line_counts(self.mirror.read_blob(tree, path))
+            self._read_counts([key])
         return self._blob_cache[key]
+
+    def _read_counts(self, keys) -> None:
+        """Line counts of many (tree, path) files, read in one exchange with the mirror's reader."""
+        texts = self.mirror.read_blobs(key for key in keys if key not in self._blob_cache)
+        for key, text in texts.items():
+            self._blob_cache[key] = line_counts(text)
 
     # --- analysis -------------------------------------------------------------------------
     def _preimage(self, prep: PreparedPin, path: str) -> Counter:
@@ -230,6 +249,9 @@ class Simulator:
         own preimage already has (None: no such lines). A line the file had before (a second
         `return 0;`, an `#include` it already has, a duplicated block) is no sign the pin landed."""
         total = present = 0
+        base_tree = self._base_tree(prep)
+        self._read_counts([(t, path) for path, fc in prep.change.files.items() if not fc.deleted
+                           for t in ([tree, base_tree] if base_tree is not None else [tree])])
         for path, fc in prep.change.files.items():
             if fc.deleted:
                 continue
@@ -337,8 +359,10 @@ class Simulator:
     def _contract(self, entry: _Applied, final_tree: str, base_tree: str, later: list[_Applied]) -> Contract:
         """The pin's files, added lines and feature symbols (those new to upstream's file) survived."""
         problems: list[str] = []
+        paths = sorted(entry.change.files)
+        texts = self.mirror.read_blobs([(t, path) for path in paths for t in (final_tree, base_tree)])
         for path, fc in sorted(entry.change.files.items()):
-            final_text = self.mirror.read_blob(final_tree, path)
+            final_text = texts[final_tree, path]
             suspects = [a.pin_id for a in later if path in a.change.files]
             by = f" (touched later by: {', '.join(suspects)})" if suspects else ""
             if fc.deleted:
@@ -355,7 +379,7 @@ class Simulator:
                 total = len(fc.net_added())
                 problems.append(f"{path}: {len(missing)} of {total} added lines gone "
                                 f"(e.g. {missing[0][:80]!r}){by}")
-            upstream_text = self.mirror.read_blob(base_tree, path) or ""
+            upstream_text = texts[base_tree, path] or ""
             for symbol in sorted(fc.symbols):
                 if re.search(rf"\b{symbol}\b", upstream_text):
                     continue  # upstream's own symbol, not introduced by the pin

@@ -169,18 +169,29 @@ class Mirror:
 
     def read_blob(self, tree: str, path: str) -> str | None:
         """Text of `path` in `tree`, or None when absent or not a file."""
-        if "\n" in tree + path:  # not a name `cat-file --batch` can read from a line
-            return self._read_blob_alone(tree, path)
-        (found,) = self._reader.read([f"{tree}:{path}"])
-        if found is not None:
-            kind, data = found
-            # As `git cat-file blob` in text mode gave it: UTF-8 with replacements, universal newlines.
-            return data.decode(errors="replace").replace("\r\n", "\n").replace("\r", "\n") if kind == "blob" else None
-        # Absent from the tree, or named by it but lost or corrupt (damage, not a missing file).
-        named = self._reader.entry(tree, path)
-        if named is not None:
-            raise CacheDamaged(self.path, f"object {named[:12]} ({path}) is missing")
-        return None
+        return self.read_blobs([(tree, path)])[tree, path]
+
+    def read_blobs(self, wanted: Iterable[tuple[str, str]]) -> dict[tuple[str, str], str | None]:
+        """read_blob of many (tree, path) pairs in one exchange with the object reader."""
+        pairs = list(dict.fromkeys(wanted))
+        texts: dict[tuple[str, str], str | None] = {}
+        batch = [pair for pair in pairs if "\n" not in pair[0] + pair[1]]
+        for pair in pairs:  # not a name `cat-file --batch` can read from a line
+            if "\n" in pair[0] + pair[1]:
+                texts[pair] = self._read_blob_alone(*pair)
+        for (tree, path), found in zip(batch, self._reader.read([f"{tree}:{path}" for tree, path in batch])):
+            if found is not None:
+                kind, data = found
+                # As `git cat-file blob` in text mode gave it: UTF-8 with replacements, universal newlines.
+                texts[tree, path] = (data.decode(errors="replace").replace("\r\n", "\n").replace("\r", "\n")
+                                     if kind == "blob" else None)
+                continue
+            # Absent from the tree, or named by it but lost or corrupt (damage, not a missing file).
+            named = self._reader.entry(tree, path)
+            if named is not None:
+                raise CacheDamaged(self.path, f"object {named[:12]} ({path}) is missing")
+            texts[tree, path] = None
+        return texts
 
     def _read_blob_alone(self, tree: str, path: str) -> str | None:
         result = self.git("cat-file", "blob", f"{tree}:{path}", check_damage=False)
