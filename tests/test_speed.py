@@ -72,15 +72,19 @@ def test_git_is_started_without_preexec_fn_and_others_with_it(monkeypatch):
     real_popen = subprocess.Popen
 
     def popen(args, **kw):
-        seen.append((os.path.basename(args[0]), kw.get("preexec_fn") is not None))
+        seen.append((os.path.basename(args[0]), kw.get("preexec_fn") is not None, bool(kw.get("start_new_session"))))
         return real_popen(args, **kw)
 
     monkeypatch.setattr(runner.subprocess, "Popen", popen)
     assert runner.run(["git", "--version"]).ok
     assert runner.run(["sh", "-c", "exit 0"]).ok
-    assert ("git", False) in seen
-    if sys.platform.startswith("linux"):
-        assert ("sh", True) in seen
+    runner.run(["git", "ls-remote", "/nonexistent"])
+    linux = sys.platform.startswith("linux")
+    seen = [entry for entry in seen if entry[0] != os.path.basename(sys.executable)]  # the lifeline
+    # local git: no preexec_fn, pinset's own session (scheduler autogroup) where Python has process_group
+    assert seen[0] == ("git", False, sys.version_info < (3, 11))
+    assert seen[1] == ("sh", linux, True)
+    assert seen[2] == ("git", linux, True)  # network git keeps its own session (no tty prompt stops it)
 
 
 def test_sigkilled_caller_takes_git_and_its_child_along(tmp_path):
