@@ -249,9 +249,10 @@ class Simulator:
         own preimage already has (None: no such lines). A line the file had before (a second
         `return 0;`, an `#include` it already has, a duplicated block) is no sign the pin landed."""
         total = present = 0
-        base_tree = self._base_tree(prep)
-        self._read_counts([(t, path) for path, fc in prep.change.files.items() if not fc.deleted
-                           for t in ([tree, base_tree] if base_tree is not None else [tree])])
+        kept = [path for path, fc in prep.change.files.items() if not fc.deleted]
+        if kept:
+            base_tree = self._base_tree(prep)
+            self._read_counts([(t, path) for path in kept for t in (tree, base_tree) if t is not None])
         for path, fc in prep.change.files.items():
             if fc.deleted:
                 continue
@@ -360,7 +361,8 @@ class Simulator:
         """The pin's files, added lines and feature symbols (those new to upstream's file) survived."""
         problems: list[str] = []
         paths = sorted(entry.change.files)
-        texts = self.mirror.read_blobs([(t, path) for path in paths for t in (final_tree, base_tree)])
+        texts = self.mirror.read_blobs([(final_tree, path) for path in paths]
+                                       + [(base_tree, path) for path in paths if not entry.change.files[path].deleted])
         for path, fc in sorted(entry.change.files.items()):
             final_text = texts[final_tree, path]
             suspects = [a.pin_id for a in later if path in a.change.files]
