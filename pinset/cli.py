@@ -14,6 +14,7 @@ import textwrap
 
 from pinset import __version__
 from pinset.errors import PinsetError, RuntimeFailure
+from pinset.outputs_rule import check_arguments, option_names
 
 COMMANDS = {
     "sim": "apply the pin set onto upstream builds in memory and check contracts",
@@ -106,6 +107,7 @@ def main(argv: list[str] | None = None) -> int:
         parser = build_parser(chosen if chosen in COMMANDS else None)
         args = parser.parse_args(argv)
         command = f"pinset {args.command}"
+        check_arguments(args, option_names(parser, argv))  # no output over an input, for every verb
         return args._run(args)
     except (PinsetError, RuntimeFailure) as exc:
         print(f"{command}: error: {exc}", file=sys.stderr)
