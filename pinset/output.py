@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 from rich.console import Console
@@ -78,20 +79,23 @@ def write_text(path: str | Path, text: str) -> None:
 
 
 def check_outputs(files: dict[str, str | Path | None], folders: dict[str, str | Path | None] | None = None,
-                  inputs=(), input_folders: dict[str, str] | None = None) -> None:
+                  inputs=(), input_folders: dict[str, str] | None = None, sealed: frozenset[str] = frozenset()) -> None:
     """Before any work starts: every output the user named can be written, so a long run does not end
     in an error (and nothing is half-written). `files` and `folders` map an option (`--json`) to its
     path or None; `inputs` are files the command reads (a list, or path -> what it is), which no output
-    may overwrite, also through a symbolic or hard link; nothing is written inside `input_folders`
-    (path -> what it is: a patch folder, a program folder)."""
+    may overwrite, also through a symbolic or hard link. `input_folders` (path -> what it is: a patch folder,
+    a program folder) are no output and none of the files directly in them is; in those also in `sealed`
+    (a patch folder: a new file there is a new patch) nothing new may be written either."""
     seen: dict[Path, str] = {}
     seen_ids: dict[tuple[int, int], str] = {}
     named = inputs if isinstance(inputs, dict) else {str(p): str(p) for p in inputs}
     read = {_absolute(p): _input(p, what) for p, what in named.items()}
     read_ids = {i: _input(p, what) for p, what in named.items() if (i := _file_id(p)) is not None}
     read_dirs = {_absolute(p): what for p, what in (input_folders or {}).items()}
-    for folder, what in (input_folders or {}).items():  # a hard link elsewhere to a patch or a program in it
-        read_ids.update({i: _input(os.path.join(folder, name), what) for name, i in _entry_ids(folder)})
+    sealed_dirs = {_absolute(p) for p in sealed}
+    for folder, what in (input_folders or {}).items():  # a patch, a program or a library in it, by any name
+        for name, i in _entry_ids(folder, programs_only=_absolute(folder) not in sealed_dirs):
+            read_ids[i] = read[_absolute(os.path.join(folder, name))] = _input(os.path.join(folder, name), what)
     for kind, outputs in (("file", files), ("folder", folders or {})):
         for flag, value in outputs.items():
             if value is None:
@@ -111,7 +115,8 @@ def check_outputs(files: dict[str, str | Path | None], folders: dict[str, str | 
             if what is not None:
                 raise PinsetError(f"{flag} {path}: would overwrite the input file {what}; write the output "
                                   "elsewhere")
-            inside = next(((p, w) for p, w in read_dirs.items() if key == p or p in key.parents), None)
+            inside = next(((p, w) for p, w in read_dirs.items()
+                           if key == p or (p in sealed_dirs and p in key.parents)), None)
             if inside is not None:
                 raise PinsetError(f"{flag} {path}: is in the input folder {inside[1]}; write the output "
                                   "elsewhere")
@@ -125,14 +130,16 @@ def _input(path, what: str) -> str:
     return str(path) if str(what) == str(path) else f"{path} ({what})"
 
 
-def _entry_ids(folder: str | Path):
-    """(name, (device, inode)) of the regular files directly in `folder` (one listing, not a tree walk)."""
+def _entry_ids(folder: str | Path, programs_only: bool = False):
+    """(name, (device, inode)) of the regular files directly in `folder` (one listing, not a tree walk);
+    `programs_only`: only programs and shared libraries (a program folder may hold an earlier result too)."""
     try:
         with os.scandir(Path(folder).expanduser()) as entries:
             found = [(e.name, e.stat()) for e in entries if e.is_file()]
     except OSError:
         return []
-    return [(name, (st.st_dev, st.st_ino)) for name, st in found]
+    return [(name, (st.st_dev, st.st_ino)) for name, st in found
+            if not programs_only or st.st_mode & 0o111 or re.search(r"\.(so(\.[0-9.]+)?|dylib|dll)$", name)]
 
 
 def _file_id(path: str | Path) -> tuple[int, int] | None:

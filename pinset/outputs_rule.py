@@ -8,8 +8,9 @@ the sets fails tests/test_outputs_inputs.py until it is declared.
 What is checked, before any work (bad input, exit 2, nothing changed):
 - every output can be written (a file output is not a folder, a folder output not a file, a writable place);
 - no output is an input (pins.yaml, the pins' patch files and folders, models, program folders, result
-  and noise/expect/sim files), compared by real path and by (device, inode), so a symlink or a hard link
-  to an input counts as the input; no output lies inside an input folder (a patch folder, a bin folder);
+  and noise/expect/sim files, the programs in a program folder), compared by real path and by (device,
+  inode), so a symbolic or a hard link to an input counts as the input; no output is an input folder, and
+  none is written into a patch folder (a new file there would be a new patch);
 - no two outputs of the same command are the same path.
 """
 
@@ -65,10 +66,15 @@ def check_arguments(args, flags: dict[str, str] | None = None) -> None:
         config = "pins.yaml"  # kld, bench, model synth read it when no program folder is given
         if os.path.isfile(config):
             inputs[config] = config
+    sealed = set()
     if config is not None:
         for path in pin_paths(config):
-            (input_dirs if os.path.isdir(path) else inputs)[path] = f"a patch of {config}"
-    check_outputs(files, folders, inputs=inputs, input_folders=input_dirs)
+            if os.path.isdir(path):
+                input_dirs[path] = f"patches of {config}"
+                sealed.add(path)
+            else:
+                inputs[path] = f"a patch of {config}"
+    check_outputs(files, folders, inputs=inputs, input_folders=input_dirs, sealed=frozenset(sealed))
 
 
 def _as_list(value) -> list:

@@ -63,6 +63,7 @@ def world(tmp_path, monkeypatch):
     for name in ("base", "head", "bin", "tree"):
         (tmp_path / name).mkdir()
         (tmp_path / name / "llama-bench").write_text("#!/bin/sh\n")
+        (tmp_path / name / "llama-bench").chmod(0o755)
     calls = []
     for name in cli.COMMANDS:
         module = importlib.import_module(f"pinset.commands.{name}")
@@ -110,13 +111,12 @@ def _targets(dests) -> list[tuple[str, str, str, str]]:
         targets.append((dest, value, value))                       # the input itself
         if dest in INPUT_FOLDERS:
             targets.append((dest, value, f"{value}/llama-bench"))  # a file in it
-            targets.append((dest, value, f"{value}/sub"))          # a new name in it
     if "config" in dests:
         for patch in ("series", "series/0001-a.patch", "series/new.patch", "one.patch"):
             targets.append(("config", "pins.yaml", patch))
     out = []
     for dest, value, target in targets:
-        new = target.endswith(("/sub", "/new.patch"))
+        new = target.endswith("/new.patch")
         folder = target in ("series", *(INPUT_VALUES[d] for d in INPUT_FOLDERS))
         for via in ("path", "symlink", "hardlink"):
             if via == "path" or not new and not (via == "hardlink" and folder):
@@ -177,7 +177,10 @@ def test_a_clean_command_line_is_dispatched(world, capsys):
     assert cli.main(["sim", "--json", "out/sim.json", "--markdown", "out/sim.md"]) == 0
     assert cli.main(["bench", "-m", "model.gguf", "--base-bin", "base", "--head-bin", "head", "--csv", "b.csv",
                      "--json", "b.json", "--log-dir", "logs"]) == 0
-    assert calls == ["sim", "bench"]
+    # a new file next to the programs is no harm (`--head-bin .`); only the programs are protected
+    assert cli.main(["bench", "-m", "model.gguf", "--base-bin", "base", "--head-bin", "head", "--json", "head/b.json",
+                     "--log-dir", "base/logs"]) == 0
+    assert calls == ["sim", "bench", "bench"]
 
 
 def _pinset(*args, cwd):
