@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.errors import MarkupError
 
 from pinset.errors import PinsetError
+from pinset.redact import redact
 from pinset.store import atomic_write, write_problem
 
 
@@ -65,7 +66,7 @@ def write_text(path: str | Path, text: str) -> None:
     temporary file)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    data = text.encode("utf-8")
+    data = redact(text).encode("utf-8")  # no token or URL credentials in any result file
     real = Path(os.path.realpath(path))
     try:
         if _names_a_stream(path) or (real.exists() and (not real.is_file() or write_problem(real.parent))):

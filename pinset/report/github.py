@@ -26,6 +26,7 @@ import requests
 import requests.auth
 
 from pinset.errors import PinsetError
+from pinset.redact import redact
 
 DEFAULT_API_URL = "https://api.github.com"
 TARGET_RE = re.compile(r"^(?P<owner>[A-Za-z0-9_.-]+)/(?P<repo>[A-Za-z0-9_.-]+)#(?P<number>[1-9][0-9]*)$")
@@ -293,9 +294,7 @@ class GitHub:
 
     def _clean(self, text, limit: int = 300) -> str:
         """Any text that may reach the user: token redacted, one line, bounded."""
-        text = str(text)
-        if self._token:
-            text = text.replace(self._token, REDACTED)
+        text = redact(str(text), (self._token,) if self._token else ())
         return _one_line(text, limit)
 
     def _fail(self, method: str, url: str, status: int, reply_headers, content: bytes):
@@ -405,9 +404,14 @@ class GitHub:
         """The requests a post makes, for --dry-run. Contacts nobody: if the listing finds a comment
         with the marker, the POST becomes a PATCH of that comment."""
         return [Request("GET", self.comments_url(t) + "?per_page=100"),
-                Request("POST", self.comments_url(t), {"body": body})]
+                Request("POST", self.comments_url(t), {"body": self._body(body)})]
+
+    def _body(self, body: str) -> str:
+        """The comment as sent: no token and no URL credentials, whatever pins.yaml or a result file held."""
+        return redact(body, (self._token,) if self._token else ())
 
     def post(self, t: Target, mark: str, body: str) -> Posted:
+        body = self._body(body)
         if mark not in body:
             raise PostError("the report has no pin set marker; refusing to post a comment that cannot be updated later")
         if len(body) > MAX_BODY:
