@@ -15,7 +15,7 @@ from pinset.errors import RuntimeFailure
 # server's own trouble, not ours.
 _FULL_RE = re.compile(r"^(?!remote:)(?:.*(?:no space left on device|disk quota exceeded)|"
                       r"(?:fatal|error): .*(?:read-only file system|unable to write (?:loose object|new index file|file|"
-                      r"sha1 file)|file write error|unable to create temporary file))", re.M | re.I)
+                      r"sha1 file)|file write error|unable to create temporary file))", re.MULTILINE | re.IGNORECASE)
 
 
 class DiskFull(RuntimeFailure):

@@ -79,10 +79,10 @@ def deadline(seconds: float, what: str = "request"):
     timer.start()
     try:
         yield watch
-    except (requests.RequestException, OSError, urllib3.exceptions.HTTPError) as exc:
+    except (requests.RequestException, OSError, urllib3.exceptions.HTTPError):
         if watch.expired:
             raise DeadlineExceeded(f"{what}: no complete answer within {seconds:g} s (deadline)") from None
-        raise exc
+        raise
     finally:
         timer.cancel()
         _local.watch = outer
@@ -156,10 +156,9 @@ class _Retry(Retry):
 
 
 def retry_policy(total: int = RETRIES, methods=IDEMPOTENT, sleep=None, backoff: float = BACKOFF) -> Retry:
-    kwargs = dict(total=total, connect=total, read=total, status=total, other=0, redirect=0,
-                  backoff_factor=backoff, status_forcelist=RETRY_STATUS, allowed_methods=frozenset(methods),
-                  respect_retry_after_header=True, raise_on_status=False, raise_on_redirect=False)
-    retry = _Retry(**kwargs)
+    retry = _Retry(total=total, connect=total, read=total, status=total, other=0, redirect=0,
+                   backoff_factor=backoff, status_forcelist=RETRY_STATUS, allowed_methods=frozenset(methods),
+                   respect_retry_after_header=True, raise_on_status=False, raise_on_redirect=False)
     retry.sleep_function = sleep or time.sleep
     return retry
 

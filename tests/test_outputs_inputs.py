@@ -20,8 +20,14 @@ from pathlib import Path
 import pytest
 
 from pinset import cli
-from pinset.outputs_rule import (DECLARED, INPUT_FILES, INPUT_FOLDERS, OUTPUT_FILES, OUTPUT_FOLDERS,
-                                 verb_parsers)
+from pinset.outputs_rule import (
+    DECLARED,
+    INPUT_FILES,
+    INPUT_FOLDERS,
+    OUTPUT_FILES,
+    OUTPUT_FOLDERS,
+    verb_parsers,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -92,7 +98,7 @@ def _argv(words, parser, given: dict[str, str]) -> list[str]:
     for action in parser._actions:
         value = given.get(action.dest)
         if value is None and action.required and action.option_strings:
-            value = action.choices and list(action.choices)[0] or (
+            value = action.choices and next(iter(action.choices)) or (
                 "req-out" if action.dest in OUTPUT_FOLDERS else "x")
         if value is None:
             continue
@@ -173,7 +179,7 @@ def test_two_outputs_on_one_path_are_bad_input(world, capsys, words, parser):
 
 def test_a_clean_command_line_is_dispatched(world, capsys):
     """The rule refuses only what it should: distinct outputs elsewhere reach the verb."""
-    root, calls = world
+    _root, calls = world
     assert cli.main(["sim", "--json", "out/sim.json", "--markdown", "out/sim.md"]) == 0
     assert cli.main(["bench", "-m", "model.gguf", "--base-bin", "base", "--head-bin", "head", "--csv", "b.csv",
                      "--json", "b.json", "--log-dir", "logs"]) == 0
@@ -186,7 +192,7 @@ def test_a_clean_command_line_is_dispatched(world, capsys):
 def _pinset(*args, cwd):
     env = dict(os.environ, PYTHONPATH=str(ROOT), PINSET_CACHE=str(Path(cwd) / "cache"))
     return subprocess.run([sys.executable, "-m", "pinset", *args], cwd=cwd, env=env, capture_output=True, text=True,
-                          timeout=120)
+                          timeout=120, check=False)
 
 
 def test_matrix_json_over_pins_yaml_end_to_end(tmp_path):

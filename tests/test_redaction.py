@@ -9,12 +9,12 @@ import shutil
 from pathlib import Path
 
 import pytest
+from test_report_post import FakeGitHub
 
 import pinset.report.github as github_module
 from pinset.cli import main
 from pinset.config.schema import load_pinset
 from pinset.redact import redact
-from test_report_post import FakeGitHub
 
 TOKEN = "ghp_RedactMe0123456789abcdefXYZ"
 URL_SECRET = "Pa55word-in-a-url"
@@ -83,7 +83,7 @@ def test_report_files_dry_run_and_stdout_hold_no_token(leaky, capfd):
 
 
 def test_the_posted_comment_holds_no_token(leaky, capfd, monkeypatch):
-    root, pins, results = leaky
+    _root, pins, results = leaky
     api = FakeGitHub(token=TOKEN)
     api.thread.start()
     try:
