@@ -116,7 +116,7 @@ def _main(argv: list[str]) -> int:
         parser = build_parser(chosen if chosen in COMMANDS else None)
         args = parser.parse_args(argv)
         command = f"pinset {args.command}"
-        check_arguments(args, option_names(parser, argv))  # no output over an input, for every verb
+        check_arguments(args, *option_names(parser, argv))  # no output over an input, for every verb
         return args._run(args)
     except (PinsetError, RuntimeFailure) as exc:
         print(f"{command}: error: {exc}", file=sys.stderr)

@@ -37,28 +37,48 @@ NOT_PATHS = frozenset({
     "pinset_command", "post", "dry_run", "api_url", "command", "model_command", "version",
 })
 DECLARED = OUTPUT_FILES | OUTPUT_FOLDERS | INPUT_FILES | INPUT_FOLDERS | NOT_PATHS
+# An option whose dest means something else in one verb (an `--out` that is a file) says so on its action:
+# `p.add_argument("--out", ...).pinset_io = "output-file"`; that wins over the table.
+KINDS = {"output-file": OUTPUT_FILES, "output-folder": OUTPUT_FOLDERS, "input-file": INPUT_FILES,
+         "input-folder": INPUT_FOLDERS, "none": NOT_PATHS}
+
+
+def kind_of(action) -> str | None:
+    """What an argparse action names: one of KINDS, None when undeclared."""
+    declared = getattr(action, "pinset_io", None)
+    if declared is not None:
+        if declared not in KINDS:
+            raise ValueError(f"{action.dest}: pinset_io {declared!r} is none of {sorted(KINDS)}")
+        return declared
+    return next((kind for kind, dests in KINDS.items() if action.dest in dests), None)
 
 
 def _flag(parser_actions: dict[str, str], dest: str) -> str:
     return parser_actions.get(dest, "--" + dest.replace("_", "-"))
 
 
-def check_arguments(args, flags: dict[str, str] | None = None) -> None:
-    """The rule over one parsed command line (`flags`: dest -> the option's name as the user types it)."""
+def check_arguments(args, flags: dict[str, str] | None = None, kinds: dict[str, str] | None = None) -> None:
+    """The rule over one parsed command line (`flags`: dest -> the option's name as the user types it;
+    `kinds`: dest -> its kind, from the verb's parser; the table where not given)."""
     from pinset.output import check_outputs
 
     flags = flags or {}
     values = vars(args)
-    files = {_flag(flags, d): values[d] for d in sorted(OUTPUT_FILES & values.keys()) if values[d] is not None}
-    folders = {_flag(flags, d): values[d] for d in sorted(OUTPUT_FOLDERS & values.keys()) if values[d] is not None}
+    kinds = kinds or {}
+
+    def named(kind: str) -> list[str]:
+        return sorted(d for d in values if kinds.get(d, next((k for k, ds in KINDS.items() if d in ds), None)) == kind)
+
+    files = {_flag(flags, d): values[d] for d in named("output-file") if values[d] is not None}
+    folders = {_flag(flags, d): values[d] for d in named("output-folder") if values[d] is not None}
     if not files and not folders:
         return
     inputs: dict[str, str] = {}      # path -> what it is, for the message
     input_dirs: dict[str, str] = {}
-    for dest in sorted(INPUT_FILES & values.keys()):
+    for dest in named("input-file"):
         for value in _as_list(values[dest]):
             inputs[str(value)] = str(value)
-    for dest in sorted(INPUT_FOLDERS & values.keys()):
+    for dest in named("input-folder"):
         for value in _as_list(values[dest]):
             input_dirs[str(value)] = f"{_flag(flags, dest)} {value}"
     config = values.get("config")
@@ -117,9 +137,10 @@ def verb_parsers(parser):
                     yield f"{name} {sub_name}", grandchild
 
 
-def option_names(parser, argv: list[str]) -> dict[str, str]:
-    """dest -> the option as typed (`--log-dir`), for the options of the verb `argv` chose."""
+def option_names(parser, argv: list[str]) -> tuple[dict[str, str], dict[str, str]]:
+    """(dest -> the option as typed (`--log-dir`), dest -> its kind) for the options of the verb `argv` chose."""
     names: dict[str, str] = {}
+    kinds: dict[str, str] = {}
     chosen = [a for a in argv if not a.startswith("-")]
     for name, child in verb_parsers(parser):
         if name.split() == chosen[:len(name.split())]:
@@ -128,4 +149,7 @@ def option_names(parser, argv: list[str]) -> dict[str, str]:
                     names[action.dest] = max(action.option_strings, key=len)
                 else:
                     names.setdefault(action.dest, action.metavar or action.dest)
-    return names
+                kind = kind_of(action)
+                if kind is not None:
+                    kinds[action.dest] = kind
+    return names, kinds

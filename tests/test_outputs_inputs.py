@@ -21,11 +21,9 @@ import pytest
 
 from pinset import cli
 from pinset.outputs_rule import (
-    DECLARED,
-    INPUT_FILES,
-    INPUT_FOLDERS,
     OUTPUT_FILES,
     OUTPUT_FOLDERS,
+    kind_of,
     verb_parsers,
 )
 
@@ -48,7 +46,7 @@ VERBS = _verbs()
 
 def test_every_option_of_every_verb_is_declared():
     """A new option must say whether it is an output, an input or no path, or this rule cannot see it."""
-    undeclared = sorted({f"{' '.join(w)} {a.dest}" for w, p in VERBS for a in p._actions if a.dest not in DECLARED})
+    undeclared = sorted({f"{' '.join(w)} {a.dest}" for w, p in VERBS for a in p._actions if kind_of(a) is None})
     assert not undeclared, f"declare these in pinset/outputs_rule.py: {undeclared}"
     outputs = {a.dest for _, p in VERBS for a in p._actions} & (OUTPUT_FILES | OUTPUT_FOLDERS)
     assert {"json", "markdown", "csv", "plot", "out", "logs", "log_dir"} <= outputs
@@ -112,10 +110,11 @@ def _argv(words, parser, given: dict[str, str]) -> list[str]:
 def _targets(dests) -> list[tuple[str, str, str, str]]:
     """(input dest, its value, the output's path, how it is reached) for one verb's inputs."""
     targets = []
-    for dest in sorted(set(dests) & (INPUT_FILES | INPUT_FOLDERS)):
+    for dest in sorted(d for d, a in dests.items() if kind_of(a) in ("input-file", "input-folder")):
+        assert dest in INPUT_VALUES, f"{dest}: a new input; give it a file or folder in INPUT_VALUES and world"
         value = INPUT_VALUES[dest]
         targets.append((dest, value, value))                       # the input itself
-        if dest in INPUT_FOLDERS:
+        if kind_of(dests[dest]) == "input-folder":
             targets.append((dest, value, f"{value}/llama-bench"))  # a file in it
     if "config" in dests:
         for patch in ("series", "series/0001-a.patch", "series/new.patch", "one.patch"):
@@ -123,7 +122,7 @@ def _targets(dests) -> list[tuple[str, str, str, str]]:
     out = []
     for dest, value, target in targets:
         new = target.endswith("/new.patch")
-        folder = target in ("series", *(INPUT_VALUES[d] for d in INPUT_FOLDERS))
+        folder = target == "series" or (kind_of(dests[dest]) == "input-folder" and target == value)
         for via in ("path", "symlink", "hardlink"):
             if via == "path" or not new and not (via == "hardlink" and folder):
                 out.append((dest, value, target, via))
@@ -132,8 +131,8 @@ def _targets(dests) -> list[tuple[str, str, str, str]]:
 
 def _cases():
     for words, parser in VERBS:
-        dests = {a.dest for a in parser._actions}
-        for out in sorted(dests & (OUTPUT_FILES | OUTPUT_FOLDERS)):
+        dests = {a.dest for a in parser._actions if kind_of(a) in ("output-file", "output-folder")}
+        for out in sorted(dests):
             yield pytest.param(words, parser, out, id=f"{'-'.join(words)}:{out}")
 
 
@@ -141,7 +140,7 @@ def _cases():
 def test_output_over_an_input_is_bad_input(world, capsys, words, parser, out):
     """Each output option of the verb against each input: directly, via a symbolic link, via a hard link."""
     root, calls = world
-    targets = _targets({a.dest for a in parser._actions})
+    targets = _targets({a.dest: a for a in parser._actions})
     assert targets, "a verb with an output and no input to protect: declare its inputs"
     for dest, value, target, via in targets:
         alias = root / "alias"
@@ -216,3 +215,24 @@ def test_bench_csv_over_the_model_end_to_end(tmp_path):
                 cwd=tmp_path)
     assert r.returncode == 2, r.stderr
     assert "would overwrite the input file m.gguf" in r.stderr and (tmp_path / "m.gguf").read_bytes() == b"GGUF\x03\x00\x00\x00model"
+
+
+def test_an_action_can_declare_its_own_kind(tmp_path, monkeypatch):
+    """A dest the table reads one way (`--out`, a folder) can be declared otherwise on its action."""
+    from pinset.errors import PinsetError
+    from pinset.outputs_rule import check_arguments, option_names
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "pins.yaml").write_text("builds: [b1]\n")
+    parser = cli.OneLineParser(prog="pinset")
+    sub = parser.add_subparsers(dest="command")
+    verb = sub.add_parser("import")
+    verb.add_argument("--from", dest="source").pinset_io = "input-file"
+    verb.add_argument("--out").pinset_io = "output-file"
+    argv = ["import", "--from", "pr-set.json", "--out", "pr-set.json"]
+    (tmp_path / "pr-set.json").write_text("[]")
+    with pytest.raises(PinsetError, match="would overwrite the input file pr-set.json"):
+        check_arguments(parser.parse_args(argv), *option_names(parser, argv))
+    verb.add_argument("--bad").pinset_io = "outptu"
+    with pytest.raises(ValueError, match="pinset_io 'outptu'"):
+        option_names(parser, argv)
