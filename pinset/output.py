@@ -86,7 +86,7 @@ def check_outputs(files: dict[str, str | Path | None], folders: dict[str, str | 
     path or None; `inputs` are files the command reads (a list, or path -> what it is), which no output
     may overwrite, also through a symbolic or hard link. `input_folders` (path -> what it is: a patch folder,
     a program folder) are no output and none of the files directly in them is; in those also in `sealed`
-    (a patch folder: a new file there is a new patch) nothing new may be written either."""
+    (a patch folder) no new `*.patch` file may be written either: it would join the series."""
     seen: dict[Path, str] = {}
     seen_ids: dict[tuple[int, int], str] = {}
     named = inputs if isinstance(inputs, dict) else {str(p): str(p) for p in inputs}
@@ -116,8 +116,8 @@ def check_outputs(files: dict[str, str | Path | None], folders: dict[str, str | 
             if what is not None:
                 raise PinsetError(f"{flag} {path}: would overwrite the input file {what}; write the output "
                                   "elsewhere")
-            inside = next(((p, w) for p, w in read_dirs.items()
-                           if key == p or (p in sealed_dirs and p in key.parents)), None)
+            inside = next(((p, w) for p, w in read_dirs.items()  # the folder itself, or a new patch in it
+                           if key == p or (p in sealed_dirs and key.parent == p and key.suffix == ".patch")), None)
             if inside is not None:
                 raise PinsetError(f"{flag} {path}: is in the input folder {inside[1]}; write the output "
                                   "elsewhere")

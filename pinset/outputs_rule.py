@@ -10,7 +10,7 @@ What is checked, before any work (bad input, exit 2, nothing changed):
 - no output is an input (pins.yaml, the pins' patch files and folders, models, program folders, result
   and noise/expect/sim files, the programs in a program folder), compared by real path and by (device,
   inode), so a symbolic or a hard link to an input counts as the input; no output is an input folder, and
-  none is written into a patch folder (a new file there would be a new patch);
+  no `*.patch` output is written into a patch folder (it would join the series);
 - no two outputs of the same command are the same path.
 """
 

@@ -185,7 +185,8 @@ def test_a_clean_command_line_is_dispatched(world, capsys):
     # a new file next to the programs is no harm (`--head-bin .`); only the programs are protected
     assert cli.main(["bench", "-m", "model.gguf", "--base-bin", "base", "--head-bin", "head", "--json", "head/b.json",
                      "--log-dir", "base/logs"]) == 0
-    assert calls == ["sim", "bench", "bench"]
+    assert cli.main(["sim", "--json", "series/sim.json"]) == 0  # not a patch: the series stays as it is
+    assert calls == ["sim", "bench", "bench", "sim"]
 
 
 def _pinset(*args, cwd):
