@@ -14,6 +14,8 @@ import textwrap
 
 from pinset import __version__
 from pinset.errors import PinsetError, RuntimeFailure
+from pinset.outputs_rule import check_arguments, option_names
+from pinset.redact import wrap_streams
 
 COMMANDS = {
     "sim": "apply the pin set onto upstream builds in memory and check contracts",
@@ -97,15 +99,24 @@ def build_parser(chosen: str | None = None) -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    command = "pinset"
     for stream in (sys.stdout, sys.stderr):  # an ASCII or Latin-1 terminal: "\u2705", not a UnicodeEncodeError
         if stream is not None and hasattr(stream, "reconfigure"):
             stream.reconfigure(errors="backslashreplace")
+    saved = wrap_streams(sys)  # no token, no URL credentials in anything printed: results, progress, errors
+    try:
+        return _main(argv)
+    finally:
+        sys.stdout, sys.stderr = saved
+
+
+def _main(argv: list[str]) -> int:
+    command = "pinset"
     try:
         chosen = next((a for a in argv if not a.startswith("-")), None)
         parser = build_parser(chosen if chosen in COMMANDS else None)
         args = parser.parse_args(argv)
         command = f"pinset {args.command}"
+        check_arguments(args, *option_names(parser, argv))  # no output over an input, for every verb
         return args._run(args)
     except (PinsetError, RuntimeFailure) as exc:
         print(f"{command}: error: {exc}", file=sys.stderr)

@@ -8,6 +8,7 @@ nothing written): a tree that lacks a required pin must not pass for the pinned 
 
 from __future__ import annotations
 
+import errno
 import os
 from pathlib import Path
 
@@ -76,4 +77,7 @@ def write_tree(mirror, tree: str, out: Path) -> None:
             mirror.materialize(tree, tmp)
             os.rename(tmp, out)
     except OSError as exc:
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EROFS):  # the system refused mid-run: exit 1, the path
+            exc.filename = exc.filename or str(out)
+            raise
         raise PinsetError(f"--out {out}: {exc.strerror or exc} (nothing was written)") from None

@@ -53,8 +53,8 @@ def resolve_sides(args, targets: list[str], *, cpu: bool, head_only: bool = Fals
     head build is needed (it is returned as both sides), e.g. to compare two models on it.
 
     Without `cpu` the programs run on the GPU, so a GPU must be visible, before anything is built.
-    `replaced`: the result files of this run, removed once the command line has passed every check and
-    before any build or run (bad input changes nothing; a stopped run leaves no earlier result).
+    `replaced`: the result files of this run, removed once the command line has passed every check and the
+    build resolved, before any build or run (bad input changes nothing; a stopped run leaves no earlier result).
     """
     if head_only and args.base_bin:
         raise PinsetError("--base-bin: not used here (only the head build runs); give --head-bin")
@@ -99,5 +99,5 @@ def _build(args, targets: list[str], *, cuda: bool, gpu_hint: str, labels: tuple
     if settings.coverage_warning():
         err_console.print(f"[yellow]warning:[/] {settings.coverage_warning()}")
     store = Store.open(args.cache)
-    remove_stale(replaced)
-    return built_sides(pinset, store, name, targets=targets, settings=settings, labels=labels, jobs=args.jobs), store
+    return built_sides(pinset, store, name, targets=targets, settings=settings, labels=labels, jobs=args.jobs,
+                       resolved=lambda: remove_stale(replaced)), store

@@ -73,12 +73,12 @@ def run(args) -> int:
     machine = probe_machine(find_nvcc() if args.cuda else None)
     if args.cuda:
         machine = on_backend(machine, backend)
-    # From here on the run's own result replaces an earlier one: a run that is interrupted or fails before its
-    # JSON is written must not leave the last run's (maybe green) files in place to be read as this run's.
-    remove_stale([args.json, args.markdown])
-
     interrupted = None
     with simulate(pinset, build_names, store) as sim:
+        # The builds resolved (an unknown one was bad input, and changed nothing): from here on the run's own
+        # result replaces an earlier one, so a run that is interrupted or fails before its JSON is written does
+        # not leave the last run's (maybe green) files in place to be read as this run's.
+        remove_stale([args.json, args.markdown])
         options = VerifyOptions(cuda=args.cuda, ops=ops, backend=backend, cuda_architectures=arch,
                                 jobs=args.jobs, op_timeout=args.op_timeout, cpu_params=args.cpu_params,
                                 cuda_flags=cuda_flags, op_jobs=args.op_jobs,

@@ -109,6 +109,7 @@ class GpuClass:
     runs_on: tuple[str, ...]    # runner labels (GitHub Actions `runs-on`)
     architectures: str          # CMAKE_CUDA_ARCHITECTURES of this class's builds ("90")
     line: int = 0
+    runs_on_span: tuple[int, int] = field(default=(0, 0), compare=False)  # where runs-on's value is in the text
 
 
 @dataclass(frozen=True)
@@ -125,8 +126,13 @@ class PinSet:
 
     @property
     def digest(self) -> str:
-        """Hash of the pin set's content: the file plus every patch it names."""
-        h = hashlib.sha256(self.text.encode())
+        """Hash of the pin set's content: the file plus every patch it names. The runner labels of `gpus:`
+        (`runs-on`) are left out: they say where CI runs, not what is pinned, so moving a class to other
+        runners keeps the PR comment (whose marker is this digest) and the results made before."""
+        text = self.text
+        for start, end in sorted((g.runs_on_span for g in self.gpus if g.runs_on_span[1]), reverse=True):
+            text = text[:start] + text[end:]
+        h = hashlib.sha256(text.encode())
         for pin in self.pins:
             h.update(pin.id.encode())
             if pin.patches is not None:
@@ -326,7 +332,8 @@ def _read_gpus(r: _Reader, node) -> tuple[GpuClass, ...]:
             arch = r.string(arch_node, f"{key}.architectures")
         if not ARCH_RE.fullmatch(arch):
             r.fail(arch_node, f"{key}.architectures", f"malformed {arch!r} (e.g. \"90\" or \"86;90\")")
-        classes.append(GpuClass(name, tuple(labels), arch, body.start_mark.line + 1))
+        classes.append(GpuClass(name, tuple(labels), arch, body.start_mark.line + 1,
+                                (labels_node.start_mark.index, labels_node.end_mark.index)))
     if not classes:
         r.fail(node, "gpus", "empty mapping (name at least one GPU class, or leave `gpus:` out)")
     return tuple(classes)

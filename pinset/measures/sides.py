@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 from pinset.build.programs import LlamaBin
 from pinset.build.settings import BuildSettings
@@ -41,7 +42,8 @@ def folder_side(label: str, bin_dir: Path, commit: str | None, targets: list[str
 
 
 def built_sides(pinset: PinSet, store: Store, build_name: str, *, targets: list[str], settings: BuildSettings,
-                labels: tuple[str, ...] = ("base", "head"), jobs: int | None = None) -> list[Side]:
+                labels: tuple[str, ...] = ("base", "head"), jobs: int | None = None,
+                resolved: Callable[[], None] | None = None) -> list[Side]:
     """Build `build_name`'s bare tree (base) and pinned tree (head), cached, in the order of `labels`.
 
     A pin set that does not apply, or a build that fails, is a runtime failure (exit 1) naming the log.
@@ -51,6 +53,8 @@ def built_sides(pinset: PinSet, store: Store, build_name: str, *, targets: list[
 
     with simulate(pinset, [build_name], store) as sim:
         build, result = sim.build(build_name)
+        if resolved is not None:  # the build exists: an unknown one was bad input before anything changed
+            resolved()
         if not result.ok:
             raise RuntimeFailure(f"build {build_name}: the pin set does not apply (run `pinset sim`)")
         trees = {"base": build.tree, "head": result.tree}

@@ -6,12 +6,18 @@ server decide which comment we edit. Redirects are followed by hand so that this
 strips the Authorization header on a host change but keeps it on an http -> https change of the same
 host, and older versions kept it on any change but the host. Every message shows the token redacted and
 every failure - HTTP error, malformed answer, network - is one PostError line (the command exits 1 and
-keeps the rendered report), never a traceback. Idempotent calls are retried within a bounded wait.
+keeps the rendered report), never a traceback.
+
+HTTP goes through pinset.http's one session: 5xx/429 answers and dropped connections of GET and PATCH (a whole
+body: idempotent) are retried there, with a doubling backoff and Retry-After; what only GitHub's API says (a
+403 rate limit with its reset time) and the POST of the comment (retried only after listing the comments again,
+so a POST whose answer was lost is not posted twice) are retried here. Every call has a total deadline
+(REQUEST_DEADLINE, its retries included) and the whole post one more (POST_DEADLINE): a server that answers
+and then trickles a byte a second cannot hold the job.
 """
 
 from __future__ import annotations
 
-import http.client
 import ipaddress
 import json
 import re
@@ -19,19 +25,25 @@ import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from email.utils import parsedate_to_datetime
+from http.client import HTTPException
 from typing import Callable
 from urllib.parse import urljoin, urlsplit
 
 import requests
 import requests.auth
 
+from pinset import http
 from pinset.errors import PinsetError
+from pinset.redact import redact
 
 DEFAULT_API_URL = "https://api.github.com"
 TARGET_RE = re.compile(r"^(?P<owner>[A-Za-z0-9_.-]+)/(?P<repo>[A-Za-z0-9_.-]+)#(?P<number>[1-9][0-9]*)$")
 REDACTED = "***"
 MAX_BODY = 65536  # GitHub refuses longer comment bodies (422)
-TIMEOUT = 30
+TIMEOUT = (15, 30)     # s to connect, s of silence while reading
+REQUEST_DEADLINE = 120.0  # s per call, its retries included
+POST_DEADLINE = 600.0     # s for the whole post (listing, who-am-I, create or update)
+BACKOFF = 2.0          # s before the first retry, doubling
 MAX_TRIES = 4          # per call: the first try and up to three retries
 MAX_WAIT = 60.0        # longest single wait before a retry (s); a later rate-limit reset means giving up
 MAX_TOTAL_WAIT = 180.0  # all waits of one call together (s)
@@ -206,10 +218,12 @@ class GitHub:
         self.api_url = parse_api_url(api_url)
         self._origin = origin(self.api_url)
         self._token = token
-        self.session = session or requests.Session()
-        self.session.headers.update(headers())
         self._sleep = sleep or _default_sleep
+        self.session = session or http.session(MAX_TRIES - 1, methods=http.IDEMPOTENT | {"PATCH"}, backoff=BACKOFF,
+                                               sleep=lambda s: self._sleep(s))
+        self.session.headers.update(headers())
         self._clock = clock or time.time
+        self._ends = time.monotonic() + POST_DEADLINE
         self._login: str | None = ...  # type: ignore[assignment]  # not asked yet (see whoami)
 
     def comments_url(self, t: Target) -> str:
@@ -221,13 +235,15 @@ class GitHub:
     # --- HTTP ---------------------------------------------------------------------------------
     def _call(self, method: str, url: str, json_body: dict | None = None, params: dict | None = None,
               accept: tuple[int, ...] = ()) -> Answer:
-        """An idempotent call (GET, or PATCH of a whole body), retried on transient failures; an answer with a
-        status in `accept` is returned like a 2xx one (unless it is a rate limit)."""
+        """An idempotent call (GET, or PATCH of a whole body): the session retries 5xx, 429 and dropped
+        connections, this a rate limit that names its reset; an answer with a status in `accept` is returned
+        like a 2xx one (unless it is a rate limit)."""
         return self._retrying(lambda: self._once(method, url, json_body, params, accept))
 
     def _retrying(self, attempt: Callable):
-        """attempt() until it returns; a _Transient failure is retried after the wait the server asked
-        for (Retry-After, rate-limit reset) or a doubling backoff, within MAX_TRIES and MAX_TOTAL_WAIT."""
+        """attempt() until it returns; a _Transient failure (a rate limit; a failed POST, listed again first) is
+        retried after the wait the server asked for (Retry-After, rate-limit reset) or a doubling backoff,
+        within MAX_TRIES, MAX_TOTAL_WAIT and the post's deadline."""
         waited, tries = 0.0, 0
         while True:
             tries += 1
@@ -235,7 +251,8 @@ class GitHub:
                 return attempt()
             except _Transient as exc:
                 wait = exc.wait if exc.wait is not None else 2.0 ** tries
-                if tries == MAX_TRIES or wait > MAX_WAIT or waited + wait > MAX_TOTAL_WAIT:
+                if tries == MAX_TRIES or wait > MAX_WAIT or waited + wait > MAX_TOTAL_WAIT \
+                        or time.monotonic() + wait > self._ends:
                     raise PostError(exc.message + (f" (gave up after {tries} tries)" if tries > 1 else "")) from None
                 self._sleep(wait)
                 waited += wait
@@ -246,15 +263,22 @@ class GitHub:
         for _ in range(MAX_REDIRECTS + 1):
             self._check_origin(method, url, "URL")
             shown = self._clean(url, 300)  # a next link or redirect came from the server
+            left = self._ends - time.monotonic()
+            if left <= 0:
+                raise PostError(f"{method} {shown}: the post ran past its deadline of {POST_DEADLINE:g} s")
             try:
-                with self.session.request(method, url, params=params, json=json_body, timeout=TIMEOUT,
-                                          allow_redirects=False, stream=True, auth=_Bearer(self._token)) as r:
+                with http.deadline(min(REQUEST_DEADLINE, left), f"{method} {shown}"), \
+                        self.session.request(method, url, params=params, json=json_body, timeout=TIMEOUT,
+                                             allow_redirects=False, stream=True, auth=_Bearer(self._token)) as r:
                     status, reply_headers = r.status_code, r.headers
                     content = self._read(r, method, shown)
                     links = r.links
                     sent_url = r.url
+                    retries = getattr(getattr(r.raw, "retries", None), "history", ())
+            except http.DeadlineExceeded as exc:  # a slow or trickling server: not worth another try
+                raise PostError(self._clean(exc)) from None
             except (requests.ConnectionError, requests.Timeout, requests.exceptions.ChunkedEncodingError,
-                    http.client.HTTPException) as exc:
+                    HTTPException) as exc:
                 raise _Transient(f"{method} {shown}: {type(exc).__name__}: {self._clean(exc)}") from None
             except (requests.RequestException, OSError, ValueError) as exc:
                 raise PostError(f"{method} {shown}: {type(exc).__name__}: {self._clean(exc)}") from None
@@ -270,7 +294,7 @@ class GitHub:
                 nxt = links.get("next", {}).get("url")
                 return Answer(method, self._clean(sent_url, 300), status, content,
                               urljoin(sent_url, nxt) if nxt else None)
-            self._fail(method, shown, status, reply_headers, content)
+            self._fail(method, shown, status, reply_headers, content, tries=len(retries) + 1)
         raise PostError(f"{method} {self._clean(url, 300)}: more than {MAX_REDIRECTS} redirects")
 
     def _check_origin(self, method: str, url: str, what: str) -> None:
@@ -293,13 +317,12 @@ class GitHub:
 
     def _clean(self, text, limit: int = 300) -> str:
         """Any text that may reach the user: token redacted, one line, bounded."""
-        text = str(text)
-        if self._token:
-            text = text.replace(self._token, REDACTED)
+        text = redact(str(text), (self._token,) if self._token else ())
         return _one_line(text, limit)
 
-    def _fail(self, method: str, url: str, status: int, reply_headers, content: bytes):
-        """Raise the error for a non-2xx answer: _Transient when a retry may succeed."""
+    def _fail(self, method: str, url: str, status: int, reply_headers, content: bytes, tries: int = 1):
+        """Raise the error for a non-2xx answer: _Transient when a retry here may succeed (a rate limit; a
+        failed POST, which the session does not retry); `tries`: how many the session made."""
         data = _loads(content)
         api_message = data.get("message") if isinstance(data, dict) else None
         if not isinstance(api_message, str):
@@ -311,8 +334,10 @@ class GitHub:
             message = f"{where}: GitHub rate limit reached; posting is blocked{when} ({api_message})"
             raise _Transient(message, wait)
         if status >= 500:
-            raise _Transient(f"{where}: GitHub failed" + (f" ({api_message})" if api_message else ""),
-                             _seconds(reply_headers.get("Retry-After"), self._clock()))
+            message = f"{where}: GitHub failed" + (f" ({api_message})" if api_message else "")
+            if method == "POST":
+                raise _Transient(message, _seconds(reply_headers.get("Retry-After"), self._clock()))
+            raise PostError(message + (f" (gave up after {tries} tries)" if tries > 1 else ""))
         hint = {
             401: "the token in GITHUB_TOKEN was refused (expired or wrong)",
             403: "the token may not comment on this repository (needs issues/pull-requests: write)",
@@ -405,9 +430,14 @@ class GitHub:
         """The requests a post makes, for --dry-run. Contacts nobody: if the listing finds a comment
         with the marker, the POST becomes a PATCH of that comment."""
         return [Request("GET", self.comments_url(t) + "?per_page=100"),
-                Request("POST", self.comments_url(t), {"body": body})]
+                Request("POST", self.comments_url(t), {"body": self._body(body)})]
+
+    def _body(self, body: str) -> str:
+        """The comment as sent: no token and no URL credentials, whatever pins.yaml or a result file held."""
+        return redact(body, (self._token,) if self._token else ())
 
     def post(self, t: Target, mark: str, body: str) -> Posted:
+        body = self._body(body)
         if mark not in body:
             raise PostError("the report has no pin set marker; refusing to post a comment that cannot be updated later")
         if len(body) > MAX_BODY:

@@ -23,6 +23,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from pinset import runner
+from pinset.disk import check_disk
 from pinset.errors import CacheDamaged, UpstreamError
 from pinset.progress import SPINNER, Progress
 from pinset.store import atomic_write, cache_tmp, clean_scratch, locked, scratch_dir
@@ -120,6 +121,8 @@ class Mirror:
             prefix += ["--work-tree", str(work_tree)]
         result = runner.run([*prefix, *args], env=full_env or None, input=input, timeout=timeout,
                             cwd=work_tree, binary=binary)
+        if not result.ok:  # a full disk is no conflict, no missing tag and no damage: exit 1 naming the cache
+            check_disk(self.path if work_tree is None else f"{work_tree} (or {self.path})", result.stderr)
         if check_damage and not result.ok:
             damage = _DAMAGE_RE.search(result.stderr)
             if damage:

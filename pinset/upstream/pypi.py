@@ -31,6 +31,19 @@ CHANGELOG_COMMIT_RE = re.compile(r"llama\.cpp@([0-9a-f]{7,40})")
 DEFAULT_INDEX = "https://pypi.org"
 CHUNK = 1 << 16
 ATTEMPTS = 4          # a dropped connection resumes where it stopped, this many times
+JSON_DEADLINE = 120.0     # s for the project's JSON document, retries of the session included
+DOWNLOAD_DEADLINE = 1800.0  # s per download attempt (75 MB at 42 kB/s); a slower one resumes, ATTEMPTS times
+_session = None
+
+
+def session():
+    """The one retrying HTTP session (pinset.http) of every PyPI request of this process."""
+    global _session
+    if _session is None:
+        from pinset import http
+
+        _session = http.session(user_agent="pinset (sdist download)")
+    return _session
 
 
 class SdistUnreadable(UpstreamError):
@@ -104,10 +117,15 @@ def project_releases(package: str, what: str) -> tuple[str, dict]:
     and the `pypi:` range selectors read it here."""
     import requests
 
+    from pinset import http
+
     base = index_url()
     api = f"{base}/pypi/{package}/json"
     try:
-        response = requests.get(api, timeout=60)
+        with http.deadline(JSON_DEADLINE, f"GET {api}"):
+            response = session().get(api, timeout=http.TIMEOUT)
+    except http.DeadlineExceeded as exc:
+        raise UpstreamError(f"{what}: {base} too slow: {exc}") from None
     except requests.RequestException as exc:
         raise UpstreamError(f"{what}: {base} unreachable ({type(exc).__name__})") from None
     if response.status_code == 404:
@@ -157,8 +175,9 @@ def _download(url: str, dest: Path, filename: str, sha256: str, what: str, progr
             _fetch_into(url, part, what, progress)
             break
         except (requests.ConnectionError, requests.Timeout, requests.exceptions.ChunkedEncodingError) as exc:
-            if attempt == ATTEMPTS:
-                raise UpstreamError(f"{what}: download of {url} failed ({type(exc).__name__}); "
+            if attempt == ATTEMPTS:  # a deadline passed (DeadlineExceeded) or the connection kept dropping
+                raise UpstreamError(f"{what}: download of {url} failed ({type(exc).__name__}"
+                                    f"{': ' + str(exc) if isinstance(exc, requests.Timeout) else ''}); "
                                     f"the next run resumes it") from None
             time.sleep(min(2 ** attempt, 10))
         except requests.RequestException as exc:  # not worth a retry (a malformed URL, too many redirects)
@@ -177,11 +196,12 @@ def _download(url: str, dest: Path, filename: str, sha256: str, what: str, progr
 
 
 def _fetch_into(url: str, part: Path, what: str, progress: bool) -> None:
-    import requests
+    from pinset import http
 
     have = part.stat().st_size if part.exists() else 0
     headers = {"Range": f"bytes={have}-"} if have else {}
-    with requests.get(url, headers=headers, stream=True, timeout=60) as response:
+    with http.deadline(DOWNLOAD_DEADLINE, f"GET {url}"), \
+            session().get(url, headers=headers, stream=True, timeout=http.TIMEOUT) as response:
         if response.status_code == 416:  # nothing left to send: the part is whole (sha256 tells)
             return
         if response.status_code not in (200, 206):
