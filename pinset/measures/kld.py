@@ -24,7 +24,7 @@ from pinset.checks.nvidia_smi import gpu_order_env
 from pinset.errors import RuntimeFailure
 from pinset.measures.perplexity import (PerplexityOutput, base_problem, chunk_counter, kld_problem,
                                        parse_perplexity)
-from pinset.measures.sides import Side
+from pinset.measures.sides import Side, with_build_identity
 from pinset.progress import SPINNER, Progress
 from pinset.results import SCHEMAS, Doc
 from pinset.store import file_sha256
@@ -70,7 +70,7 @@ class DeviceRun:
 def reference(side: Side, model: Path, text: Path, ctx: int, chunks: int, store, *, threads: int | None = None,
               extra: list[str] = (), log_dir: Path | None = None) -> Reference:
     key_parts = [model_identity(model), file_sha256(text), str(ctx), str(chunks), side.commit,
-                 str(side.bin_dir) if side.commit == "unknown" else "", " ".join(extra)]
+                 str(side.bin_dir) if side.pinset is None else "", " ".join(extra)]   # a folder: any local build
     key = hashlib.sha256("\0".join(key_parts).encode()).hexdigest()[:16]
     folder = store.dir("kld-ref", key)
     logits, meta = folder / "logits.bin", folder / "reference.json"
@@ -142,23 +142,35 @@ def unlike_runs(base: DeviceRun, head: DeviceRun) -> str | None:
     return None
 
 
-def verdict(base: DeviceRun, head: DeviceRun) -> dict:
-    """Head's mean KLD vs base's, with their ± uncertainties combined in quadrature."""
-    if not (base.ok and head.ok):
-        return {"text": "no verdict: a KLD run failed", "head_minus_base_kld": None, "sigma": None}
-    if unlike := unlike_runs(base, head):
-        return {"text": f"no verdict: {unlike}", "head_minus_base_kld": None, "sigma": None}
-    b, h = base.output.kld.kld_mean, head.output.kld.kld_mean
-    diff = h.value - b.value
-    sigma = math.hypot(h.err, b.err)
+VERDICTS = ("further from the CPU result than base", "closer to the CPU result than base",
+            "as close to the CPU result as base")
+FURTHER = VERDICTS[0]
+
+
+def verdict_from_klds(base_mean: float, base_err: float, head_mean: float, head_err: float) -> dict:
+    """The rule: head's mean KLD vs base's, with their ± uncertainties combined in quadrature; "further"/"closer"
+    beyond SIGMAS of them. The producer's verdict and the one the report re-derives from a file's per-run KLDs
+    (KldResult.rederived_verdict) both come from here."""
+    diff = head_mean - base_mean
+    sigma = math.hypot(head_err, base_err)
     if diff > SIGMAS * sigma:
-        text = "further from the CPU result than base"
+        text = FURTHER
     elif diff < -SIGMAS * sigma:
         text = "closer to the CPU result than base"
     else:
         text = "as close to the CPU result as base"
     return {"text": text, "head_minus_base_kld": diff, "sigma": sigma,
             "sigmas": (diff / sigma) if sigma > 0 else None}
+
+
+def verdict(base: DeviceRun, head: DeviceRun) -> dict:
+    """Head's mean KLD vs base's (verdict_from_klds), when both runs ran, and alike."""
+    if not (base.ok and head.ok):
+        return {"text": "no verdict: a KLD run failed", "head_minus_base_kld": None, "sigma": None}
+    if unlike := unlike_runs(base, head):
+        return {"text": f"no verdict: {unlike}", "head_minus_base_kld": None, "sigma": None}
+    b, h = base.output.kld.kld_mean, head.output.kld.kld_mean
+    return verdict_from_klds(b.value, b.err, h.value, h.err)
 
 
 # --- the result model (kind "kld"): written by `pinset kld`, read by `pinset report` ---------------------
@@ -234,6 +246,31 @@ class KldResult:
         backends = sorted({r.backend for r in self.runs})
         return ", ".join(backends) if backends else "none"
 
+    def run(self, label: str) -> KldRun | None:
+        return next((r for r in self.runs if r.label == label), None)
+
+    def rederived_verdict(self) -> dict | None:
+        """The verdict the rule gives on this file's own per-run KLDs (verdict_from_klds); None when base's or
+        head's run has no mean KLD with its error (no verdict to re-derive)."""
+        base, head = self.run("base"), self.run("head")
+        if not (base and head and base.ok and head.ok and base.kld and head.kld):
+            return None
+        return verdict_from_klds(base.kld["mean"], base.kld["err"], head.kld["mean"], head.kld["err"])
+
+    def verdict_contradiction(self) -> str | None:
+        """Why the recorded verdict is not what the per-run KLDs give (an edited file: "as close" over runs whose
+        KLDs say "further"); None when it is, or when there is no verdict to re-derive."""
+        again = self.rederived_verdict()
+        if again is None or self.verdict.get("text", "").startswith("no verdict"):
+            return None
+        if again["text"] != self.verdict["text"]:
+            return (f"recorded \"{self.verdict['text']}\", but the runs' mean KLDs give \"{again['text']}\" "
+                    f"(head − base {again['head_minus_base_kld']:.4g} ± {again['sigma']:.2g})")
+        diff = self.verdict.get("head_minus_base_kld")
+        if diff is None or not math.isclose(diff, again["head_minus_base_kld"], rel_tol=1e-6, abs_tol=1e-12):
+            return f"recorded head − base {diff} but the runs' mean KLDs give {again['head_minus_base_kld']:.6g}"
+        return None
+
     def to_json(self) -> dict:
         return {"schema": SCHEMAS["kld"], "kind": "kld", "ok": self.ok, "model": dict(self.model),
                 "text": dict(self.text), "ctx": self.ctx, "chunks": self.chunks, "reference": dict(self.reference),
@@ -278,10 +315,30 @@ def kld_document(model: Path, text: Path, ctx: int, chunks: int, ref: Reference,
     base = next(r for r in runs if r.label == "base")
     head = next(r for r in runs if r.label == "head")
     v = verdict(base, head)
-    ok = base.ok and head.ok and v["sigma"] is not None and v["text"] != "further from the CPU result than base"
+    ok = base.ok and head.ok and v["sigma"] is not None and v["text"] != FURTHER
     return KldResult(
         ok, {"path": str(model), "name": model.name, "size_bytes": model.stat().st_size},
         {"path": str(text), "sha256": file_sha256(text)}, ctx, chunks,
         {"backend": "CPU", "build": ref.build, "commit": ref.commit, "cached": ref.cached,
          "key": ref.key, "ppl": ref.output.final_ppl.to_json() if ref.output.final_ppl else None},
         [run_result(r) for r in runs], v, host, head.side.pinset).to_json()
+
+
+def run_kld(base: Side, head: Side, model: Path, text: Path, *, ctx: int, chunks: int, store, cpu: bool,
+            gpu_layers: int = 99, threads: int | None = None, log_dir: Path | None = None, host: dict | None = None,
+            on_reference=None, on_run=None) -> dict:
+    """The whole kld: the CPU reference (cached), base's and head's device runs against it, and the kld document.
+    Explicit folders without --*-commit record the commit their llama-perplexity reports (--version): the build
+    identity bench records from llama-bench, so kld and bench of the same folders merge in the report.
+    on_reference(side) / on_run(side): progress, before each step."""
+    base, head = (with_build_identity(side, "llama-perplexity") for side in (base, head))
+    if on_reference:
+        on_reference(base)
+    ref = reference(base, model, text, ctx, chunks, store, threads=threads, log_dir=log_dir)
+    runs = []
+    for side in (base, head):
+        if on_run:
+            on_run(side, ref)
+        runs.append(device_run(side, model, ref, ctx, chunks, cpu=cpu, gpu_layers=gpu_layers, threads=threads,
+                               log_dir=log_dir))
+    return kld_document(model, text, ctx, chunks, ref, runs, host=host)

@@ -63,6 +63,7 @@ class Effect:
     log_ratio: float
     ci_log: tuple[float, float]
     p_value: float | None
+    p_test: str | None = None    # what p_value tests: "t" (mean = 0) or "tost" (inside the band); None: Wilcoxon
 
     @property
     def ratio(self) -> float:
