@@ -12,6 +12,7 @@ from pinset.checks.machine import host_identity
 from pinset.errors import PinsetError
 from pinset.measures.bench import (FIRST_LOOK, MAX_ROUNDS, MAX_TIME_S, bench_markdown, headers, noise_from,
                                    reanalysed, row_cells, run_bench, run_tps, subject)
+from pinset.measures.bench_render import is_aa, p_text
 from pinset.commands.sides import add_side_args, check_gguf, resolve_sides
 from pinset.commands.common import check_inputs, count, only_with, seconds
 from pinset.output import check_outputs, console, err_console, write_json, write_text
@@ -154,8 +155,13 @@ def bench_table(doc) -> Table:
     gpu = doc["gpu"]["name"] if doc["gpu"] else "CPU"
     t = Table(title=f"pinset bench: {subject(doc)} on {gpu} ({doc['rounds']} rounds, first = warm-up)")
     more = (doc.get("decision") or {}).get("more_rounds")
-    if more:
-        t.caption = f"too noisy: the scatter so far suggests about {more} more rounds (--max-time / --max-rounds)"
+    notes = [f"too noisy: the scatter so far suggests about {more} more rounds (--max-time / --max-rounds)"] if more else []
+    if is_aa(doc):
+        notes.append("A/A check: the same programs on both sides (the machine's noise, not head's speed)")
+    if note := p_text(doc):
+        notes.append(note)
+    if notes:
+        t.caption = "\n".join(notes)
     for h in headers(doc):
         t.add_column(h)
     for row in doc["rows"]:

@@ -99,9 +99,9 @@ def row_from_speeds(test: str, params: dict, rounds: list[int] | None, base_tps:
     eff = st.effect if st else None
     band = math.exp(st.margin) - 1.0 if eff else None
     return BenchRow(test, params, base_tps, head_tps, eff.ratio if eff else None, list(eff.ci_ratio) if eff else None,
-                    eff.p_value if eff else None, band, st.verdict if st else "insufficient data", excluded, rounds,
+                    st.p_value if eff else None, band, st.verdict if st else "insufficient data", excluded, rounds,
                     "t-seq" if eff else None, band, st.noise_sd if st else None, st.decided_after if st else None,
-                    st.more_rounds if st else None, eff.p_test if eff else None)
+                    st.more_rounds if st else None, st.p_test if eff else None)
 
 
 def rows_from_frame(frame, *, plan: Plan = Plan(), noise: dict[str, float] | None = None) -> list[BenchRow]:

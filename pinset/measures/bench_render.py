@@ -55,19 +55,46 @@ HEADERS = ["test", "params", "rounds", "base t/s", "head t/s", "head vs base", "
            "verdict"]
 
 
+def is_aa(doc: dict) -> bool:
+    """The bench ran the base programs on both sides (`aa_check`): a check of the machine's noise, shown as "A/A"
+    everywhere (never as head's speed)."""
+    return bool(doc.get("aa_check")) and doc.get("compare") != "models"
+
+
 def subject(doc: dict) -> str:
-    """What a bench measured, for titles: the model, or "<model> vs <reference>" for a model comparison."""
+    """What a bench measured, for titles: the model, "<model> vs <reference>" for a model comparison, and
+    "(A/A check)" for an A/A bench."""
     if doc.get("compare") == "models":
         return f"{doc['head']['model']} vs {doc['base']['model']}"
-    return doc["model"]["name"]
+    return doc["model"]["name"] + (" (A/A check)" if is_aa(doc) else "")
+
+
+AA_HEADERS = [*HEADERS[:3], "A t/s", "A′ t/s", "A/A difference", *HEADERS[6:]]
 
 
 def headers(doc: dict) -> list[str]:
-    """HEADERS, with the two models named when the bench compares models rather than builds."""
+    """HEADERS, with the two models named when the bench compares models rather than builds, and the two sides
+    as A and A′ for an A/A check."""
+    if is_aa(doc):
+        return list(AA_HEADERS)
     if doc.get("compare") != "models":
         return list(HEADERS)
     ref, new = doc["base"]["model"], doc["head"]["model"]
     return [*HEADERS[:3], f"{ref} t/s", f"{new} t/s", "vs reference", *HEADERS[6:]]
+
+
+def p_text(doc: dict) -> str | None:
+    """What the `p` column holds, for the line under the table: the deciding test's p (rows with `p_test`), or
+    the informational signed-rank p of older files."""
+    tests = {r.get("p_test") for r in doc["rows"] if r.get("p_value") is not None}
+    if not tests:
+        return None
+    if None in tests:
+        return "p: Wilcoxon signed-rank (recorded before pinset showed the deciding test's p), informational"
+    per_look = (doc.get("decision") or {}).get("alpha_per_look")
+    level = f"; it decided where below {per_look:.2g}" if per_look else ""
+    return ("p: of the test that decided — t test of no difference for faster/slower/too noisy, equivalence "
+            f"(TOST) within the band for no change{level}")
 
 
 def _params_text(params: dict) -> str:
@@ -81,6 +108,10 @@ def bench_markdown(doc: dict, plot_name: str | None = None) -> str:
         title = f"### llama-bench: {doc['head']['model']} vs {doc['base']['model']} (reference), one build"
         sides = (f"build {doc['head']['build']} ({doc['head']['commit'][:12]}) for both; "
                  f"the reference model {doc['base']['model']} runs as \"base\"")
+    elif is_aa(doc):
+        title = f"### llama-bench A/A check: the base build against itself on {doc['model']['name']}"
+        sides = (f"A = A′ = {doc['base']['build']} ({doc['base']['commit'][:12]}), the same programs on both sides: "
+                 "this measures the machine's noise, not head's speed")
     else:
         title = f"### llama-bench: head vs base on {doc['model']['name']}"
         sides = (f"base {doc['base']['build']} ({doc['base']['commit'][:12]}), head {doc['head']['build']} "
@@ -91,6 +122,8 @@ def bench_markdown(doc: dict, plot_name: str | None = None) -> str:
              f"args `{' '.join(doc['llama_bench_args'])}`. t/s: {speed_stat(doc)}.", "",
              *_decision_lines(doc),
              *table(cols, [row_cells(r) for r in doc["rows"]])]
+    if p_note := p_text(doc):
+        lines += ["", p_note + "."]
     if doc.get("reanalysed_from"):
         lines += ["", "Re-analysed (`pinset bench --reanalyse`): rows recomputed from the recorded rounds; recorded with "
                   f"the method \"{doc['reanalysed_from']['method']}\"."]
