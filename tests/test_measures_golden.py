@@ -79,8 +79,8 @@ def _captured_rounds(n: int, head_factor: float, aa: bool = False):
     return out
 
 
-@pytest.mark.parametrize("case", [("faster", 1.03, 8), ("aa", 1.0, 8), ("insufficient", 1.03, 3)],
-                         ids=lambda c: c[0])
+@pytest.mark.parametrize("case", [("faster", 1.03, 8), ("aa", 1.0, 8), ("insufficient", 1.03, 3),
+                                  ("aa-check", 1.0, 8)], ids=lambda c: c[0])
 def test_bench_document_from_captured_rounds(tmp_path, case):
     from pinset.measures.bench import bench_document, bench_markdown, rounds_frame, write_csv
     from pinset.measures.sides import Side
@@ -91,8 +91,9 @@ def test_bench_document_from_captured_rounds(tmp_path, case):
     base = Side("base", "b1", "0c1e57098" + "0" * 31, tmp_path / "base", None, "abcdef0123456789")
     head = Side("head", "b1", "0c1e57098" + "0" * 31, tmp_path / "head", None, "abcdef0123456789")
     args = ["-t", "2", "-p", "64,128", "-n", "16", "-ub", "64,128", "-b", "128", "-ngl", "0"]
-    doc = bench_document({"base": model, "head": model}, args, _captured_rounds(n, factor, aa=name == "aa"), 2,
-                         base, head, host={"hostname": "box", "gpu_uuids": [], "runner": None, "gpu_class": None})
+    doc = bench_document({"base": model, "head": model}, args, _captured_rounds(n, factor, aa=name.startswith("aa")),
+                         2, base, head, host={"hostname": "box", "gpu_uuids": [], "runner": None, "gpu_class": None},
+                         **({"aa": True} if name == "aa-check" else {}))
     text = dumps(doc).replace(str(tmp_path), "<tmp>")
     check_golden(f"bench/captured-{name}.json", text)
     check_golden(f"bench/captured-{name}.md", bench_markdown(json.loads(text), "bench.png"))
