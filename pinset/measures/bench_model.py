@@ -138,7 +138,8 @@ class BenchRow:
     def to_json(self) -> dict:
         return {"test": self.test, "params": dict(self.params), "rounds": self.rounds, "base_tps": list(self.base_tps),
                 "head_tps": list(self.head_tps), "ratio": self.ratio, "ci95": self.ci95, "ci_method": self.ci_method,
-                "p_value": self.p_value, **({"p_test": self.p_test} if self.p_test else {}), "aa_spread": self.aa_spread, "threshold": self.threshold,
+                "p_value": self.p_value, **({"p_test": self.p_test} if self.p_test else {}),
+                "aa_spread": self.aa_spread, "threshold": self.threshold,
                 "noise_sd": self.noise_sd, "decided_after": self.decided_after, "more_rounds": self.more_rounds,
                 "verdict": self.verdict, "excluded": list(self.excluded)}
 
