@@ -182,11 +182,13 @@ def _row(**changes):
 def test_recorded_rows_rederive_to_themselves():
     from pinset.measures.bench import BenchResult
 
-    for name in ("h200-48l-adaptive-head-vs-base.json", "aa-cpu-recorded.json", "h200-moe-iq1m-vs-iq1s.json"):
-        path = FIX / "llama-bench" / name
+    written = sorted((Path(__file__).parent / "golden" / "measures" / "bench").glob("*.json"))  # fresh, re-analysed
+    schema2 = 0
+    for path in [FIX / "llama-bench" / "h200-48l-adaptive-head-vs-base.json", *written]:
         result = BenchResult.from_json(Doc(json.loads(path.read_text()), path, ""))
-        if result.schema >= 2:
-            assert result.contradictions() == [], name
+        schema2 += result.schema >= 2
+        assert result.contradictions() == [], path.name
+    assert schema2 >= 10
 
 
 def test_an_edited_row_contradicts_its_own_speeds():
@@ -235,3 +237,9 @@ def test_exclusions_are_typed_when_made_and_when_read():
         again = Exclusion.from_text(str(e))
         assert (again.kind, again.round) == (e.kind, e.round) and exclusion_kind(str(e)) == e.kind.value
     assert exclusion_kind("round 4: the clocks dropped") == "noise"
+    import copy
+    import pickle
+
+    for again in (copy.deepcopy(row.excluded[2]), pickle.loads(pickle.dumps(row.excluded[2]))):
+        assert (again, again.kind, again.round) == (row.excluded[2], ExclusionKind.FAILED, 3)
+    assert json.dumps(row.to_json()["excluded"]) == json.dumps(list(map(str, row.excluded)))

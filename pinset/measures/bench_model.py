@@ -41,6 +41,9 @@ class Exclusion(str):
         self.kind, self.round = kind, round
         return self
 
+    def __getnewargs__(self) -> tuple:   # copy.deepcopy and pickle rebuild it whole
+        return (str(self), self.kind, self.round)
+
     @classmethod
     def warmup(cls, round: int) -> Exclusion:
         return cls(f"round {round}: warm-up", ExclusionKind.WARMUP, round)
