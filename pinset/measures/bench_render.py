@@ -92,8 +92,8 @@ def p_text(doc: dict) -> str | None:
     if None in tests:
         return "p: Wilcoxon signed-rank (recorded before pinset showed the deciding test's p), informational"
     per_look = (doc.get("decision") or {}).get("alpha_per_look")
-    level = f"; it decided where below {per_look:.2g}" if per_look else ""
-    return ("p: of the test that decided — t test of no difference for faster/slower/too noisy, equivalence "
+    level = f"; a test decides at p < {per_look:.2g} (alpha per look)" if per_look else ""
+    return ("p: of the test behind the verdict — t test of no difference for faster/slower/too noisy, equivalence "
             f"(TOST) within the band for no change{level}")
 
 

@@ -34,7 +34,7 @@ def _side_names(doc: dict) -> dict[str, str]:
 
 def _builds(doc: dict) -> str:
     commit = lambda side: doc[side]["commit"][:12]  # noqa: E731
-    build = lambda side: Path(doc[side]["build"]).name or doc[side]["build"]  # noqa: E731
+    build = lambda side: Path(doc[side]["build"]).name if doc[side]["build"].startswith("/") else doc[side]["build"]  # noqa: E731
     if doc.get("compare") == "models":
         return f"build {build('head')} ({commit('head')})"
     if is_aa(doc):
