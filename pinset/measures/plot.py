@@ -33,8 +33,13 @@ def _side_names(doc: dict) -> dict[str, str]:
 
 
 def _builds(doc: dict) -> str:
-    commit = lambda side: doc[side]["commit"][:12]  # noqa: E731
-    build = lambda side: Path(doc[side]["build"]).name if doc[side]["build"].startswith("/") else doc[side]["build"]  # noqa: E731
+    def commit(side: str) -> str:
+        return doc[side]["commit"][:12]
+
+    def build(side: str) -> str:   # a folder (--base-bin/--head-bin) by its name, a pins.yaml build as it is
+        name = doc[side]["build"]
+        return Path(name).name if name.startswith("/") else name
+
     if doc.get("compare") == "models":
         return f"build {build('head')} ({commit('head')})"
     if is_aa(doc):
