@@ -243,3 +243,35 @@ def test_exclusions_are_typed_when_made_and_when_read():
     for again in (copy.deepcopy(row.excluded[2]), pickle.loads(pickle.dumps(row.excluded[2]))):
         assert (again, again.kind, again.round) == (row.excluded[2], ExclusionKind.FAILED, 3)
     assert json.dumps(row.to_json()["excluded"]) == json.dumps(list(map(str, row.excluded)))
+
+
+# --- the plot shows what the verdict rests on -------------------------------------------------------------
+def _texts(fig) -> list[str]:
+    out = [fig._suptitle.get_text()]
+    for ax in fig.axes:
+        out.append(ax.get_title())
+        out.append(ax.get_ylabel())
+        legend = ax.get_legend()
+        out += [t.get_text() for t in legend.get_texts()] if legend else []
+    return out
+
+
+def test_the_plot_labels_builds_gpu_aa_and_draws_the_ci_and_the_band():
+    import matplotlib.pyplot as plt
+
+    from pinset.measures.bench import reanalysed
+    from pinset.measures.plot import bench_figure
+
+    doc = reanalysed(json.loads((FIX / "llama-bench" / "h200-48l-adaptive-head-vs-base.json").read_text()))
+    fig = bench_figure(doc)
+    texts = "\n".join(_texts(fig))
+    plt.close(fig)
+    assert "NVIDIA H200" in texts and f"({doc['base']['commit'][:12]})" in texts and "A/A" not in texts
+    assert "prompt 512" in texts and "generate 128" in texts and "pp512" not in texts
+    row = doc["rows"][0]
+    lo, hi = (100 * (x - 1) for x in row["ci95"])
+    assert f"CI {lo:+.1f} … {hi:+.1f} %" in texts and f"no-change band ±{100 * row['threshold']:.1f} %" in texts
+    aa = bench_figure({**doc, "aa_check": True})
+    texts = "\n".join(_texts(aa))
+    plt.close(aa)
+    assert "(A/A check)" in texts and "A′ (base again)" in texts and "head +" not in texts and "A/A +" in texts

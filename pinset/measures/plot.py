@@ -48,6 +48,18 @@ def _builds(doc: dict) -> str:
 
 
 def plot_bench(doc: dict, dest: Path) -> Path:
+    import matplotlib.pyplot as plt
+
+    fig = bench_figure(doc)
+    dest = Path(dest)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(dest, dpi=110)
+    plt.close(fig)
+    return dest
+
+
+def bench_figure(doc: dict):
+    """The matplotlib figure plot_bench saves (the caller closes it)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -87,11 +99,7 @@ def plot_bench(doc: dict, dest: Path) -> Path:
     gpu = doc["gpu"]["name"] if doc.get("gpu") else "CPU (GPU hidden)"
     fig.suptitle(f"{subject(doc)}\n{_builds(doc)}; {gpu}; per-round t/s, warm-up round not shown", fontsize=9)
     fig.tight_layout()
-    dest = Path(dest)
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(dest, dpi=110)
-    plt.close(fig)
-    return dest
+    return fig
 
 
 def _effect_panel(ax, row: dict, rounds: list[int], aa: bool) -> None:
