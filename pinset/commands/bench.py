@@ -10,11 +10,9 @@ from rich.table import Table
 
 from pinset.checks.machine import host_identity
 from pinset.errors import PinsetError
-import time
-
-from pinset.measures.bench import (FIRST_LOOK, MAX_ROUNDS, MAX_TIME_S, aa_noise, analyse, bench_document, bench_markdown, decision_record, decisive,
-                                   headers, reanalysed, row_cells, run_rounds, run_tps, subject)
-from pinset.measures.stats import Plan
+from pinset.measures.bench import (FIRST_LOOK, MAX_ROUNDS, MAX_TIME_S, bench_markdown, headers, noise_from,
+                                   reanalysed, row_cells, run_bench, run_tps, subject)
+from pinset.measures.bench_render import is_aa, p_text
 from pinset.commands.sides import add_side_args, check_gguf, resolve_sides
 from pinset.commands.common import check_inputs, count, only_with, seconds
 from pinset.output import check_outputs, console, err_console, write_json, write_text
@@ -91,10 +89,6 @@ def run(args) -> int:
                        repetitions=args.repetitions) if args.noise_from else None
     base, head, _store = resolve_sides(args, TARGETS, cpu=args.cpu, head_only=args.vs_model is not None,
                                        replaced=[args.json, args.markdown, args.csv, args.plot])
-    if args.aa:
-        from dataclasses import replace
-
-        head = replace(base, label="head")
     models = {"base": args.vs_model or args.model, "head": args.model}
 
     def progress(rnd):
@@ -108,104 +102,21 @@ def run(args) -> int:
         busy = " [yellow]other GPU process[/]" if rnd.other_gpu_processes else ""
         err_console.print(f"round {rnd.index} {rnd.order}{tag}{busy}: " + "; ".join(parts))
 
-    adaptive = args.rounds is None
-    plan = Plan.adaptive(args.max_rounds - 1, FIRST_LOOK) if adaptive else Plan()
-    decision = decision_record(plan, noise=noise and noise["noise"], noise_from=noise and str(args.noise_from),
-                               max_rounds=args.max_rounds if adaptive else None,
-                               max_time_s=args.max_time if adaptive else None)
-    start = time.monotonic()
-    state = {"ran_out": False}
+    def look(seen):
+        budget = f"{seen.used_s:.0f}/{seen.max_time_s:.0f} s" if seen.adaptive else f"{seen.used_s:.0f} s"
+        err_console.print(f"bench: {seen.rounds} of {seen.planned} rounds, {budget}, "
+                          f"undecided: {', '.join(seen.undecided) or 'none'}", highlight=False)
+        shown.update(done=seen.rounds, note=f"undecided: {', '.join(seen.undecided) or 'none'}")
 
-    def done(so_far) -> bool:
-        """Adaptive stop: every row decisive, or the budget spent; one plain progress line per round."""
-        rows = analyse([r.to_json() for r in so_far], keep_busy_rounds=args.keep_busy_rounds, plan=plan,
-                       noise=noise and noise["by_params"])
-        used = time.monotonic() - start
-        open_rows = [r["test"] for r in rows if r["verdict"] not in ("faster", "slower", "no change")]
-        budget = f"{used:.0f}/{args.max_time:.0f} s" if adaptive else f"{used:.0f} s"
-        err_console.print(f"bench: {len(so_far)} of {args.max_rounds if adaptive else args.rounds} rounds, {budget}, "
-                          f"undecided: {', '.join(open_rows) or 'none'}", highlight=False)
-        shown.update(done=len(so_far), note=f"undecided: {', '.join(open_rows) or 'none'}")
-        if not adaptive:
-            return False
-        if decisive(rows) or failing(so_far):
-            return True
-        last = sum(run.seconds for run in so_far[-1].runs.values())
-        state["ran_out"] = used + last > args.max_time or len(so_far) >= args.max_rounds   # the next would overrun
-        return state["ran_out"]
-
-    planned = args.max_rounds if adaptive else args.rounds
+    planned = args.max_rounds if args.rounds is None else args.rounds
     # A live line on a terminal; without one the plain line per round above says it.
     with Progress("bench", unit="rounds", total=planned, enabled=err_console.is_terminal) as shown:
-        rounds = run_rounds(base, head, models, bench_args, rounds=planned, repetitions=args.repetitions,
-                            cpu=args.cpu, log_dir=args.log_dir, on_round=progress, done=done)
-    decision.update(elapsed_s=round(time.monotonic() - start, 1), budget_ran_out=state["ran_out"])
-    doc = bench_document(models, bench_args, rounds, args.repetitions, base, head,
-                         keep_busy_rounds=args.keep_busy_rounds, decision=decision,
-                         host={**host_identity(), "gpu_class": args.gpu_class})
-    # head is the base build itself: --aa, or the same programs given for both sides (never evidence for the pins)
-    aa = bool(args.aa) or (args.vs_model is None and base.bin_dir.resolve() == head.bin_dir.resolve())
-    doc["aa_check"] = aa
-    if aa:
-        doc["aa_noise"] = aa_noise(doc["rows"])
+        doc = run_bench(base, head, models, bench_args, rounds=args.rounds, max_rounds=args.max_rounds,
+                        max_time_s=args.max_time, repetitions=args.repetitions, cpu=args.cpu, aa=args.aa,
+                        keep_busy_rounds=args.keep_busy_rounds, noise=noise,
+                        noise_from=noise and str(args.noise_from), log_dir=args.log_dir,
+                        host={**host_identity(), "gpu_class": args.gpu_class}, on_round=progress, on_look=look)
     return _write(doc, args)
-
-
-def failing(so_far) -> bool:
-    """A run failed in each of the last two rounds, or both runs of the last one: more rounds would only
-    repeat the failure, so an adaptive bench stops (not ok, and not for want of time)."""
-    failed = [any(not run.ok for run in rnd.runs.values()) for rnd in so_far]
-    return failed[-2:] == [True, True] or not any(run.ok for run in so_far[-1].runs.values())
-
-
-def noise_from(path: Path, bench_args: list[str], *, cpu: bool, model: Path, repetitions: int) -> dict:
-    """The A/A noise of `path` for this bench: refused (exit 2) unless it is an A/A bench of this host and GPU,
-    on this model, with the same llama-bench options (so the same tests) and -r (a run's speed is the median
-    of -r samples: more samples scatter less). The noise is computed from the file's own rounds; its
-    `aa_noise` summary must agree with them."""
-    import json
-    import socket
-
-    from pinset.measures import gpu as gpu_mod
-    from pinset.report.load import load_result
-
-    aa = load_result(path)
-    data = aa.data
-    if aa.kind != "bench" or not data.get("aa_check"):
-        raise PinsetError(f"--noise-from {path}: not an A/A bench (pinset bench --aa)")
-    there_host = (data.get("host") or {}).get("hostname")
-    if there_host != socket.gethostname():
-        raise PinsetError(f"--noise-from {path}: measured on host {there_host!r}, this is {socket.gethostname()!r}")
-    snap = None if cpu else gpu_mod.snapshot()
-    here = snap.name if snap else None
-    there = (data.get("gpu") or {}).get("name")
-    if there != here:
-        raise PinsetError(f"--noise-from {path}: measured on {there or 'CPU'}, this machine has {here or 'no GPU'}")
-    if list(data.get("llama_bench_args") or []) != list(bench_args):
-        raise PinsetError(f"--noise-from {path}: llama-bench options {' '.join(data.get('llama_bench_args') or [])!r} "
-                          f"differ from {' '.join(bench_args)!r} (other tests)")
-    there_model = (data.get("model") or {}).get("name")
-    if there_model != model.name:
-        raise PinsetError(f"--noise-from {path}: measured on the model {there_model}, this bench runs {model.name}")
-    if data.get("repetitions") != repetitions:
-        raise PinsetError(f"--noise-from {path}: measured with -r {data.get('repetitions')}, this bench runs "
-                          f"-r {repetitions}")
-    entries = aa_noise(analyse(data["round_log"]))
-    if data.get("aa_noise") is not None and not _same_noise(data["aa_noise"], entries):
-        raise PinsetError(f"--noise-from {path}: its aa_noise does not match the sd of its own rounds (edited?)")
-    if not entries:
-        raise PinsetError(f"--noise-from {path}: no test with a measured noise (fewer than 3 kept rounds)")
-    return {"noise": entries, "by_params": {json.dumps(e["params"], sort_keys=True): float(e["sd"]) for e in entries}}
-
-
-def _same_noise(recorded: list[dict], computed: list[dict]) -> bool:
-    import json
-    import math
-
-    key = lambda e: json.dumps(e["params"], sort_keys=True)  # noqa: E731
-    mine = {key(e): e["sd"] for e in computed}
-    return {key(e) for e in recorded} == set(mine) and all(
-        math.isclose(e["sd"], mine[key(e)], rel_tol=1e-6, abs_tol=1e-12) for e in recorded)
 
 
 def _reanalyse(args) -> int:
@@ -244,8 +155,13 @@ def bench_table(doc) -> Table:
     gpu = doc["gpu"]["name"] if doc["gpu"] else "CPU"
     t = Table(title=f"pinset bench: {subject(doc)} on {gpu} ({doc['rounds']} rounds, first = warm-up)")
     more = (doc.get("decision") or {}).get("more_rounds")
-    if more:
-        t.caption = f"too noisy: the scatter so far suggests about {more} more rounds (--max-time / --max-rounds)"
+    notes = [f"too noisy: the scatter so far suggests about {more} more rounds (--max-time / --max-rounds)"] if more else []
+    if is_aa(doc):
+        notes.append("A/A check: the same programs on both sides (the machine's noise, not head's speed)")
+    if note := p_text(doc):
+        notes.append(note)
+    if notes:
+        t.caption = "\n".join(notes)
     for h in headers(doc):
         t.add_column(h)
     for row in doc["rows"]:

@@ -7,8 +7,8 @@ from pathlib import Path
 from rich.table import Table
 
 from pinset.checks.machine import host_identity
-from pinset.markdown_table import table
-from pinset.measures.kld import device_run, kld_document, reference
+from pinset.measures.kld import run_kld
+from pinset.measures.kld_render import HEADERS, kld_markdown, kld_rows
 from pinset.commands.sides import add_side_args, check_gguf, resolve_sides
 from pinset.models.pipeline import DEFAULT_TEXT
 from pinset.commands.common import check_inputs, count, only_with
@@ -43,18 +43,20 @@ def run(args) -> int:
               {"-ngl/--gpu-layers": args.gpu_layers not in (0, 99)})   # 0: what --cpu runs, said again
     check_gguf({"--model": args.model})
     base, head, store = resolve_sides(args, TARGETS, cpu=args.cpu, replaced=[args.json, args.markdown])
-    console.print(f"reference: CPU, {base.label} build, ctx {args.ctx}, {args.chunks} chunks")
-    ref = reference(base, args.model, args.text, args.ctx, args.chunks, store, threads=args.threads,
-                    log_dir=args.log_dir)
-    if ref.cached:
-        console.print(f"  [dim]cached reference {ref.key}[/]")
-    runs = []
-    for side in (base, head):
+    said = set()
+
+    def on_reference(side):
+        console.print(f"reference: CPU, {side.label} build, ctx {args.ctx}, {args.chunks} chunks")
+
+    def on_run(side, ref):
+        if ref.cached and not said:
+            console.print(f"  [dim]cached reference {ref.key}[/]")
+        said.add(side.label)
         console.print(f"{side.label}: --kl-divergence on {'CPU' if args.cpu else 'the device'}")
-        runs.append(device_run(side, args.model, ref, args.ctx, args.chunks, cpu=args.cpu,
-                               gpu_layers=args.gpu_layers, threads=args.threads, log_dir=args.log_dir))
-    doc = kld_document(args.model, args.text, args.ctx, args.chunks, ref, runs,
-                       host={**host_identity(), "gpu_class": args.gpu_class})
+
+    doc = run_kld(base, head, args.model, args.text, ctx=args.ctx, chunks=args.chunks, store=store, cpu=args.cpu,
+                  gpu_layers=args.gpu_layers, threads=args.threads, log_dir=args.log_dir,
+                  host={**host_identity(), "gpu_class": args.gpu_class}, on_reference=on_reference, on_run=on_run)
     console.print(kld_table(doc))
     for r in doc["runs"]:
         if not r["ok"]:
@@ -71,42 +73,10 @@ def run(args) -> int:
     return 0 if doc["ok"] else 1
 
 
-def _fmt(x, spec=".5g"):
-    return "—" if x is None else format(x, spec)
-
-
-def _rows(doc):
-    for r in doc["runs"]:
-        k = r["kld"] or {}
-        yield [r["label"], r["backend"], r["commit"][:12],
-               f"{_fmt(r['ppl'] and r['ppl']['value'], '.4f')} ± {_fmt(r['ppl'] and r['ppl']['err'], '.4f')}",
-               f"{_fmt(k.get('mean'))} ± {_fmt(k.get('err'))}", _fmt(k.get("median")), _fmt(k.get("p99_9")),
-               f"{_fmt(r['same_top_p'] and r['same_top_p']['value'], '.3f')} %",
-               f"{_fmt(r['rms_dp'] and r['rms_dp']['value'], '.3f')} %", "ok" if r["ok"] else "FAILED"]
-
-
-HEADERS = ["run", "backend", "commit", "PPL", "mean KLD", "median KLD", "99.9 % KLD", "same top p", "RMS Δp", "status"]
-
-
 def kld_table(doc) -> Table:
     t = Table(title=f"pinset kld: {doc['model']['name']} (ctx {doc['ctx']}, {doc['chunks']} chunks, vs CPU)")
     for h in HEADERS:
         t.add_column(h)
-    for row in _rows(doc):
+    for row in kld_rows(doc):
         t.add_row(*row)
     return t
-
-
-def kld_markdown(doc) -> str:
-    v = doc["verdict"]
-    lines = [f"### KL divergence vs CPU: {doc['model']['name']}", "",
-             f"Reference: CPU backend, {doc['reference']['build']} ({doc['reference']['commit'][:12]}); "
-             f"ctx {doc['ctx']}, {doc['chunks']} chunks of `{Path(doc['text']['path']).name}`.", "",
-             *table(HEADERS, _rows(doc))]
-    lines.append("")
-    if v["sigma"] is not None:
-        lines.append(f"**Verdict:** head is {v['text']} (head − base mean KLD = {v['head_minus_base_kld']:.3g}"
-                     f" ± {v['sigma']:.2g}; device: {', '.join(sorted({r['backend'] for r in doc['runs']}))}).")
-    else:
-        lines.append(f"**Verdict:** {v['text']}.")
-    return "\n".join(lines) + "\n"

@@ -16,6 +16,10 @@ Rule "seq-t-bonferroni" (valid when the bench stops as soon as every row is deci
   machine supports in a budget of tens of rounds: an A/A needs ~((z + 1.6) / NOISE_K)^2 rounds to fit
   its CI inside the band, independent of the noise level, and a real change as large as the band
   still comes out "faster"/"slower" first (its CI leaves 0 long before it could fit inside the band).
+- p (the bench table's column): the p-value of the test that decided, at the deciding look, comparable with
+  alpha / looks: for "faster"/"slower" (and "too noisy", at the last look) the two-sided t test of mean 0, for
+  "no change" the equivalence test (TOST) against ±margin, doubled; each is below alpha / looks exactly when the
+  CI decided so (deciding_p).
 - verdict at a look: "no change" when the CI lies inside ±margin; else "faster"/"slower" when it
   excludes 0; else "too noisy". A row's verdict is the one of its first decisive look (the look at
   which the bench could have stopped for it); < MIN_ROUNDS kept rounds: "insufficient data".
@@ -62,7 +66,7 @@ class Effect:
     n: int
     log_ratio: float
     ci_log: tuple[float, float]
-    p_value: float | None
+    p_value: float | None        # Wilcoxon signed-rank, informational (RowStats.p_value is the deciding test's)
 
     @property
     def ratio(self) -> float:
@@ -81,6 +85,8 @@ class RowStats:
     verdict: str
     decided_after: int | None    # kept rounds at the first decisive look; None: never decisive
     more_rounds: int | None      # when "too noisy": further rounds the current scatter suggests
+    p_value: float | None = None  # of the test that decided, at the deciding look (deciding_p)
+    p_test: str | None = None     # "t" (mean = 0: "faster", "slower", "too noisy") or "tost" ("no change")
 
 
 def log_ratios(base: list[float], head: list[float]) -> np.ndarray:
@@ -132,6 +138,36 @@ def verdict_for(effect: Effect | None, margin: float) -> str:
     return "too noisy"
 
 
+def t_p(d: np.ndarray) -> float:
+    """Two-sided one-sample t test of mean(d) = 0: below the per-look alpha exactly when the look's CI excludes 0."""
+    d = np.asarray(d, float)
+    mean, se = float(d.mean()), float(d.std(ddof=1)) / math.sqrt(len(d))
+    if se == 0:
+        return 1.0 if mean == 0 else 0.0
+    return float(min(1.0, 2.0 * stats.t.sf(abs(mean) / se, len(d) - 1)))
+
+
+def tost_p(d: np.ndarray, margin: float) -> float:
+    """Equivalence (two one-sided t tests) of mean(d) inside ±margin, doubled so that it is below the per-look
+    alpha exactly when the look's two-sided CI lies inside the band (the "no change" rule)."""
+    d = np.asarray(d, float)
+    mean, se = float(d.mean()), float(d.std(ddof=1)) / math.sqrt(len(d))
+    if se == 0:
+        return 0.0 if -margin < mean < margin else 1.0
+    lower = stats.t.sf((mean + margin) / se, len(d) - 1)    # H0: mean <= -margin
+    upper = stats.t.cdf((mean - margin) / se, len(d) - 1)   # H0: mean >= +margin
+    return float(min(1.0, 2.0 * max(lower, upper)))
+
+
+def deciding_p(d: np.ndarray, verdict: str, margin: float) -> tuple[float | None, str | None]:
+    """(p, test) of the test behind `verdict` on d (the deciding look's rounds): what the bench table's `p` shows."""
+    if verdict == "insufficient data" or len(d) < MIN_ROUNDS:
+        return None, None
+    if verdict == "no change":
+        return tost_p(d, margin), "tost"
+    return t_p(d), "t"
+
+
 def rounds_needed(d: np.ndarray, margin: float, plan: Plan, limit: int = 10_000) -> int | None:
     """Kept rounds at which, if the mean and sd stayed as they are, the CI would fit inside the band or
     clear 0: what a "too noisy" row suggests. None when even `limit` rounds would not do."""
@@ -163,12 +199,13 @@ def decide(d: np.ndarray, plan: Plan = Plan(), *, noise_sd: float | None = None,
             margin = margin_for(sd, min_effect)
         verdict = verdict_for(effect, margin)
         if verdict != "too noisy":
-            return RowStats(estimate(d[:n], plan), sd, margin, verdict, n, None)
+            return RowStats(estimate(d[:n], plan), sd, margin, verdict, n, None, *deciding_p(d[:n], verdict, margin))
     if effect is None:
         return RowStats(None, sd, margin, "insufficient data", None, None)
     effect = estimate(d, plan)
     needed = rounds_needed(d, margin, plan)
-    return RowStats(effect, sd, margin, "too noisy", None, None if needed is None else max(1, needed - len(d)))
+    return RowStats(effect, sd, margin, "too noisy", None, None if needed is None else max(1, needed - len(d)),
+                    *deciding_p(d, "too noisy", margin))
 
 
 def compare(base: list[float], head: list[float], plan: Plan = Plan(), *, noise_sd: float | None = None,

@@ -1,0 +1,306 @@
+"""The bench result model (kind "bench"): written by `pinset bench`, read by `pinset report`.
+
+Rows are `BenchRow` objects from the moment the analysis computes them; the reasons a round is left out of a
+row are `Exclusion`s (a string, so the JSON and every reader of `excluded` see the recorded text, with its kind
+attached), made by the analysis and read back from a file in one place (`Exclusion.from_text`).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from enum import Enum
+from statistics import median
+
+from pinset.checks.machine import read_host
+from pinset.measures.llama_bench import speed_problem
+from pinset.results import SCHEMAS, Doc
+
+VERDICTS = ("faster", "slower", "no change", "too noisy", "insufficient data")
+DECISIVE = ("faster", "slower", "no change")   # verdicts a sequential bench may stop on
+FIRST_LOOK = 5   # kept rounds before an adaptive bench may stop
+BUSY = "another process used the GPU"   # the one exclusion for noise; warm-up and failed runs are not noise
+
+
+class ExclusionKind(str, Enum):
+    WARMUP = "warm-up"   # round 0: recorded, never used
+    FAILED = "failed"    # a run of the round has no result for the test
+    NOISE = "noise"      # the round's speed is not trusted (another process used the GPU)
+
+
+class Exclusion(str):
+    """Why a round gives no value for a row's test: the text the JSON records ("round 3: warm-up"), with its
+    kind and round attached."""
+
+    kind: ExclusionKind
+    round: int | None
+
+    def __new__(cls, text: str, kind: ExclusionKind, round: int | None = None) -> Exclusion:
+        self = super().__new__(cls, text)
+        self.kind, self.round = kind, round
+        return self
+
+    def __getnewargs__(self) -> tuple:   # copy.deepcopy and pickle rebuild it whole
+        return (str(self), self.kind, self.round)
+
+    @classmethod
+    def warmup(cls, round: int) -> Exclusion:
+        return cls(f"round {round}: warm-up", ExclusionKind.WARMUP, round)
+
+    @classmethod
+    def busy(cls, round: int) -> Exclusion:
+        return cls(f"round {round}: {BUSY}", ExclusionKind.NOISE, round)
+
+    @classmethod
+    def failed(cls, round: int, label: str, why: str | None) -> Exclusion:
+        return cls(f"round {round}: {label} has no result" + (f" ({why})" if why else ""), ExclusionKind.FAILED, round)
+
+    @classmethod
+    def from_text(cls, text: str) -> Exclusion:
+        """A recorded `excluded` entry (a file's, any schema): its kind from the forms the makers above write;
+        anything else (older files' wordings) is noise: a round whose speed is not trusted."""
+        if isinstance(text, Exclusion):
+            return text
+        head, sep, rest = text.partition(": ")
+        number = head.removeprefix("round ")
+        rnd = int(number) if sep and head.startswith("round ") and number.isdigit() else None
+        if text.endswith(": warm-up"):
+            return cls(text, ExclusionKind.WARMUP, rnd)
+        if rnd is not None and any(rest.startswith(f"{label} has no result") for label in ("base", "head")):
+            return cls(text, ExclusionKind.FAILED, rnd)
+        return cls(text, ExclusionKind.NOISE, rnd)
+
+
+def exclusion_kind(text: str) -> str:
+    """What an `excluded` entry of a row is: "warm-up", "failed" (a run without a result) or "noise" (the
+    round's speed is not trusted, e.g. another process used the GPU)."""
+    return Exclusion.from_text(text).kind.value
+
+
+def run_tps(test: dict) -> float:
+    """The speed of one run of one test (a recorded test dict): the median of its samples."""
+    samples = test.get("samples_ts") or []
+    return float(median(samples)) if samples else float(test["avg_ts"])
+
+
+def recorded_speed_problem(test: dict) -> str | None:
+    """Why a recorded test (round_log, possibly from an older or edited file) has no usable speed."""
+    samples = test.get("samples_ts") or []
+    if not isinstance(samples, list):
+        return f"samples_ts {samples!r} is not a list"
+    for value in samples or [test.get("avg_ts")]:
+        if problem := speed_problem(value):
+            return problem
+    return None
+
+
+@dataclass
+class BenchRow:
+    """One test's base/head comparison. Numbers are None where they could not be computed ("insufficient
+    data": fewer than 3 kept rounds, or every run failed)."""
+
+    test: str
+    params: dict
+    base_tps: list[float]         # per kept round: each run's speed (median of its samples)
+    head_tps: list[float]
+    ratio: float | None
+    ci95: list[float] | None
+    p_value: float | None
+    aa_spread: float | None       # a fraction: 0.01 = 1 %; schema 2: the "no change" margin (= threshold)
+    verdict: str
+    excluded: list[Exclusion]     # why rounds were left out, each with its kind
+    rounds: list[int] | None = None
+    ci_method: str | None = None
+    threshold: float | None = None
+    noise_sd: float | None = None        # schema 2: per-round sd of ln(head/base) behind the margin
+    decided_after: int | None = None     # schema 2: kept rounds at the first decisive look
+    more_rounds: int | None = None       # schema 2: "too noisy": further rounds the scatter suggests
+    p_test: str | None = None            # the test p_value is of: "t" (mean ln ratio = 0, decided "faster"/"slower"
+                                         # or "too noisy"), "tost" (inside the band: "no change"); None in older
+                                         # files, whose p_value is the informational Wilcoxon signed-rank p
+
+    @property
+    def kept(self) -> int:
+        return len(self.base_tps)
+
+    def rederived(self, decision: dict | None) -> BenchRow:
+        """This row recomputed from its own kept speeds by the rule that made it (bench_analysis.row_from_speeds),
+        under the bench's recorded budget and A/A noise (`decision`): what the report compares a file's row with."""
+        from pinset.measures.bench_analysis import rederive_row
+
+        return rederive_row(self, decision)
+
+    def contradiction(self, decision: dict | None) -> str | None:
+        """Why this (schema 2) row's recorded verdict or numbers are not what its own speeds give under the rule
+        (an edited file, a row with fewer kept rounds than the rule needs called decided); None when they agree."""
+        from pinset.measures.bench_analysis import row_contradiction
+
+        return row_contradiction(self, decision)
+
+    def to_json(self) -> dict:
+        return {"test": self.test, "params": dict(self.params), "rounds": self.rounds, "base_tps": list(self.base_tps),
+                "head_tps": list(self.head_tps), "ratio": self.ratio, "ci95": self.ci95, "ci_method": self.ci_method,
+                "p_value": self.p_value, **({"p_test": self.p_test} if self.p_test else {}),
+                "aa_spread": self.aa_spread, "threshold": self.threshold,
+                "noise_sd": self.noise_sd, "decided_after": self.decided_after, "more_rounds": self.more_rounds,
+                "verdict": self.verdict, "excluded": list(self.excluded)}
+
+    @classmethod
+    def from_json(cls, d: Doc, schema: int = SCHEMAS["bench"]) -> BenchRow:
+        ci = d.get("ci95", list, None)
+        if ci is not None:
+            if len(ci) != 2 or not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in ci):
+                d.fail("ci95", f"expected [low, high], got {json.dumps(ci)[:40]}")
+            ci = list(ci) if all(math.isfinite(x) for x in ci) else None   # NaN/inf: not measured
+        ratio = d.num("ratio", null=True)
+        verdict = d.choice("verdict", VERDICTS)
+        if (ratio is None or ci is None) and verdict != "insufficient data":
+            verdict = "insufficient data"   # a verdict without its numbers (NaN, null) claims nothing
+        if schema >= 2 and ci is not None and ratio is not None and (why := _verdict_contradiction(
+                verdict, ci, d.num("threshold", null=True, default=None))):
+            d.fail("verdict", why)
+        rounds = d.get("rounds", list, None, default=None)
+        return cls(d.get("test", str), d.get("params", dict), d.nums("base_tps"), d.nums("head_tps"), ratio, ci,
+                   d.num("p_value", null=True), d.num("aa_spread", null=True), verdict,
+                   [Exclusion.from_text(text) for text in d.strs("excluded")],
+                   rounds, d.get("ci_method", str, None, default=None), d.num("threshold", null=True, default=None),
+                   d.num("noise_sd", null=True, default=None), d.get("decided_after", int, None, default=None),
+                   d.get("more_rounds", int, None, default=None),
+                   d.choice("p_test", ("t", "tost"), default=None) if d.has("p_test") else None)
+
+
+@dataclass
+class BenchResult:
+    ok: bool
+    compare: str                  # "builds" (base vs head build, one model) | "models" (two models, one build)
+    model: dict                   # {"path", "name"}
+    llama_bench_args: list[str]
+    rounds: int
+    repetitions: int
+    warmup_rounds: int
+    base: dict                    # {"build", "commit", "model"}
+    head: dict
+    gpu: dict | None              # {"name", "driver"}; None: run with the GPU hidden (device: CPU)
+    round_log: list[dict]         # Round.to_json() of every round, warm-up included
+    rows: list[BenchRow]
+    extra: dict = field(default_factory=dict)   # method, aa_check, reanalysed_from, host, decision, aa_noise
+    schema: int = SCHEMAS["bench"]               # a file read keeps its own (schema 1: the A/A-band rule's fields)
+
+    @property
+    def device(self) -> str:
+        return self.gpu["name"] if self.gpu else "CPU"
+
+    @property
+    def aa_check(self) -> bool:
+        """base and head were the same programs (--aa, or identical files): a check of the machine's noise,
+        never a measurement of head's speed."""
+        return bool(self.extra.get("aa_check"))
+
+    def contradictions(self) -> list[str]:
+        """"<test>: why" for every row whose verdict or numbers its own kept speeds do not give under the rule
+        that made it (schema 2 rows; schema 1 rows were made by the older A/A-band rule and are taken as recorded)."""
+        if self.schema < 2:
+            return []
+        decision = self.extra.get("decision")
+        return [f"{row.test}: {why}" for row in self.rows if (why := row.contradiction(decision))]
+
+    @staticmethod
+    def failed_runs_of(round_log: list[dict]) -> list[str]:
+        """"round N base: why" for every llama-bench run that failed or recorded no usable speed (warm-up
+        included): what `_ok` counts as failed, so the report never reads such a run as a measurement."""
+        out = []
+        for r in round_log:
+            for label, run in (r.get("runs") or {}).items():
+                problem = next((f"{t.get('test')}: {why}" for t in run.get("tests") or []
+                                if (why := recorded_speed_problem(t))), None) if run.get("ok") else None
+                if not run.get("ok") or problem:
+                    out.append(f"round {r['round']} {label}: {problem or run.get('detail') or 'failed'}")
+        return out
+
+    def to_json(self) -> dict:
+        return {"schema": self.schema, "kind": "bench", "ok": self.ok, "compare": self.compare,
+                "model": dict(self.model), "llama_bench_args": list(self.llama_bench_args), "rounds": self.rounds,
+                "repetitions": self.repetitions, "warmup_rounds": self.warmup_rounds, "base": dict(self.base),
+                "head": dict(self.head), "gpu": self.gpu, "round_log": self.round_log,
+                "rows": [r.to_json() for r in self.rows], **self.extra}
+
+    @classmethod
+    def from_json(cls, d: Doc) -> BenchResult:
+        m, sides = d.obj("model"), {label: d.obj(label) for label in ("base", "head")}
+        gpu = d.obj("gpu", null=True)
+        seen: set[int] = set()
+        for r in d.objs("round_log"):
+            number = r.get("round", int)
+            if number in seen:
+                r.fail("round", f"round {number} is recorded twice")
+            seen.add(number)
+            r.get("order", str), r.get("warmup", bool)
+            r.get("gpu_clock_mhz", int, None), r.get("other_gpu_processes", bool, None)
+            runs = r.obj("runs", default=None)   # report fixtures of schema 1 summarised rounds without runs
+            for label in (runs.raw if runs else {}):
+                run = runs.obj(label)
+                run.get("ok", bool), run.get("detail", str, None, default=None)
+                for t in run.objs("tests", default=[]):
+                    t.get("test", str), t.get("params", dict), t.nums("samples_ts") if t.has("samples_ts") else None
+        _check_decision(d.obj("decision", default=None))
+        for e in d.objs("aa_noise", default=[]):
+            _check_noise_entry(e)
+        rows = [BenchRow.from_json(r, d.get("schema", int)) for r in d.objs("rows")]
+        read_host(d)  # checked here; kept in `extra` like every key the model does not name
+        d.get("pinset", str, None, default=None)  # the pin set's digest, like host kept in `extra`
+        known = {"schema", "kind", "ok", "compare", "model", "llama_bench_args", "rounds", "repetitions",
+                 "warmup_rounds", "base", "head", "gpu", "round_log", "rows"}
+        base, head = ({**s.raw, "build": s.get("build", str), "commit": s.get("commit", str)}
+                      for s in (sides["base"], sides["head"]))
+        return cls(d.get("ok", bool) and bool(rows), d.choice("compare", ("builds", "models"), default="builds"),
+                   {"path": m.get("path", str), "name": m.get("name", str)}, d.strs("llama_bench_args"),
+                   d.get("rounds", int), d.get("repetitions", int), d.get("warmup_rounds", int), base, head,
+                   {"name": gpu.get("name", str), "driver": gpu.get("driver", str)} if gpu else None,
+                   d.get("round_log", list), rows, {k: v for k, v in d.raw.items() if k not in known},
+                   d.get("schema", int))
+
+
+def _check_noise_entry(e: Doc) -> None:
+    """One A/A noise entry: the per-round sd of ln(head/base) of one test, a finite number in [0, 1] (a larger sd,
+    a speed ratio scattering by more than e per round, measures nothing and would make any band "no change")."""
+    e.get("params", dict)
+    sd = e.num("sd")
+    if not 0 <= sd <= 1:
+        e.fail("sd", f"{sd!r} is not a per-round sd of ln(head/base) (0 to 1)")
+
+
+def _check_decision(dec: Doc | None) -> None:
+    """The keys of `decision` that the re-analysis reads (plan_of, noise_of), typed."""
+    if dec is None:
+        return
+    for key in ("looks", "first_look"):
+        if dec.has(key) and dec.get(key, int) < 1:
+            dec.fail(key, "must be at least 1")
+    if dec.has("alpha") and not 0 < dec.num("alpha") < 1:
+        dec.fail("alpha", "must lie between 0 and 1")
+    dec.get("adaptive", bool, default=False)
+    max_rounds = dec.get("max_rounds", int, None, default=None)
+    if max_rounds is not None and max_rounds < FIRST_LOOK + 1:
+        dec.fail("max_rounds", f"must be at least {FIRST_LOOK + 1}")
+    if dec.get("noise", list, None, default=None):
+        for e in dec.objs("noise"):
+            _check_noise_entry(e)
+
+
+def _verdict_contradiction(verdict: str, ci: list[float], band: float | None) -> str | None:
+    """Why a schema-2 row's verdict does not follow from its own CI and no-change band (stats.verdict_for), e.g. an
+    edited "faster" over a CI that includes 1; None when it does."""
+    lo, hi = ci
+    tol = 1e-9
+    if verdict == "faster" and not lo > 1 - tol:
+        return f"\"faster\" but the CI {lo:.4g} … {hi:.4g} does not lie above 1"
+    if verdict == "slower" and not hi < 1 + tol:
+        return f"\"slower\" but the CI {lo:.4g} … {hi:.4g} does not lie below 1"
+    if verdict == "no change":
+        if band is None:
+            return "\"no change\" without its no-change band (threshold)"
+        inside = math.log(lo) > -math.log1p(band) - tol and math.log(hi) < math.log1p(band) + tol if lo > 0 else False
+        if not inside:
+            return f"\"no change\" but the CI {lo:.4g} … {hi:.4g} is not inside ±{band:.2%}"
+    return None

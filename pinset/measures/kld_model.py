@@ -1,0 +1,155 @@
+"""The kld result model (kind "kld"): written by `pinset kld`, read by `pinset report`; and the verdict rule,
+one function (`verdict_from_klds`) that the producer and the report's re-derivation both call."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from pinset.checks.machine import read_host
+from pinset.results import SCHEMAS, Doc
+
+SIGMAS = 2.0  # head is "further" when its mean KLD exceeds base's by more than 2 combined std errors
+
+VERDICTS = ("further from the CPU result than base", "closer to the CPU result than base",
+            "as close to the CPU result as base")
+FURTHER = VERDICTS[0]
+
+
+def verdict_from_klds(base_mean: float, base_err: float, head_mean: float, head_err: float) -> dict:
+    """The rule: head's mean KLD vs base's, with their ± uncertainties combined in quadrature; "further"/"closer"
+    beyond SIGMAS of them. The producer's verdict and the one the report re-derives from a file's per-run KLDs
+    (KldResult.rederived_verdict) both come from here."""
+    diff = head_mean - base_mean
+    sigma = math.hypot(head_err, base_err)
+    if diff > SIGMAS * sigma:
+        text = FURTHER
+    elif diff < -SIGMAS * sigma:
+        text = "closer to the CPU result than base"
+    else:
+        text = "as close to the CPU result as base"
+    return {"text": text, "head_minus_base_kld": diff, "sigma": sigma,
+            "sigmas": (diff / sigma) if sigma > 0 else None}
+
+
+def _value_err(d: Doc, key: str) -> dict | None:
+    """{"value", "err"} of a statistic; null (or NaN/inf in either number) when it was not measured."""
+    v = d.obj(key, null=True, default=None)
+    if v is None:
+        return None
+    value, err = v.num("value", null=True), v.num("err", null=True)
+    return None if value is None or err is None else {"value": value, "err": err}
+
+
+KLD_STATS = ("mean", "err", "median", "p99", "p99_9", "max")
+
+
+@dataclass
+class KldRun:
+    """One llama-perplexity --kl-divergence run. Statistics are None where nothing was measured (a failed run)."""
+
+    label: str
+    build: str
+    commit: str
+    backend: str                 # "CPU" for a CPU-against-CPU run, else the device llama-perplexity used
+    ok: bool
+    detail: str | None = None
+    ppl: dict | None = None      # {"value", "err"}
+    kld: dict | None = None      # KLD_STATS; a member is None where llama-perplexity did not print it
+    same_top_p: dict | None = None
+    rms_dp: dict | None = None
+    ln_ppl_ratio: dict | None = None
+    seconds: float = 0.0
+    devices: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict:
+        return {"label": self.label, "build": self.build, "commit": self.commit, "backend": self.backend,
+                "ppl": self.ppl, "kld": self.kld, "same_top_p": self.same_top_p, "rms_dp": self.rms_dp,
+                "ln_ppl_ratio": self.ln_ppl_ratio, "units": {"same_top_p": "%", "rms_dp": "%"},
+                "ok": self.ok, "detail": self.detail, "seconds": round(self.seconds, 1), "devices": list(self.devices)}
+
+    @classmethod
+    def from_json(cls, d: Doc) -> KldRun:
+        k = d.obj("kld", null=True)
+        kld = None
+        if k is not None:
+            kld = {name: k.num(name, null=True, default=None) for name in KLD_STATS}
+            if kld["mean"] is None or kld["err"] is None:
+                kld = None  # no mean with its error: not a measurement
+        ok = d.get("ok", bool)
+        return cls(d.get("label", str), d.get("build", str), d.get("commit", str), d.get("backend", str),
+                   ok and kld is not None, d.get("detail", str, None) or (None if kld is not None or not ok
+                                                                          else "no mean KLD in the result"),
+                   _value_err(d, "ppl"), kld, _value_err(d, "same_top_p"), _value_err(d, "rms_dp"),
+                   _value_err(d, "ln_ppl_ratio"), d.num("seconds", null=True, default=0.0) or 0.0,
+                   d.strs("devices", default=[]))
+
+
+@dataclass
+class KldResult:
+    ok: bool
+    model: dict                  # {"path", "name", "size_bytes"}
+    text: dict                   # {"path", "sha256"}
+    ctx: int
+    chunks: int
+    reference: dict              # {"backend": "CPU", "build", "commit", "cached", "key", "ppl"}
+    runs: list[KldRun]
+    verdict: dict                # {"text", "head_minus_base_kld", "sigma", "sigmas"}; numbers None without a verdict
+    host: dict | None = None     # read_host(): host, visible GPU UUIDs, CI runner, GPU class; None in older files
+    pinset: str | None = None    # the pin set's digest (built from pins.yaml); None: explicit folders, older files
+
+    @property
+    def device(self) -> str:
+        """Where the runs under test ran: "CPU" when every one ran on the CPU (CPU against CPU)."""
+        backends = sorted({r.backend for r in self.runs})
+        return ", ".join(backends) if backends else "none"
+
+    def run(self, label: str) -> KldRun | None:
+        return next((r for r in self.runs if r.label == label), None)
+
+    def rederived_verdict(self) -> dict | None:
+        """The verdict the rule gives on this file's own per-run KLDs (verdict_from_klds); None when base's or
+        head's run has no mean KLD with its error (no verdict to re-derive)."""
+        base, head = self.run("base"), self.run("head")
+        if not (base and head and base.ok and head.ok and base.kld and head.kld):
+            return None
+        return verdict_from_klds(base.kld["mean"], base.kld["err"], head.kld["mean"], head.kld["err"])
+
+    def verdict_contradiction(self) -> str | None:
+        """Why the recorded verdict is not what the per-run KLDs give (an edited file: "as close" over runs whose
+        KLDs say "further"); None when it is, or when there is no verdict to re-derive."""
+        again = self.rederived_verdict()
+        if again is None or self.verdict.get("text", "").startswith("no verdict"):
+            return None
+        if again["text"] != self.verdict["text"]:
+            return (f"recorded \"{self.verdict['text']}\", but the runs' mean KLDs give \"{again['text']}\" "
+                    f"(head − base {again['head_minus_base_kld']:.4g} ± {again['sigma']:.2g})")
+        diff = self.verdict.get("head_minus_base_kld")
+        if diff is None or not math.isclose(diff, again["head_minus_base_kld"], rel_tol=1e-6, abs_tol=1e-12):
+            return f"recorded head − base {diff} but the runs' mean KLDs give {again['head_minus_base_kld']:.6g}"
+        return None
+
+    def to_json(self) -> dict:
+        return {"schema": SCHEMAS["kld"], "kind": "kld", "ok": self.ok, "model": dict(self.model),
+                "text": dict(self.text), "ctx": self.ctx, "chunks": self.chunks, "reference": dict(self.reference),
+                "runs": [r.to_json() for r in self.runs], "verdict": dict(self.verdict),
+                **({"host": dict(self.host)} if self.host else {}), **({"pinset": self.pinset} if self.pinset else {})}
+
+    @classmethod
+    def from_json(cls, d: Doc) -> KldResult:
+        m, t, ref, v = d.obj("model"), d.obj("text"), d.obj("reference"), d.obj("verdict")
+        runs = [KldRun.from_json(r) for r in d.objs("runs")]
+        diff, sigma = v.num("head_minus_base_kld", null=True), v.num("sigma", null=True)
+        text = v.get("text", str)
+        if diff is None and not text.startswith("no verdict"):
+            text = "no verdict: the head − base difference was not measured"
+        verdict = {"text": text, "head_minus_base_kld": diff, "sigma": sigma,
+                   "sigmas": v.num("sigmas", null=True, default=None)}
+        labels = {r.label for r in runs}
+        ok = d.get("ok", bool) and all(r.ok for r in runs) and diff is not None and {"base", "head"} <= labels
+        return cls(ok, {"path": m.get("path", str), "name": m.get("name", str), "size_bytes": m.get("size_bytes", int)},
+                   {"path": t.get("path", str), "sha256": t.get("sha256", str)}, d.get("ctx", int), d.get("chunks", int),
+                   {"backend": ref.get("backend", str), "build": ref.get("build", str), "commit": ref.get("commit", str),
+                    "cached": ref.get("cached", bool), "key": ref.get("key", str, None, default=None),
+                    "ppl": _value_err(ref, "ppl")},
+                   runs, verdict, read_host(d), d.get("pinset", str, None, default=None))
