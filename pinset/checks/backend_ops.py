@@ -135,6 +135,7 @@ def parse_backend_ops(text: str) -> BackendOpsOutput:
     current: BackendSection | None = None
     in_failing = False
     awaiting_result = False   # the last case line ended in a log message: its result may be on a later line
+    sections: set[str] = set()  # backend names with a section so far
     for raw in strip_ansi(text).split("\n"):   # only a newline ends a line (not \r, \x1c, \u2028...)
         line = raw.rstrip(" \t")
         if awaiting_result and current is not None and current.cases:
@@ -158,8 +159,9 @@ def parse_backend_ops(text: str) -> BackendOpsOutput:
             continue
         m = BACKEND_HEADER_RE.match(line)
         if m:
-            if out.backend(m["name"]) is not None:
+            if m["name"] in sections:
                 out.anomalies.append(f"a second section for backend {m['name']}")
+            sections.add(m["name"])
             current = BackendSection(m["name"], int(m["index"]))
             out.backends.append(current)
             continue
@@ -322,16 +324,27 @@ def matches_filter(params: str, params_regex: str | None) -> bool:
     """Whether a case's parameters satisfy a -p filter the way its author meant it: the regex finds
     them (as test-backend-ops does) and every `key=value` term of one alternative names a parameter
     of the case and matches its whole value."""
+    return case_filter(params_regex)(params)
+
+
+def case_filter(params_regex: str | None):
+    """`matches_filter` for one filter and many cases: the filter is read and compiled once."""
     if not params_regex:
-        return True
+        return lambda params: True
     try:
-        if not re.search(params_regex, params):
-            return False
+        search = re.compile(params_regex).search
     except re.error:
-        pass  # std::regex accepted what Python's re does not: the key=value terms still decide
-    values = case_params(params)
-    return any(all(k in values and all(re.fullmatch(v, x) for x in values[k]) for k, v in pairs)
-               for pairs in filter_terms(params_regex))
+        search = None  # std::regex accepted what Python's re does not: the key=value terms still decide
+    alternatives = [[(k, re.compile(v)) for k, v in pairs] for pairs in filter_terms(params_regex)]
+
+    def accepts(params: str) -> bool:
+        if search is not None and not search(params):
+            return False
+        values = case_params(params)
+        return any(all(k in values and all(v.fullmatch(x) for x in values[k]) for k, v in pairs)
+                   for pairs in alternatives)
+
+    return accepts
 
 
 @dataclass
@@ -415,10 +428,13 @@ def judge_backend_ops(output: BackendOpsOutput, backend: str, *, returncode: int
         if other.name != backend and (other.cases or other.status or other.summary):
             problems.append(f"results for backend {other.name}, which was not asked for")
     cases = section.cases if section is not None else []
+    # one pass each, no membership test in a list (a 100,000-case log was quadratic: Case compares by value)
     foreign = [c for c in cases if op is not None and c.op != op]
-    mine = [c for c in cases if c not in foreign]
-    selected = [c for c in mine if matches_filter(c.params, params)]
-    outside = [c for c in mine if c not in selected]
+    mine = [c for c in cases if op is None or c.op == op]
+    accepts = case_filter(params)
+    selected, outside = [], []
+    for c in mine:
+        (selected if accepts(c.params) else outside).append(c)
     run = sum(1 for c in selected if c.status in RUN_STATUSES)
     measured = sum(1 for c in selected if c.status == "measured")
     not_supported = sum(1 for c in selected if c.status == "not-supported")
