@@ -6,7 +6,7 @@ test-backend-ops `test` and `perf` logs with N case lines (the line format of
 tests/fixtures/backend-ops/h200-test-MUL_MAT.log and h200-perf-mm-iq1_s.log: CUDA graph log lines between
 cases, `N/M tests passed`, `Backend CUDA0: OK`, `Skipping` CPU section), judged with and without `-o`/`-p`
 as verify does; a ctest log with N/10 tests; a llama-bench JSONL with N/10 rows; a perplexity --kl-divergence
-stdout with N/10 chunks. Each is also timed at half the size: the ratio full/half near 2 is linear, near 4
+stdout with N/10 chunks; a single test-backend-ops line of 10 N `A(x ` (a broken program's output). Each is also timed at half the size: the ratio full/half near 2 is linear, near 4
 quadratic.
 """
 
@@ -107,7 +107,12 @@ def main() -> None:
         stdout, stderr = kld_stdout(size)
         return lambda: parse_perplexity(stdout, stderr)
 
+    def long_line(size):
+        text = "Backend 1/1: CPU\n  Device description: x\n  " + "A(x " * size + "\n"
+        return lambda: parse_backend_ops(text)
+
     jobs = [
+        ("test-backend-ops, one line of N x 'A(x ' (hostile)", n * 10, long_line),
         ("test-backend-ops test", n, lambda s: bops(s, "test")),
         ("test-backend-ops test -o MUL_MAT -p type_a=iq1_s", n,
          lambda s: bops(s, "test", op="MUL_MAT", params="type_a=iq1_s")),

@@ -142,3 +142,42 @@ def test_perplexity_kld_is_linear():
     assert parse_perplexity(large, stderr).kld is not None
     ratio = traced_lines(lambda: parse_perplexity(large, stderr)) / traced_lines(lambda: parse_perplexity(small, stderr))
     assert ratio <= LINEAR
+
+
+def test_case_lines_are_matched_like_the_case_regex():
+    """match_case (linear in the line) finds what CASE_RE.search finds, on every captured line and on
+    random lines made of the characters that matter."""
+    import random
+
+    from pinset.checks.backend_ops import CASE_RE, match_case
+
+    def same(line):
+        m, c = CASE_RE.search(line), match_case(line)
+        if m is None:
+            return c is None
+        return c is not None and (m["op"], m["params"], m["result"], m.start()) == (c.op, c.params, c.result, c.start)
+
+    lines = [line for path in sorted((FIX / "backend-ops").glob("*.log")) for line in path.read_text(errors="replace").split("\n")]
+    assert len(lines) > 5000 and all(same(line) for line in lines)
+    rng = random.Random(20)
+    pieces = ["A", "B", "_", "1", "(", ")", ":", " ", "\t", "x", "): ", "OP(", " MUL_MAT(", "=", ",", "\r"]
+    for _ in range(20_000):
+        line = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 14)))
+        assert same(line), repr(line)
+
+
+def test_a_long_line_is_not_read_with_the_backtracking_regex(monkeypatch):
+    """CASE_RE.search backtracks over the rest of the line for every candidate op name (a 32,000-character
+    line of `A(x ` took 5 s, a megabyte hours): the parser and the progress counter never call it."""
+    class Refuse:
+        def search(self, *a):
+            raise AssertionError("CASE_RE.search used")
+    monkeypatch.setattr(backend_ops, "CASE_RE", Refuse())
+    line = "  " + "A(x " * 250_000
+    out = parse_backend_ops(f"Backend 1/1: CPU\n  Device description: x\n{line}\n  MUL_MAT(k=1): OK\n")
+    assert [c.op for c in out.backends[0].cases] == ["MUL_MAT"]
+
+    class Progress:
+        def update(self, **kw):
+            pass
+    backend_ops.case_counter(Progress())(line)
