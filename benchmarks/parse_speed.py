@@ -6,7 +6,8 @@ test-backend-ops `test` and `perf` logs with N case lines (the line format of
 tests/fixtures/backend-ops/h200-test-MUL_MAT.log and h200-perf-mm-iq1_s.log: CUDA graph log lines between
 cases, `N/M tests passed`, `Backend CUDA0: OK`, `Skipping` CPU section), judged with and without `-o`/`-p`
 as verify does; a ctest log with N/10 tests; a llama-bench JSONL with N/10 rows; a perplexity --kl-divergence
-stdout with N/10 chunks; a single test-backend-ops line of 10 N `A(x ` (a broken program's output). Each is also timed at half the size: the ratio full/half near 2 is linear, near 4
+stdout with N/10 chunks; a single test-backend-ops line of 10 N `A(x `, a ctest line and a perplexity statistics block with runs of N
+blanks (a broken program's output). Each is also timed at half the size: the ratio full/half near 2 is linear, near 4
 quadratic.
 """
 
@@ -111,7 +112,19 @@ def main() -> None:
         text = "Backend 1/1: CPU\n  Device description: x\n  " + "A(x " * size + "\n"
         return lambda: parse_backend_ops(text)
 
+    def ctest_blanks(size):
+        text = "Test project /b\n1/1 Test #1: t " + " " * size + "x\n"
+        return lambda: parse_ctest(text)
+
+    def kld_blanks(size):
+        stdout, stderr = kld_stdout(10)
+        header = "====== KL divergence statistics ======\n"
+        stdout = stdout.replace(header, header + "\n" * size + "Mean    KLD" + " " * size + "x\n")
+        return lambda: parse_perplexity(stdout, stderr)
+
     jobs = [
+        ("ctest, a non-result line with N blanks (hostile)", n, ctest_blanks),
+        ("perplexity, N blank lines + N blanks after a label", n, kld_blanks),
         ("test-backend-ops, one line of N x 'A(x ' (hostile)", n * 10, long_line),
         ("test-backend-ops test", n, lambda s: bops(s, "test")),
         ("test-backend-ops test -o MUL_MAT -p type_a=iq1_s", n,

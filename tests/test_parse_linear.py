@@ -181,3 +181,45 @@ def test_a_long_line_is_not_read_with_the_backtracking_regex(monkeypatch):
         def update(self, **kw):
             pass
     backend_ops.case_counter(Progress())(line)
+
+
+def test_ctest_result_lines_are_matched_like_the_result_regex(monkeypatch):
+    """match_result (linear) finds what RESULT_RE.match finds; the parser never runs the regex, whose lazy
+    status between two runs of blanks is cubic on a line that is no result (400 spaces: 0.5 s)."""
+    import random
+
+    from pinset.checks import ctest
+    lines = [line for path in sorted((FIX / "ctest").glob("*.log")) for line in path.read_text(errors="replace").splitlines()]
+    rng = random.Random(3)
+    pieces = [" ", "\t", ".", "1", "2.5", " sec", "sec", "x", "Passed", "***Failed", "\u00a0", "\x1c"]
+    lines += ["1/2 Test #3: name " + "".join(rng.choice(pieces) for _ in range(rng.randint(0, 9))) for _ in range(20_000)]
+    for line in lines:
+        m = ctest.RESULT_RE.match(line)
+        assert ctest.match_result(line) == (m and {k: m[k] for k in ("i", "n", "num", "name", "status", "sec")}), repr(line)
+
+    class Refuse:
+        def match(self, *a):
+            raise AssertionError("RESULT_RE.match used")
+    monkeypatch.setattr(ctest, "RESULT_RE", Refuse())
+    out = parse_ctest("Test project /b\n1/1 Test #1: t " + " " * 100_000 + "x\n1/1 Test #1: t ....   Passed    0.01 sec\n")
+    assert [c.name for c in out.cases] == ["t"]
+
+
+def test_perplexity_blank_runs_are_matched_like_before():
+    """The statistics patterns were rewritten without two blank runs side by side (`\\s*:?\\s*`, `^\\s*` over blank
+    lines: quadratic); they find the same values as the old patterns on random blocks."""
+    import random
+
+    from pinset.measures import perplexity as P
+    old_end = r"[ \t]*%?[ \t]*(?=\r?\n)"
+    rng = random.Random(5)
+    pieces = [" ", "\t", "\n", ":", "%", "1.5", "± ", "Mean    KLD", "Maximum KLD", "99.0%   KLD", "x", "\r\n", "\x0c", "-2e3"]
+    for _ in range(20_000):
+        block = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 12)))
+        old_v = re.findall(rf"^Mean\s+KLD\s*:?\s*{P.NUM}{P.PM}{P.NUM}{old_end}", block, re.M)
+        new = P._value_err(block, r"Mean\s+KLD")
+        assert (new and (new.value, new.err)) == ((float(old_v[0][0]), float(old_v[0][1])) if len(old_v) == 1 else None)
+        old_p = [(P._PCT_KEYS.get(m.group(1), m.group(1).rstrip("%")), float(m.group(2))) for m in
+                 re.finditer(rf"^\s*(Maximum|Minimum|Median|\d+\.\d+%)\s+KLD:\s*{P.NUM}{old_end}", block, re.M)]
+        expected = {} if len({k for k, _ in old_p}) < len(old_p) else dict(old_p)
+        assert P._percentiles(block, "KLD") == expected, repr(block)
