@@ -173,3 +173,27 @@ def test_report_is_not_ready_for_a_quoted_cuda_pin_on_cpu_evidence(upstream, tmp
     rc, text = report(touched)
     assert rc == 1 and "ready to ship" not in text.splitlines()[3]
     assert f"changes CUDA code ({CUDA}" in text
+
+
+@pytest.mark.parametrize("quote_path", [True, False], ids=["quotePath=true", "quotePath=false"])
+def test_pr_pin_with_quoted_names(make_repo, tmp_path, monkeypatch, quote_path):
+    """A PR pin's diff comes from `git diff` in the mirror: the same reader, whatever the mirror's quotePath."""
+    up = make_repo("upstream")
+    up.commit("base", {name: body(tag_of(name)) for name in NAMES})
+    up.git("checkout", "-q", "-b", "pr")
+    pr_head = up.commit("pr", {name: body(tag_of(name), added(tag_of(name))) for name in NAMES})
+    up.git("update-ref", "refs/pull/5/head", pr_head)
+    up.git("checkout", "-q", "master")
+    up.commit("later", {"README": "upstream\n"})
+    up.tag("b2")
+    cfg = write_pins(tmp_path / "pins.yaml", f"upstream: {up.path}\nbuilds: [b2]\npins:\n"
+                                             f"  - id: pr5\n    pr: https://github.com/ggml-org/llama.cpp/pull/5\n"
+                                             f"    commit: {pr_head}\n")
+    out = tmp_path / "sim.json"
+    for key, value in (("GIT_CONFIG_COUNT", "1"), ("GIT_CONFIG_KEY_0", "core.quotePath"),
+                       ("GIT_CONFIG_VALUE_0", "true" if quote_path else "false")):
+        monkeypatch.setenv(key, value)
+    code = main(["sim", "-c", str(cfg), "--json", str(out)])
+    pin = json.loads(out.read_text())["builds"][0]["pins"][0]
+    assert code == 0 and pin["status"] == "applied", pin
+    assert pin["touched"] == sorted(NAMES) and pin["contract"]["ok"] is True
