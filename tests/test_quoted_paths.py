@@ -133,6 +133,33 @@ def test_sim_of_a_quoted_pin_names_its_files_and_keeps_its_contract(upstream, tm
     assert pin["contract"] == {"ok": True, "problems": []}
 
 
+def cpu_report(tmp_path, **pin):
+    """`pinset report` of green's sim on one build, its first pin changed by `pin`, with verify, kld and bench
+    run on the CPU only: (exit code, markdown)."""
+    fix = Path(__file__).parent / "fixtures" / "report" / "green"
+
+    def load(name):
+        return json.loads((fix / name).read_text())
+
+    build = "pypi:llama-cpp-python==0.3.36"
+    verify, kld, bench, doc = load("verify-cpu.json"), load("kld-h200.json"), load("bench-h200.json"), load("sim.json")
+    verify["builds"] = [b for b in verify["builds"] if b["build"] == build]
+    for run in kld["runs"]:
+        run["backend"], run["devices"] = "CPU", []
+    bench["gpu"] = None
+    doc["builds"] = [b for b in doc["builds"] if b["build"] == build]
+    for p in doc["builds"][0]["pins"]:
+        p["touched"] = ["ggml/src/ggml-cpu/ops.cpp"]
+    doc["builds"][0]["pins"][0].update(pin)
+    files = []
+    for name, d in (("s", doc), ("v", verify), ("k", kld), ("b", bench)):
+        files.append(tmp_path / f"r-{name}.json")
+        files[-1].write_text(json.dumps(d))
+    out = tmp_path / "r.md"
+    rc = main(["report", *map(str, files), "--markdown", str(out)])
+    return rc, out.read_text(encoding="utf-8")
+
+
 def test_report_is_not_ready_for_a_quoted_cuda_pin_on_cpu_evidence(upstream, tmp_path):
     """The touched list a real sim writes for the quoted pin makes the report ask for CUDA evidence;
     the same files with a CPU-only touched list are ready (so the test can fail)."""
@@ -141,38 +168,22 @@ def test_report_is_not_ready_for_a_quoted_cuda_pin_on_cpu_evidence(upstream, tmp
     make_patch(up, base, patches, True)
     touched = sim(tmp_path, up, patches)[1]["builds"][0]["pins"][0]["touched"]
     assert CUDA in touched
-
-    fix = Path(__file__).parent / "fixtures" / "report" / "green"
-
-    def load(name):
-        return json.loads((fix / name).read_text())
-
-    build = "pypi:llama-cpp-python==0.3.36"
-    verify, kld, bench = load("verify-cpu.json"), load("kld-h200.json"), load("bench-h200.json")
-    verify["builds"] = [b for b in verify["builds"] if b["build"] == build]
-    for run in kld["runs"]:
-        run["backend"], run["devices"] = "CPU", []
-    bench["gpu"] = None
-
-    def report(pin_touched):
-        doc = load("sim.json")
-        doc["builds"] = [b for b in doc["builds"] if b["build"] == build]
-        for p in doc["builds"][0]["pins"]:
-            p["touched"] = ["ggml/src/ggml-cpu/ops.cpp"]
-        doc["builds"][0]["pins"][0]["touched"] = pin_touched
-        files = []
-        for name, d in (("s", doc), ("v", verify), ("k", kld), ("b", bench)):
-            files.append(tmp_path / f"r-{name}.json")
-            files[-1].write_text(json.dumps(d))
-        out = tmp_path / "r.md"
-        rc = main(["report", *map(str, files), "--markdown", str(out)])
-        return rc, out.read_text(encoding="utf-8")
-
-    rc, text = report(["ggml/src/ggml-cpu/ops.cpp"])
+    rc, text = cpu_report(tmp_path, touched=["ggml/src/ggml-cpu/ops.cpp"])
     assert rc == 0 and "ready to ship" in text.splitlines()[3]
-    rc, text = report(touched)
+    rc, text = cpu_report(tmp_path, touched=touched)
     assert rc == 1 and "ready to ship" not in text.splitlines()[3]
     assert f"changes CUDA code ({CUDA}" in text
+
+
+def test_report_treats_unknown_touched_as_cuda_code(tmp_path):
+    """Unknown never reads as "touches nothing": an applied pin whose touched files are unknown (null) needs
+    CUDA evidence; a pin whose names could not be read is an error of the pin, which blocks."""
+    rc, text = cpu_report(tmp_path, touched=None)
+    assert rc == 1 and "ready to ship" not in text.splitlines()[3]
+    assert "may change CUDA code (the files it touches are unknown)" in text
+    rc, text = cpu_report(tmp_path, status="error", touched=None, files=[], contract={"ok": False, "problems": ["x"]},
+                          detail="0001-x.patch: cannot read the files it changes: line 1: bad escape")
+    assert rc == 1 and "blocked" in text.splitlines()[3]
 
 
 @pytest.mark.parametrize("quote_path", [True, False], ids=["quotePath=true", "quotePath=false"])
