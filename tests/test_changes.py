@@ -66,4 +66,5 @@ def test_touched_paths_include_rename_sources():
     text = ("diff --git a/docs/old.md b/docs/new.md\nsimilarity index 90%\nrename from docs/old.md\n"
             "rename to docs/new.md\n" + PATCH_2)
     assert touched_paths([text, PATCH_1]) == {"docs/old.md", "docs/new.md", "src/mmq.cu", "src/new.cu"}
-    assert touched_paths(['diff --git "a/sp ace" "b/sp ace"\n']) is None
+    assert touched_paths(['diff --git "a/sp ace" "b/sp ace"\n']) == {"sp ace"}   # quoted: read, not unknown
+    assert touched_paths(['diff --git "a/bad\\q" "b/bad\\q"\n']) is None       # unreadable: unknown

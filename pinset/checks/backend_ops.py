@@ -21,8 +21,10 @@ from dataclasses import dataclass, field
 from pinset.checks.text import last_lines, strip_ansi
 
 # "  MUL_MAT(type_a=f32,...): OK". Text printed before the case line by the comparison callback
-# ("[MUL_MAT] ERR = 0.1 > 0.0005 ") ends up on the same line, ahead of the case name.
+# ("[MUL_MAT] ERR = 0.1 > 0.0005 ") ends up on the same line, ahead of the case name. The definition of a
+# case line; the parser reads it with match_case (the same match in linear time).
 CASE_RE = re.compile(r"(?:^|(?<=\s))(?P<op>[A-Z][A-Z0-9_]*)\((?P<params>.*)\): ?(?P<result>.*)$")
+_OP_START_RE = re.compile(r"(?:^|(?<=\s))(?P<op>[A-Z][A-Z0-9_]*)\(")
 BACKEND_HEADER_RE = re.compile(r"^Backend (?P<index>\d+)/(?P<count>\d+): (?P<name>\S+)\s*$")
 BACKEND_STATUS_RE = re.compile(r"^\s+Backend (?P<name>\S+): (?P<status>OK|FAIL)\s*$")
 SUMMARY_RE = re.compile(r"^\s+(?P<passed>\d+)/(?P<total>\d+) tests passed\s*$")
@@ -39,6 +41,28 @@ LOG_INTERRUPTION_RE = re.compile(r"^[a-z_][a-z0-9_]*: \S")
 TESTING_RE = re.compile(r"^Testing (?P<count>\d+) devices")
 ERROR_TEXT_RE = re.compile(r"\[[A-Z0-9_]+\] (?:ERR|NMSE|MAA) = \S+ > \S+|\[[A-Z0-9_]+\] NaN at index[^)]*\)|"
                            r"\[[A-Z0-9_]+\] inf (?:sign )?mismatch: \S+ \S+|sentinel mismatch: \S+|compare failed")
+
+
+@dataclass(frozen=True)
+class CaseMatch:
+    op: str
+    params: str
+    result: str
+    start: int     # where the op name begins: text before it was printed ahead of the case
+
+
+def match_case(line: str) -> CaseMatch | None:
+    """What `CASE_RE.search(line)` finds, in time linear in the line: its greedy params end at the line's
+    last `):`, and its op is the leftmost one before that (the regex backtracks over the whole rest of the
+    line for every candidate op: a long line of a broken program took minutes)."""
+    end = line.rfind("):")
+    if end < 0:
+        return None
+    m = _OP_START_RE.search(line, 0, end)
+    if m is None:
+        return None
+    result = line[end + 2:]
+    return CaseMatch(m["op"], line[m.end():end], result[1:] if result.startswith(" ") else result, m.start())
 
 
 @dataclass
@@ -135,6 +159,7 @@ def parse_backend_ops(text: str) -> BackendOpsOutput:
     current: BackendSection | None = None
     in_failing = False
     awaiting_result = False   # the last case line ended in a log message: its result may be on a later line
+    sections: set[str] = set()  # backend names with a section so far
     for raw in strip_ansi(text).split("\n"):   # only a newline ends a line (not \r, \x1c, \u2028...)
         line = raw.rstrip(" \t")
         if awaiting_result and current is not None and current.cases:
@@ -158,8 +183,9 @@ def parse_backend_ops(text: str) -> BackendOpsOutput:
             continue
         m = BACKEND_HEADER_RE.match(line)
         if m:
-            if out.backend(m["name"]) is not None:
+            if m["name"] in sections:
                 out.anomalies.append(f"a second section for backend {m['name']}")
+            sections.add(m["name"])
             current = BackendSection(m["name"], int(m["index"]))
             out.backends.append(current)
             continue
@@ -203,19 +229,19 @@ def parse_backend_ops(text: str) -> BackendOpsOutput:
             if line.strip().startswith("Skipping") and not current.cases:
                 current.skipped = line.strip()
                 continue
-            m = CASE_RE.search(line)
-            if m:
-                if "): " in m["params"]:
+            case = match_case(line)
+            if case:
+                if "): " in case.params:
                     # two case names on one line: the greedy match cannot say where one ends
                     status, detail = "unreadable", "two case names on one line"
                 else:
-                    status, detail = _classify(m["result"], line[:m.start()])
-                current.cases.append(Case(m["op"], m["params"], status, current.name, detail))
+                    status, detail = _classify(case.result, line[:case.start])
+                current.cases.append(Case(case.op, case.params, status, current.name, detail))
                 awaiting_result = status == "incomplete"
                 if status == "failed" and detail:
                     out.error_lines.append(line.strip())
                 continue
-        elif CASE_RE.search(line) and CASE_RE.search(line)["result"].strip():
+        elif (case := match_case(line)) and case.result.strip():
             # every case is printed inside its backend's section: one elsewhere (after the closing line,
             # before the first section) belongs to no run we can judge
             out.anomalies.append(f"a case line outside any backend section: {line.strip()[:120]}")
@@ -236,10 +262,10 @@ def case_counter(progress):
     seen = {"cases": 0}
 
     def on_line(line: str) -> None:
-        m = CASE_RE.search(strip_ansi(line))
-        if m and m.group("result").strip():
+        case = match_case(strip_ansi(line))
+        if case and case.result.strip():
             seen["cases"] += 1
-            progress.update(done=seen["cases"], note=m.group("op"))
+            progress.update(done=seen["cases"], note=case.op)
 
     return on_line
 
@@ -322,16 +348,27 @@ def matches_filter(params: str, params_regex: str | None) -> bool:
     """Whether a case's parameters satisfy a -p filter the way its author meant it: the regex finds
     them (as test-backend-ops does) and every `key=value` term of one alternative names a parameter
     of the case and matches its whole value."""
+    return case_filter(params_regex)(params)
+
+
+def case_filter(params_regex: str | None):
+    """`matches_filter` for one filter and many cases: the filter is read and compiled once."""
     if not params_regex:
-        return True
+        return lambda params: True
     try:
-        if not re.search(params_regex, params):
-            return False
+        search = re.compile(params_regex).search
     except re.error:
-        pass  # std::regex accepted what Python's re does not: the key=value terms still decide
-    values = case_params(params)
-    return any(all(k in values and all(re.fullmatch(v, x) for x in values[k]) for k, v in pairs)
-               for pairs in filter_terms(params_regex))
+        search = None  # std::regex accepted what Python's re does not: the key=value terms still decide
+    alternatives = [[(k, re.compile(v)) for k, v in pairs] for pairs in filter_terms(params_regex)]
+
+    def accepts(params: str) -> bool:
+        if search is not None and not search(params):
+            return False
+        values = case_params(params)
+        return any(all(k in values and all(v.fullmatch(x) for x in values[k]) for k, v in pairs)
+                   for pairs in alternatives)
+
+    return accepts
 
 
 @dataclass
@@ -415,10 +452,13 @@ def judge_backend_ops(output: BackendOpsOutput, backend: str, *, returncode: int
         if other.name != backend and (other.cases or other.status or other.summary):
             problems.append(f"results for backend {other.name}, which was not asked for")
     cases = section.cases if section is not None else []
+    # one pass each, no membership test in a list (a 100,000-case log was quadratic: Case compares by value)
     foreign = [c for c in cases if op is not None and c.op != op]
-    mine = [c for c in cases if c not in foreign]
-    selected = [c for c in mine if matches_filter(c.params, params)]
-    outside = [c for c in mine if c not in selected]
+    mine = [c for c in cases if op is None or c.op == op]
+    accepts = case_filter(params)
+    selected, outside = [], []
+    for c in mine:
+        (selected if accepts(c.params) else outside).append(c)
     run = sum(1 for c in selected if c.status in RUN_STATUSES)
     measured = sum(1 for c in selected if c.status == "measured")
     not_supported = sum(1 for c in selected if c.status == "not-supported")

@@ -16,11 +16,35 @@ from pinset.checks.text import strip_ansi
 # "1/1 Test #23: test-chat ........................   Passed    5.21 sec"
 # "1/1 Test #23: test-chat ........................***Failed    0.12 sec"
 # "1/1 Test #2: abort .............................Subprocess aborted***Exception:   0.01 sec"
-RESULT_RE = re.compile(
+RESULT_RE = re.compile(   # the definition of a result line; parse_ctest reads it with match_result
     r"^\s*(?P<i>\d+)/(?P<n>\d+) Test\s+#(?P<num>\d+): (?P<name>\S+) \.*\s*(?P<status>.*?)\s+(?P<sec>[\d.]+) sec\s*$")
 # CMake 3: "100% tests passed, 0 tests failed out of 1"; CMake 4 drops the zero: "100% tests passed out of 1"
 TOTAL_RE = re.compile(r"^(?P<pct>\d+)% tests passed(?:, (?P<failed>\d+) tests? failed)? out of (?P<total>\d+)")
 NO_TESTS_RE = re.compile(r"^No tests were found")
+_RESULT_HEAD_RE = re.compile(r"^\s*(?P<i>\d+)/(?P<n>\d+) Test\s+#(?P<num>\d+): (?P<name>\S+) ")
+_SECONDS_CHARS = frozenset("0123456789.")
+
+
+def match_result(line: str) -> dict[str, str] | None:
+    """What `RESULT_RE.match(line)` finds, in linear time: the regex's lazy status between two runs of
+    spaces backtracks cubically on a line that is no result (400 spaces took 0.5 s, 5,000 minutes)."""
+    head = _RESULT_HEAD_RE.match(line)
+    if head is None:
+        return None
+    rest = line[head.end():].lstrip(".")
+    body = rest.lstrip()
+    gave_space = len(body) < len(rest)        # the `\s*` after the dots can give back the `\s+` before sec
+    body = body.rstrip()
+    if not body.endswith(" sec"):
+        return None
+    body = body[:-4]
+    start = len(body)
+    while start > 0 and body[start - 1] in _SECONDS_CHARS:
+        start -= 1
+    before, sec = body[:start], body[start:]
+    if not sec or not (before[-1:].isspace() or (not before and gave_space)):
+        return None
+    return {**head.groupdict(), "status": before.rstrip(), "sec": sec}
 # ctest -V: "8: [chat] All tests passed!" is a line test #8 printed. ctest writes its own header lines under
 # the same prefix: these, and the indented variables under "Environment variables:".
 VERBOSE_RE = re.compile(r"^(?P<num>\d+): ?(?P<text>.*)$")
@@ -81,7 +105,7 @@ def parse_ctest(text: str) -> CtestOutput:
                 in_variables.discard(num)
                 printed[num] = printed.get(num, 0) + 1
             continue
-        m = RESULT_RE.match(line)
+        m = match_result(line)
         if m:
             out.cases.append(CtestCase(m["name"], _status(m["status"]), m["status"].strip(), float(m["sec"]),
                                        int(m["i"]), int(m["n"]), int(m["num"])))

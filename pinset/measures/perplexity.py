@@ -20,7 +20,9 @@ from dataclasses import dataclass, field
 NUM = r"([-+]?(?:\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|(?i:nan|inf(?:inity)?)))"
 # Nothing but an optional percent sign may follow a value, and its line must be complete (a newline):
 # output cut inside the last number ("± 2.0" of "± 2.089") would otherwise read as a shorter number.
-END = r"[ \t]*%?[ \t]*(?=\r?\n)"
+# (Whitespace around an optional mark is written `ws*(?:mark ws*)?`, never `ws* mark? ws*`: the two runs would
+# split a long run of blanks every possible way, quadratic in its length.)
+END = r"[ \t]*(?:%[ \t]*)?(?=\r?\n)"
 PM = r"\s*±\s*"
 
 FINAL_PPL_RE = re.compile(rf"Final estimate: PPL = {NUM} \+/- {NUM}{END}")
@@ -93,7 +95,8 @@ def _f(text: str) -> float:
 
 
 def _value_err(block: str, label: str, anomalies: list[str] | None = None) -> ValueErr | None:
-    found = re.findall(rf"^{label}\s*:?\s*{NUM}{PM}{NUM}{END}", block, re.M)
+    # a label's own trailing \s* would be a second run of blanks next to the one below
+    found = re.findall(rf"^{label.removesuffix(chr(92) + 's*')}\s*(?::\s*)?{NUM}{PM}{NUM}{END}", block, re.M)
     if len(found) > 1:   # which one is the run's?
         if anomalies is not None:
             anomalies.append(f"{label.replace(chr(92), '').split('(')[0].strip()} printed {len(found)} times")
@@ -115,7 +118,7 @@ _PCT_KEYS = {"Maximum": "max", "Minimum": "min", "Median": "median"}
 
 def _percentiles(block: str, what: str, anomalies: list[str] | None = None) -> dict[str, float]:
     out: dict[str, float] = {}
-    for m in re.finditer(rf"^\s*(Maximum|Minimum|Median|\d+\.\d+%)\s+{what}:\s*{NUM}{END}", block, re.M):
+    for m in re.finditer(rf"^[^\S\n]*(Maximum|Minimum|Median|\d+\.\d+%)\s+{what}:\s*{NUM}{END}", block, re.M):
         key = _PCT_KEYS.get(m.group(1), m.group(1).rstrip("%"))
         if key in out:   # printed twice: which one is the run's?
             if anomalies is not None:

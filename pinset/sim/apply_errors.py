@@ -11,6 +11,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from pinset.sim.diffs import DiffError, read_diffs
+
 HUNK_LINES_SHOWN = 4  # lines of the failed hunk kept after its header (enough to find the place)
 
 _PATCH_FAILED_RE = re.compile(r"^error: patch failed: (.+):(\d+)$")
@@ -33,7 +35,6 @@ _NOISE_RES = [
     re.compile(r"^warning: "),
 ]
 _HUNK_HEADER_RE = re.compile(r"^@@ -(\d+)(?:,\d+)? \+\d+(?:,\d+)? @@")
-_DIFF_HEADER_RE = re.compile(r"^diff --git a/(.+?) b/(.+)$")
 
 
 @dataclass(frozen=True)
@@ -83,22 +84,18 @@ def explain_apply_failure(output: str, patch_text: str = "") -> ApplyFailure:
 
 
 def find_hunk(patch_text: str, path: str, old_start: int) -> list[str]:
-    """The hunk of `path` whose old side starts at `old_start`: header and first lines ([] if none)."""
-    current = None
-    lines = patch_text.splitlines()
-    for i, line in enumerate(lines):
-        m = _DIFF_HEADER_RE.match(line)
-        if m:
-            current = m.groups()  # (old name, new name): git names either
-            continue
-        m = _HUNK_HEADER_RE.match(line)
-        if m and current and path in current and int(m.group(1)) == old_start:
-            body = []
-            for follow in lines[i + 1:i + 1 + HUNK_LINES_SHOWN]:
-                if follow[:1] not in (" ", "+", "-") or follow.startswith(("--- ", "+++ ")):
-                    break
-                body.append(follow)
-            return [line, *body]
+    """The hunk of `path` whose old side starts at `old_start`: header and first lines ([] if none).
+    git names a file by its old or its new name, unquoted."""
+    try:
+        diffs = read_diffs(patch_text)
+    except DiffError:
+        return []
+    for diff in diffs:
+        if path in (diff.old, diff.new):
+            for hunk in diff.hunks:
+                if hunk.old_start == old_start:
+                    body = [line for line in hunk.lines if not line.startswith("\\")][:HUNK_LINES_SHOWN]
+                    return [hunk.header, *body]
     return []
 
 

@@ -10,6 +10,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pinset.sim.diffs import DiffError, FileDiff, read_diffs
+
 # Symbols whose appearance in a file marks a feature (a type, an op, an architecture...).
 FEATURE_SYMBOL_RE = re.compile(
     r"\b(?:GGML_TYPE|GGML_OP|GGML_UNARY_OP|GGML_GLU_OP|GGML_FTYPE|LLM_ARCH|LLM_TENSOR|LLM_KV|"
@@ -61,65 +63,40 @@ class PinChange:
         return sorted(self.files)
 
 
-_DIFF_HEADER_RE = re.compile(r"^diff --git a/(.+?) b/(.+)$")
-_RENAME_RE = re.compile(r"^(?:rename|copy) (?:from|to) (.+)$")
-
-
 def touched_paths(texts: list[str]) -> frozenset[str] | None:
-    """Every path the patches read or write; None when a header is quoted (unusual characters)."""
-    paths: set[str] = set()
-    for text in texts:
-        for line in text.splitlines():
-            if line.startswith('diff --git "'):
-                return None
-            m = _DIFF_HEADER_RE.match(line) or _RENAME_RE.match(line)
-            if m:
-                paths.update(m.groups())
-    return frozenset(paths)
+    """Every path the patches read or write (renames' sources too); None when a file name cannot be read."""
+    try:
+        return frozenset(name for text in texts for diff in read_diffs(text) for name in diff.names)
+    except DiffError:
+        return None
 
 
 def parse_patch(text: str) -> dict[str, FileChange]:
-    """Per-file added/removed lines of a unified git diff (format-patch or `git diff`)."""
+    """Per-file added/removed lines of a unified git diff (format-patch or `git diff`), file names read
+    with git's quoting rules (pinset/sim/diffs.py). Raises DiffError when a file name cannot be read."""
+    return file_changes(read_diffs(text))
+
+
+def file_changes(diffs: list[FileDiff]) -> dict[str, FileChange]:
+    """Per-file added/removed lines of the sections `read_diffs` read from one patch."""
     files: dict[str, FileChange] = {}
-    current: FileChange | None = None
-    in_hunk = False
-    for raw in text.splitlines():
-        m = _DIFF_HEADER_RE.match(raw)
-        if m:
-            path = m.group(2)
-            current = files.setdefault(path, FileChange(path))
-            in_hunk = False
-            continue
-        if current is None:
-            continue
-        if not in_hunk:
-            if raw.startswith("new file mode"):
-                current.new_file = True
-            elif raw.startswith("deleted file mode"):
-                current.deleted = True
-            elif raw.startswith("+++ b/"):
-                pass
-            elif raw.startswith("@@"):
-                in_hunk = True
-            continue
-        if raw.startswith("@@"):
-            continue
-        if raw.startswith("-- ") and raw.strip() == "--":  # format-patch signature separator
-            current, in_hunk = None, False
-            continue
-        if raw.startswith("+") and not raw.startswith("+++ "):
-            if is_substantive(raw[1:]):
-                current.added.append(raw[1:].strip())
-                current.symbols.update(FEATURE_SYMBOL_RE.findall(raw[1:]))
-        elif raw.startswith("-") and not raw.startswith("--- "):
-            if is_substantive(raw[1:]):
-                current.removed.append(raw[1:].strip())
-                current.preimage[raw[1:].strip()] += 1
-        elif raw.startswith(" "):
-            if is_substantive(raw[1:]):
-                current.preimage[raw[1:].strip()] += 1
-        elif raw.startswith("diff ") or raw.startswith("From "):
-            in_hunk = False
+    for diff in diffs:
+        current = files.setdefault(diff.path, FileChange(diff.path))
+        current.new_file |= diff.new_file
+        current.deleted |= diff.deleted
+        for hunk in diff.hunks:
+            for raw in hunk.lines:
+                body = raw[1:]
+                if not is_substantive(body):
+                    continue
+                if raw[0] == "+":
+                    current.added.append(body.strip())
+                    current.symbols.update(FEATURE_SYMBOL_RE.findall(body))
+                elif raw[0] == "-":
+                    current.removed.append(body.strip())
+                    current.preimage[body.strip()] += 1
+                elif raw[0] == " ":
+                    current.preimage[body.strip()] += 1
     return files
 
 

@@ -2,19 +2,17 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
+from pathlib import Path
 
 from pinset.config.schema import PinSet, PinSpec
 from pinset.errors import UpstreamError
-from pinset.sim.changes import PinChange, combine, parse_patch, touched_paths
+from pinset.sim.changes import PinChange, combine, file_changes
+from pinset.sim.diffs import DiffError, path_problem, read_diffs
 from pinset.sim.model import BuildResult
 from pinset.store import Store, read_checked, write_checked
 from pinset.upstream.builds import UPSTREAM_HEAD_REF, upstream_url, fetch_head
 from pinset.upstream.mirror import Mirror
-
-
-_BINARY_WITHOUT_DATA_RE = re.compile(r"^Binary files (?:a/)?(\S+) and (?:b/)?(\S+) differ$", re.M)
 
 
 @dataclass
@@ -38,27 +36,17 @@ def carried_symbols(prepared: dict[str, PreparedPin], build: BuildResult) -> set
                          if p.status in ("applied", "upstream") and p.id in prepared))
 
 
-def _diff_part(text: str) -> str:
-    """The patch from its first `diff --git` on: the commit message before it may quote git's own words."""
-    start = text.find("diff --git ")
-    return text[start:] if start >= 0 else text
-
-
 def prepare_pins(pinset: PinSet, store: Store, mirror: Mirror) -> dict[str, PreparedPin]:
     prepared: dict[str, PreparedPin] = {}
     head_fetched = False
     for spec in pinset.pins:
         if spec.patches is not None:
             files = spec.patch_files()
-            texts = [f.read_text(encoding="utf-8", errors="replace") for f in files]
-            no_data = [(f.name, m.group(2) if m.group(2) != "/dev/null" else m.group(1))
-                       for f, t in zip(files, texts) for m in _BINARY_WITHOUT_DATA_RE.finditer(_diff_part(t))]
-            if no_data:  # git can never apply it: no build is to blame (not a conflict with upstream)
-                name, path = no_data[0]
-                prepared[spec.id] = PreparedPin(spec, error=f"{name}: binary change of {path} without its data "
-                                                             "(\"Binary files ... differ\"; make the patch with --binary)")
+            try:
+                change = read_change(files, [(f.name, f.read_text(encoding="utf-8", errors="replace")) for f in files])
+            except PinProblem as exc:  # git can never apply it: no build is to blame (not a conflict with upstream)
+                prepared[spec.id] = PreparedPin(spec, error=str(exc))
                 continue
-            change = PinChange(files, combine([parse_patch(t) for t in texts]), touched_paths(texts))
             prepared[spec.id] = PreparedPin(spec, change)
             continue
         url = upstream_url(pinset.upstream, pinset.path.parent)
@@ -88,8 +76,38 @@ def _prepare_pr(spec: PinSpec, url: str, store: Store, mirror: Mirror) -> Prepar
         cached = mirror.git_ok("diff", "--binary", "--full-index", "--no-color", fork, spec.commit).encode()
         write_checked(diff_path, cached)
     text = cached.decode("utf-8", errors="replace")
-    change = PinChange([diff_path] if text.strip() else [], parse_patch(text), touched_paths([text]))
+    try:
+        change = read_change([diff_path] if text.strip() else [], [(f"the diff of {spec.pr.url}", text)])
+    except PinProblem as exc:
+        return PreparedPin(spec, error=str(exc), fork_point=fork)
     return PreparedPin(spec, change, fork_point=fork)
+
+
+class PinProblem(Exception):
+    """Why a pin's patches can never apply to any build (the message names the patch and the file)."""
+
+
+def read_change(patches: list[Path], texts: list[tuple[str, str]]) -> PinChange:
+    """The net change of a pin from its patch texts ((shown name, text) each), each read once.
+
+    A file name that cannot be read, a binary change without its data, a submodule or a path inside
+    `.git` is a PinProblem: unknown files must never read as "touches nothing", and no build is to blame."""
+    series = []
+    for name, text in texts:
+        try:
+            diffs = read_diffs(text)
+        except DiffError as exc:
+            raise PinProblem(f"{name}: cannot read the files it changes: {exc}") from None
+        for diff in diffs:
+            if diff.binary_without_data:
+                raise PinProblem(f"{name}: binary change of {diff.path} without its data "
+                                 "(\"Binary files ... differ\"; make the patch with --binary)")
+            problem = path_problem(diff)
+            if problem:
+                raise PinProblem(f"{name}: {problem}")
+        series.append(diffs)
+    touched = frozenset(n for diffs in series for diff in diffs for n in diff.names)
+    return PinChange(patches, combine([file_changes(diffs) for diffs in series]), touched)
 
 
 def fork_point(mirror: Mirror, commit: str) -> str:

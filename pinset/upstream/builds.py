@@ -11,7 +11,7 @@ from pinset.errors import UpstreamError
 from pinset.store import Store
 from pinset.upstream import pypi
 from pinset.upstream.mirror import Mirror
-from pinset.upstream.select import expand_builds
+from pinset.upstream.select import expand_builds, not_a_commit
 
 UPSTREAM_HEAD_REF = "refs/pinset/upstream/HEAD"
 
@@ -106,6 +106,11 @@ def _fetch_build(name: str, url: str, mirror: Mirror, tag_ref: str) -> str:
             oid = mirror.rev_parse(ref)
             if oid:
                 return oid
+            kind = not_a_commit(mirror, ref)
+            if kind:
+                what = "tag" if ref == tag_ref else "branch" if ref.startswith("refs/") else "object"
+                raise UpstreamError(f"build {name!r}: {what} {name} at {url} points at a {kind}, "
+                                    "not a commit (a build is a commit)")
         errors.append(result.tail(1))
         if _unreachable(result.stderr):
             raise UpstreamError(f"upstream {url}: unreachable ({result.tail(1)})")

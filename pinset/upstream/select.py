@@ -11,6 +11,7 @@ The ordering rule (pick walks it newest first, selectors take their newest N by 
 from __future__ import annotations
 
 import fnmatch
+import sys
 
 from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
@@ -51,18 +52,48 @@ def newest_tags(selector: TagSelector, url: str, mirror: Mirror) -> list[str]:
     result = mirror.fetch(url, [f"+refs/tags/{prefix}*:{_TAGS}{prefix}*"])
     if not result.ok:
         raise UpstreamError(f"tags at {url}: could not list them ({result.tail(1)})")
-    listing = mirror.git_ok("for-each-ref", "--format=%(refname)%09%(objectname)%09%(*objectname)", _TAGS)
-    commits: dict[str, str] = {}
+    listing = mirror.git_ok("for-each-ref", "--format=%(refname)%09%(objecttype)%09%(objectname)%09"
+                            "%(*objecttype)%09%(*objectname)", _TAGS)
+    tags: dict[str, tuple[str, str]] = {}   # name -> (type, id) of what it points at, one tag peeled
     for line in listing.splitlines():
-        ref, oid, peeled = line.split("\t")
+        ref, kind, oid, peeled_kind, peeled = line.split("\t")
         name = ref[len(_TAGS):]
         if fnmatch.fnmatchcase(name, selector.pattern):
-            commits[name] = peeled or oid
+            tags[name] = (peeled_kind, peeled) if kind == "tag" else (kind, oid)
+    nested = [oid for kind, oid in tags.values() if kind == "tag"]   # a tag of a tag: peel it whole
+    if nested:
+        peeled_whole = _object_types(mirror, [f"{oid}^{{}}" for oid in nested])
+        tags = {name: peeled_whole.get(f"{oid}^{{}}", ("missing", oid)) if kind == "tag" else (kind, oid)
+                for name, (kind, oid) in tags.items()}
+    commits = {name: oid for name, (kind, oid) in tags.items() if kind == "commit"}
+    skipped = sorted(name for name, (kind, _) in tags.items() if kind != "commit")
+    for name in skipped:   # upstream has tags of trees and blobs: no build, and no reason to stop
+        print(f"pinset: build selector {selector}: tag {name} skipped (it points at a {tags[name][0]}, not a commit)",
+              file=sys.stderr)
     if not commits:
-        raise UpstreamError(f"build selector {selector}: no tag at {url} matches {selector.pattern!r}")
+        also = f" ({len(skipped)} matching tags point at no commit: {', '.join(skipped[:3])})" if skipped else ""
+        raise UpstreamError(f"build selector {selector}: no tag at {url} matches {selector.pattern!r}{also}")
     rank = topo_rank(mirror, list(commits.values()))
     newest = sorted(commits, key=lambda n: (rank[commits[n]], n))[:selector.newest]
     return list(reversed(newest))
+
+
+def _object_types(mirror: Mirror, revs: list[str]) -> dict[str, tuple[str, str]]:
+    """rev -> (type, id) of each rev git can name, from one `cat-file --batch-check`."""
+    out = mirror.git("cat-file", "--batch-check=%(objecttype) %(objectname) %(rest)",
+                     input="".join(f"{rev} {rev}\n" for rev in revs)).stdout
+    types = {}
+    for line in out.splitlines():   # "TYPE ID REV", or "REV missing"
+        parts = line.split(" ", 2)
+        if len(parts) == 3 and parts[2] in revs:
+            types[parts[2]] = (parts[0], parts[1])
+    return types
+
+
+def not_a_commit(mirror: Mirror, rev: str) -> str | None:
+    """The type of what `rev` names when it is an object but not a commit (a tag of a tree: "tree"); else None."""
+    kind = _object_types(mirror, [f"{rev}^{{}}"]).get(f"{rev}^{{}}", ("", ""))[0]
+    return kind if kind and kind != "commit" else None
 
 
 def topo_rank(mirror: Mirror, commits: list[str]) -> dict[str, int]:
