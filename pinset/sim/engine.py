@@ -372,6 +372,7 @@ class Simulator:
         for spec in self.pinset.pins:
             prep = self.prepared[spec.id]
             result = PinResult(spec.id, "error", spec.required)
+            result.evidence = list(spec.evidence) if spec.evidence else None   # pins.yaml's own word (report)
             results.append(result)
             if prep.error or prep.change is None:
                 result.detail = prep.error

@@ -36,6 +36,7 @@ class PinResult:
     touched: list[str] | None = None    # every file the pin changes; None: unknown (could not be prepared, old file)
     hunk: list[str] | None = None       # conflicts: the hunk git could not apply (header + first lines)
     base_relation: str | None = None    # upstream conflicts on git builds: build vs pin base (older|contains|diverged)
+    evidence: list[str] | None = None   # pins.yaml `evidence:` (the kinds the pin needs); None: derived from touched
 
     @property
     def ok(self) -> bool:
@@ -54,7 +55,8 @@ class PinResult:
                    Contract(c.get("ok", bool), c.strs("problems")), d.get("detail", str, None, default=None),
                    d.num("carried_fraction", null=True, default=None),
                    _touched(d), d.strs("hunk", default=None) or None,
-                   d.choice("base_relation", BASE_RELATIONS, default=None))
+                   d.choice("base_relation", BASE_RELATIONS, default=None),
+                   d.strs("evidence", default=None) or None)
 
 
 def _touched(d: Doc) -> list[str] | None:
@@ -127,4 +129,6 @@ def _pin_json(p: PinResult) -> dict:
         out["hunk"] = list(p.hunk)
     if p.base_relation:
         out["base_relation"] = p.base_relation
+    if p.evidence:
+        out["evidence"] = list(p.evidence)
     return out
