@@ -166,7 +166,8 @@ def build_input(b, symbols: set[str]) -> BuildInput:
     """`symbols`: the feature symbols of the pins the build carries (Simulation.feature_symbols)."""
     status = {p.id: p.status for p in b.pins}
     failed = [p.id for p in b.pins if p.required and not p.ok]
-    return BuildInput(b.build, b.commit, b.tree, status, failed, symbols)
+    touched = [p.touched for p in b.pins if p.status in ("applied", "upstream")]  # scopes the CPU gate (plan)
+    return BuildInput(b.build, b.commit, b.tree, status, failed, symbols, touched)
 
 
 def _cuda_not_compiled(b) -> list[dict]:
