@@ -13,6 +13,7 @@ import sys
 import textwrap
 
 from pinset import __version__
+from pinset.ci_annotations import annotate_error
 from pinset.errors import PinsetError, RuntimeFailure
 
 COMMANDS = {
@@ -109,6 +110,7 @@ def main(argv: list[str] | None = None) -> int:
         return args._run(args)
     except (PinsetError, RuntimeFailure) as exc:
         print(f"{command}: error: {exc}", file=sys.stderr)
+        annotate_error(exc, command)   # GitHub Actions only: a pins.yaml problem at its line
         return exc.exit_code
     except KeyboardInterrupt:
         print("pinset: interrupted", file=sys.stderr)
@@ -118,6 +120,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     except OSError as exc:  # the system refused mid-run (disk full, read-only file system, quota)
         print(f"{command}: error: {os_error_line(exc)}", file=sys.stderr)
+        annotate_error(os_error_line(exc), command)
         return 1
 
 

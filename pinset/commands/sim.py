@@ -5,6 +5,7 @@ from __future__ import annotations
 from rich.markup import escape
 from rich.table import Table
 
+from pinset import ci_annotations
 from pinset.commands.common import add_config_args, open_config
 from pinset.output import check_outputs, console, write_json, write_text
 from pinset.sim.markdown import sim_markdown
@@ -53,6 +54,8 @@ def run(args) -> int:
         write_json(args.json, result.to_json())
     if args.markdown:
         write_text(args.markdown, sim_markdown(result.to_json(), conflicts=True))
+    ci_annotations.sim_annotations(pinset, result)   # GitHub Actions only: pins.yaml lines, patch files
+    ci_annotations.step_summary("## pinset sim\n\n" + sim_markdown(result.to_json(), conflicts=True))
     return 0 if result.ok else 1
 
 
