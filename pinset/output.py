@@ -24,14 +24,23 @@ class _Console(Console):
     work was done: the line is printed as it is instead.
 
     Not a terminal and COLUMNS unset, rich would lay tables out for 80 columns and cut cells to "…": the
-    width is then UNLIMITED_WIDTH (a table is as wide as its cells; COLUMNS still decides where set).
+    width is then UNLIMITED_WIDTH (a table is as wide as its cells; COLUMNS still decides where set). A CI
+    log coloured by FORCE_COLOR is still no terminal: what counts is whether the stream is a TTY.
     NO_COLOR (any non-empty value, no-color.org) is honoured by rich itself: no colour, styles kept."""
+
+    @property
+    def on_a_tty(self) -> bool:
+        """The stream is a real terminal (rich's is_terminal is also true under FORCE_COLOR or TTY_COMPATIBLE)."""
+        try:
+            return bool(self.file.isatty())
+        except (AttributeError, ValueError, OSError):
+            return False
 
     @property
     def size(self):
         dims = super().size
         columns = self._environ.get("COLUMNS") or ""
-        if self._width is None and not self.is_terminal and not columns.isdigit():
+        if self._width is None and not self.on_a_tty and not columns.isdigit():
             return type(dims)(UNLIMITED_WIDTH, dims.height)
         return dims
 
