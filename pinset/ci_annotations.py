@@ -119,8 +119,9 @@ def sim_annotations(pinset, sim_result, rebase=True) -> int:
             level = ERROR if p.required else WARNING
             what = {"conflict": f"conflicts with {p.conflict_with or 'upstream'}"
                                 + (f" in {', '.join(p.files)}" if p.files else ""),
-                    "error": f"could not be applied: {p.detail or 'error'}"}.get(
-                p.status, f"contract broken: {(p.contract.problems or ['?'])[0]}")
+                    "error": f"could not be applied: {p.detail or 'error'}",
+                    "skipped": f"changes nothing: {p.detail or 'skipped'}"}.get(
+                p.status, f"contract broken: {(p.contract.problems or ['contract broken'])[0]}")
             fix = f" (start fixing: pinset rebase {p.id} --onto {b.build})" if rebase and p.status == "conflict" else ""
             message = f"pin {p.id} {what} on {b.build}{fix}"
             title = f"pinset: {p.id} on {b.build}"

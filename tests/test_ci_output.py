@@ -146,3 +146,19 @@ def test_nothing_outside_actions(tmp_path, capsys, monkeypatch):
 def test_command_escapes_what_would_end_it():
     assert ci_annotations.command("error", "50%\nnext", file="a,b:c.yaml", line=3, title="t: x") == \
         "::error file=a%2Cb%3Ac.yaml,line=3,title=t%3A x::50%25%0Anext"
+
+
+def test_verify_failed_check_is_an_annotation_at_the_checks_line(tmp_path, capsys, monkeypatch):
+    from pinset.config.schema import load_pinset
+    fixtures = ROOT / "tests" / "fixtures" / "report"
+    pinset = load_pinset(fixtures / "pins" / "pins-blocked.yaml", require_pins=False)
+    doc = json.loads((fixtures / "blocked" / "verify-h200.json").read_text())
+    monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
+    assert ci_annotations.verify_annotations(pinset, doc) == 0
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    monkeypatch.setenv("GITHUB_WORKSPACE", str(fixtures))
+    assert ci_annotations.verify_annotations(pinset, doc) == 1
+    line = next(i for i, text in enumerate(pinset.path.read_text().splitlines(), 1) if "op: MUL_MAT_ID, params: \"type_a=iq1_m\"" in text)
+    (err,) = capsys.readouterr().err.splitlines()
+    assert err.startswith(f"::error file=pins/pins-blocked.yaml,line={line},title=pinset verify%3A pypi%3Allama-cpp-python==0.3.36::"
+                          "feature check backend-op MUL_MAT_ID /type_a=iq1_m/ of pin cuda-mmq-iq1m failed on pypi:llama-cpp-python==0.3.36")
