@@ -11,13 +11,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
+from test_pick import world  # noqa: F401  (fixture)
 
 from pinset import ci_annotations
 from pinset.cli import main
 from pinset.commands.pick import pick_table
 from pinset.output import UNLIMITED_WIDTH, _Console
-from test_pick import world  # noqa: F401  (fixture)
 
 ROOT = Path(__file__).parents[1]
 LONG = ["pypi:llama-cpp-python==0.3.36+cu124.a-long-local-version-label",
@@ -53,7 +52,7 @@ def run_cli(args, env_extra: dict, cwd: Path) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "NO_COLOR", "FORCE_COLOR", "GITHUB_ACTIONS",
                                                            "GITHUB_STEP_SUMMARY", "GITHUB_WORKSPACE")}
     env.update({"PYTHONPATH": str(ROOT), **env_extra})
-    return subprocess.run([sys.executable, "-m", "pinset", *args], cwd=cwd, env=env, capture_output=True,
+    return subprocess.run([sys.executable, "-m", "pinset", *args], cwd=cwd, env=env, capture_output=True, check=False,
                           text=True, timeout=600)
 
 
@@ -63,7 +62,7 @@ def optional_feat(cfg: Path) -> Path:
 
 
 def test_pick_results_on_stdout_progress_on_stderr_no_color_and_dropped_pins(world, tmp_path):  # noqa: F811
-    up, cfg, shas = world
+    _, cfg, _ = world
     optional_feat(cfg)
     store = {"PINSET_CACHE": str(tmp_path / "cache")} if "PINSET_CACHE" not in os.environ else {}
     done = run_cli(["pick", "-c", str(cfg), "--json", str(tmp_path / "p.json"), "--markdown", str(tmp_path / "p.md")],
@@ -88,13 +87,13 @@ def test_pick_results_on_stdout_progress_on_stderr_no_color_and_dropped_pins(wor
 
 def test_force_color_without_no_color_does_colour(world, tmp_path):  # noqa: F811
     """The NO_COLOR test above can fail: the same run without it is coloured."""
-    up, cfg, shas = world
+    _, cfg, _ = world
     done = run_cli(["pick", "-c", str(cfg)], {"FORCE_COLOR": "1"}, tmp_path)
     assert re.search(r"\x1b\[[0-9;]*3[0-7]m|\x1b\[3[0-7];", done.stdout)
 
 
 def test_pick_under_github_actions_annotates_and_writes_the_summary(world, tmp_path):  # noqa: F811
-    up, cfg, shas = world
+    _, cfg, _ = world
     optional_feat(cfg)
     summary = tmp_path / "summary.md"
     summary.write_text("earlier step\n")
@@ -110,7 +109,7 @@ def test_pick_under_github_actions_annotates_and_writes_the_summary(world, tmp_p
 
 
 def test_sim_conflict_annotates_pins_yaml_and_the_patch_line(world, tmp_path):  # noqa: F811
-    up, cfg, shas = world
+    _, cfg, _ = world
     summary = tmp_path / "summary.md"
     done = run_cli(["sim", "-c", str(cfg), "--builds", "b12"], {"GITHUB_ACTIONS": "true",
                    "GITHUB_STEP_SUMMARY": str(summary), "GITHUB_WORKSPACE": str(tmp_path)}, tmp_path)
@@ -133,7 +132,7 @@ def test_config_error_is_an_annotation_at_its_line(tmp_path, capsys, monkeypatch
     assert main(["sim", "-c", str(cfg)]) == 2
     err = capsys.readouterr().err
     assert re.search(r"^::error file=pins.yaml,line=\d+,title=pinset sim::pinset sim%3A|^::error file=pins.yaml,line=\d+,title=pinset sim::pinset sim: ",
-                     err, re.M), err
+                     err, re.MULTILINE), err
 
 
 def test_nothing_outside_actions(tmp_path, capsys, monkeypatch):

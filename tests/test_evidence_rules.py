@@ -8,13 +8,22 @@ import shutil
 from pathlib import Path
 
 import pytest
-
 import regen_report_goldens as goldens
+
 from pinset.cli import main
 from pinset.config.schema import load_pinset
 from pinset.errors import ConfigError
-from pinset.report.evidence import (CUDA, DECLARED, GGML, OTHER, TESTS, UNKNOWN, VERIFY_ONLY, file_class,
-                                    pin_needs)
+from pinset.report.evidence import (
+    CUDA,
+    DECLARED,
+    GGML,
+    OTHER,
+    TESTS,
+    UNKNOWN,
+    VERIFY_ONLY,
+    file_class,
+    pin_needs,
+)
 from pinset.results import Doc
 from pinset.sim.model import SimResult
 

@@ -18,9 +18,10 @@ from __future__ import annotations
 import fnmatch
 from dataclasses import dataclass
 
-from pinset.config.schema import EVIDENCE_KINDS as KINDS   # pins.yaml `evidence:` items, in this order
+from pinset.config.schema import EVIDENCE_KINDS
 from pinset.sim.model import is_cuda_path
 
+KINDS = EVIDENCE_KINDS   # pins.yaml `evidence:` items, in this order when shown
 VERIFY, GPU_VERIFY, KLD, BENCH = KINDS
 
 # llama library code that builds or feeds the compute graph: a change there can move a model's output
