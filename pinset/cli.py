@@ -13,6 +13,7 @@ import sys
 import textwrap
 
 from pinset import __version__
+from pinset.ci_annotations import annotate_error
 from pinset.errors import PinsetError, RuntimeFailure
 from pinset.outputs_rule import check_arguments, option_names
 from pinset.redact import wrap_streams
@@ -120,6 +121,7 @@ def _main(argv: list[str]) -> int:
         return args._run(args)
     except (PinsetError, RuntimeFailure) as exc:
         print(f"{command}: error: {exc}", file=sys.stderr)
+        annotate_error(exc, command)   # GitHub Actions only: a pins.yaml problem at its line
         return exc.exit_code
     except KeyboardInterrupt:
         print("pinset: interrupted", file=sys.stderr)
@@ -129,6 +131,7 @@ def _main(argv: list[str]) -> int:
         return 1
     except OSError as exc:  # the system refused mid-run (disk full, read-only file system, quota)
         print(f"{command}: error: {os_error_line(exc)}", file=sys.stderr)
+        annotate_error(os_error_line(exc), command)
         return 1
 
 

@@ -15,10 +15,40 @@ from pinset.redact import redact
 from pinset.store import atomic_write, write_problem
 
 
+# The width of a console that is no terminal (a CI log, a pipe, a file) when COLUMNS does not say one: wide
+# enough that no table is cut ("pypi:llama-cpp-python==0…") and no line wrapped where no one will resize it.
+UNLIMITED_WIDTH = 10_000
+
+
 class _Console(Console):
     """Lines mix pinset's markup ("[red]...[/]") with text from outside: paths, file names, git's words.
     Such text that reads as a broken tag ("out[/x]") would end the run in rich's MarkupError after the
-    work was done: the line is printed as it is instead."""
+    work was done: the line is printed as it is instead.
+
+    Not a terminal and COLUMNS unset, rich would lay tables out for 80 columns and cut cells to "…": the
+    width is then UNLIMITED_WIDTH (a table is as wide as its cells; COLUMNS still decides where set). A CI
+    log coloured by FORCE_COLOR is still no terminal: what counts is whether the stream is a TTY.
+    NO_COLOR (any non-empty value, no-color.org) is honoured by rich itself: no colour, styles kept."""
+
+    @property
+    def on_a_tty(self) -> bool:
+        """The stream is a real terminal (rich's is_terminal is also true under FORCE_COLOR or TTY_COMPATIBLE)."""
+        try:
+            return bool(self.file.isatty())
+        except (AttributeError, ValueError, OSError):
+            return False
+
+    @property
+    def size(self):
+        dims = super().size
+        columns = self._environ.get("COLUMNS") or ""
+        if self._width is None and not self.on_a_tty and not columns.isdigit():
+            return type(dims)(UNLIMITED_WIDTH, dims.height)
+        return dims
+
+    @size.setter
+    def size(self, new_size):
+        Console.size.fset(self, new_size)
 
     def print(self, *objects, **kwargs):
         try:

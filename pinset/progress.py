@@ -30,7 +30,8 @@ class Progress:
         self.total, self.done, self.start_done, self.note = total, done, done, ""
         self.console, self.clock, self.every = console, clock, every or PLAIN_EVERY_S
         self.enabled = enabled
-        self.live = enabled and console.is_terminal
+        # a bar updates in place on a real terminal only (FORCE_COLOR makes a CI log "a terminal" to rich)
+        self.live = enabled and getattr(console, "on_a_tty", console.is_terminal) and console.is_terminal
         self.plain = enabled and not self.live
         self.started = self.last = clock()
         self._ticker = ticker and self.plain

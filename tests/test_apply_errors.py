@@ -40,7 +40,9 @@ def test_failed_hunk_not_the_missing_blob_line(make_repo):
     failure = explain_apply_failure(output, patch)
     assert failure.files == ["src/f.c"]
     assert failure.reason == "patch failed: src/f.c:9 at hunk @@ -9,7 +9,7 @@"
-    assert failure.hunk == ["@@ -9,7 +9,7 @@ line 8", " line 9", " ten", " line 11", "-line 12"]
+    assert failure.hunk == ["@@ -9,7 +9,7 @@ line 8", " line 9", " ten", " line 11", "-line 12", "+twelve",
+                            " line 13", " line 14", " line 15"]   # the whole hunk, not its first 4 lines
+    assert failure.hunk_path == "src/f.c"
 
 
 def test_missing_file_and_failed_hunk_together(make_repo):

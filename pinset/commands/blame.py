@@ -11,7 +11,7 @@ from pinset.config.selectors import looks_like_selector
 from pinset.errors import PinsetError
 from pinset.nightly.blame import blame
 from pinset.nightly.markdown import write_results
-from pinset.output import check_outputs, console
+from pinset.output import check_outputs, console, err_console
 from pinset.sim.pins import prepare_pins
 from pinset.upstream.builds import resolve_build
 from pinset.upstream.mirror import Mirror
@@ -49,7 +49,7 @@ def run(args) -> int:
         bad = resolve_build(args.bad, pinset.upstream, pinset.path.parent, store, mirror)
         prepared = prepare_pins(pinset, store, mirror)
         result = blame(pinset, mirror, prepared, good, bad, list(dict.fromkeys(args.pin or [])) or None,
-                       say=lambda text: console.print(f"[dim]{text}[/]"))
+                       say=lambda text: err_console.print(f"[dim]{text}[/]"))
     doc = result.to_json()
     console.print(blame_table(doc))
     console.print(f"{result.commits} commits, {result.probes} probed, {time.monotonic() - started:.1f} s")

@@ -6,11 +6,12 @@ from pathlib import Path
 
 from rich.table import Table
 
+from pinset import ci_annotations
 from pinset.commands.common import add_config_args, count, only_with, open_config
 from pinset.commands.verify import build_input, check_toolchain
-from pinset.nightly.markdown import write_results
+from pinset.nightly.markdown import pick_markdown, why_text, write_results
 from pinset.nightly.pick import pick
-from pinset.output import check_outputs, console
+from pinset.output import check_outputs, console, err_console
 from pinset.sim.pins import carried_symbols, prepare_pins
 from pinset.sim.run import pick_builds
 from pinset.upstream.builds import resolve_builds
@@ -55,7 +56,7 @@ def run(args) -> int:
             options = VerifyOptions(cuda=args.cuda, ops=parse_ops(None), cuda_architectures=arch, jobs=args.jobs,
                                     cuda_flags=cuda_flags, progress=not args.no_progress,
                                     log_dir=Path(args.logs) if args.logs else store.dir("logs", "pick"))
-            gates = Gates(pinset, store, mirror, options, say=console.print)
+            gates = Gates(pinset, store, mirror, options, say=err_console.print)
 
             def confirm(build, result):
                 verified = gates.verify(build_input(result, carried_symbols(prepared, result)))
@@ -64,11 +65,18 @@ def run(args) -> int:
                 return verified.ok, {"failed_gates": failed, "gates": {g.name: g.status for g in verified.gates}}
 
         result = pick(pinset, mirror, prepared, list(reversed(builds)), confirm,
-                      say=lambda text: console.print(f"[dim]{text}[/]"))
+                      say=lambda text: err_console.print(f"[dim]{text}[/]"))
     doc = result.to_json()
     console.print(pick_table(doc))
     console.print(f"[green]picked[/] {result.picked}" if result.ok else "[red]no build is green[/]")
+    if result.dropped:
+        console.print(f"[yellow]dropped optional pins[/] on {result.picked}: {', '.join(r.pin for r in result.dropped)}")
     write_results(doc, args.json, args.markdown)
+    lines = {p.id: p.line for p in pinset.pins}
+    for r in result.dropped:   # GitHub Actions only: at the pin's line
+        ci_annotations.annotate(ci_annotations.WARNING, f"optional pin dropped on {result.picked}: {r.summary()}",
+                                file=pinset.path, line=lines.get(r.pin), title="pinset pick")
+    ci_annotations.step_summary("## pinset pick\n\n" + pick_markdown(doc))
     return 0 if result.ok else 1
 
 
@@ -78,6 +86,5 @@ def pick_table(doc: dict) -> Table:
         table.add_column(column)
     for b in doc["builds"]:
         style = STYLE[b["verdict"]]
-        table.add_row(b["build"], (b["commit"] or "")[:12], f"[{style}]{b['verdict']}[/]",
-                      "\n".join(r["summary"] for r in b["reasons"]))
+        table.add_row(b["build"], (b["commit"] or "")[:12], f"[{style}]{b['verdict']}[/]", why_text(b, "\n"))
     return table

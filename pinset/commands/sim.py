@@ -5,9 +5,10 @@ from __future__ import annotations
 from rich.markup import escape
 from rich.table import Table
 
+from pinset import ci_annotations
 from pinset.commands.common import add_config_args, open_config
 from pinset.output import check_outputs, console, write_json, write_text
-from pinset.sim.markdown import sim_markdown
+from pinset.sim.markdown import base_line, fix_command, numbered, place_label, sim_markdown
 from pinset.sim.run import pick_builds, simulate
 
 STYLE = {"applied": "green", "upstream": "cyan", "conflict": "red", "skipped": "yellow", "error": "red"}
@@ -32,15 +33,15 @@ def run(args) -> int:
     with simulate(pinset, pick_builds(pinset, args.builds), store) as sim:
         result = sim.result
     console.print(sim_table(result))
-    for b in result.builds:
-        for p in b.pins:
+    doc = result.to_json()
+    for b, bj in zip(result.builds, doc["builds"]):
+        for p, pj in zip(b.pins, bj["pins"]):
             if p.status == "conflict":
                 shown = ", ".join(p.files[:4]) + (f", … ({len(p.files)} files)" if len(p.files) > 4 else "")
                 console.print(f"  [red]{p.id}[/] on {short_build(b.build)}: conflicts with {p.conflict_with} in {shown}")
                 if p.detail:
                     console.print(f"    {escape(p.detail)}")
-                for line in p.hunk or []:
-                    console.print(f"    [dim]{escape(line)}[/]", soft_wrap=True)
+                _print_conflict_place(bj, pj)
             elif p.status == "error":
                 console.print(f"  [red]{p.id}[/] on {short_build(b.build)}: {p.detail}")
             else:
@@ -53,7 +54,23 @@ def run(args) -> int:
         write_json(args.json, result.to_json())
     if args.markdown:
         write_text(args.markdown, sim_markdown(result.to_json(), conflicts=True))
+    ci_annotations.sim_annotations(pinset, result)   # GitHub Actions only: pins.yaml lines, patch files
+    ci_annotations.step_summary("## pinset sim\n\n" + sim_markdown(result.to_json(), conflicts=True))
     return 0 if result.ok else 1
+
+
+def _print_conflict_place(build: dict, pin: dict) -> None:
+    """The hunk as the pin wants it, what the build has there now, its commit and the command to start fixing."""
+    if pin.get("hunk"):
+        console.print("    the pin wants:")
+        for line in pin["hunk"]:
+            console.print(f"      [dim]{escape(line)}[/]", soft_wrap=True)
+    if pin.get("build_has"):
+        console.print(f"    {escape(build['build'])} has now ({escape(place_label(pin['build_has']))}):")
+        for line in numbered(pin["build_has"]):
+            console.print(f"      [dim]{escape(line)}[/]", soft_wrap=True)
+    console.print(f"    {escape(base_line(build).replace('`', ''))}", soft_wrap=True)
+    console.print(f"    start fixing: {escape(fix_command(build, pin))}", soft_wrap=True)
 
 
 def sim_table(result) -> Table:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from rich.table import Table
 
+from pinset import ci_annotations
 from pinset.build.cmake import find_nvcc, require_toolchain
 from pinset.build.settings import BuildSettings, build_settings
 from pinset.checks.machine import Machine, probe_machine
@@ -17,7 +18,7 @@ from pinset.checks.nvidia_smi import visible_gpus
 from pinset.commands.common import add_config_args, count, only_with, open_config, seconds
 from pinset.commands.sim import short_build
 from pinset.errors import PinsetError, ToolchainError
-from pinset.output import check_outputs, console, remove_stale, write_json, write_text
+from pinset.output import check_outputs, console, err_console, remove_stale, write_json, write_text
 from pinset.sim.model import is_cuda_path
 from pinset.sim.run import pick_builds, simulate
 from pinset.verify.gates import BuildInput, Gates, Interrupted, VerifyOptions
@@ -84,7 +85,7 @@ def run(args) -> int:
                                 cuda_flags=cuda_flags, op_jobs=args.op_jobs,
                                 log_dir=_log_dir(args, store), progress=not args.no_progress,
                                 gpu_name=machine.gpu.name if args.cuda and machine.gpu else None)
-        gates = Gates(pinset, store, sim.mirror, options, say=console.print)
+        gates = Gates(pinset, store, sim.mirror, options, say=err_console.print)  # progress: stderr
         verified = []
         for b in sim.result.builds:
             item = build_input(b, sim.feature_symbols(b))
@@ -118,6 +119,8 @@ def run(args) -> int:
         write_json(args.json, doc)
     if args.markdown:
         write_text(args.markdown, verify_markdown(doc))
+    ci_annotations.verify_annotations(pinset, doc)   # GitHub Actions only
+    ci_annotations.step_summary("## pinset verify\n\n" + verify_markdown(doc))
     if interrupted:
         raise interrupted
     return 0 if result.ok else 1
@@ -135,7 +138,7 @@ def check_toolchain(pinset, cuda: bool, cuda_flags: list[str], *,
     if shutil.which("ctest") is None:
         raise ToolchainError("ctest not found on PATH (it comes with CMake)")
     if settings.coverage_warning():
-        console.print(f"[yellow]warning:[/] {settings.coverage_warning()}")
+        err_console.print(f"[yellow]warning:[/] {settings.coverage_warning()}")
     return settings
 
 
@@ -166,7 +169,8 @@ def build_input(b, symbols: set[str]) -> BuildInput:
     """`symbols`: the feature symbols of the pins the build carries (Simulation.feature_symbols)."""
     status = {p.id: p.status for p in b.pins}
     failed = [p.id for p in b.pins if p.required and not p.ok]
-    return BuildInput(b.build, b.commit, b.tree, status, failed, symbols)
+    touched = [p.touched for p in b.pins if p.status in ("applied", "upstream")]  # scopes the CPU gate (plan)
+    return BuildInput(b.build, b.commit, b.tree, status, failed, symbols, touched)
 
 
 def _cuda_not_compiled(b) -> list[dict]:

@@ -30,9 +30,10 @@ PIN_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.#/+-]*$")
 BUILD_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_./+-]*$")
 
 TOP_KEYS = {"upstream", "builds", "pins", "cuda", "description", "gpus"}
-PIN_KEYS = {"id", "patches", "pr", "commit", "required", "checks", "unchecked", "description"}
+PIN_KEYS = {"id", "patches", "pr", "commit", "required", "checks", "unchecked", "description", "evidence"}
 CUDA_KEYS = {"architectures", "flags"}
 GPU_CLASS_KEYS = {"runs-on", "architectures"}
+EVIDENCE_KINDS = ("verify", "gpu-verify", "kld", "bench")  # a pin's `evidence:` items (report/evidence.py)
 GPU_CLASS_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 # CMAKE_CUDA_ARCHITECTURES: compute capabilities ("90", "90a", "100f", "86-real"), separated by ; or ,
 # (one spelling once normalised), or one of CMake's keywords. Anything else fails in CMake minutes later.
@@ -91,6 +92,7 @@ class PinSpec:
     description: str | None = None
     line: int = 0
     series: tuple[Path, ...] = ()  # the patch files, in order, as checked when pins.yaml was read
+    evidence: tuple[str, ...] | None = None  # `evidence:` kinds replacing the derived ones (report/evidence.py)
 
     @property
     def kind(self) -> str:
@@ -478,7 +480,25 @@ def _read_pin(r: _Reader, node, key: str, base: Path, upstream: str | None) -> P
     if checks and unchecked:
         r.fail(fields["unchecked"], f"{key}.unchecked", "a pin has either checks or an `unchecked:` reason, not both")
     description = r.string(fields["description"], f"{key}.description") if "description" in fields else None
-    return PinSpec(pin_id, patches, pr, commit, required, checks, unchecked, description, line, series)
+    evidence = _read_evidence(r, fields["evidence"], f"{key}.evidence") if "evidence" in fields else None
+    return PinSpec(pin_id, patches, pr, commit, required, checks, unchecked, description, line, series,
+                   evidence=evidence)
+
+
+def _read_evidence(r: _Reader, node, key: str) -> tuple[str, ...]:
+    """`evidence: [verify, kld]`: the kinds of evidence this pin needs, replacing the ones its files imply."""
+    items = r.sequence(node, key)
+    if not items:
+        r.fail(node, key, f"empty list (give at least `verify`; kinds: {', '.join(EVIDENCE_KINDS)})")
+    kinds: list[str] = []
+    for i, item in enumerate(items):
+        kind = r.string(item, f"{key}[{i}]")
+        if kind not in EVIDENCE_KINDS:
+            r.fail(item, f"{key}[{i}]", f"unknown evidence kind {kind!r} (kinds: {', '.join(EVIDENCE_KINDS)})")
+        if kind in kinds:
+            r.fail(item, f"{key}[{i}]", f"{kind!r} given twice")
+        kinds.append(kind)
+    return tuple(k for k in EVIDENCE_KINDS if k in kinds)
 
 
 def _repository_of(url: str) -> tuple[str, str] | None:

@@ -31,10 +31,22 @@ def blame_markdown(doc: dict) -> str:
 
 def pick_markdown(doc: dict) -> str:
     picked = doc["picked"]
-    return _page(f"Base: picked **{picked}**." if picked else "Base: **no build is green**.",
-                 ["build", "commit", "verdict", "why"],
-                 [[b["build"], f"`{(b['commit'] or '')[:12]}`", b["verdict"],
-                   "; ".join(r["summary"] for r in b["reasons"])] for b in doc["builds"]])
+    heading = f"Base: picked **{picked}**." if picked else "Base: **no build is green**."
+    dropped = dropped_text(doc)
+    if dropped:
+        heading += f" It ships without the optional pins {dropped}."
+    return _page(heading, ["build", "commit", "verdict", "why"],
+                 [[b["build"], f"`{(b['commit'] or '')[:12]}`", b["verdict"], why_text(b)] for b in doc["builds"]])
+
+
+def dropped_text(doc: dict) -> str:
+    """"`a`, `b`" for the optional pins dropped on the picked build (pick JSON `dropped`)."""
+    return ", ".join(f"`{pin}`" for pin in doc.get("dropped") or [])
+
+
+def why_text(b: dict, sep: str = "; ") -> str:
+    """A pick row's reasons, and on a green build the optional pins it drops ("dropped: pin x (optional) ...")."""
+    return sep.join([r["summary"] for r in b["reasons"]] + [f"dropped: {r['summary']}" for r in b.get("dropped") or []])
 
 
 def _page(heading: str, headers: list[str], rows: list[list]) -> str:

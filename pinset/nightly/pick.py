@@ -84,17 +84,22 @@ class BuildPick:
     verdict: str           # one of VERDICTS
     reasons: list[Reason] = field(default_factory=list)
     verify: dict | None = None   # {"ok": bool, "failed_gates": [...], "json": path or null} with --verify
+    dropped: list[Reason] = field(default_factory=list)   # green build: the optional pins not fine on it
 
     def to_json(self) -> dict:
-        return {"build": self.build, "commit": self.commit, "verdict": self.verdict,
-                "reasons": [r.to_json() for r in self.reasons], "verify": self.verify}
+        out = {"build": self.build, "commit": self.commit, "verdict": self.verdict,
+               "reasons": [r.to_json() for r in self.reasons], "verify": self.verify}
+        if self.dropped:
+            out["dropped"] = [r.to_json() for r in self.dropped]
+        return out
 
     @classmethod
     def from_json(cls, data: dict) -> "BuildPick":
         if data["verdict"] not in VERDICTS:
             raise PinsetError(f"pick result: unknown verdict {data['verdict']!r}")
         return cls(data["build"], data.get("commit"), data["verdict"],
-                   [Reason.from_json(r) for r in data.get("reasons", [])], data.get("verify"))
+                   [Reason.from_json(r) for r in data.get("reasons", [])], data.get("verify"),
+                   [Reason.from_json(r) for r in data.get("dropped", [])])
 
 
 @dataclass
@@ -108,9 +113,15 @@ class PickResult:
     def ok(self) -> bool:
         return self.picked is not None
 
+    @property
+    def dropped(self) -> list[Reason]:
+        """The optional pins the picked build ships without (not applied there, or contract broken)."""
+        return next((b.dropped for b in self.builds if b.verdict == "picked"), [])
+
     def to_json(self) -> dict:
         return {"schema": SCHEMA_VERSION, "kind": "pick", "pinset": self.pinset_digest, "ok": self.ok,
-                "picked": self.picked, "verified": self.verified, "builds": [b.to_json() for b in self.builds]}
+                "picked": self.picked, "verified": self.verified, "dropped": [r.pin for r in self.dropped],
+                "builds": [b.to_json() for b in self.builds]}
 
     @classmethod
     def from_json(cls, data: dict) -> "PickResult":
@@ -140,7 +151,7 @@ def pick(pinset: PinSet, mirror: Mirror, prepared: dict[str, PreparedPin], newes
             rows.append(BuildPick(build.name, build.commit, "not green",
                                   [_reason(p) for p in result.pins if not p.ok]))
             continue
-        row = BuildPick(build.name, build.commit, "picked")
+        row = BuildPick(build.name, build.commit, "picked", dropped=[_reason(p) for p in result.pins if not p.ok])
         if confirm is not None:
             ok, summary = confirm(build, result)
             row.verify = {"ok": ok, **summary}

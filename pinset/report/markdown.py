@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pinset.markdown_table import table
 from pinset.measures.bench import band_name, exclusion_kind, row_speeds, speed_stat
+from pinset.report.evidence import evidence_lines
 from pinset.report.load import kld_delta_text
 from pinset.report.merge import Merged, VerifyRun, device_key, device_text, op_key
 from pinset.nightly.markdown import blame_markdown, pick_markdown
@@ -333,6 +334,7 @@ def _pinset(m: Merged) -> list[str]:
     if not m.sim:
         return out + ["_Not simulated (no sim result)._", ""]
     out += sim_markdown(m.sim).rstrip("\n").split("\n") + [""]
+    out += evidence_lines(m.sim)   # which evidence rule applied to each pin (report/evidence.py)
     conflicts = []
     for b in m.sim["builds"]:
         for p in b["pins"]:

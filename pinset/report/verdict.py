@@ -11,9 +11,9 @@ from dataclasses import dataclass, field
 from pinset.build.settings import covers
 from pinset.errors import PinsetError
 from pinset.measures.bench import BenchResult, band_name
+from pinset.report import evidence
 from pinset.report.load import EVIDENCE_KINDS, kld_delta_text
 from pinset.report.merge import BenchStudy, KldStudy, Merged, VerifyRun
-from pinset.sim.model import is_cuda_path
 from pinset.verify.model import GPU_GATES
 
 BACKEND_OP_GATES = ("backend-ops", "cpu-backend-ops")
@@ -162,29 +162,21 @@ def judge(m: Merged) -> Verdict:
 
 
 # --- evidence -------------------------------------------------------------------------------
+# What each pin needs comes from pinset.report.evidence (rules by the files it touches, or pins.yaml
+# `evidence:`); this section only checks the results against it.
 def cuda_pins(m: Merged) -> dict[tuple[str, str], str]:
-    """(pin, build) -> why the pin needs CUDA evidence on that build: it is applied there and touches CUDA
-    code, or the files it touches are unknown."""
-    out: dict[tuple[str, str], str] = {}
-    for b in (m.sim or {}).get("builds", []):
-        for p in b["pins"]:
-            if p["status"] != "applied":
-                continue
-            touched = p.get("touched")
-            cuda = [f for f in touched or [] if is_cuda_path(f)]
-            if touched is None:
-                out[p["id"], b["build"]] = "may change CUDA code (the files it touches are unknown)"
-            elif cuda:
-                more = f" and {len(cuda) - 1} more" if len(cuda) > 1 else ""
-                out[p["id"], b["build"]] = f"changes CUDA code ({cuda[0]}{more})"
-    return out
+    """(pin, build) -> why the pin needs evidence from a CUDA device on that build (GPU verify; KLD and bench
+    on a device where it needs them): it is applied there and its rule asks for `gpu-verify`."""
+    return {key: need.why() for key, need in evidence.needs_by_build(m.sim).items() if need.on_device}
 
 
 def missing_evidence(m: Merged) -> list[str]:
-    """What keeps a result without blockers from "ready": a verb without a result, a simulated build nobody
-    verified, and for a pin that changes CUDA code, a GPU verify, KLD and bench on a CUDA device."""
+    """What keeps a result without blockers from "ready": a result the pins' evidence rules ask for and no file
+    gives, a simulated build nobody verified, and for a pin needing a GPU verify, that verify (and its KLD and
+    bench, where it needs them) from a CUDA device."""
     out: list[str] = []
-    absent = [k for k in EVIDENCE_KINDS if k not in m.kinds()]
+    wanted = evidence.wanted_kinds(m.sim)
+    absent = [k for k in EVIDENCE_KINDS if k not in m.kinds() and (k in ("sim", "verify") or k in wanted)]
     if absent:
         out.append(f"no {', '.join(absent)} result")
     # a result that holds no build ran nothing: it is no evidence of anything
@@ -195,17 +187,18 @@ def missing_evidence(m: Merged) -> list[str]:
     if m.sim and m.verify:
         out += [f"{b['build']} simulated only (no verify result)" for b in m.sim["builds"] if b["build"] not in verified]
 
+    all_needs = evidence.needs_by_build(m.sim)
     needs = cuda_pins(m)
     gpu_builds = {run.build["build"] for run in m.verify if gpu_verified(run)}
     items = [(f"`{pin}` {why} but no verify passed its GPU gates on a CUDA device", build)
              for (pin, build), why in needs.items() if build in verified and build not in gpu_builds]
     out += _grouped(items, style="()")
-    if needs:
-        pins = ", ".join(f"`{p}`" for p in dict.fromkeys(p for p, _ in needs))
-        if m.kld and not any(kld_on_device(s) for s in m.kld):
-            out.append(f"KLD ran on the CPU only (device: CPU): no evidence for the CUDA code of {pins}")
-        if m.bench and all(bench_device(s) == "CPU" for s in m.bench):
-            out.append(f"bench ran on the CPU only (device: CPU): no evidence for the CUDA code of {pins}")
+    kld_pins = [p for (p, b), n in all_needs.items() if n.on_device and evidence.KLD in n.kinds]
+    bench_pins = [p for (p, b), n in all_needs.items() if n.on_device and evidence.BENCH in n.kinds]
+    if kld_pins and m.kld and not any(kld_on_device(s) for s in m.kld):
+        out.append(f"KLD ran on the CPU only (device: CPU): no evidence for the CUDA code of {_pin_list(kld_pins)}")
+    if bench_pins and m.bench and all(bench_device(s) == "CPU" for s in m.bench):
+        out.append(f"bench ran on the CPU only (device: CPU): no evidence for the CUDA code of {_pin_list(bench_pins)}")
     if m.bench and all(s.doc.get("aa_check") for s in m.bench):
         out.append("every bench is an A/A check (the base build against itself): head's speed was not measured")
     for study in m.bench:
@@ -214,6 +207,10 @@ def missing_evidence(m: Merged) -> list[str]:
             what = ", ".join(empty) if empty else "every test"
             out.append(f"speed of {what} on {bench_device(study)} ({study.doc['model']['name']}): insufficient data")
     return out
+
+
+def _pin_list(pins: list[str]) -> str:
+    return ", ".join(f"`{p}`" for p in dict.fromkeys(pins))
 
 
 def _grouped(items: list[tuple[str, str]], style: str = "on") -> list[str]:
@@ -423,10 +420,13 @@ def not_tested(m: Merged) -> list[str]:
         out.append("Pin set: not simulated (no sim result)")
     if "verify" not in kinds:
         out.append("Correctness: not tested (no verify result)")
+    wanted = evidence.wanted_kinds(m.sim)   # a kind no pin's rule asks for is said so (report/evidence.py)
     if "kld" not in kinds:
-        out.append("KLD vs CPU reference: not measured (no kld result)")
+        out.append("KLD vs CPU reference: not measured (no kld result"
+                   + ("" if "kld" in wanted else "; no pin's evidence rule asks for one") + ")")
     if "bench" not in kinds:
-        out.append("Speed: not measured (no bench result)")
+        out.append("Speed: not measured (no bench result"
+                   + ("" if "bench" in wanted else "; no pin's evidence rule asks for one") + ")")
 
     verified_builds = {run.build["build"] for run in m.verify}
     picked = (m.pick or {}).get("picked")

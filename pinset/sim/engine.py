@@ -20,7 +20,7 @@ from pathlib import Path
 
 from pinset.config.schema import PinSet
 from pinset.errors import UpstreamError
-from pinset.sim.apply_errors import explain_apply_failure
+from pinset.sim.apply_errors import conflict_place, explain_apply_failure
 from pinset.sim.changes import MovedMatch, PinChange, line_counts, series_base
 from pinset.sim.model import BuildResult, Contract, PinResult, SimResult
 from pinset.sim.moved import TreeLines
@@ -37,6 +37,8 @@ class ApplyOutcome:
     conflict_files: list[str] = field(default_factory=list)
     message: str = ""
     hunk: list[str] = field(default_factory=list)
+    hunk_path: str | None = None
+    patch_text: str = ""     # the patch that failed (for the conflict's detail: sim/apply_errors.conflict_place)
 
 
 @dataclass
@@ -202,10 +204,10 @@ class Simulator:
             result = self.mirror.git("apply", "--cached", "--3way", "--whitespace=nowarn", str(Path(patch).absolute()),
                                      index=index.path, env=env, work_tree=work_tree)
             if not result.ok:
-                failure = explain_apply_failure(result.stdout + "\n" + result.stderr,
-                                                patch.read_text(encoding="utf-8", errors="replace"))
+                text = patch.read_text(encoding="utf-8", errors="replace")
+                failure = explain_apply_failure(result.stdout + "\n" + result.stderr, text)
                 return ApplyOutcome(False, sorted(failure.files) or sorted(prep.change.files),
-                                    f"{patch.name}: {failure.reason}", failure.hunk)
+                                    f"{patch.name}: {failure.reason}", failure.hunk, failure.hunk_path, text)
         # git writes no blob that a readable dir already has: the index may now name the pin's own.
         index.objects += [written, *brought]
         return ApplyOutcome(True)
@@ -398,6 +400,7 @@ class Simulator:
         for spec in self.pinset.pins:
             prep = self.prepared[spec.id]
             result = PinResult(spec.id, "error", spec.required)
+            result.evidence = list(spec.evidence) if spec.evidence else None   # pins.yaml's own word (report)
             results.append(result)
             if prep.error or prep.change is None:
                 result.detail = prep.error
@@ -444,7 +447,9 @@ class Simulator:
             result.conflict_with = self._attribute(prep, outcome.conflict_files, build, applied) \
                 if self.attribute_conflicts else None
             result.detail = outcome.message
-            result.hunk = outcome.hunk or None
+            result.hunk, result.build_has = conflict_place(outcome.hunk, outcome.hunk_path, outcome.conflict_files,
+                                                           outcome.patch_text,
+                                                           lambda path: self.mirror.read_blob(build.tree, path))
             if result.conflict_with == "upstream":
                 result.base_relation = self.base_relation(prep, build)
                 if result.base_relation == "older":
@@ -455,7 +460,8 @@ class Simulator:
         by_id = {r.id: r for r in results}
         for i, entry in enumerate(applied):
             by_id[entry.pin_id].contract = self._contract(entry, merged, build.tree, applied[i + 1:])
-        return BuildResult(build.name, build.commit, results, tree=merged, base_tree=build.tree)
+        return BuildResult(build.name, build.commit, results, tree=merged, base_tree=build.tree,
+                           mirror_commit=build.oid if build.source == "pypi" else None)
 
     def run(self, builds: list[Build]) -> SimResult:
         return SimResult([self.simulate_build(b) for b in builds], self.pinset.digest)

@@ -32,16 +32,49 @@ def sim_markdown(sim: dict, conflicts: bool = False) -> str:
     if problems:
         lines += ["", "Problems:", *problems]
     causes = [item for b in builds for p in b["pins"] if p["status"] == "conflict"
-              for item in _conflict_cause(b["build"], p)] if conflicts else []
+              for item in _conflict_cause(b, p)] if conflicts else []
     if causes:
         lines += ["", "Conflicts:", *causes]
     return "\n".join(lines) + "\n"
 
 
-def _conflict_cause(build: str, pin: dict) -> list[str]:
-    """A list item with git's reason, and the hunk that failed as an indented diff block."""
-    item = [f"- **{build}** `{pin['id']}`: {pin.get('detail') or 'does not apply'}"]
+def _conflict_cause(build: dict, pin: dict) -> list[str]:
+    """A list item with git's reason, the hunk as the pin wants it next to what the build has there now, the
+    build's commit to rebase onto and the command that starts fixing it."""
+    item = [f"- **{build['build']}** `{pin['id']}`: {pin.get('detail') or 'does not apply'}"]
     if pin.get("hunk"):
-        fence = "````" if any("```" in line for line in pin["hunk"]) else "```"
-        item += [f"  {fence}diff", *(f"  {line}" for line in pin["hunk"]), f"  {fence}"]
+        item += ["", "  The pin wants:", "", *_fenced("diff", pin["hunk"])]
+    place = pin.get("build_has")
+    if place:
+        item += ["", f"  {build['build']} has now ({place_label(place)}):", "", *_fenced("", numbered(place))]
+    item += ["", f"  {base_line(build)}", f"  Start fixing: `{fix_command(build, pin)}`"]
     return item
+
+
+def _fenced(lang: str, lines: list[str]) -> list[str]:
+    fence = "````" if any("```" in line for line in lines) else "```"
+    return [f"  {fence}{lang}", *(f"  {line}" for line in lines), f"  {fence}"]
+
+
+def place_label(place: dict) -> str:
+    """"src/f.c lines 40–52"."""
+    end = place["start"] + len(place["lines"]) - 1
+    return f"{place['path']} lines {place['start']}–{end}" if place["lines"] else f"{place['path']} (empty)"
+
+
+def numbered(place: dict) -> list[str]:
+    width = len(str(place["start"] + len(place["lines"])))
+    return [f"{n:>{width}} | {line}" for n, line in enumerate(place["lines"], place["start"])]
+
+
+def base_line(build: dict) -> str:
+    """The build's real commit, for `git format-patch --base` (a pypi build: its CHANGELOG's llama.cpp commit
+    and the mirror's commit of the sdist's tree, which is what the pin applies onto)."""
+    text = f"Build commit: `{build['commit']}` (`git format-patch --base={build['commit']}`)"
+    if build.get("mirror_commit"):
+        text += f"; the sdist's tree is mirror commit `{build['mirror_commit']}`"
+    return text
+
+
+def fix_command(build: dict, pin: dict) -> str:
+    return f"pinset rebase {pin['id']} --onto {build['build']}"

@@ -36,6 +36,8 @@ class PinResult:
     touched: list[str] | None = None    # every file the pin changes; None: unknown (could not be prepared, old file)
     hunk: list[str] | None = None       # conflicts: the hunk git could not apply (header + first lines)
     base_relation: str | None = None    # upstream conflicts on git builds: build vs pin base (older|contains|diverged)
+    evidence: list[str] | None = None   # pins.yaml `evidence:` (the kinds the pin needs); None: derived from touched
+    build_has: object | None = None     # conflicts: the build's lines where `hunk` wants to change it (BuildPlace)
 
     @property
     def ok(self) -> bool:
@@ -54,7 +56,16 @@ class PinResult:
                    Contract(c.get("ok", bool), c.strs("problems")), d.get("detail", str, None, default=None),
                    d.num("carried_fraction", null=True, default=None),
                    _touched(d), d.strs("hunk", default=None) or None,
-                   d.choice("base_relation", BASE_RELATIONS, default=None))
+                   d.choice("base_relation", BASE_RELATIONS, default=None),
+                   d.strs("evidence", default=None) or None, _build_has(d))
+
+
+def _build_has(d: Doc):
+    """Optional `build_has` {"path", "start", "lines"} of a conflict (files before it existed have none)."""
+    from pinset.sim.apply_errors import BuildPlace
+
+    o = d.obj("build_has", null=True, default=None)
+    return None if o is None else BuildPlace(o.get("path", str), o.get("start", int), o.strs("lines"))
 
 
 def _touched(d: Doc) -> list[str] | None:
@@ -72,6 +83,7 @@ class BuildResult:
     pins: list[PinResult]
     tree: str | None = None             # merged tree in the mirror (not in JSON)
     base_tree: str | None = None
+    mirror_commit: str | None = None    # pypi builds: the mirror's commit of the sdist's tree (`commit` is CHANGELOG's)
 
     @property
     def ok(self) -> bool:
@@ -80,7 +92,8 @@ class BuildResult:
     @classmethod
     def from_json(cls, d: Doc) -> BuildResult:
         d.get("ok", bool)
-        return cls(d.get("build", str), d.get("commit", str), [PinResult.from_json(p) for p in d.objs("pins")])
+        return cls(d.get("build", str), d.get("commit", str), [PinResult.from_json(p) for p in d.objs("pins")],
+                   mirror_commit=d.get("mirror_commit", str, None, default=None))
 
 
 @dataclass
@@ -106,6 +119,7 @@ class SimResult:
             "ok": self.ok,
             "builds": [
                 {"build": b.build, "commit": b.commit, "ok": b.ok,
+                 **({"mirror_commit": b.mirror_commit} if b.mirror_commit else {}),
                  "pins": [_pin_json(p) for p in b.pins]}
                 for b in self.builds
             ],
@@ -127,4 +141,8 @@ def _pin_json(p: PinResult) -> dict:
         out["hunk"] = list(p.hunk)
     if p.base_relation:
         out["base_relation"] = p.base_relation
+    if p.evidence:
+        out["evidence"] = list(p.evidence)
+    if p.build_has is not None:
+        out["build_has"] = p.build_has.to_json()
     return out

@@ -63,6 +63,7 @@ class BuildInput:
     pin_status: dict[str, str]
     required_failed: list[str]
     symbols: set[str] = field(default_factory=set)
+    touched: list[list[str] | None] | None = None   # per pin carried: its files (None: unknown); scopes the CPU gate
 
 
 class Gates:
@@ -108,7 +109,7 @@ class Gates:
 
         steps = [
             ("cpu-build", lambda g: self._build(g, item, cuda=False, targets=cpu_targets, logs=logs, out=result)),
-            ("cpu-backend-ops", lambda g: self._cpu_backend_ops(g, types, logs)),
+            ("cpu-backend-ops", lambda g: self._cpu_backend_ops(g, types, logs, item, result)),
             ("cpu-test-chat", lambda g: self._ctest_gate(g, self._cpu, "test-chat", logs / "cpu-test-chat.log")),
         ]
         if o.cuda:
@@ -245,9 +246,15 @@ class Gates:
         gate.detail = summary + (f" — {'; '.join(problems)}" if problems else "")
         gate.extra["log"] = str(log)
 
-    def _cpu_backend_ops(self, gate: GateResult, types: list[str], logs: Path) -> None:
-        runs = plan.cpu_gate_runs(types, self.checks, self.options.cpu_params)
-        gate.extra["types"] = types
+    def _cpu_backend_ops(self, gate: GateResult, types: list[str], logs: Path, item: BuildInput,
+                         out: BuildVerification) -> None:
+        ops, scope = plan.cpu_gate_scope(item.touched, item.symbols)
+        runs = plan.cpu_gate_runs(types, self.checks, self.options.cpu_params, ops=ops)
+        gate.extra["types"], gate.extra["scope"] = types, scope
+        if not runs:   # nothing the pins change runs in test-backend-ops: said, never a pass of 0 cases
+            gate.detail, gate.extra["not_requested"] = f"no test-backend-ops case to run: {scope}", True
+            out.not_tested.append({"what": "CPU test-backend-ops cases", "why": scope})
+            return
         self._op_gate(gate, self._cpu, runs, "CPU", logs / "cpu-backend-ops.log")
 
     def _gpu_backend_ops(self, gate: GateResult, logs: Path) -> None:

@@ -28,6 +28,8 @@ def verify_markdown(doc: dict) -> str:
             if g.get("ops"):
                 lines += ["", f"{g['name']} ({g['ops'][0]['backend']}"
                           + (f", {g['device']}" if g.get("device") else "") + "):", ""]
+                if g.get("scope"):   # which ops the CPU gate ran, and the rule that chose them (plan.cpu_gate_scope)
+                    lines += [f"Ops chosen by: {g['scope']}", ""]
                 for op in g["ops"]:
                     text = f"- {op['op']} {op['passed']}/{op['total']}"
                     if op.get("params"):

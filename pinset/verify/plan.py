@@ -5,6 +5,7 @@ Pure functions, so the choices can be tested without building anything.
 
 from __future__ import annotations
 
+import fnmatch
 import hashlib
 import re
 from pathlib import Path
@@ -52,23 +53,69 @@ def types_params_regex(types: list[str]) -> str | None:
     return "type_a=(" + "|".join(re.escape(t) for t in types) + "),"
 
 
-def cpu_gate_runs(types: list[str], checks: list[FeatureCheck], params_override: str | None = None) -> list[tuple[str, str | None]]:
-    """(op, params regex) pairs for the CPU gate: MUL_MAT/MUL_MAT_ID with the pins' types, then
-    the ops of the pins' backend-op checks with their own filters (test mode only)."""
+# Files whose code is (or feeds) the matrix multiplications: a pin changing only these needs MUL_MAT/MUL_MAT_ID
+MATMUL_FILES = ("ggml/src/ggml-cpu/quants.*", "ggml/src/ggml-cpu/arch/*", "ggml/src/ggml-cpu/repack.*",
+                "ggml/src/ggml-cpu/llamafile/*", "ggml/src/ggml-cpu/amx/*", "ggml/src/ggml-cpu/kleidiai/*",
+                "ggml/src/ggml-cpu/spacemit/*", "ggml/src/ggml-cpu/traits.*", "ggml/src/ggml-quants.*",
+                "ggml/src/ggml-common.h", "ggml/src/ggml-cuda/mm*", "ggml/src/ggml-cuda/vecdotq*",
+                "ggml/src/ggml-cuda/quantize*", "ggml/src/ggml-cuda/convert*", "ggml/src/ggml-cuda/dequantize*",
+                "ggml/src/ggml-cuda/template-instances/mmq*", "ggml/src/ggml-cuda/template-instances/mmf*")
+OP_SYMBOL_RE = re.compile(r"^GGML_(?:OP|UNARY_OP|GLU_OP)_([A-Z0-9_]+)$")
+NOT_OPS = {"COUNT", "NONE"}
+
+
+def cpu_gate_scope(touched: list[list[str] | None] | None, symbols: set[str]) -> tuple[list[str], str]:
+    """The ops of the CPU gate's own runs for the files the pins change, and the rule that chose them
+    (recorded as the gate's `scope`, docs/verify.md). `touched`: per pin the build carries, its files (None:
+    unknown). Never fewer than needed: unknown files, or files no rule names, run the whole default set.
+
+    - no compute code (the report's "no compute code" / "tests only" classes, but tests/test-backend-ops.cpp):
+      no op of the pins' own (the gate then runs only the pins' backend-op checks, if any);
+    - matrix-multiply code only (MATMUL_FILES): MUL_MAT, MUL_MAT_ID (with the pins' types);
+    - any other compute code, test-backend-ops.cpp, or unknown files: MUL_MAT, MUL_MAT_ID and every op a
+      `GGML_OP_*` / `GGML_UNARY_OP_*` / `GGML_GLU_OP_*` symbol on the pins' added lines names."""
+    from pinset.report.evidence import OTHER, TESTS, VERIFY_ONLY, file_class
+
+    if touched is None or any(t is None for t in touched):
+        return list(CPU_GATE_OPS), "the files a pin changes are unknown: every op of the gate"
+    files = sorted({f for t in touched for f in t or []})
+    compute = [f for f in files if f == "tests/test-backend-ops.cpp" or file_class(f) not in (VERIFY_ONLY, TESTS)]
+    if not compute:
+        return [], "no pin changes ggml compute code (evidence rules: " + (
+            "no pin changes a file" if not files else f"{files[0]}" + (f" and {len(files) - 1} more" if len(files) > 1 else "")) + ")"
+    other = [f for f in compute if not any(fnmatch.fnmatchcase(f, p) for p in MATMUL_FILES)]
+    if not other:
+        return list(CPU_GATE_OPS), f"matrix-multiply code only ({compute[0]}" + (
+            f" and {len(compute) - 1} more" if len(compute) > 1 else "") + ")"
+    named = sorted({m.group(1) for s in symbols if (m := OP_SYMBOL_RE.match(s)) and m.group(1) not in NOT_OPS})
+    ops = list(CPU_GATE_OPS) + [op for op in named if op not in CPU_GATE_OPS]
+    unclassified = [f for f in other if file_class(f) == OTHER]
+    why = ("files no rule names" if unclassified else "compute code") + f" ({other[0]}" + (
+        f" and {len(other) - 1} more" if len(other) > 1 else "") + ")"
+    return ops, why + (f"; ops named on the added lines: {', '.join(named)}" if named else "")
+
+
+def cpu_gate_runs(types: list[str], checks: list[FeatureCheck], params_override: str | None = None,
+                  ops: list[str] | None = None) -> list[tuple[str, str | None]]:
+    """(op, params regex) pairs for the CPU gate: `ops` (default MUL_MAT/MUL_MAT_ID; cpu_gate_scope), the
+    mat-muls filtered to the pins' types, then the ops of the pins' backend-op checks with their own filters
+    (test mode only). `--cpu-params` (params_override) always runs MUL_MAT/MUL_MAT_ID with that filter."""
     params = params_override if params_override is not None else types_params_regex(types)
-    runs: list[tuple[str, str | None]] = [(op, params) for op in CPU_GATE_OPS]
+    if ops is None or params_override is not None:
+        ops = list(dict.fromkeys(CPU_GATE_OPS + list(ops or [])))
+    runs: list[tuple[str, str | None]] = [(op, params if op in CPU_GATE_OPS else None) for op in ops]
     for check in checks:
         if check.kind != "backend-op" or check.mode != "test" or (check.op, check.params) in runs:
             continue
-        if params_override is None and _covered(check, types):
+        if params_override is None and _covered(check, types, ops):
             continue
         runs.append((check.op, check.params))
     return runs
 
 
-def _covered(check: FeatureCheck, types: list[str]) -> bool:
+def _covered(check: FeatureCheck, types: list[str], ops: list[str] = CPU_GATE_OPS) -> bool:
     """A MUL_MAT/MUL_MAT_ID check on one of the pins' types is already inside the types run."""
-    if check.op not in CPU_GATE_OPS or not check.params or not types:
+    if check.op not in CPU_GATE_OPS or check.op not in ops or not check.params or not types:
         return False
     m = re.fullmatch(r"type_a=([A-Za-z0-9_]+)(?:,.*)?", check.params)
     return bool(m) and m.group(1) in types

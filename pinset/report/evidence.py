@@ -1,0 +1,164 @@
+"""The evidence a pin needs, derived from the files it changes (sim's `touched`) by documented rules.
+
+A pin that only rewords an error message in `common/` has nothing a KLD or a bench could show; a pin in
+`ggml/src/ggml-cuda/` is not shown to work by anything that ran on the CPU. The rules (docs/report.md,
+"The evidence a pin needs"), the strongest class among a pin's files deciding:
+
+    CUDA code (ggml/src/ggml-cuda/**, *.cu, *.cuh)      -> verify, gpu-verify, kld (on a device), bench
+    other ggml compute code (ggml/**), llama compute    -> verify, kld
+    tools, common, docs, examples, tests, other src/    -> verify
+    any other file (build files, unknown places)        -> every kind
+    files unknown (touched missing/null)                 -> every kind (never "touches nothing")
+
+pins.yaml `evidence: [...]` replaces the derived kinds of one pin. Pure functions, no I/O.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from dataclasses import dataclass
+
+from pinset.config.schema import EVIDENCE_KINDS
+from pinset.sim.model import is_cuda_path
+
+KINDS = EVIDENCE_KINDS   # pins.yaml `evidence:` items, in this order when shown
+VERIFY, GPU_VERIFY, KLD, BENCH = KINDS
+
+# llama library code that builds or feeds the compute graph: a change there can move a model's output
+LLAMA_COMPUTE = ("src/models/*", "src/llama-model*", "src/llama-graph*", "src/llama-context*",
+                 "src/llama-kv-cache*", "src/llama-memory*", "src/llama-batch*", "src/llama-vocab*",
+                 "src/llama-sampling*", "src/llama-arch*", "src/llama-hparams*", "src/llama-adapter*",
+                 "src/llama-model-loader*", "src/llama.cpp")
+# code and text no model's numbers depend on (what verify's builds and tests cover)
+NO_COMPUTE_PREFIXES = ("tools/", "common/", "docs/", "examples/", "tests/", "src/", "gguf-py/", "scripts/",
+                       ".github/", ".devops/", "grammars/", "prompts/", "licenses/", "media/", "vendor/",
+                       "models/templates/", "include/", "pocs/", "requirements/")
+NO_COMPUTE_SUFFIXES = (".md", ".txt.in", ".gitignore")
+
+# (rule, kinds); the order is strength: a pin's strongest file class decides
+CUDA, GGML, VERIFY_ONLY, TESTS, OTHER, UNKNOWN, DECLARED = (
+    "CUDA code", "ggml compute code", "no compute code", "tests only", "other files", "files unknown",
+    "pins.yaml evidence:")
+RULE_KINDS = {
+    UNKNOWN: KINDS,
+    OTHER: KINDS,
+    CUDA: KINDS,
+    GGML: (VERIFY, KLD),
+    VERIFY_ONLY: (VERIFY,),
+    TESTS: (VERIFY,),
+}
+_STRENGTH = (UNKNOWN, OTHER, CUDA, GGML, VERIFY_ONLY, TESTS)
+
+
+@dataclass(frozen=True)
+class Need:
+    """What one pin needs, and why: the rule and the file that decided it (None for unknown / declared)."""
+
+    pin: str
+    kinds: tuple[str, ...]
+    rule: str
+    file: str | None = None
+    more: int = 0          # further files of the deciding class
+
+    def text(self) -> str:
+        """"verify, kld (ggml compute code: ggml/src/ggml-cpu/ops.cpp and 2 more)"."""
+        why = self.rule
+        if self.file:
+            why += f": {self.file}" + (f" and {self.more} more" if self.more else "")
+        return f"{', '.join(self.kinds)} ({why})"
+
+    def why(self) -> str:
+        """Why the pin needs evidence from a CUDA device, for the verdict's missing-evidence line."""
+        if self.rule == UNKNOWN:
+            return "may change CUDA code (the files it touches are unknown)"
+        if self.rule == CUDA:
+            return f"changes CUDA code ({self.file}" + (f" and {self.more} more" if self.more else "") + ")"
+        if self.rule == OTHER:
+            return f"changes files no rule classifies ({self.file}" + (f" and {self.more} more" if self.more else "") + ")"
+        return f"needs {', '.join(self.kinds)} (pins.yaml evidence:)" if self.rule == DECLARED else self.text()
+
+    @property
+    def on_device(self) -> bool:
+        """Its KLD and bench must come from a device: a pin that needs a GPU verify is GPU code."""
+        return GPU_VERIFY in self.kinds
+
+
+def file_class(path: str) -> str:
+    """The rule class of one changed file."""
+    if is_cuda_path(path):
+        return CUDA
+    if path.startswith("tests/"):
+        return TESTS
+    if any(fnmatch.fnmatchcase(path, pattern) for pattern in LLAMA_COMPUTE):
+        return GGML
+    if path.startswith("ggml/"):
+        # ggml's own docs, tests and examples compute nothing a model runs
+        if path.endswith(NO_COMPUTE_SUFFIXES) or path.startswith(("ggml/docs/", "ggml/examples/", "ggml/tests/")):
+            return VERIFY_ONLY
+        return GGML
+    if path.startswith(NO_COMPUTE_PREFIXES) or path.endswith(NO_COMPUTE_SUFFIXES) or "/" not in path and \
+            path.lower().startswith(("readme", "license", "authors", "contributing", "security", "changelog")):
+        return VERIFY_ONLY
+    return OTHER
+
+
+def pin_needs(pin: str, touched: list[str] | None, declared: list[str] | tuple[str, ...] | None = None) -> Need:
+    """The evidence of one pin: `declared` (pins.yaml `evidence:`) when given, else by the rules."""
+    kinds = tuple(k for k in KINDS if k in (declared or ()))
+    if kinds:
+        return Need(pin, kinds, DECLARED)
+    if touched is None:
+        return Need(pin, KINDS, UNKNOWN)
+    if not touched:
+        # a pin that changes no file still has to be shown to be in the tree: verify only
+        return Need(pin, (VERIFY,), VERIFY_ONLY)
+    by_class: dict[str, list[str]] = {}
+    for path in touched:
+        by_class.setdefault(file_class(path), []).append(path)
+    rule = next(c for c in _STRENGTH if c in by_class)
+    files = sorted(by_class[rule])
+    return Need(pin, RULE_KINDS[rule], rule, files[0], len(files) - 1)
+
+
+def union(needs) -> set[str]:
+    """Every kind some pin needs."""
+    return {k for n in needs for k in n.kinds}
+
+
+def needs_by_build(sim: dict | None) -> dict[tuple[str, str], Need]:
+    """(pin, build) -> Need for every pin applied on a build of a sim document (a pin upstream or skipped there
+    brings no change of its own; one that conflicts or errors blocks instead)."""
+    out: dict[tuple[str, str], Need] = {}
+    for b in (sim or {}).get("builds", []):
+        for p in b["pins"]:
+            if p["status"] == "applied":
+                out[p["id"], b["build"]] = pin_needs(p["id"], p.get("touched"), p.get("evidence"))
+    return out
+
+
+def wanted_kinds(sim: dict | None) -> set[str]:
+    """Every kind of evidence the pin set needs: verify always; without a sim result every kind (the files the
+    pins touch are unknown)."""
+    if sim is None:
+        return set(KINDS)
+    return {VERIFY} | union(needs_by_build(sim).values())
+
+
+def needs_by_pin(sim: dict | None) -> dict[str, Need]:
+    """One Need per pin for the report's Pin set section: the one asking the most where builds differ."""
+    out: dict[str, Need] = {}
+    for (pin, _), need in needs_by_build(sim).items():
+        if pin not in out or len(need.kinds) > len(out[pin].kinds):
+            out[pin] = need
+    return out
+
+
+def evidence_lines(sim: dict | None) -> list[str]:
+    """Markdown lines: which rule applied to each pin (docs/report.md)."""
+    if not sim:
+        return []
+    needs = needs_by_pin(sim)
+    pins = list(dict.fromkeys(p["id"] for b in sim["builds"] for p in b["pins"]))
+    items = [f"- `{pin}`: {needs[pin].text()}" if pin in needs else f"- `{pin}`: nothing (applied on no build)"
+             for pin in pins]
+    return ["Evidence each pin needs (rules: docs/report.md):", "", *items, ""] if items else []
