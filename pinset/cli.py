@@ -26,6 +26,7 @@ COMMANDS = {
     "model": "write synthetic GGUF models that run anywhere",
     "matrix": "the CI cells (build x GPU class) as a GitHub Actions matrix",
     "report": "combine results into one verdict and PR comment",
+    "cache": "what the cache holds (info) and removing what can be made again (clean)",
 }
 
 
