@@ -30,9 +30,15 @@ def add_parser(sub):
                     "skipping whatever a running pinset holds.")
     verbs = p.add_subparsers(dest="cache_command", metavar="SUBCOMMAND")
     verbs.required = True
-    info = verbs.add_parser("info", help="size of the cache by kind")
+    info = verbs.add_parser("info", help="size of the cache by kind", description=(
+        "Size the cache by kind: mirror, sdists, builds, ccache, results (PR diffs, KLD references, logs), "
+        "scratch and other; bytes on disk, entries and files. A missing cache is listed as empty, not made."))
     info.add_argument("--json", nargs="?", const="-", metavar="FILE", help="JSON on stdout, or into FILE")
-    clean = verbs.add_parser("clean", help="remove build folders, sdists, PR diffs, KLD references and logs")
+    clean = verbs.add_parser("clean", help="remove build folders, sdists, PR diffs, KLD references and logs",
+                             description=(
+        "Remove build folders and (without --builds) downloaded sdists, PR diffs, KLD references, logs and "
+        "dead runs' scratch folders: all made again on demand. Never the mirror or ccache, never an "
+        "unfinished download, never what a running pinset holds, never anything outside the cache."))
     clean.add_argument("--older-than", type=_days, metavar="DAYS",
                        help="only entries not used for DAYS days (a number > 0, e.g. 14 or 0.5)")
     clean.add_argument("--builds", action="store_true", help="only build folders")
