@@ -3,8 +3,8 @@ an editor validates pins.yaml as pinset reads it (`pinset schema`, shipped as pi
 
 It says what a document's shape alone can say: keys, types, patterns, exactly-one rules. What needs the
 disk or other keys stays with the reader: that `patches:` exist and parse, that a local `upstream:` or
-`repo:` is a git repository, that a PR belongs to upstream, that tag builds and PR pins have an
-`upstream:`, that ids stay unique after `each: true`, that regexes compile and selectors parse. It is also
+`repo:` is a git repository, that a PR belongs to upstream, that ids stay unique after `each: true` and
+builds after selector mappings are normalised, that regexes compile and selectors parse. It is also
 stricter on scalar types: the reader takes a number's text where a string is expected (`id: 42`); the
 schema asks for the string an editor would quote.
 """
@@ -67,6 +67,9 @@ def _pin() -> dict:
             {"oneOf": [{"required": ["patches"]}, {"required": ["pr"]}]},
             {"if": {"required": ["patches"]}, "then": {"not": {"anyOf": [{"required": ["commit"]}, {"required": ["repo"]}]}}},
             {"if": {"required": ["pr"]}, "then": {"not": {"required": ["each"]}}},
+            # `each: true` is for a folder: a path naming a .patch file is one pin
+            {"if": {"required": ["each"], "properties": {"each": {"const": True}}},
+             "then": {"properties": {"patches": {"not": {"pattern": r"\.patch$"}}}}},
             # a PR pin names its commit: `commit:`, or a .../pull/N/commits/SHA URL
             {"if": {"required": ["pr"], "not": {"required": ["commit"]}},
              "then": {"properties": {"pr": {"pattern": _pattern(s.PR_COMMIT_URL_RE)}}}},
