@@ -29,11 +29,15 @@ COMMANDS = {
     "model": "write synthetic GGUF models that run anywhere",
     "matrix": "the CI cells (build x GPU class) as a GitHub Actions matrix",
     "report": "combine results into one verdict and PR comment",
+    "cache": "what the cache holds (info) and removing what can be made again (clean)",
+    "import": "write a pins.yaml from a pr-set.json or an Ollama-style checkout",
+    "schema": "print the JSON Schema of pins.yaml (for editors)",
 }
+MODULES = {"import": "importer"}  # verbs whose module cannot carry their name (a Python keyword)
 
 
 def _available(name: str) -> bool:
-    return importlib.util.find_spec(f"pinset.commands.{name}") is not None
+    return importlib.util.find_spec(f"pinset.commands.{MODULES.get(name, name)}") is not None
 
 
 class Help(argparse.HelpFormatter):
@@ -89,7 +93,7 @@ def build_parser(chosen: str | None = None) -> argparse.ArgumentParser:
         if not _available(name):
             continue
         if name == chosen:
-            module = importlib.import_module(f"pinset.commands.{name}")
+            module = importlib.import_module(f"pinset.commands.{MODULES.get(name, name)}")
             verb = module.add_parser(sub)
             verb.description = verb.description or f"{help_text[0].upper()}{help_text[1:]}."
             verb.set_defaults(_run=module.run)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -131,7 +132,11 @@ def python3_is_this_python(tmp_path):
     """`python3 -m pinset` in the scripts runs this pinset."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
-    (bin_dir / "python3").symlink_to(sys.executable)
+    # A script, not a symlink: a symlink outside a venv's folder starts the venv's base interpreter
+    # (Python finds pyvenv.cfg beside the path it was started as), without the venv's packages.
+    wrapper = bin_dir / "python3"
+    wrapper.write_text(f"#!/bin/sh\nexec {shlex.quote(sys.executable)} \"$@\"\n")
+    wrapper.chmod(0o755)
     return {"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "PYTHONPATH": str(ROOT),
             "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md")}
 

@@ -38,6 +38,16 @@ def patch_series(folder: Path, shown: str) -> tuple[Path, ...]:
     return series
 
 
+def single_patch(path: Path, shown: str) -> tuple[Path, ...]:
+    """One `.patch` file as a whole pin (`patches: patches/foo.patch`), checked as a series' files are."""
+    if not os.path.lexists(path):
+        raise SeriesProblem(f"no such file: {shown}")
+    problem = _patch_problem(path)
+    if problem:
+        raise SeriesProblem(f"{shown}: {problem}")
+    return (path,)
+
+
 def _patch_problem(path: Path) -> str | None:
     try:
         st = os.stat(path)

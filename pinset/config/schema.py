@@ -17,7 +17,7 @@ from urllib.parse import unquote, urlsplit
 import yaml
 
 from pinset import runner
-from pinset.config.patches import SeriesProblem, patch_series
+from pinset.config.patches import SeriesProblem, patch_series, single_patch
 from pinset.config.reading import compose, decode_utf8, read_regular_file
 from pinset.errors import ConfigError, ToolchainError
 from pinset.config.selectors import looks_like_selector, parse_selector, specifier
@@ -25,12 +25,15 @@ from pinset.config.selectors import looks_like_selector, parse_selector, specifi
 SHA_RE = re.compile(r"^[0-9a-f]{7,40}$")
 FULL_SHA_RE = re.compile(r"^[0-9a-f]{40}$")
 PR_URL_RE = re.compile(r"^https?://[^/]+/(?P<owner>[\w.-]+)/(?P<repo>[\w.-]+)/pull/(?P<number>\d+)/?$")
+# a PR's commit as GitHub links it: the PR and the exact commit in one URL
+PR_COMMIT_URL_RE = re.compile(r"^(?P<pr>https?://[^/]+/[\w.-]+/[\w.-]+/pull/\d+)/commits/(?P<commit>[0-9a-fA-F]{40})/?$")
 PYPI_BUILD_RE = re.compile(r"^pypi:(?P<package>[A-Za-z0-9_.-]+)==(?P<version>[A-Za-z0-9_.+-]+)$")
 PIN_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.#/+-]*$")
 BUILD_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_./+-]*$")
 
 TOP_KEYS = {"upstream", "builds", "pins", "cuda", "description", "gpus"}
-PIN_KEYS = {"id", "patches", "pr", "commit", "required", "checks", "unchecked", "description", "evidence"}
+PIN_KEYS = {"id", "patches", "pr", "commit", "required", "checks", "unchecked", "description", "evidence",
+            "repo", "each"}
 CUDA_KEYS = {"architectures", "flags"}
 GPU_CLASS_KEYS = {"runs-on", "architectures"}
 EVIDENCE_KINDS = ("verify", "gpu-verify", "kld", "bench")  # a pin's `evidence:` items (report/evidence.py)
@@ -83,7 +86,7 @@ class FeatureCheck:
 @dataclass(frozen=True)
 class PinSpec:
     id: str
-    patches: Path | None = None  # folder of format-patch files (absolute)
+    patches: Path | None = None  # folder of format-patch files, or one .patch file (absolute)
     pr: PrRef | None = None
     commit: str | None = None
     required: bool = True
@@ -93,6 +96,7 @@ class PinSpec:
     line: int = 0
     series: tuple[Path, ...] = ()  # the patch files, in order, as checked when pins.yaml was read
     evidence: tuple[str, ...] | None = None  # `evidence:` kinds replacing the derived ones (report/evidence.py)
+    repo: str | None = None  # PR pins from a fork: the repository (URL or absolute path) the commit is fetched from
 
     @property
     def kind(self) -> str:
@@ -294,11 +298,11 @@ def load_pinset(path: str | Path, *, require_pins: bool = True) -> PinSet:
     seen: dict[str, int] = {}
     pin_nodes = r.sequence(top["pins"], "pins") if "pins" in top else []
     for index, node in enumerate(pin_nodes):
-        pin = _read_pin(r, node, f"pins[{index}]", path.parent, upstream)
-        if pin.id in seen:
-            r.fail(node, f"pins[{index}].id", f"duplicate id {pin.id!r} (first on line {seen[pin.id]})")
-        seen[pin.id] = pin.line
-        pins.append(pin)
+        for pin in _read_pin(r, node, f"pins[{index}]", path.parent, upstream):
+            if pin.id in seen:
+                r.fail(node, f"pins[{index}].id", f"duplicate id {pin.id!r} (first on line {seen[pin.id]})")
+            seen[pin.id] = pin.line
+            pins.append(pin)
     if require_pins and not pins:
         r.fail(top.get("pins", root), "pins", "no pins listed (this command needs at least one)")
 
@@ -408,21 +412,21 @@ def _check_upstream(r: _Reader, node, value: str, base: Path) -> None:
     _check_local_repository(r, node, value, r.local_path(node, "upstream", base)[1])
 
 
-def _check_local_repository(r: _Reader, node, value: str, local: Path) -> None:
+def _check_local_repository(r: _Reader, node, value: str, local: Path, key: str = "upstream") -> None:
     """A local upstream must be a git repository itself (a work tree or a bare one), not a folder in one:
     git fetches from exactly that path."""
     try:
         is_dir, exists = local.is_dir(), local.exists()
     except (OSError, ValueError) as exc:
-        r.fail(node, "upstream", f"unusable path {value!r}: {exc}")
+        r.fail(node, key, f"unusable path {value!r}: {exc}")
     if not exists:
-        r.fail(node, "upstream", f"not a URL and no such path: {value!r}")
+        r.fail(node, key, f"not a URL and no such path: {value!r}")
     if not is_dir:
-        r.fail(node, "upstream", f"{value!r} is not a folder (a local upstream is a git repository)")
+        r.fail(node, key, f"{value!r} is not a folder (a local {key} is a git repository)")
     try:
         os.listdir(local)
     except OSError as exc:
-        r.fail(node, "upstream", f"{value!r}: cannot read the folder ({(exc.strerror or str(exc)).lower()})")
+        r.fail(node, key, f"{value!r}: cannot read the folder ({(exc.strerror or str(exc)).lower()})")
     # The ceiling keeps git from finding a repository above `local`, as `git fetch` would not.
     probe = runner.run(["git", "rev-parse", "--git-dir"], cwd=local, timeout=60,
                        env={"GIT_CEILING_DIRECTORIES": str(local.parent)})
@@ -430,10 +434,11 @@ def _check_local_repository(r: _Reader, node, value: str, local: Path) -> None:
         raise ToolchainError("git not found on PATH")
     if not probe.ok:
         reason = next((line for line in probe.stderr.splitlines() if line.strip()), probe.describe())
-        r.fail(node, "upstream", f"{value!r} is not a git repository ({reason})")
+        r.fail(node, key, f"{value!r} is not a git repository ({reason})")
 
 
-def _read_pin(r: _Reader, node, key: str, base: Path, upstream: str | None) -> PinSpec:
+def _read_pin(r: _Reader, node, key: str, base: Path, upstream: str | None) -> list[PinSpec]:
+    """One pin, or with `each: true` one pin per patch file of the folder (id `ID/NAME`, in name order)."""
     fields = r.mapping(node, key, PIN_KEYS)
     if "id" not in fields:
         r.fail(node, f"{key}.id", "missing")
@@ -448,26 +453,39 @@ def _read_pin(r: _Reader, node, key: str, base: Path, upstream: str | None) -> P
     patches = pr = commit = None
     series: tuple[Path, ...] = ()
     if has_patches:
-        if "commit" in fields:
-            r.fail(fields["commit"], f"{key}.commit", "only PR pins take a commit")
+        for name in ("commit", "repo"):
+            if name in fields:
+                r.fail(fields[name], f"{key}.{name}", f"only PR pins take a {name}")
         rel, patches = r.local_path(fields["patches"], f"{key}.patches", base)
         try:
-            series = patch_series(patches, rel.rstrip("/"))
+            series = single_patch(patches, rel) if rel.endswith(".patch") and not patches.is_dir() \
+                else patch_series(patches, rel.rstrip("/"))
         except SeriesProblem as exc:
             r.fail(fields["patches"], f"{key}.patches", str(exc))
     else:
+        if "each" in fields:
+            r.fail(fields["each"], f"{key}.each", "only a `patches:` folder takes `each`")
         url = r.string(fields["pr"], f"{key}.pr")
+        in_url = None
+        m_commit = PR_COMMIT_URL_RE.match(url)
+        if m_commit:  # .../pull/107/commits/SHA: the PR and its commit
+            url, in_url = m_commit["pr"], m_commit["commit"].lower()
         m = PR_URL_RE.match(url)
         if not m:
-            r.fail(fields["pr"], f"{key}.pr", f"malformed PR URL {url!r} (https://HOST/OWNER/REPO/pull/N)")
+            r.fail(fields["pr"], f"{key}.pr", f"malformed PR URL {url!r} (https://HOST/OWNER/REPO/pull/N, "
+                                              "or .../pull/N/commits/SHA)")
         pr = PrRef(url.rstrip("/"), m["owner"], m["repo"], int(m["number"]))
+        repo = _read_repo(r, fields["repo"], f"{key}.repo", base) if "repo" in fields else None
         if upstream is not None:
-            _check_pr_origin(r, fields["pr"], f"{key}.pr", pr, upstream)
-        if "commit" not in fields:
-            r.fail(node, f"{key}.commit", "missing (the exact reviewed commit sha of the PR)")
-        commit = r.string(fields["commit"], f"{key}.commit").lower()
+            _check_pr_origin(r, fields["pr"], f"{key}.pr", pr, upstream, repo)
+        if "commit" not in fields and in_url is None:
+            r.fail(node, f"{key}.commit", "missing (the exact reviewed commit sha of the PR, or a "
+                                          ".../pull/N/commits/SHA URL)")
+        commit = r.string(fields["commit"], f"{key}.commit").lower() if "commit" in fields else in_url
         if not FULL_SHA_RE.match(commit):
             r.fail(fields["commit"], f"{key}.commit", f"malformed sha {commit!r} (need 40 hex digits)")
+        if in_url is not None and commit != in_url:
+            r.fail(fields["commit"], f"{key}.commit", f"{commit} is not the commit its PR URL names ({in_url})")
         if upstream is None:
             r.fail(fields["pr"], f"{key}.pr", "PR pins need an `upstream:` git URL or path to fetch from")
 
@@ -481,8 +499,32 @@ def _read_pin(r: _Reader, node, key: str, base: Path, upstream: str | None) -> P
         r.fail(fields["unchecked"], f"{key}.unchecked", "a pin has either checks or an `unchecked:` reason, not both")
     description = r.string(fields["description"], f"{key}.description") if "description" in fields else None
     evidence = _read_evidence(r, fields["evidence"], f"{key}.evidence") if "evidence" in fields else None
-    return PinSpec(pin_id, patches, pr, commit, required, checks, unchecked, description, line, series,
-                   evidence=evidence)
+    if "each" in fields and r.boolean(fields["each"], f"{key}.each"):
+        if len(series) == 1 and not patches.is_dir():
+            r.fail(fields["each"], f"{key}.each", "`each: true` is for a folder of patches, not one file")
+        pins = []
+        for patch in series:
+            sub_id = f"{pin_id}/{patch.name.removesuffix('.patch')}"
+            if not PIN_ID_RE.match(sub_id):
+                r.fail(fields["patches"], f"{key}.patches", f"patch {patch.name!r} makes a malformed pin id {sub_id!r} "
+                                                            "(letters, digits and _.#/+-)")
+            pins.append(PinSpec(sub_id, patch, None, None, required, checks, unchecked, description, line, (patch,),
+                                evidence=evidence))
+        return pins
+    return [PinSpec(pin_id, patches, pr, commit, required, checks, unchecked, description, line, series,
+                    repo=repo if pr is not None else None, evidence=evidence)]
+
+
+def _read_repo(r: _Reader, node, key: str, base: Path) -> str:
+    """A PR pin's own repository (a fork): a hosted git URL, or a local repository (as for `upstream:`)."""
+    value = r.string(node, key)
+    if re.match(r"^(https?|ssh|git)://", value) or re.match(r"^[\w.-]+@[\w.-]+:", value):
+        if value.startswith(("http://", "https://")) and not re.match(r"^https?://[^/\s]+/\S+$", value):
+            r.fail(node, key, f"malformed URL {value!r}")
+        return value
+    local = Path(unquote(urlsplit(value).path)) if value.startswith("file://") else r.local_path(node, key, base)[1]
+    _check_local_repository(r, node, value, local, key)
+    return str(local)
 
 
 def _read_evidence(r: _Reader, node, key: str) -> tuple[str, ...]:
@@ -515,9 +557,12 @@ def _repository_of(url: str) -> tuple[str, str] | None:
     return host.lower(), path
 
 
-def _check_pr_origin(r: _Reader, node, key: str, pr: PrRef, upstream: str) -> None:
+def _check_pr_origin(r: _Reader, node, key: str, pr: PrRef, upstream: str, repo: str | None = None) -> None:
     """A PR pin is fetched from upstream as pull/N/head: a PR of another host or repository would
-    silently be a different PR (or none)."""
+    silently be a different PR (or none). A pin with its own `repo:` (a fork) may name a PR of that one."""
+    if repo is not None and _repository_of(repo) is not None and \
+            _repository_of(repo)[1] == f"{pr.owner}/{pr.repo}".lower().removesuffix(".git"):
+        return
     origin = _repository_of(upstream)
     if origin is None:  # a local path or file:// upstream: its hosting is unknown
         return

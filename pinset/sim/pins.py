@@ -11,7 +11,7 @@ from pinset.sim.changes import PinChange, combine, file_changes
 from pinset.sim.diffs import DiffError, path_problem, read_diffs
 from pinset.sim.model import BuildResult
 from pinset.store import Store, read_checked, write_checked
-from pinset.upstream.builds import UPSTREAM_HEAD_REF, upstream_url, fetch_head
+from pinset.upstream.builds import UPSTREAM_HEAD_REF, fetch_fork, fetch_head, upstream_url
 from pinset.upstream.mirror import Mirror
 
 
@@ -63,6 +63,9 @@ def _prepare_pr(spec: PinSpec, url: str, store: Store, mirror: Mirror) -> Prepar
         mirror.fetch(url, [f"+{spec.pr.ref}:{pr_ref}"])
     if not mirror.has_commit(spec.commit):
         mirror.fetch(url, [spec.commit])
+    if not mirror.has_commit(spec.commit) and spec.repo is not None:  # a PR from a fork: its own repository
+        fetch_fork(spec.repo, spec.commit, spec.pr.ref, mirror)
+        url = f"{url} or {spec.repo}"
     if not mirror.has_commit(spec.commit):
         return PreparedPin(spec, error=f"commit {spec.commit[:12]} of {spec.pr.url} not found at {url} "
                                         f"(neither on {spec.pr.ref} nor fetchable by sha)")

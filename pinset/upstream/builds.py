@@ -136,3 +136,15 @@ def fetch_head(url: str, mirror: Mirror) -> str | None:
     if not result.ok and _unreachable(result.stderr):
         raise UpstreamError(f"upstream {url}: unreachable ({result.tail(1)})")
     return mirror.rev_parse(UPSTREAM_HEAD_REF)
+
+
+def fetch_fork(url: str, commit: str, pr_ref: str, mirror: Mirror) -> None:
+    """A PR pin's commit from its own repository (a fork): by sha, else with the fork's branches (a server
+    that refuses unadvertised shas), under refs/pinset/fork/ so they never pass for upstream's."""
+    key = re.sub(r"[^A-Za-z0-9_.-]+", "_", url).strip("_")[-80:]
+    for refspecs in ([commit], [f"+refs/heads/*:refs/pinset/fork/{key}/heads/*"], [f"+{pr_ref}:refs/pinset/fork/{key}/pr"]):
+        result = mirror.fetch(url, refspecs)
+        if not result.ok and _unreachable(result.stderr) and "not found" not in result.stderr.lower():
+            raise UpstreamError(f"repository {url}: unreachable ({result.tail(1)})")
+        if mirror.has_commit(commit):
+            return
