@@ -59,6 +59,8 @@ def _pin() -> dict:
         "checks": {"type": "array", "minItems": 1, "items": {"$ref": "#/$defs/check"}},
         "unchecked": NON_BLANK,
         "description": NON_BLANK,
+        "evidence": {"type": "array", "minItems": 1, "uniqueItems": True, "items": {"enum": list(s.EVIDENCE_KINDS)},
+                     "description": "the evidence this pin needs, replacing what its files imply"},
     }
     assert set(props) == s.PIN_KEYS
     return {
