@@ -20,6 +20,8 @@ from pathlib import Path
 
 from pinset.config.schema import PinSet
 from pinset.errors import UpstreamError
+from pinset.heal import modes
+from pinset.heal.resolve import LedgerApply
 from pinset.sim.apply_errors import explain_apply_failure
 from pinset.sim.changes import MovedMatch, PinChange, line_counts, series_base
 from pinset.sim.model import BuildResult, Contract, PinResult, SimResult
@@ -37,6 +39,9 @@ class ApplyOutcome:
     conflict_files: list[str] = field(default_factory=list)
     message: str = ""
     hunk: list[str] = field(default_factory=list)
+    mode: str | None = None                                 # how it applied (pinset.heal.modes)
+    resolutions: list[str] = field(default_factory=list)    # the recorded resolutions it used
+    note: str | None = None                                 # a recorded resolution that did not match
 
 
 @dataclass
@@ -87,6 +92,7 @@ class Simulator:
         # conflict) and turn off the attribution of conflicts.
         self.look_for_moved_code: bool | set[str] = True
         self.attribute_conflicts = True
+        self._ledger = LedgerApply(mirror)
 
     # --- git primitives -------------------------------------------------------------------
     def _new_dir(self, blobs=()) -> Path:
@@ -185,17 +191,34 @@ class Simulator:
         # answer. An empty folder (a failed patch ends the pin), removed with the mirror's scratch.
         work_tree = self.mirror.fresh_path("apply-tree")
         work_tree.mkdir()
+        # As `git am -3`: the patch as it is first (its -v output tells exact from offset), a 3-way merge
+        # only when that fails, then the pin's recorded resolutions for the conflicts left.
+        applied_modes, used, note = [], [], None
         for patch in prep.change.patches:
-            result = self.mirror.git("apply", "--cached", "--3way", "--whitespace=nowarn", str(Path(patch).absolute()),
+            shown = str(Path(patch).absolute())
+            direct = self.mirror.git("apply", "--cached", "-v", "--whitespace=nowarn", shown,
                                      index=index.path, env=env, work_tree=work_tree)
-            if not result.ok:
-                failure = explain_apply_failure(result.stdout + "\n" + result.stderr,
-                                                patch.read_text(encoding="utf-8", errors="replace"))
-                return ApplyOutcome(False, sorted(failure.files) or sorted(prep.change.files),
-                                    f"{patch.name}: {failure.reason}", failure.hunk)
+            if direct.ok:
+                applied_modes.append(modes.direct_mode(direct.stderr))
+                continue
+            result = self.mirror.git("apply", "--cached", "--3way", "--whitespace=nowarn", shown,
+                                     index=index.path, env=env, work_tree=work_tree)
+            if result.ok:
+                applied_modes.append(modes.THREE_WAY)
+                continue
+            resolved = self._ledger.resolve(prep.spec, index.path, env, work_tree)
+            if resolved.ok:
+                applied_modes.append(modes.RESOLUTION)
+                used += [r for r in resolved.used if r not in used]
+                continue
+            note = resolved.note
+            failure = explain_apply_failure(result.stdout + "\n" + result.stderr,
+                                            patch.read_text(encoding="utf-8", errors="replace"))
+            return ApplyOutcome(False, sorted(failure.files) or sorted(prep.change.files),
+                                f"{patch.name}: {failure.reason}", failure.hunk, note=note)
         # git writes no blob that a readable dir already has: the index may now name the pin's own.
         index.objects += [written, *brought]
-        return ApplyOutcome(True)
+        return ApplyOutcome(True, mode=modes.worst(applied_modes), resolutions=used)
 
     def _applies_on(self, tree: str, *preps: PreparedPin) -> bool:
         self._load(self._scratch, tree)
@@ -399,6 +422,7 @@ class Simulator:
                     continue
                 applied.append(_Applied(spec.id, prep))
                 result.status = "applied"
+                result.apply_mode, result.resolutions = outcome.mode, outcome.resolutions or None
                 continue
             index.restore(before)  # roll back the half-applied pin (and forget the blobs it wrote)
             earlier = [self.prepared[e.id] for e in self.pinset.pins[:len(results) - 1]]
@@ -417,7 +441,7 @@ class Simulator:
             result.files = outcome.conflict_files
             result.conflict_with = self._attribute(prep, outcome.conflict_files, build, applied) \
                 if self.attribute_conflicts else None
-            result.detail = outcome.message
+            result.detail = outcome.message + (f"; {outcome.note}" if outcome.note else "")
             result.hunk = outcome.hunk or None
             if result.conflict_with == "upstream":
                 result.base_relation = self.base_relation(prep, build)

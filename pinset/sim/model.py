@@ -9,6 +9,7 @@ from pinset.results import SCHEMAS, Doc
 
 STATUSES = ("applied", "conflict", "upstream", "skipped", "error")
 BASE_RELATIONS = ("older", "contains", "diverged")  # a build against the pin's base commit
+APPLY_MODES = ("exact", "offset", "3-way", "resolution")  # how an applied pin applied (pinset.heal.modes)
 
 
 def is_cuda_path(path: str) -> bool:
@@ -36,6 +37,15 @@ class PinResult:
     touched: list[str] | None = None    # every file the pin changes; None: unknown (could not be prepared, old file)
     hunk: list[str] | None = None       # conflicts: the hunk git could not apply (header + first lines)
     base_relation: str | None = None    # upstream conflicts on git builds: build vs pin base (older|contains|diverged)
+    apply_mode: str | None = None       # applied pins: exact|offset|3-way|resolution (None: not known, old file)
+    resolutions: list[str] | None = None  # applied by the recorded resolutions named (the ledger, docs/heal.md)
+
+    @property
+    def status_text(self) -> str:
+        """`applied (recorded resolution R)` for a pin the ledger applied, else the status."""
+        if self.status == "applied" and self.resolutions:
+            return f"applied (recorded resolution {', '.join(self.resolutions)})"
+        return self.status
 
     @property
     def ok(self) -> bool:
@@ -54,7 +64,8 @@ class PinResult:
                    Contract(c.get("ok", bool), c.strs("problems")), d.get("detail", str, None, default=None),
                    d.num("carried_fraction", null=True, default=None),
                    _touched(d), d.strs("hunk", default=None) or None,
-                   d.choice("base_relation", BASE_RELATIONS, default=None))
+                   d.choice("base_relation", BASE_RELATIONS, default=None),
+                   d.choice("apply_mode", APPLY_MODES, default=None), d.strs("resolutions", default=None) or None)
 
 
 def _touched(d: Doc) -> list[str] | None:
@@ -127,4 +138,8 @@ def _pin_json(p: PinResult) -> dict:
         out["hunk"] = list(p.hunk)
     if p.base_relation:
         out["base_relation"] = p.base_relation
+    if p.apply_mode:
+        out["apply_mode"] = p.apply_mode
+    if p.resolutions:
+        out["resolutions"] = list(p.resolutions)
     return out
