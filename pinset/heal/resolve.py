@@ -23,6 +23,7 @@ class Resolved:
     ok: bool
     used: list[str] = field(default_factory=list)
     note: str | None = None
+    replaced: dict[str, set[str]] = field(default_factory=dict)  # path -> the pin's lines a resolution replaced
 
 
 class LedgerApply:
@@ -57,6 +58,7 @@ class LedgerApply:
             return Resolved(False, note=_note(recorded, paths))
         blobs = _read(self.mirror, [oid for p in paths for _, oid in stages[p].values()], env)
         used: list[str] = []
+        replaced: dict[str, set[str]] = {}
         entries = []
         for n, path in enumerate(paths):
             (_, base), (mode, ours), (_, theirs) = (stages[path][k] for k in (1, 2, 3))
@@ -67,11 +69,12 @@ class LedgerApply:
             if text is None:
                 return Resolved(False, note=_note(recorded, paths))
             used += [i for i in ids if i not in used]
-            oid = self.mirror.git_ok("hash-object", "-w", "--stdin", input=text.encode("utf-8", "surrogateescape"),
+            replaced[path] = {line for hunk in ledger.hunks_of(ledger.split_conflicts(marked)) for line in hunk.pin}
+            oid = self.mirror.git_ok("hash-object", "-w", "--stdin", input=text,
                                      env=env).strip()
             entries.append(f"{stages[path][3][0]} {oid}\t{path}\0")
         self.mirror.git_ok("update-index", "-z", "--index-info", index=index, input="".join(entries), env=env)
-        return Resolved(True, used)
+        return Resolved(True, used, replaced=replaced)
 
 
 def _note(recorded: list[ledger.Resolution], paths: list[str]) -> str:

@@ -42,6 +42,7 @@ class ApplyOutcome:
     mode: str | None = None                                 # how it applied (pinset.heal.modes)
     resolutions: list[str] = field(default_factory=list)    # the recorded resolutions it used
     note: str | None = None                                 # a recorded resolution that did not match
+    replaced: dict[str, set[str]] = field(default_factory=dict)  # path -> pin lines a resolution replaced
 
 
 @dataclass
@@ -63,6 +64,7 @@ class _Index:
 class _Applied:
     pin_id: str
     prep: PreparedPin
+    replaced: dict[str, set[str]] = field(default_factory=dict)  # its contract expects the resolution's lines
 
     @property
     def change(self) -> PinChange:
@@ -193,7 +195,7 @@ class Simulator:
         work_tree.mkdir()
         # As `git am -3`: the patch as it is first (its -v output tells exact from offset), a 3-way merge
         # only when that fails, then the pin's recorded resolutions for the conflicts left.
-        applied_modes, used, note = [], [], None
+        applied_modes, used, note, replaced = [], [], None, {}
         for patch in prep.change.patches:
             shown = str(Path(patch).absolute())
             direct = self.mirror.git("apply", "--cached", "-v", "--whitespace=nowarn", shown,
@@ -210,6 +212,8 @@ class Simulator:
             if resolved.ok:
                 applied_modes.append(modes.RESOLUTION)
                 used += [r for r in resolved.used if r not in used]
+                for path, lines in resolved.replaced.items():
+                    replaced.setdefault(path, set()).update(lines)
                 continue
             note = resolved.note
             failure = explain_apply_failure(result.stdout + "\n" + result.stderr,
@@ -218,7 +222,7 @@ class Simulator:
                                 f"{patch.name}: {failure.reason}", failure.hunk, note=note)
         # git writes no blob that a readable dir already has: the index may now name the pin's own.
         index.objects += [written, *brought]
-        return ApplyOutcome(True, mode=modes.worst(applied_modes), resolutions=used)
+        return ApplyOutcome(True, mode=modes.worst(applied_modes), resolutions=used, replaced=replaced)
 
     def _applies_on(self, tree: str, *preps: PreparedPin) -> bool:
         self._load(self._scratch, tree)
@@ -373,7 +377,8 @@ class Simulator:
                 problems.append(f"{path}: {what}{by}")
                 continue
             counts = line_counts(final_text)
-            missing = [line for line, n in fc.net_added().items() if counts.get(line, 0) < n]
+            exempt = entry.replaced.get(path, ())  # a recorded resolution put its own lines there
+            missing = [line for line, n in fc.net_added().items() if counts.get(line, 0) < n and line not in exempt]
             if missing:
                 total = len(fc.net_added())
                 problems.append(f"{path}: {len(missing)} of {total} added lines gone "
@@ -420,7 +425,7 @@ class Simulator:
                     index.restore(before)
                     result.status, result.detail = "skipped", "no change on top of the earlier pins"
                     continue
-                applied.append(_Applied(spec.id, prep))
+                applied.append(_Applied(spec.id, prep, outcome.replaced))
                 result.status = "applied"
                 result.apply_mode, result.resolutions = outcome.mode, outcome.resolutions or None
                 continue
