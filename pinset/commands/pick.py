@@ -79,5 +79,7 @@ def pick_table(doc: dict) -> Table:
     for b in doc["builds"]:
         style = STYLE[b["verdict"]]
         table.add_row(b["build"], (b["commit"] or "")[:12], f"[{style}]{b['verdict']}[/]",
-                      "\n".join(r["summary"] for r in b["reasons"]))
+                      "\n".join([r["summary"] for r in b["reasons"]]
+                                + [f"pin {pin} applied by recorded resolution {', '.join(ids)}"
+                                   for pin, ids in (b.get("resolved") or {}).items()]))
     return table

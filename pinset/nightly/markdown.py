@@ -34,7 +34,9 @@ def pick_markdown(doc: dict) -> str:
     return _page(f"Base: picked **{picked}**." if picked else "Base: **no build is green**.",
                  ["build", "commit", "verdict", "why"],
                  [[b["build"], f"`{(b['commit'] or '')[:12]}`", b["verdict"],
-                   "; ".join(r["summary"] for r in b["reasons"])] for b in doc["builds"]])
+                   "; ".join([r["summary"] for r in b["reasons"]]
+                             + [f"pin {pin} applied by recorded resolution {', '.join(ids)}"
+                                for pin, ids in (b.get("resolved") or {}).items()])] for b in doc["builds"]])
 
 
 def _page(heading: str, headers: list[str], rows: list[list]) -> str:

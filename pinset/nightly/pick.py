@@ -84,17 +84,22 @@ class BuildPick:
     verdict: str           # one of VERDICTS
     reasons: list[Reason] = field(default_factory=list)
     verify: dict | None = None   # {"ok": bool, "failed_gates": [...], "json": path or null} with --verify
+    resolved: dict[str, list[str]] = field(default_factory=dict)  # pin -> recorded resolutions that applied it
 
     def to_json(self) -> dict:
-        return {"build": self.build, "commit": self.commit, "verdict": self.verdict,
-                "reasons": [r.to_json() for r in self.reasons], "verify": self.verify}
+        out = {"build": self.build, "commit": self.commit, "verdict": self.verdict,
+               "reasons": [r.to_json() for r in self.reasons], "verify": self.verify}
+        if self.resolved:
+            out["resolved"] = {pin: list(ids) for pin, ids in self.resolved.items()}
+        return out
 
     @classmethod
     def from_json(cls, data: dict) -> "BuildPick":
         if data["verdict"] not in VERDICTS:
             raise PinsetError(f"pick result: unknown verdict {data['verdict']!r}")
         return cls(data["build"], data.get("commit"), data["verdict"],
-                   [Reason.from_json(r) for r in data.get("reasons", [])], data.get("verify"))
+                   [Reason.from_json(r) for r in data.get("reasons", [])], data.get("verify"),
+                   {k: list(v) for k, v in (data.get("resolved") or {}).items()})
 
 
 @dataclass
@@ -140,7 +145,8 @@ def pick(pinset: PinSet, mirror: Mirror, prepared: dict[str, PreparedPin], newes
             rows.append(BuildPick(build.name, build.commit, "not green",
                                   [_reason(p) for p in result.pins if not p.ok]))
             continue
-        row = BuildPick(build.name, build.commit, "picked")
+        row = BuildPick(build.name, build.commit, "picked",
+                        resolved={p.id: list(p.resolutions) for p in result.pins if p.resolutions})
         if confirm is not None:
             ok, summary = confirm(build, result)
             row.verify = {"ok": ok, **summary}
