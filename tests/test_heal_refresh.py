@@ -145,3 +145,23 @@ def test_refresh_whose_new_series_would_change_the_tree_writes_nothing(moved, tm
     assert "nothing written" in capsys.readouterr().err
     assert {p.name: p.read_bytes() for p in folder.iterdir()} == before
     assert not list(folder.parent.glob(".p.pinset-*"))
+
+
+def test_interrupted_write_leaves_the_patches_untouched(moved, tmp_path, capsys, monkeypatch):
+    """Ctrl-C while the new folder is being staged: the pin's folder is the old one, nothing left beside it."""
+    import shutil
+
+    _, pins_yaml, folder = moved
+    before = {p.name: p.read_bytes() for p in folder.iterdir()}
+    real, calls = shutil.copyfile, []
+
+    def interrupted(src, dst, *a, **kw):
+        calls.append(dst)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return real(src, dst, *a, **kw)
+
+    monkeypatch.setattr("pinset.heal.series.shutil.copyfile", interrupted)
+    assert main(["refresh", "p", "-c", str(pins_yaml), "--onto", "b2", "--write"]) == 130
+    assert {p.name: p.read_bytes() for p in folder.iterdir()} == before
+    assert not list(folder.parent.glob(".p.pinset-*"))

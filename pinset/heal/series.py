@@ -24,8 +24,8 @@ def stage_folder(folder: Path, patches: list[Path], resolutions: dict[str, str] 
     """The new folder beside `folder`: its other files kept, its `*.patch` replaced by `patches`,
     `resolutions` (file name -> text) added to its ledger."""
     new = folder.parent / f".{folder.name}.pinset-new-{uuid.uuid4().hex[:8]}"
-    shutil.copytree(folder, new, symlinks=True)
     try:
+        shutil.copytree(folder, new, symlinks=True)
         for old in new.glob("*.patch"):
             old.unlink()
         for patch in patches:
