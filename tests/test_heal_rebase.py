@@ -64,6 +64,18 @@ def test_rebase_stops_at_the_conflict_continue_exports_records_and_heals_the_gri
     assert main(["apply", "-c", str(pins_yaml), "--build", "b1", "--out", str(tmp_path / "b1-after")]) == 0
     assert subprocess.run(["git", "diff", "--no-index", "--quiet", str(tmp_path / "b1-before"),
                            str(tmp_path / "b1-after")]).returncode == 0
+    # pick and blame count the pin as applied there, and say so.
+    pick = tmp_path / "pick.json"
+    assert main(["pick", "-c", str(pins_yaml), "--builds", "b1,b2", "--json", str(pick),
+                 "--markdown", str(tmp_path / "pick.md")]) == 0
+    doc = json.loads(pick.read_text())
+    assert doc["picked"] == "b2" and doc["builds"][0]["resolved"] == {"p": ["0001-a.txt"]}
+    assert "pin p applied by recorded resolution 0001-a.txt" in (tmp_path / "pick.md").read_text()
+    blame = tmp_path / "blame.json"
+    assert main(["blame", "-c", str(pins_yaml), "--good", "b1", "--bad", "b4", "--json", str(blame)]) == 0
+    pin = json.loads(blame.read_text())["pins"][0]
+    assert pin["status"] == "ok" and pin["resolutions"] == ["0001-a.txt"]
+    assert pin["summary"] == "fine on both ends (applied by recorded resolution 0001-a.txt)"
     # A build whose conflict is another one: the resolution is ignored with a note, never forced.
     git(up.path, "checkout", "-q", "-b", "side", "b1")
     (up.path / "a.txt").write_text((up.path / "a.txt").read_text().replace("line 20\n", "line 20 other\n"))
