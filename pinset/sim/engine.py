@@ -184,8 +184,9 @@ class Simulator:
         self.mirror.git_ok("update-index", "-z", "--index-info", index=full, input=entries + gone)
         return self.mirror.write_tree(full)
 
-    def _apply(self, index: _Index, prep: PreparedPin) -> ApplyOutcome:
-        """`git apply --cached --3way` each patch; git reads only the index's and the pin's blobs."""
+    def _apply(self, index: _Index, prep: PreparedPin, how: bool = False) -> ApplyOutcome:
+        """`git apply --cached --3way` each patch; git reads only the index's and the pin's blobs.
+        `how`: the apply that counts (not a probe) also learns how each patch applied (below)."""
         written, brought = self._new_dir(), self._objects_of(prep)
         env = self.mirror.objects_env(written, [*index.objects, *brought])
         # --3way writes a conflicted new file (add/add) into the work tree even with --cached: without one of
@@ -199,8 +200,8 @@ class Simulator:
         for patch in prep.change.patches:
             shown = str(Path(patch).absolute())
             direct = self.mirror.git("apply", "--cached", "-v", "--whitespace=nowarn", shown,
-                                     index=index.path, env=env, work_tree=work_tree)
-            if direct.ok:
+                                     index=index.path, env=env, work_tree=work_tree) if how else None
+            if direct is not None and direct.ok:
                 applied_modes.append(modes.direct_mode(direct.stderr))
                 continue
             result = self.mirror.git("apply", "--cached", "--3way", "--whitespace=nowarn", shown,
@@ -419,7 +420,7 @@ class Simulator:
             # The index file itself is the snapshot: restoring its bytes rolls a failed pin back, and
             # unchanged bytes mean the pin changed nothing (no write-tree per pin).
             before = index.snapshot()
-            outcome = self._apply(index, prep)
+            outcome = self._apply(index, prep, how=True)
             if outcome.ok:
                 if index.path.read_bytes() == before[0]:
                     index.restore(before)
