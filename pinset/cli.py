@@ -23,6 +23,8 @@ COMMANDS = {
     "pick": "name the newest upstream build on which the pin set is green",
     "blame": "bisect upstream to the commit that broke (or landed) each pin",
     "apply": "materialise the pinned tree of one build into a folder",
+    "refresh": "rewrite series so they apply exactly on a build (same commits, moved context)",
+    "rebase": "resolve a series' conflict on a build in a worktree; record the resolution",
     "verify": "build the pinned tree and prove it: CPU gate, CUDA build, tests, feature checks",
     "kld": "KL divergence of base and head CUDA paths against a CPU reference",
     "bench": "interleaved llama-bench of base vs head with statistics",

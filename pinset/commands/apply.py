@@ -54,7 +54,8 @@ def run(args) -> int:
                           f"(see `pinset sim`); nothing written to {out} (--bare writes the build alone)")
             return 1
         write_tree(sim.mirror, build.tree if args.bare else result.tree, out)
-    applied = [p.id for p in result.pins if p.status == "applied"]
+    applied = [p.id + (f" (recorded resolution {', '.join(p.resolutions)})" if p.resolutions else "")
+               for p in result.pins if p.status == "applied"]
     console.print(f"wrote {build.name} ({build.commit[:12]})"
                   + ("" if args.bare else f" + {len(applied)} pins ({', '.join(applied) or 'none'})") + f" to {out}")
     optional = [p.id for p in result.pins if not p.required and not p.ok]

@@ -84,7 +84,9 @@ def sim_table(result) -> Table:
         cells = []
         for b in result.builds:
             p = b.pins[i]
-            text = f"[{STYLE[p.status]}]{p.status}[/]"
+            text = f"[{STYLE[p.status]}]{p.status_text}[/]"
+            if p.status == "applied" and p.apply_mode in ("offset", "3-way"):
+                text += f" [dim]({p.apply_mode}: needs a refresh)[/]"
             if p.conflict_with:
                 text += f" ← {p.conflict_with}"
             if p.retire:

@@ -21,6 +21,7 @@ from pinset.config.patches import SeriesProblem, patch_series, single_patch
 from pinset.config.reading import compose, decode_utf8, read_regular_file
 from pinset.errors import ConfigError, ToolchainError
 from pinset.config.selectors import looks_like_selector, parse_selector, specifier
+from pinset.heal.ledger import resolution_files
 
 SHA_RE = re.compile(r"^[0-9a-f]{7,40}$")
 FULL_SHA_RE = re.compile(r"^[0-9a-f]{40}$")
@@ -144,6 +145,8 @@ class PinSet:
             if pin.patches is not None:
                 for patch in pin.patch_files():
                     h.update(patch.read_bytes())
+                for recorded in resolution_files(pin.patches):  # they change what is applied
+                    h.update(recorded.name.encode() + b"\0" + recorded.read_bytes())
             else:
                 h.update((pin.commit or "").encode())
         return h.hexdigest()[:16]

@@ -80,6 +80,7 @@ class PinBlame:
     detail: str | None = None
     steps: int = 0        # probes that narrowed this pin's range
     monotone: bool | None = None   # bisected pins: False when probes saw it flip more than once
+    resolutions: list[str] = field(default_factory=list)  # recorded resolutions that applied it on --good/--bad
 
     @property
     def broke(self) -> bool:
@@ -87,6 +88,11 @@ class PinBlame:
 
     def summary(self) -> str:
         """One line for tables and comments."""
+        if self.resolutions:  # applied all the same, and said so
+            return self._summary() + f" (applied by recorded resolution {', '.join(self.resolutions)})"
+        return self._summary()
+
+    def _summary(self) -> str:
         if not self.broke:
             return {"ok": "fine on both ends"}.get(self.status, f"already {self.good_status} on --good: not bisected")
         fb = self.first_bad
@@ -109,14 +115,16 @@ class PinBlame:
                 "last_good": self.last_good.to_json() if self.last_good else None,
                 "first_bad": self.first_bad.to_json() if self.first_bad else None,
                 "files": list(self.files), "problems": list(self.problems), "conflict_with": self.conflict_with,
-                "detail": self.detail, "steps": self.steps, "monotone": self.monotone, "summary": self.summary()}
+                "detail": self.detail, "steps": self.steps, "monotone": self.monotone, "summary": self.summary(),
+                **({"resolutions": list(self.resolutions)} if self.resolutions else {})}
 
     @classmethod
     def from_json(cls, data: dict) -> "PinBlame":
         ref = lambda d: CommitRef.from_json(d) if d else None  # noqa: E731
         return cls(data["id"], data["status"], data["good_status"], data["bad_status"], ref(data.get("last_good")),
                    ref(data.get("first_bad")), list(data.get("files", [])), list(data.get("problems", [])),
-                   data.get("conflict_with"), data.get("detail"), int(data.get("steps", 0)), data.get("monotone"))
+                   data.get("conflict_with"), data.get("detail"), int(data.get("steps", 0)), data.get("monotone"),
+                   list(data.get("resolutions", [])))
 
 
 @dataclass
@@ -215,6 +223,8 @@ def blame(pinset: PinSet, mirror: Mirror, prepared: dict[str, PreparedPin], good
         pins.append(PinBlame(pin, pin_state(at), good_states[pin], bad_states[pin],
                              _ref(mirror, line[f.last_good]), _ref(mirror, line[f.first_bad]), files, problems,
                              at.conflict_with, at.detail, f.steps, f.monotone))
+    for entry in pins:
+        entry.resolutions = sorted({*(at_good[entry.id].resolutions or []), *(at_bad[entry.id].resolutions or [])})
     probes = len({index for index, _ in probed} - {0, len(line) - 1})
     return BlameResult(pinset.digest, BuildRef(good.name, good.oid), BuildRef(bad.name, bad.oid), len(line) - 1,
                        probes, pins)

@@ -46,7 +46,9 @@ def dropped_text(doc: dict) -> str:
 
 def why_text(b: dict, sep: str = "; ") -> str:
     """A pick row's reasons, and on a green build the optional pins it drops ("dropped: pin x (optional) ...")."""
-    return sep.join([r["summary"] for r in b["reasons"]] + [f"dropped: {r['summary']}" for r in b.get("dropped") or []])
+    return sep.join([r["summary"] for r in b["reasons"]] + [f"dropped: {r['summary']}" for r in b.get("dropped") or []]
+                    + [f"pin {pin} applied by recorded resolution {', '.join(ids)}"
+                       for pin, ids in (b.get("resolved") or {}).items()])
 
 
 def _page(heading: str, headers: list[str], rows: list[list]) -> str:

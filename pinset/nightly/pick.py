@@ -85,12 +85,15 @@ class BuildPick:
     reasons: list[Reason] = field(default_factory=list)
     verify: dict | None = None   # {"ok": bool, "failed_gates": [...], "json": path or null} with --verify
     dropped: list[Reason] = field(default_factory=list)   # green build: the optional pins not fine on it
+    resolved: dict[str, list[str]] = field(default_factory=dict)  # pin -> recorded resolutions that applied it
 
     def to_json(self) -> dict:
         out = {"build": self.build, "commit": self.commit, "verdict": self.verdict,
                "reasons": [r.to_json() for r in self.reasons], "verify": self.verify}
         if self.dropped:
             out["dropped"] = [r.to_json() for r in self.dropped]
+        if self.resolved:
+            out["resolved"] = {pin: list(ids) for pin, ids in self.resolved.items()}
         return out
 
     @classmethod
@@ -99,7 +102,8 @@ class BuildPick:
             raise PinsetError(f"pick result: unknown verdict {data['verdict']!r}")
         return cls(data["build"], data.get("commit"), data["verdict"],
                    [Reason.from_json(r) for r in data.get("reasons", [])], data.get("verify"),
-                   [Reason.from_json(r) for r in data.get("dropped", [])])
+                   [Reason.from_json(r) for r in data.get("dropped", [])],
+                   {k: list(v) for k, v in (data.get("resolved") or {}).items()})
 
 
 @dataclass
@@ -151,7 +155,8 @@ def pick(pinset: PinSet, mirror: Mirror, prepared: dict[str, PreparedPin], newes
             rows.append(BuildPick(build.name, build.commit, "not green",
                                   [_reason(p) for p in result.pins if not p.ok]))
             continue
-        row = BuildPick(build.name, build.commit, "picked", dropped=[_reason(p) for p in result.pins if not p.ok])
+        row = BuildPick(build.name, build.commit, "picked", dropped=[_reason(p) for p in result.pins if not p.ok],
+                        resolved={p.id: list(p.resolutions) for p in result.pins if p.resolutions})
         if confirm is not None:
             ok, summary = confirm(build, result)
             row.verify = {"ok": ok, **summary}

@@ -344,6 +344,7 @@ def _pinset(m: Merged) -> list[str]:
                 conflicts.append(f"- **{b['build']}** `{p['id']}`: {sim_cell(p)} in {files}{cause}")
     if conflicts:
         out += ["Conflicts and errors (cause):", "", *conflicts, ""]
+    out += refresh_lines(m.sim)
     retire = []
     for pin_id in _ordered(p["id"] for b in m.sim["builds"] for p in b["pins"]):
         up = [b["build"] for b in m.sim["builds"] if (_sim_pin(b, pin_id) or {}).get("retire")]
@@ -355,6 +356,18 @@ def _pinset(m: Merged) -> list[str]:
         retire.append(text)
     out += ["Pins to retire:", "", *retire, ""] if retire else ["No pin is upstream yet.", ""]
     return out
+
+
+def refresh_lines(sim: dict) -> list[str]:
+    """One line per pin that applies but not exactly (offset, 3-way): it needs a `pinset refresh`."""
+    lines = []
+    for pin_id in _ordered(p["id"] for b in sim["builds"] for p in b["pins"]):
+        loose = [f"{b['build']} ({p['apply_mode']})" for b in sim["builds"] for p in b["pins"]
+                 if p["id"] == pin_id and p["status"] == "applied" and p.get("apply_mode") in ("offset", "3-way")]
+        if loose:
+            lines.append(f"- `{pin_id}` needs a refresh: applies but not exactly on {', '.join(loose)} "
+                         f"(`pinset refresh {pin_id} --onto BUILD`)")
+    return [*lines, ""] if lines else []
 
 
 # --- base and blame -------------------------------------------------------------------------------

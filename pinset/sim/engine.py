@@ -20,6 +20,8 @@ from pathlib import Path
 
 from pinset.config.schema import PinSet
 from pinset.errors import UpstreamError
+from pinset.heal import modes
+from pinset.heal.resolve import LedgerApply
 from pinset.sim.apply_errors import conflict_place, explain_apply_failure
 from pinset.sim.changes import MovedMatch, PinChange, line_counts, series_base
 from pinset.sim.model import BuildResult, Contract, PinResult, SimResult
@@ -39,6 +41,10 @@ class ApplyOutcome:
     hunk: list[str] = field(default_factory=list)
     hunk_path: str | None = None
     patch_text: str = ""     # the patch that failed (for the conflict's detail: sim/apply_errors.conflict_place)
+    mode: str | None = None                                 # how it applied (pinset.heal.modes)
+    resolutions: list[str] = field(default_factory=list)    # the recorded resolutions it used
+    note: str | None = None                                 # a recorded resolution that did not match
+    replaced: dict[str, set[str]] = field(default_factory=dict)  # path -> pin lines a resolution replaced
 
 
 @dataclass
@@ -60,6 +66,7 @@ class _Index:
 class _Applied:
     pin_id: str
     prep: PreparedPin
+    replaced: dict[str, set[str]] = field(default_factory=dict)  # its contract expects the resolution's lines
 
     @property
     def change(self) -> PinChange:
@@ -89,6 +96,7 @@ class Simulator:
         # conflict) and turn off the attribution of conflicts.
         self.look_for_moved_code: bool | set[str] = True
         self.attribute_conflicts = True
+        self._ledger = LedgerApply(mirror)
 
     # --- git primitives -------------------------------------------------------------------
     def _new_dir(self, blobs=()) -> Path:
@@ -178,8 +186,9 @@ class Simulator:
         self.mirror.git_ok("update-index", "-z", "--index-info", index=full, input=entries + gone)
         return self.mirror.write_tree(full)
 
-    def _apply(self, index: _Index, prep: PreparedPin) -> ApplyOutcome:
-        """`git apply --cached --3way` each patch; git reads only the index's and the pin's blobs."""
+    def _apply(self, index: _Index, prep: PreparedPin, how: bool = False) -> ApplyOutcome:
+        """`git apply --cached --3way` each patch; git reads only the index's and the pin's blobs.
+        `how`: the apply that counts (not a probe) also learns how each patch applied (below)."""
         written, brought = self._new_dir(), self._objects_of(prep)
         env = self.mirror.objects_env(written, [*index.objects, *brought])
         # --3way writes a conflicted new file (add/add) into the work tree even with --cached: without one of
@@ -187,30 +196,54 @@ class Simulator:
         # answer. An empty folder (a failed patch ends the pin), removed with the mirror's scratch.
         work_tree = self.mirror.fresh_path("apply-tree")
         work_tree.mkdir()
+        # As `git am -3`: the patch as it is first (its -v output tells exact from offset), a 3-way merge only
+        # when that fails, then the pin's recorded resolutions for the conflicts left. A series goes in one
+        # `git apply` (a queue of 36 patches is one process, not 36) where it applies as a whole; else patch by
+        # patch from the same start, to name the patch that fails.
         patches = [str(Path(patch).absolute()) for patch in prep.change.patches]
-        if len(patches) > 1:
-            # A series in one `git apply` (a queue of 36 patches is one process, not 36) where it applies
-            # as a whole; else patch by patch from the same start, to name the patch that fails.
+        whole_tries = ([["-v"]] if how else []) + ([["--3way"]] if len(patches) > 1 else [])
+        for extra in whole_tries:
             before = index.path.read_bytes()
-            if self.mirror.git("apply", "--cached", "--3way", "--whitespace=nowarn", *patches,
-                               index=index.path, env=env, work_tree=work_tree).ok:
+            whole = self.mirror.git("apply", "--cached", *extra, "--whitespace=nowarn", *patches,
+                                    index=index.path, env=env, work_tree=work_tree)
+            if whole.ok:
                 index.objects += [written, *brought]
-                return ApplyOutcome(True)
+                mode = (modes.direct_mode(whole.stderr) if extra == ["-v"] else modes.THREE_WAY) if how else None
+                return ApplyOutcome(True, mode=mode)
             index.path.write_bytes(before)
             written, work_tree = self._new_dir(), self.mirror.fresh_path("apply-tree")
             work_tree.mkdir()
             env = self.mirror.objects_env(written, [*index.objects, *brought])
+        applied_modes, used, note, replaced = [], [], None, {}
         for patch in prep.change.patches:
-            result = self.mirror.git("apply", "--cached", "--3way", "--whitespace=nowarn", str(Path(patch).absolute()),
+            shown = str(Path(patch).absolute())
+            # a lone patch's direct apply was the whole try above
+            direct = self.mirror.git("apply", "--cached", "-v", "--whitespace=nowarn", shown,
+                                     index=index.path, env=env, work_tree=work_tree) \
+                if how and len(patches) > 1 else None
+            if direct is not None and direct.ok:
+                applied_modes.append(modes.direct_mode(direct.stderr))
+                continue
+            result = self.mirror.git("apply", "--cached", "--3way", "--whitespace=nowarn", shown,
                                      index=index.path, env=env, work_tree=work_tree)
-            if not result.ok:
-                text = patch.read_text(encoding="utf-8", errors="replace")
-                failure = explain_apply_failure(result.stdout + "\n" + result.stderr, text)
-                return ApplyOutcome(False, sorted(failure.files) or sorted(prep.change.files),
-                                    f"{patch.name}: {failure.reason}", failure.hunk, failure.hunk_path, text)
+            if result.ok:
+                applied_modes.append(modes.THREE_WAY)
+                continue
+            resolved = self._ledger.resolve(prep.spec, index.path, env, work_tree)
+            if resolved.ok:
+                applied_modes.append(modes.RESOLUTION)
+                used += [r for r in resolved.used if r not in used]
+                for path, lines in resolved.replaced.items():
+                    replaced.setdefault(path, set()).update(lines)
+                continue
+            note = resolved.note
+            text = patch.read_text(encoding="utf-8", errors="replace")
+            failure = explain_apply_failure(result.stdout + "\n" + result.stderr, text)
+            return ApplyOutcome(False, sorted(failure.files) or sorted(prep.change.files),
+                                f"{patch.name}: {failure.reason}", failure.hunk, failure.hunk_path, text, note=note)
         # git writes no blob that a readable dir already has: the index may now name the pin's own.
         index.objects += [written, *brought]
-        return ApplyOutcome(True)
+        return ApplyOutcome(True, mode=modes.worst(applied_modes), resolutions=used, replaced=replaced)
 
     def _applies_on(self, tree: str, *preps: PreparedPin) -> bool:
         self._load(self._scratch, tree)
@@ -378,7 +411,8 @@ class Simulator:
                 problems.append(f"{path}: {what}{by}")
                 continue
             counts = line_counts(final_text)
-            missing = [line for line, n in fc.net_added().items() if counts.get(line, 0) < n]
+            exempt = entry.replaced.get(path, ())  # a recorded resolution put its own lines there
+            missing = [line for line, n in fc.net_added().items() if counts.get(line, 0) < n and line not in exempt]
             if missing:
                 total = len(fc.net_added())
                 problems.append(f"{path}: {len(missing)} of {total} added lines gone "
@@ -420,14 +454,15 @@ class Simulator:
             # The index file itself is the snapshot: restoring its bytes rolls a failed pin back, and
             # unchanged bytes mean the pin changed nothing (no write-tree per pin).
             before = index.snapshot()
-            outcome = self._apply(index, prep)
+            outcome = self._apply(index, prep, how=True)
             if outcome.ok:
                 if index.path.read_bytes() == before[0]:
                     index.restore(before)
                     result.status, result.detail = "skipped", "no change on top of the earlier pins"
                     continue
-                applied.append(_Applied(spec.id, prep))
+                applied.append(_Applied(spec.id, prep, outcome.replaced))
                 result.status = "applied"
+                result.apply_mode, result.resolutions = outcome.mode, outcome.resolutions or None
                 continue
             index.restore(before)  # roll back the half-applied pin (and forget the blobs it wrote)
             earlier = [self.prepared[e.id] for e in self.pinset.pins[:len(results) - 1]]
@@ -446,7 +481,7 @@ class Simulator:
             result.files = outcome.conflict_files
             result.conflict_with = self._attribute(prep, outcome.conflict_files, build, applied) \
                 if self.attribute_conflicts else None
-            result.detail = outcome.message
+            result.detail = outcome.message + (f"; {outcome.note}" if outcome.note else "")
             result.hunk, result.build_has = conflict_place(outcome.hunk, outcome.hunk_path, outcome.conflict_files,
                                                            outcome.patch_text,
                                                            lambda path: self.mirror.read_blob(build.tree, path))

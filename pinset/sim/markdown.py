@@ -9,6 +9,8 @@ ICON = {"applied": "✅", "upstream": "⏫", "conflict": "❌", "skipped": "⏭�
 
 def cell(pin: dict) -> str:
     text = f"{ICON.get(pin['status'], '')} {pin['status']}"
+    if pin["status"] == "applied" and pin.get("resolutions"):
+        text += f" (recorded resolution {', '.join(pin['resolutions'])})"
     if pin.get("conflict_with"):
         text += f" with `{pin['conflict_with']}`"
     if pin.get("retire"):

@@ -9,6 +9,7 @@ from pinset.results import SCHEMAS, Doc
 
 STATUSES = ("applied", "conflict", "upstream", "skipped", "error")
 BASE_RELATIONS = ("older", "contains", "diverged")  # a build against the pin's base commit
+APPLY_MODES = ("exact", "offset", "3-way", "resolution")  # how an applied pin applied (pinset.heal.modes)
 
 
 def is_cuda_path(path: str) -> bool:
@@ -38,6 +39,15 @@ class PinResult:
     base_relation: str | None = None    # upstream conflicts on git builds: build vs pin base (older|contains|diverged)
     evidence: list[str] | None = None   # pins.yaml `evidence:` (the kinds the pin needs); None: derived from touched
     build_has: object | None = None     # conflicts: the build's lines where `hunk` wants to change it (BuildPlace)
+    apply_mode: str | None = None       # applied pins: exact|offset|3-way|resolution (None: not known, old file)
+    resolutions: list[str] | None = None  # applied by the recorded resolutions named (the ledger, docs/heal.md)
+
+    @property
+    def status_text(self) -> str:
+        """`applied (recorded resolution R)` for a pin the ledger applied, else the status."""
+        if self.status == "applied" and self.resolutions:
+            return f"applied (recorded resolution {', '.join(self.resolutions)})"
+        return self.status
 
     @property
     def ok(self) -> bool:
@@ -57,7 +67,8 @@ class PinResult:
                    d.num("carried_fraction", null=True, default=None),
                    _touched(d), d.strs("hunk", default=None) or None,
                    d.choice("base_relation", BASE_RELATIONS, default=None),
-                   d.strs("evidence", default=None) or None, _build_has(d))
+                   d.strs("evidence", default=None) or None, _build_has(d),
+                   d.choice("apply_mode", APPLY_MODES, default=None), d.strs("resolutions", default=None) or None)
 
 
 def _build_has(d: Doc):
@@ -145,4 +156,8 @@ def _pin_json(p: PinResult) -> dict:
         out["evidence"] = list(p.evidence)
     if p.build_has is not None:
         out["build_has"] = p.build_has.to_json()
+    if p.apply_mode:
+        out["apply_mode"] = p.apply_mode
+    if p.resolutions:
+        out["resolutions"] = list(p.resolutions)
     return out

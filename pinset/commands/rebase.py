@@ -1,0 +1,176 @@
+"""`pinset rebase`: resolve a local series' conflict on a build by hand, in a worktree the user sees.
+
+`PIN --onto BUILD` leaves `./pinset-rebase-PIN` (or --worktree) at BUILD with the earlier pins as
+commits and `git am -3` of the series stopped at the conflict; `--continue` checks the resolution,
+finishes, exports the series into the pin's folder with the resolutions recorded in its ledger, runs sim
+on pins.yaml's builds and removes the worktree; `--abort` removes it and changes nothing. `OWNER#N
+--as-series patches/NAME` turns a PR pin into a series pin (pinset/heal/as_series.py). See docs/heal.md.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pinset.commands.common import add_config_args, open_config
+from pinset.commands.refresh import one_build, write_folders
+from pinset.config.schema import load_pinset
+from pinset.errors import PinsetError
+from pinset.heal.rebase import State, Stop, current_patch, has_markers, record_stop, unmerged
+from pinset.heal.worktree import Worktree, check_outside_cache, replay, safe_name
+from pinset.output import console
+from pinset.sim.run import simulate
+from pinset.store import cache_tmp, scratch_dir
+from pinset.upstream.mirror import Mirror
+
+
+def add_parser(sub):
+    p = sub.add_parser(
+        "rebase", help="resolve a series' conflict on a build in a worktree; record the resolution",
+        description="PIN --onto BUILD: a git worktree (default ./pinset-rebase-PIN) at BUILD with every earlier "
+                    "pin applied as commits and the pin's series in `git am -3`, stopped at the conflict. Resolve "
+                    "the markers, `git add`, then --continue: the series is exported into the pin's folder (as "
+                    "refresh does), each resolution recorded in its ledger (patches/PIN/resolutions/), sim re-run "
+                    "on pins.yaml's builds, the worktree removed. --abort removes the worktree, changes nothing. "
+                    "A PR pin: OWNER#N --as-series patches/NAME makes it a local series pin in pins.yaml.")
+    add_config_args(p, builds=False)
+    p.add_argument("pin", metavar="PIN", help="the pin id")
+    what = p.add_mutually_exclusive_group(required=True)
+    what.add_argument("--onto", metavar="BUILD", help="start: the build to rebase the series onto")
+    what.add_argument("--continue", dest="cont", action="store_true", help="finish after resolving and staging")
+    what.add_argument("--abort", action="store_true", help="remove the worktree; change nothing")
+    what.add_argument("--as-series", metavar="FOLDER", help="PR pin: export it into FOLDER as a series pin")
+    p.add_argument("--worktree", metavar="DIR", help="the worktree (default ./pinset-rebase-PIN)")
+    return p
+
+
+def run(args) -> int:
+    if args.as_series:
+        from pinset.heal.as_series import as_series
+        return as_series(args)
+    pinset, store = open_config(args)
+    try:
+        spec = pinset.pin(args.pin)
+    except KeyError:
+        raise PinsetError(f"no pin {args.pin!r} in {args.config} (pins: {', '.join(p.id for p in pinset.pins)})") from None
+    if spec.patches is None:
+        raise PinsetError(f"pin {spec.id} is a PR pin: its commits cannot be edited; "
+                          f"`pinset rebase {spec.id} --as-series patches/NAME` makes it a local series first")
+    where = Path(args.worktree or f"pinset-rebase-{safe_name(spec.id)}").absolute()
+    check_outside_cache(where, store.root, "--worktree")
+    if args.onto:
+        return _start(args, pinset, store, spec, where)
+    state = _state(where, spec.id)
+    if args.abort:
+        with Mirror(store.mirror) as mirror:
+            Worktree(mirror, where).remove()
+        console.print(f"removed {where}; nothing changed")
+        return 0
+    return _continue(args, store, spec, where, state)
+
+
+def _state(where: Path, pin_id: str) -> State:
+    if not where.is_dir():
+        raise PinsetError(f"no rebase of {pin_id} in progress: {where} does not exist (start one with --onto BUILD)")
+    git_file = where / ".git"
+    state = None
+    if git_file.is_file():
+        text = git_file.read_text(errors="replace").strip()
+        if text.startswith("gitdir: "):
+            state = State.load(Path(text[8:]))
+    if state is None or state.pin != pin_id:
+        raise PinsetError(f"no rebase of {pin_id} in progress in {where} (not a `pinset rebase` worktree of it)")
+    return state
+
+
+def _start(args, pinset, store, spec, where: Path) -> int:
+    if where.exists() or where.is_symlink():
+        raise PinsetError(f"--worktree {where}: already exists (a rebase in progress? `pinset rebase {spec.id} "
+                          f"--continue` or `--abort`; else remove it); nothing changed")
+    with simulate(pinset, one_build(pinset, args.onto, "--onto"), store) as sim:
+        build, result = sim.build(sim.builds[0].name)
+        pin = next(p for p in result.pins if p.id == spec.id)
+        if pin.status != "conflict":
+            hint = " (`pinset refresh` makes it apply exactly)" if pin.status == "applied" and pin.apply_mode != "exact" else ""
+            console.print(f"{spec.id} on {build.name}: {pin.status_text}{hint}; nothing to rebase, nothing changed")
+            return 0 if pin.status in ("applied", "upstream") else 1
+        tree = Worktree.add(sim.mirror, where, build.oid)
+        try:
+            replay(tree, pinset, sim.prepared, result, until=spec.id)
+            state = State(spec.id, build.name, build.oid, str(pinset.path), tree.head(),
+                          [p.name for p in spec.patch_files()])
+            applied = tree.am(spec.patch_files())
+        except BaseException:
+            tree.remove()
+            raise
+        if applied.ok:
+            console.print(f"{spec.id}: `git am -3` applies it on {build.name} after all; finishing")
+            state.save(tree.git_dir())
+            return _finish(store, spec, where, state, sim.mirror)
+        return _stopped(tree, state)
+
+
+def _stopped(tree: Worktree, state: State) -> int:
+    stages = unmerged(tree)
+    patch = current_patch(tree, state.names)
+    state.stops.append(Stop(patch, {path: [s.get(1, ""), s.get(2, ""), s.get(3, "")] for path, s in stages.items()
+                                    if set(s) == {1, 2, 3}}))
+    state.save(tree.git_dir())
+    files = " ".join(sorted(stages)) or "(no markers: git could not merge; apply `git am --show-current-patch=diff` by hand)"
+    console.print(f"{state.pin} conflicts on {state.build} at {patch}: resolve {files} in {tree.path}", soft_wrap=True)
+    console.print(f"then stage the result: git -C {tree.path} add {' '.join(sorted(stages)) or '<files>'}", soft_wrap=True)
+    console.print(f"then: pinset rebase {state.pin} --continue   (or --abort: remove the worktree, change nothing)",
+                  soft_wrap=True)
+    return 1
+
+
+def _continue(args, store, spec, where: Path, state: State) -> int:
+    with Mirror(store.mirror) as mirror:
+        tree = Worktree(mirror, where)
+        if not (tree.git_dir() / "rebase-apply").is_dir():
+            raise PinsetError(f"no `git am` in progress in {where}: --abort removes it")
+        stop = state.stops[-1] if state.stops else Stop("?")
+        still = sorted(unmerged(tree))
+        if still:
+            console.print(f"[red]not resolved yet:[/] {' '.join(still)} (resolve, `git add`, then --continue); nothing changed")
+            return 1
+        marked = [p for p in stop.files if has_markers(tree.git("show", f":{p}").stdout)]
+        if marked:
+            console.print(f"[red]conflict markers left in:[/] {' '.join(marked)} (resolve them, `git add`, "
+                          f"then --continue); nothing changed")
+            return 1
+        unstaged = tree.git("diff", "--name-only").stdout.split()
+        if unstaged:
+            console.print(f"[red]changes not staged:[/] {' '.join(unstaged)} (`git add` them, or `git checkout` "
+                          f"them away, then --continue); nothing changed")
+            return 1
+        folder = spec.patches
+        with scratch_dir(cache_tmp(store.root), "rebase-") as scratch:
+            for note in record_stop(tree, state, stop, folder, scratch):
+                console.print(f"[yellow]note:[/] {note}")
+        state.save(tree.git_dir())
+        done = tree.git("am", "--continue", env={"GIT_EDITOR": "true"})
+        if not done.ok:
+            if (tree.git_dir() / "rebase-apply").is_dir() and unmerged(tree):
+                return _stopped(tree, state)
+            console.print(f"[red]git am --continue:[/] {done.tail(3)}")
+            return 1
+        return _finish(store, spec, where, state, mirror)
+
+
+def _finish(store, spec, where: Path, state: State, mirror) -> int:
+    tree = Worktree(mirror, where)
+    with scratch_dir(cache_tmp(store.root), "rebase-") as scratch:
+        new = tree.export(state.start, state.build_oid, scratch / "new", state.names)
+        write_folders([(spec.patches, new, state.recorded)])
+    tree.remove()
+    shown = ", ".join(sorted(state.recorded)) or "none"
+    console.print(f"wrote {len(new)} patches to {spec.patches} (base {state.build_oid[:12]}); "
+                  f"resolutions recorded: {shown}")
+    pinset = load_pinset(state.config)
+    with simulate(pinset, list(pinset.builds), store) as sim:
+        for b in sim.result.builds:
+            pin = next(p for p in b.pins if p.id == spec.id)
+            console.print(f"  {spec.id} on {b.build}: {pin.status_text}"
+                          + (f" ({pin.apply_mode})" if pin.status == "applied" and pin.apply_mode else "")
+                          + (f": {pin.detail}" if pin.status != "applied" and pin.detail else ""), soft_wrap=True)
+    return 0

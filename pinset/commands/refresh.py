@@ -1,0 +1,101 @@
+"""`pinset refresh`: rewrite series that apply, but not exactly, on a build so that they apply exactly.
+
+Without --write it shows the `git range-diff` of old and new series and changes nothing; with --write it
+replaces each refreshed pin's patch files (the folder swapped whole: see pinset/heal/series.py), only
+after the proof (pinset/heal/refresh.py) held for every pin.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+
+from pinset.commands.common import add_config_args, open_config
+from pinset.errors import PinsetError
+from pinset.heal import modes
+from pinset.heal.refresh import prove, refresh_series
+from pinset.heal.series import stage_folder, swap_in
+from pinset.output import console
+from pinset.sim.run import pick_builds, simulate
+from pinset.store import scratch_dir, cache_tmp
+
+
+def add_parser(sub):
+    p = sub.add_parser(
+        "refresh", help="rewrite series so they apply exactly on a build (same commits, moved context)",
+        description="For each local-series pin (PIN..., default: every series that applies on BUILD but not "
+                    "exactly: offset or 3-way), replay its commits on BUILD after the earlier pins and export "
+                    "them again with `git format-patch --base=<BUILD>`: same messages, authors, dates and order, "
+                    "only context and line numbers moved. Checked before anything is written: the pin set with "
+                    "the new series gives the same tree on BUILD as now, each refreshed pin applying exactly. "
+                    "Without --write shows the `git range-diff` and changes nothing.")
+    add_config_args(p, builds=False)
+    p.add_argument("pins", nargs="*", metavar="PIN", help="pin ids (default: every series that needs a refresh)")
+    p.add_argument("--onto", required=True, metavar="BUILD", help="the build to fit the series to")
+    p.add_argument("--write", action="store_true", help="replace the pins' patch files")
+    return p
+
+
+def one_build(pinset, selection: str, flag: str) -> list[str]:
+    names = pick_builds(pinset, selection, flag=flag)
+    if len(names) != 1:
+        raise PinsetError(f"{flag} {selection!r}: names {len(names)} builds; give one")
+    return names
+
+
+def write_folders(items) -> None:
+    """Stage every (folder, patches, resolutions) first, then swap each in: a failure while staging
+    changes no folder."""
+    staged = []
+    try:
+        for folder, patches, resolutions in items:
+            staged.append((stage_folder(folder, patches, resolutions), folder))
+    except BaseException:
+        for new, _ in staged:
+            shutil.rmtree(new, ignore_errors=True)
+        raise
+    for new, folder in staged:
+        swap_in(new, folder)
+
+
+def run(args) -> int:
+    pinset, store = open_config(args)
+    known = {p.id: p for p in pinset.pins}
+    for pin_id in args.pins:
+        if pin_id not in known:
+            raise PinsetError(f"no pin {pin_id!r} in {args.config} (pins: {', '.join(known)})")
+        if known[pin_id].patches is None:
+            raise PinsetError(f"pin {pin_id} is a PR pin: its commits cannot be rewritten "
+                              f"(`pinset rebase {pin_id} --as-series patches/NAME` makes it a local series)")
+    with simulate(pinset, one_build(pinset, args.onto, "--onto"), store) as sim:
+        build, result = sim.build(sim.builds[0].name)
+        by_id = {p.id: p for p in result.pins}
+        for pin_id in args.pins:
+            if by_id[pin_id].status != "applied":
+                console.print(f"[red]{pin_id}[/] on {build.name}: {by_id[pin_id].status_text}, not applied: "
+                              f"`pinset rebase {pin_id} --onto {args.onto}` resolves a conflict; nothing written")
+                return 1
+        chosen = list(args.pins) or [p.id for p in result.pins if known[p.id].patches is not None
+                                     and p.status == "applied" and modes.needs_refresh(p.apply_mode)]
+        exact = [p for p in chosen if by_id[p].apply_mode == modes.EXACT]
+        for pin_id in exact:
+            console.print(f"{pin_id}: applies exactly on {build.name} already")
+        chosen = [p for p in chosen if p not in exact]
+        if not chosen:
+            console.print(f"nothing to refresh on {build.name}: every series named applies exactly")
+            return 0
+        with scratch_dir(cache_tmp(store.root), "refresh-") as scratch:
+            refreshed = refresh_series(sim, build, result, chosen, scratch)
+            prove(sim, build, result, refreshed)
+            for item in refreshed:
+                console.print(f"[bold]{item.pin_id}[/]: {by_id[item.pin_id].apply_mode} -> exact on {build.name} "
+                              f"({len(item.new)} patches, base {build.oid[:12]}; same tree {str(result.tree)[:12]})")
+                sys.stdout.write(item.range_diff if item.range_diff.endswith("\n") or not item.range_diff
+                                 else item.range_diff + "\n")
+                sys.stdout.flush()
+            if not args.write:
+                console.print("nothing written (--write replaces the patch files)")
+                return 0
+            write_folders([(item.folder, item.new, None) for item in refreshed])
+            console.print(f"wrote {', '.join(f'{i.folder}' for i in refreshed)}")
+    return 0

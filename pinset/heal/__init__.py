@@ -1,0 +1,1 @@
+"""Healing a pin set: apply modes, the resolution ledger, `pinset refresh` and `pinset rebase` (docs/heal.md)."""

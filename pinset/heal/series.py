@@ -1,0 +1,66 @@
+"""Replacing a pin's patch folder all at once.
+
+The new folder is made beside the old one (a copy of everything in it but the `*.patch` files, then the
+new series and new ledger files), and the two are swapped by one `renameat2(RENAME_EXCHANGE)`: a reader,
+or a run killed at any moment, sees the old folder or the new one, never a mix. Where the system has no
+exchange, two renames (a killed run then leaves the old folder as `.NAME.pinset-old-*` beside it).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import shutil
+import uuid
+from pathlib import Path
+
+from pinset.heal.ledger import RESOLUTIONS_DIR
+
+_RENAME_EXCHANGE = 2
+_AT_FDCWD = -100
+
+
+def stage_folder(folder: Path, patches: list[Path], resolutions: dict[str, str] | None = None) -> Path:
+    """The new folder beside `folder`: its other files kept, its `*.patch` replaced by `patches`,
+    `resolutions` (file name -> text) added to its ledger."""
+    new = folder.parent / f".{folder.name}.pinset-new-{uuid.uuid4().hex[:8]}"
+    try:
+        shutil.copytree(folder, new, symlinks=True)
+        for old in new.glob("*.patch"):
+            old.unlink()
+        for patch in patches:
+            shutil.copyfile(patch, new / patch.name)
+        if resolutions:
+            (new / RESOLUTIONS_DIR).mkdir(exist_ok=True)
+            for name, text in resolutions.items():
+                (new / RESOLUTIONS_DIR / name).write_text(text, encoding="utf-8")
+    except BaseException:
+        shutil.rmtree(new, ignore_errors=True)
+        raise
+    return new
+
+
+def swap_in(staged: Path, folder: Path) -> None:
+    """Put `staged` at `folder` in one step; the old folder is removed."""
+    if _exchange(staged, folder):
+        shutil.rmtree(staged, ignore_errors=True)   # now holds the old folder
+        return
+    old = folder.parent / f".{folder.name}.pinset-old-{uuid.uuid4().hex[:8]}"
+    os.rename(folder, old)
+    os.rename(staged, folder)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        fn = libc.renameat2
+    except (OSError, AttributeError):
+        return False
+    fn.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+    if fn(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0:
+        return True
+    err = ctypes.get_errno()
+    if err in (22, 38, 95):  # EINVAL, ENOSYS, EOPNOTSUPP: no exchange here
+        return False
+    raise OSError(err, os.strerror(err), str(b))

@@ -1,0 +1,121 @@
+"""A git worktree of the mirror at one build, with the pin set's earlier pins applied as commits.
+
+`pinset refresh` replays series in one (in the cache's temporary folder) and `pinset rebase` leaves one
+where the user sees it. Commits get fixed committer identity and dates (`git am
+--committer-date-is-author-date`, a fixed date for PR pins): the same inputs give the same commits, so
+an exported series is reproducible.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from pathlib import Path
+
+from pinset import runner
+from pinset.errors import PinsetError, RuntimeFailure
+
+IDENTITY = {"GIT_COMMITTER_NAME": "pinset", "GIT_COMMITTER_EMAIL": "pinset@localhost"}
+_PR_COMMIT = {**IDENTITY, "GIT_AUTHOR_NAME": "pinset", "GIT_AUTHOR_EMAIL": "pinset@localhost",
+              "GIT_AUTHOR_DATE": "2000-01-01T00:00:00Z", "GIT_COMMITTER_DATE": "2000-01-01T00:00:00Z"}
+# Settings of the user's that would change what git am / format-patch write.
+_NEUTRAL = ["-c", "core.autocrlf=false", "-c", "am.threeWay=false",
+            "-c", "format.numbered=auto", "-c", "commit.gpgSign=false", "-c", "core.hooksPath=/dev/null",
+            "-c", "rerere.enabled=false", "-c", "apply.whitespace=nowarn", "-c", "am.keepcr=false"]
+
+
+class Worktree:
+    def __init__(self, mirror, path: Path):
+        self.mirror = mirror
+        self.path = Path(path).absolute()
+
+    @classmethod
+    def add(cls, mirror, path: Path, commit: str) -> Worktree:
+        path = Path(path).absolute()
+        with mirror.lock():
+            mirror.git("worktree", "prune")
+            made = mirror.git("worktree", "add", "--detach", "-f", str(path), commit, timeout=900)
+        if not made.ok:
+            raise RuntimeFailure(f"git worktree add {path}: {made.tail(2) or made.describe()}")
+        return cls(mirror, path)
+
+    def git(self, *args: str, env: dict | None = None, input: str | None = None, timeout: float = 900) -> runner.Completed:
+        return runner.run(["git", *_NEUTRAL, *args], cwd=self.path, env={**IDENTITY, **(env or {})},
+                          input=input, timeout=timeout)
+
+    def git_ok(self, *args: str, **kw) -> str:
+        result = self.git(*args, **kw)
+        if not result.ok:
+            raise RuntimeFailure(f"git {' '.join(args[:2])} in {self.path}: {result.tail(3) or result.describe()}")
+        return result.stdout
+
+    def head(self) -> str:
+        return self.git_ok("rev-parse", "HEAD").strip()
+
+    def git_dir(self) -> Path:
+        return Path(self.git_ok("rev-parse", "--absolute-git-dir").strip())
+
+    def am(self, patches, three_way: bool = True) -> runner.Completed:
+        return self.git("am", "-q", *(["-3"] if three_way else []), "--committer-date-is-author-date",
+                        *[str(Path(p).absolute()) for p in patches])
+
+    def apply_pin(self, spec, prep) -> None:
+        """One earlier pin as commits: a series by `git am -3`, a PR's diff as one commit."""
+        if spec.patches is not None:
+            result = self.am(prep.change.patches)
+            if not result.ok:
+                self.git("am", "--abort")
+                raise RuntimeFailure(f"pin {spec.id} does not apply by `git am -3` in {self.path} although "
+                                     f"`pinset sim` applies it: {result.tail(2)}")
+            return
+        for patch in prep.change.patches:
+            self.git_ok("apply", "--3way", "--index", "--whitespace=nowarn", str(Path(patch).absolute()))
+        self.git_ok("commit", "-q", "--allow-empty", "-m", f"pinset: pin {spec.id} ({spec.pr.url} at {spec.commit[:12]})",
+                    env=_PR_COMMIT)
+
+    def export(self, start: str, base: str, out: Path, names: list[str]) -> list[Path]:
+        """`git format-patch --base` of start..HEAD into `out`, named as the series was when the count
+        is unchanged (one file per commit)."""
+        out.mkdir(parents=True, exist_ok=True)
+        made = self.git_ok("format-patch", "-q", f"--base={base}", "-o", str(out), f"{start}..HEAD")
+        files = [Path(line) for line in made.splitlines() if line.strip()] or sorted(out.glob("*.patch"))
+        if len(files) == len(names):
+            renamed = []
+            for f, name in zip(files, names):
+                target = out / name
+                if f != target:
+                    os.rename(f, target)
+                renamed.append(target)
+            files = renamed
+        return files
+
+    def remove(self) -> None:
+        with self.mirror.lock():
+            removed = self.mirror.git("worktree", "remove", "--force", "--force", str(self.path))
+            if not removed.ok and self.path.exists():
+                shutil.rmtree(self.path, ignore_errors=True)
+            self.mirror.git("worktree", "prune")
+
+
+def replay(tree: Worktree, pinset, prepared, result, until: str | None = None) -> dict[str, str]:
+    """Apply, as commits, every pin applied on the build (by `result`) before `until` (all: None).
+    Returns each pin's commit range start (the commit before its first)."""
+    starts: dict[str, str] = {}
+    for spec, pin in zip(pinset.pins, result.pins):
+        if spec.id == until:
+            break
+        starts[spec.id] = tree.head()
+        if pin.status == "applied":
+            tree.apply_pin(spec, prepared[spec.id])
+    return starts
+
+
+def safe_name(pin_id: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", pin_id).strip("-") or "pin"
+
+
+def check_outside_cache(path: Path, cache: Path, flag: str) -> None:
+    p, c = Path(path).absolute().resolve(), Path(cache).absolute().resolve()
+    if p == c or c in p.parents:
+        raise PinsetError(f"{flag} {path}: inside the cache ({cache}), where you would not see it; name another folder")
