@@ -322,10 +322,11 @@ def test_conflict_names_the_failed_hunk_in_console_json_and_markdown(world, tmp_
     assert code == 1 and pin["status"] == "conflict" and pin["files"] == ["src/mmq.cu"]
     reason = "0001-add-IQ1_M.patch: patch failed: src/mmq.cu:2 at hunk @@ -2,6 +2,7 @@"
     assert pin["detail"] == reason
-    assert pin["hunk"] == ["@@ -2,6 +2,7 @@", " bool ggml_cuda_should_use_mmq(enum ggml_type type) {",
-                           "     switch (type) {", "         case GGML_TYPE_Q4_0:",
-                           "+        case GGML_TYPE_IQ1_M:"]
+    assert pin["hunk"][:5] == ["@@ -2,6 +2,7 @@", " bool ggml_cuda_should_use_mmq(enum ggml_type type) {",
+                               "     switch (type) {", "         case GGML_TYPE_Q4_0:",
+                               "+        case GGML_TYPE_IQ1_M:"]
+    assert len(pin["hunk"]) == 1 + 7   # the whole hunk (6 old lines + 1 added), no longer its first 4 lines
     assert reason in console.replace("\n", "") and "+        case GGML_TYPE_IQ1_M:" in console
     text = md.read_text()
-    assert f"- **b2** `feat-iq1m`: {reason}\n  ```diff\n  @@ -2,6 +2,7 @@\n   bool" in text
+    assert f"- **b2** `feat-iq1m`: {reason}\n\n  The pin wants:\n\n  ```diff\n  @@ -2,6 +2,7 @@\n   bool" in text
     assert "lacks the necessary blob" not in console + text + json.dumps(data)
