@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 
-from conftest import write_pins
 from pinset.cli import main
 
 

@@ -5,11 +5,10 @@ from __future__ import annotations
 import json
 import subprocess
 
-import pytest
-
 from conftest import GIT_ENV
+from test_heal_refresh import modes_of, moved, sim_json  # noqa: F401 (the fixture)
+
 from pinset.cli import main
-from test_heal_refresh import moved, sim_json, modes_of  # noqa: F401 (the fixture)
 
 
 def git(cwd, *args):
