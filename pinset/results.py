@@ -1,10 +1,9 @@
 """The reading half of every result model (sim, verify, kld, bench, report): one JSON object at a time,
 each access naming the file and the key when the document does not hold what the model needs.
-pick and blame (pinset/nightly/*) write schema 1 through pinset.SCHEMA_VERSION; the report checks them
-key by key in pinset/report/nightly.py.
 
 Each kind's model lives beside its producer (pinset/sim/model.py, pinset/verify/model.py,
-pinset/measures/kld.py, pinset/measures/bench.py, pinset/report/__init__.py) and owns both `to_json` and
+pinset/measures/kld.py, pinset/measures/bench.py, pinset/nightly/model.py for pick and blame,
+pinset/report/__init__.py) and owns both `to_json` and
 `from_json`; `pinset report` reads every file through the model of its kind, so what the producer writes
 and what the report reads cannot drift apart. Like pyperf's Benchmark.load/dump, a model reads the older
 versions of its kind where that costs little.
@@ -18,8 +17,9 @@ from pathlib import Path
 
 from pinset.errors import PinsetError
 
-# Version of each kind's JSON (bumped when a field's meaning changes); `from_json` reads READS[kind].
-SCHEMAS = {"sim": 1, "verify": 1, "kld": 1, "bench": 2, "report": 2, "pick": 1, "blame": 1}
+# The one registry of schema versions: the version each kind's JSON is written with (bumped when a field's
+# meaning changes; "model" is `pinset model synth`'s document), and the versions `from_json` reads.
+SCHEMAS = {"sim": 1, "verify": 1, "kld": 1, "bench": 2, "report": 2, "pick": 1, "blame": 1, "model": 1}
 READS = {"sim": (1,), "verify": (1,), "kld": (1,), "bench": (1, 2), "report": (1, 2), "pick": (1,), "blame": (1,)}
 
 NUM = (int, float)
@@ -147,8 +147,8 @@ def read_document(path: str | Path) -> tuple[Doc, str, int, bytes]:
     kind = data.get("kind")
     if kind == "model":
         raise PinsetError(f"{path}: a model document (pinset model synth), not a result of sim, verify, kld or bench")
-    if not isinstance(kind, str) or kind not in SCHEMAS:
-        raise PinsetError(f"{path}: unknown kind {kind!r} (expected one of {', '.join(SCHEMAS)})")
+    if not isinstance(kind, str) or kind not in READS:
+        raise PinsetError(f"{path}: unknown kind {kind!r} (expected one of {', '.join(READS)})")
     schema = data.get("schema")
     if isinstance(schema, bool) or schema not in READS[kind]:
         reads = " and ".join(map(str, READS[kind]))

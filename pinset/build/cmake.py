@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pinset import runner
-from pinset.errors import ToolchainError
+from pinset.errors import BuildFailed, ToolchainError
 from pinset.progress import Progress
 from pinset.store import Store, atomic_write, locked, short_hash
 
@@ -36,14 +36,6 @@ class BuiltTree:
     cmake_flags: list[str]
     seconds: float
     cached: bool  # True when nothing was materialised, configured or compiled
-
-
-class BuildFailed(Exception):
-    """CMake or ninja failed: a red gate (exit 1), not a usage error."""
-
-    def __init__(self, stage: str, message: str, tail: str, log: Path, seconds: float):
-        super().__init__(message)
-        self.stage, self.tail, self.log, self.seconds = stage, tail, log, seconds
 
 
 # --- toolchain ------------------------------------------------------------------------------

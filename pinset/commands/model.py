@@ -13,6 +13,7 @@ from pinset.models.pipeline import AUTO_DIRECT_F16_BYTES, DEFAULT_TEXT, METHODS,
 from pinset.models.synth import ARCHS, DIRECT_QUANTS, OTHER_QUANTS, PRESETS, preset
 from pinset.commands.common import check_inputs, count, cuda_architectures
 from pinset.output import check_outputs, console, write_json
+from pinset.results import SCHEMAS
 
 OVERRIDES = [("layers", "n_layer"), ("embd", "n_embd"), ("heads", "n_head"), ("heads-kv", "n_head_kv"),
              ("head-dim", "head_dim"), ("ff", "n_ff"), ("experts", "n_expert"), ("experts-used", "n_expert_used"),
@@ -134,7 +135,7 @@ def run(args) -> int:
             made.rmdir()
             made = made.parent
         raise
-    doc = {"schema": 1, "kind": "model", **result.to_json()}
+    doc = {"schema": SCHEMAS["model"], "kind": "model", **result.to_json()}
     cached = " (cached: same recipe)" if result.seconds.get("cached") else ""
     console.print(f"[green]{result.path}[/] {result.size_bytes / 2**20:,.1f} MiB{cached} "
                   f"{json.dumps(result.seconds)}")

@@ -8,10 +8,9 @@ import sys
 from pinset.config.schema import load_pinset
 from pinset.errors import PinsetError
 from pinset.output import check_outputs, write_json, write_text
-from pinset.report import build_report
-from pinset.report.github import (DEFAULT_API_URL, GitHub, PostError, clean_token, describe_dry_run, parse_api_url,
-                                  parse_target)
-from pinset.report.markdown import marker
+from pinset.errors import PostError
+from pinset.report import build_report, post_report
+from pinset.report.github import DEFAULT_API_URL, GitHub, clean_token, describe_dry_run, parse_api_url, parse_target
 from pinset.store import Store
 
 
@@ -68,10 +67,8 @@ def run(args) -> int:
             sys.stdout.write(describe_dry_run(github.plan(target, report.markdown), token))
             return status
         try:
-            posted = github.post(target, marker(report.digest), report.markdown)
-        except Exception as exc:  # PostError, or an answer nobody foresaw: one line, the token redacted
-            if not isinstance(exc, PostError):
-                exc = github.unexpected(exc)
+            posted = post_report(github, target, report)
+        except PostError as exc:
             # plain prints: one unwrapped line each, so CI logs can be grepped
             print(f"pinset report: posting to {target} failed: {exc}", file=sys.stderr)
             try:

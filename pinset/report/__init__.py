@@ -75,6 +75,20 @@ class Report:
         return self.result().to_json()
 
 
+def post_report(github, target, report: Report):
+    """Post or update the report's comment; every failure, one nobody foresaw included, is one PostError line
+    with the token redacted (the verb then keeps the report and exits 1)."""
+    from pinset.errors import PostError
+    from pinset.report.markdown import marker
+
+    try:
+        return github.post(target, marker(report.digest), report.markdown)
+    except PostError:
+        raise
+    except Exception as exc:  # an answer nobody foresaw: never a traceback that could show headers
+        raise github.unexpected(exc) from None
+
+
 def build_report(paths, pinset: PinSet | None = None, expect: str | None = None) -> Report:
     """expect: a `pinset matrix` JSON; each of its cells without a result is listed as not tested, and
     keeps the outcome from "ready"."""

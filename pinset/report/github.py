@@ -25,7 +25,7 @@ from urllib.parse import urljoin, urlsplit
 import requests
 import requests.auth
 
-from pinset.errors import PinsetError
+from pinset.errors import PinsetError, PostError
 
 DEFAULT_API_URL = "https://api.github.com"
 TARGET_RE = re.compile(r"^(?P<owner>[A-Za-z0-9_.-]+)/(?P<repo>[A-Za-z0-9_.-]+)#(?P<number>[1-9][0-9]*)$")
@@ -40,10 +40,6 @@ MAX_PAGES = 1000       # of 100 comments; a next link that never ends is a broke
 MAX_ANSWER = 64 << 20  # bytes; a page of 100 comments of 65536 characters fits
 REDIRECTS = (301, 302, 303, 307, 308)
 _default_sleep = time.sleep  # tests swap it to count waits instead of waiting
-
-
-class PostError(Exception):
-    """Posting failed (HTTP error, rate limit, network): exit 1, the report itself is kept."""
 
 
 class _Transient(Exception):

@@ -15,16 +15,14 @@ from pathlib import Path
 from pinset.errors import PinsetError
 from pinset.measures.bench import BenchResult
 from pinset.measures.kld import KldResult
-from pinset.nightly.blame import BlameResult
-from pinset.nightly.pick import PickResult
-from pinset.report.nightly import BlameFile, PickFile
+from pinset.nightly.model import BlameResult, PickResult
 from pinset.results import read_document
 from pinset.sim.model import SimResult
 from pinset.verify.model import VerifyResult
 
 # Each kind is read by its producer's own model: what a verb writes is exactly what the report can read.
-MODELS = {"sim": SimResult, "verify": VerifyResult, "kld": KldResult, "bench": BenchResult, "pick": PickFile,
-          "blame": BlameFile}
+MODELS = {"sim": SimResult, "verify": VerifyResult, "kld": KldResult, "bench": BenchResult, "pick": PickResult,
+          "blame": BlameResult}
 KINDS = tuple(MODELS)
 # The kinds a shippable pin set needs evidence from; pick and blame say which base and why, not whether it works.
 EVIDENCE_KINDS = ("sim", "verify", "kld", "bench")
