@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from pinset.config.schema import PinSet
 from pinset.errors import PinsetError
+from pinset.report.evidence import missing_pins
 from pinset.report.load import load_results
 from pinset.report.markdown import render
 from pinset.report.merge import Merged, expected_cells, merge
@@ -103,6 +104,13 @@ def build_report(paths, pinset: PinSet | None = None, expect: str | None = None)
         description = pinset.description
         pins_info = {p.id: {"description": p.description, "required": p.required} for p in pinset.pins}
     verdict = judge(merged)
+    sims = {}
+    for f in merged.files:   # the first file that simulated a build speaks for it, as in merge
+        for b in f.model.builds if f.kind == "sim" else []:
+            sims.setdefault(b.build, b)
+    gaps = missing_pins(sims.values(), [p.id for p in pinset.pins] if pinset is not None else None)
+    verdict.missing += gaps
+    verdict.not_tested += gaps
     unfilled = unfilled_cells(merged, cells)
     verdict.missing += unfilled
     verdict.not_tested += unfilled

@@ -16,6 +16,7 @@ from pinset.errors import PinsetError
 from pinset.measures.bench import BenchResult
 from pinset.measures.kld import KldResult
 from pinset.nightly.model import BlameResult, PickResult
+from pinset.report.evidence import check_derived
 from pinset.results import read_document
 from pinset.sim.model import SimResult
 from pinset.verify.model import VerifyResult
@@ -61,6 +62,7 @@ def load_result(path: str | Path) -> ResultFile:
     if kind not in MODELS:
         raise PinsetError(f"{doc.path}: a {kind} document; pinset report reads the results of {', '.join(KINDS)}")
     model = MODELS[kind].from_json(doc)
+    check_derived(doc.path, kind, model)
     return ResultFile(doc.path, kind, model.to_json(), hashlib.sha256(raw).hexdigest(), model)
 
 
