@@ -54,9 +54,8 @@ def round_trip(path: Path) -> str:
 def report_outputs(workdir: Path) -> dict[str, str]:
     """scenario -> the JSON `pinset report` writes for it."""
     sys.path.insert(0, str(ROOT))
-    from regen_report_goldens import report_argv, scenarios
-
     from pinset.cli import main
+    from regen_report_goldens import report_argv, scenarios
 
     out = {}
     for name in scenarios():

@@ -6,10 +6,9 @@ from __future__ import annotations
 
 import copy
 
-from test_report import FIX, GREEN, dump, load, report
-
 from pinset.report.evidence import kld_contradiction
 from pinset.report.load import load_result
+from test_report import FIX, GREEN, dump, load, report
 
 GREEN_KLD = FIX / "green" / "kld-h200.json"
 GREEN_BENCH = FIX / "green" / "bench-h200.json"

@@ -8,10 +8,10 @@ import json
 import shutil
 from pathlib import Path
 
+from pinset.commands.common import check_inputs, count, cuda_architectures
 from pinset.errors import PinsetError
 from pinset.models.pipeline import AUTO_DIRECT_F16_BYTES, DEFAULT_TEXT, METHODS, LlamaBin, choose_method, synthesize
 from pinset.models.synth import ARCHS, DIRECT_QUANTS, OTHER_QUANTS, PRESETS, preset
-from pinset.commands.common import check_inputs, count, cuda_architectures
 from pinset.output import check_outputs, console, write_json
 from pinset.results import SCHEMAS
 

@@ -7,8 +7,9 @@ from pathlib import Path
 from rich.table import Table
 
 from pinset.commands.common import add_config_args, count, only_with, open_config
-from pinset.commands.verify import build_input, check_toolchain
+from pinset.commands.verify import warn
 from pinset.nightly.markdown import write_results
+from pinset.nightly.model import NOT_GREEN, NOT_TRIED, PICKED, VERIFY_FAILED
 from pinset.nightly.pick import pick
 from pinset.output import check_outputs, console
 from pinset.sim.pins import carried_symbols, prepare_pins
@@ -18,8 +19,9 @@ from pinset.upstream.mirror import Mirror
 from pinset.upstream.select import order_oldest_first
 from pinset.verify.gates import Gates, VerifyOptions
 from pinset.verify.plan import parse_ops
+from pinset.verify.run import check_toolchain, confirmation
 
-STYLE = {"picked": "green", "not green": "red", "verify failed": "red", "not tried": "dim"}
+STYLE = {PICKED: "green", NOT_GREEN: "red", VERIFY_FAILED: "red", NOT_TRIED: "dim"}
 
 
 def add_parser(sub):
@@ -45,7 +47,7 @@ def run(args) -> int:
     names = pick_builds(pinset, args.builds)
     cuda_flags, arch = [], None
     if args.verify:
-        settings = check_toolchain(pinset, args.cuda, [])
+        settings = check_toolchain(pinset, args.cuda, [], warn=warn)
         cuda_flags, arch = list(settings.cuda_flags), settings.cuda_architectures
     with Mirror(store.mirror) as mirror:
         builds = order_oldest_first(resolve_builds(names, pinset.upstream, pinset.path.parent, store, mirror), mirror)
@@ -56,12 +58,7 @@ def run(args) -> int:
                                     cuda_flags=cuda_flags, progress=not args.no_progress,
                                     log_dir=Path(args.logs) if args.logs else store.dir("logs", "pick"))
             gates = Gates(pinset, store, mirror, options, say=console.print)
-
-            def confirm(build, result):
-                verified = gates.verify(build_input(result, carried_symbols(prepared, result)))
-                failed = [g.name for g in verified.gates
-                          if g.status == "failed" or (g.status == "not-run" and not g.extra.get("not_requested"))]
-                return verified.ok, {"failed_gates": failed, "gates": {g.name: g.status for g in verified.gates}}
+            confirm = confirmation(gates, lambda result: carried_symbols(prepared, result))
 
         result = pick(pinset, mirror, prepared, list(reversed(builds)), confirm,
                       say=lambda text: console.print(f"[dim]{text}[/]"))

@@ -6,9 +6,8 @@ import os
 import sys
 
 from pinset.config.schema import load_pinset
-from pinset.errors import PinsetError
+from pinset.errors import PinsetError, PostError
 from pinset.output import check_outputs, write_json, write_text
-from pinset.errors import PostError
 from pinset.report import build_report, post_report
 from pinset.report.github import DEFAULT_API_URL, GitHub, clean_token, describe_dry_run, parse_api_url, parse_target
 from pinset.store import Store

@@ -20,6 +20,7 @@ from pinset.sim.pins import PreparedPin
 from pinset.upstream.builds import Build
 from pinset.upstream.mirror import Mirror
 
+
 def blame(pinset: PinSet, mirror: Mirror, prepared: dict[str, PreparedPin], good: Build, bad: Build,
           pin_ids: list[str] | None = None, say: Callable[[str], None] = lambda _: None) -> BlameResult:
     """Bisect every chosen pin that is fine on `good` and not on `bad` (or newly upstream)."""

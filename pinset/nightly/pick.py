@@ -13,8 +13,17 @@ from typing import Callable
 
 from pinset.config.schema import PinSet
 from pinset.nightly.blame import blame
-from pinset.nightly.model import (NOT_GREEN, NOT_TRIED, PICKED, VERDICTS, VERIFY_FAILED, BuildPick,  # noqa: F401 (re-exported)
-                                  PickResult, Reason, pin_state)
+from pinset.nightly.model import (  # noqa: F401 (re-exported)
+    NOT_GREEN,
+    NOT_TRIED,
+    PICKED,
+    VERDICTS,
+    VERIFY_FAILED,
+    BuildPick,
+    PickResult,
+    Reason,
+    pin_state,
+)
 from pinset.sim.engine import Simulator
 from pinset.sim.model import BuildResult, PinResult
 from pinset.sim.pins import PreparedPin

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from pinset.errors import PinsetError
 from pinset.report.load import KINDS, ResultFile
+from pinset.verify.model import NOT_RUN
 
 
 @dataclass
@@ -122,7 +123,7 @@ def order_files(files: list[ResultFile]) -> list[ResultFile]:
 
 
 # --- cells ----------------------------------------------------------------------------------
-NOT_RUN = object()  # a cell that says nothing: merges with anything
+SAYS_NOTHING = object()  # a cell that says nothing (a gate or check not run): merges with anything
 
 
 def _cells(f: ResultFile):
@@ -138,15 +139,15 @@ def _cells(f: ResultFile):
         host = f"{mk[1] or 'no GPU'} on {device_text(mk)}" + (f" as {gpu_class}" if gpu_class else "")
         for b in d["builds"]:
             for g in b["gates"]:
-                run = g["status"] != "not-run"
-                yield ("verify", b["build"], host, g["name"]), (g["status"] if run else NOT_RUN)
+                run = g["status"] != NOT_RUN
+                yield ("verify", b["build"], host, g["name"]), (g["status"] if run else SAYS_NOTHING)
                 for op in g.get("ops") or []:
                     name, backend, params = op_key(op)
                     yield (("verify", b["build"], host, g["name"], name, backend) + ((f"/{params}/",) if params else ()),
                            {k: op[k] for k in ("passed", "total", "not_supported")})
                 for c in g.get("checks") or []:
                     yield (("verify", b["build"], host, "feature check", c["pin"], c["check"]),
-                           NOT_RUN if c["status"] == "not-run" else {k: c[k] for k in ("status", "cases")})
+                           SAYS_NOTHING if c["status"] == NOT_RUN else {k: c[k] for k in ("status", "cases")})
     elif f.kind == "kld":
         study = (d["model"]["name"], d["text"]["sha256"][:12], f"ctx {d['ctx']}", f"{d['chunks']} chunks",
                  *((device_text(device_key(d)),) if device_key(d) else ()),
@@ -158,7 +159,7 @@ def _cells(f: ResultFile):
     elif f.kind == "pick":
         yield ("pick", "picked base"), d["picked"]
         for b in d["builds"]:
-            yield (("pick", b["build"]), NOT_RUN if b["verdict"] == "not tried"
+            yield (("pick", b["build"]), SAYS_NOTHING if b["verdict"] == "not tried"
                    else {"verdict": b["verdict"], "why": [r["summary"] for r in b["reasons"]]})
     elif f.kind == "blame":
         for p in d["pins"]:
@@ -249,7 +250,7 @@ def check_consistent(files: list[ResultFile]) -> tuple[str | None, dict[str, str
     cells: dict[tuple, tuple[object, str]] = {}
     for f in files:
         for key, value in _cells(f):
-            if value is NOT_RUN:
+            if value is SAYS_NOTHING:
                 continue
             if key in cells and cells[key][0] != value:
                 other_value, other = cells[key]
@@ -318,7 +319,7 @@ def _merge_sim(files: list[ResultFile]) -> dict | None:
 
 
 def _prefer_run(old: dict, new: dict) -> dict:
-    return new if old["status"] == "not-run" and new["status"] != "not-run" else old
+    return new if old["status"] == NOT_RUN and new["status"] != NOT_RUN else old
 
 
 def _merge_gate(old: dict, new: dict) -> dict:
