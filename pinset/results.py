@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
+from typing import Any, overload
 
 from pinset.errors import PinsetError
 
@@ -75,6 +76,12 @@ class Doc:
             self.fail(key, f"expected {type_name(types)}, got {json.dumps(value)[:40]}")
         return value
 
+    @overload
+    def num(self, key: str) -> float: ...
+
+    @overload
+    def num(self, key: str, *, null: bool = ..., default: Any = ...) -> float | None: ...
+
     def num(self, key: str, *, null: bool = False, default=...) -> float | None:
         """A finite number. With null=True, null or a non-finite value (NaN, inf: a number that could not be
         measured) reads as None; otherwise a non-finite value is refused."""
@@ -90,6 +97,12 @@ class Doc:
         if value not in allowed and not (default is not ... and value == default):
             self.fail(key, f"unknown value {value!r} (expected one of {', '.join(sorted(allowed))})")
         return value
+
+    @overload
+    def obj(self, key: str) -> Doc: ...
+
+    @overload
+    def obj(self, key: str, *, null: bool = ..., default: Any = ...) -> Doc | None: ...
 
     def obj(self, key: str, *, null: bool = False, default=...) -> Doc | None:
         value = self.get(key, dict, *((type(None),) if null else ()), default=default)

@@ -82,6 +82,7 @@ class PinBlame:
         if not self.broke:
             return {"ok": "fine on both ends"}.get(self.status, f"already {self.good_status} on --good: not bisected")
         fb = self.first_bad
+        assert fb is not None  # broke
         what = f"{fb.commit[:12]}" + (f" (#{fb.pr})" if fb.pr else "")
         if self.status == "upstream":
             text = f"landed upstream in {what}"
@@ -153,7 +154,7 @@ class BlameResult:
         commits, probes = d.num("commits"), d.num("probes")
         if commits < 0 or probes < 0 or not isinstance(commits, int) or not isinstance(probes, int):
             d.fail("commits", "expected counts (non-negative integers) in commits and probes")
-        return cls(pinset, good, bad, commits, probes, [PinBlame.from_json(p) for p in d.objs("pins")])
+        return cls(pinset, good, bad, int(commits), int(probes), [PinBlame.from_json(p) for p in d.objs("pins")])
 
 
 PICKED, NOT_GREEN, VERIFY_FAILED, NOT_TRIED = "picked", "not green", "verify failed", "not tried"

@@ -15,6 +15,7 @@ from pinset.report.markdown import render
 from pinset.report.merge import Merged, expected_cells, merge
 from pinset.report.verdict import BLOCKED, NOT_ENOUGH, READY, Verdict, judge, unfilled_cells
 from pinset.results import SCHEMAS, Doc
+from pinset.sim.model import BuildResult, SimResult
 
 
 @dataclass
@@ -82,6 +83,7 @@ def post_report(github, target, report: Report):
     from pinset.errors import PostError
     from pinset.report.markdown import marker
 
+    assert report.digest, "the verb refuses --post without a pin set"
     try:
         return github.post(target, marker(report.digest), report.markdown)
     except PostError:
@@ -104,9 +106,9 @@ def build_report(paths, pinset: PinSet | None = None, expect: str | None = None)
         description = pinset.description
         pins_info = {p.id: {"description": p.description, "required": p.required} for p in pinset.pins}
     verdict = judge(merged)
-    sims = {}
+    sims: dict[str, BuildResult] = {}
     for f in merged.files:   # the first file that simulated a build speaks for it, as in merge
-        for b in f.model.builds if f.kind == "sim" else []:
+        for b in f.model.builds if isinstance(f.model, SimResult) else []:
             sims.setdefault(b.build, b)
     gaps = missing_pins(sims.values(), [p.id for p in pinset.pins] if pinset is not None else None)
     verdict.missing += gaps

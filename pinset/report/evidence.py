@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import math
 from types import SimpleNamespace
+from typing import Any, cast
 
 from pinset.errors import PinsetError
 from pinset.measures import kld as kld_rule
@@ -53,7 +54,8 @@ def kld_contradiction(result: KldResult) -> str | None:
     stated = result.verdict
     if base is None or head is None or not (base.ok and head.ok) or stated["text"].startswith("no verdict"):
         return None
-    derived = kld_rule.verdict(_device_run(base), _device_run(head))
+    assert base.kld is not None and head.kld is not None   # ok runs have their mean KLD (KldRun.from_json)
+    derived = kld_rule.verdict(cast(Any, _device_run(base)), cast(Any, _device_run(head)))
     if derived["text"].startswith("no verdict"):
         return f"verdict {stated['text']!r} but the runs give {derived['text']!r}"
     if _KLD_RANK.get(derived["text"], 0) > _KLD_RANK.get(stated["text"], 0):   # the label claims more

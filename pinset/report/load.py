@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from pinset.errors import PinsetError
 from pinset.measures.bench import BenchResult
@@ -22,7 +23,7 @@ from pinset.sim.model import SimResult
 from pinset.verify.model import VerifyResult
 
 # Each kind is read by its producer's own model: what a verb writes is exactly what the report can read.
-MODELS = {"sim": SimResult, "verify": VerifyResult, "kld": KldResult, "bench": BenchResult, "pick": PickResult,
+MODELS: dict[str, Any] = {"sim": SimResult, "verify": VerifyResult, "kld": KldResult, "bench": BenchResult, "pick": PickResult,
           "blame": BlameResult}
 KINDS = tuple(MODELS)
 # The kinds a shippable pin set needs evidence from; pick and blame say which base and why, not whether it works.

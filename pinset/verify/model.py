@@ -4,7 +4,7 @@ producer, `from_json` for `pinset report`."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Final, Literal, cast
 
 from pinset.checks.backend_ops import OpCount
 from pinset.results import SCHEMAS, Doc
@@ -13,7 +13,10 @@ GATES = ("cpu-build", "cpu-backend-ops", "cpu-test-chat", "cuda-build", "test-ch
 CPU_GATES = ("cpu-build", "cpu-backend-ops", "cpu-test-chat")
 GPU_GATES = ("cuda-build", "test-chat", "backend-ops")
 # The statuses of gates and feature checks: spelled here once, everything else names these constants.
-PASSED, FAILED, NOT_RUN, UNCHECKED = "passed", "failed", "not-run", "unchecked"
+PASSED: Final = "passed"
+FAILED: Final = "failed"
+NOT_RUN: Final = "not-run"
+UNCHECKED: Final = "unchecked"
 GateStatus = Literal["passed", "failed", "not-run"]
 CheckStatus = Literal["passed", "failed", "not-run", "unchecked"]
 GATE_STATUSES: tuple[GateStatus, ...] = (PASSED, FAILED, NOT_RUN)
@@ -84,7 +87,7 @@ class CheckResult:
     @classmethod
     def from_json(cls, d: Doc) -> CheckResult:
         return cls(d.get("pin", str), d.get("check", str), d.choice("status", CHECK_STATUSES), d.get("cases", int),
-                   d.get("detail", str, None), d.num("seconds", default=0.0))
+                   d.get("detail", str, None), cast(float, d.num("seconds", default=0.0)))
 
 
 @dataclass
