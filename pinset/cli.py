@@ -15,13 +15,14 @@ import textwrap
 from pinset import __version__
 from pinset.errors import PinsetError, RuntimeFailure
 
+# Each verb's one-line summary, written once: `pinset --help` lists it, and it is the verb's help (_Summarised).
 COMMANDS = {
     "sim": "apply the pin set onto upstream builds in memory and check contracts",
     "pick": "name the newest upstream build on which the pin set is green",
     "blame": "bisect upstream to the commit that broke (or landed) each pin",
     "apply": "materialise the pinned tree of one build into a folder",
     "verify": "build the pinned tree and prove it: CPU gate, CUDA build, tests, feature checks",
-    "kld": "KL divergence of base and head CUDA paths against a CPU reference",
+    "kld": "KL divergence of base and head device paths against the CPU reference",
     "bench": "interleaved llama-bench of base vs head with statistics",
     "model": "write synthetic GGUF models that run anywhere",
     "matrix": "the CI cells (build x GPU class) as a GitHub Actions matrix",
@@ -73,6 +74,17 @@ class OneLineParser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
+class _Summarised:
+    """The subparsers action as a verb's add_parser sees it: the verb's one-line summary is COMMANDS[name],
+    written once here (a help= the verb still passes is replaced)."""
+
+    def __init__(self, sub):
+        self._sub = sub
+
+    def add_parser(self, name: str, **kwargs):
+        return self._sub.add_parser(name, **{**kwargs, "help": COMMANDS[name]})
+
+
 def build_parser(chosen: str | None = None) -> argparse.ArgumentParser:
     parser = OneLineParser(
         prog="pinset", description="Keep a llama.cpp pin set alive on moving upstream builds.",
@@ -87,7 +99,7 @@ def build_parser(chosen: str | None = None) -> argparse.ArgumentParser:
             continue
         if name == chosen:
             module = importlib.import_module(f"pinset.commands.{name}")
-            verb = module.add_parser(sub)
+            verb = module.add_parser(_Summarised(sub))
             verb.description = verb.description or f"{help_text[0].upper()}{help_text[1:]}."
             verb.set_defaults(_run=module.run)
         else:

@@ -21,7 +21,7 @@ OVERRIDES = [("layers", "n_layer"), ("embd", "n_embd"), ("heads", "n_head"), ("h
 
 
 def add_parser(sub):
-    p = sub.add_parser("model", help="models that work anywhere (random weights, real shapes)")
+    p = sub.add_parser("model")
     verbs = p.add_subparsers(dest="model_verb", metavar="VERB")
     verbs.required = True
     s = verbs.add_parser(

@@ -25,7 +25,7 @@ STYLE = {PICKED: "green", NOT_GREEN: "red", VERIFY_FAILED: "red", NOT_TRIED: "di
 
 
 def add_parser(sub):
-    p = sub.add_parser("pick", help="name the newest build on which every required pin is fine")
+    p = sub.add_parser("pick")
     add_config_args(p)
     p.add_argument("--verify", action="store_true",
                    help="confirm the picked build with `pinset verify`; fall back to the next older green build "

@@ -14,7 +14,7 @@ from pinset.store import Store
 
 
 def add_parser(sub):
-    p = sub.add_parser("report", help="combine sim/verify/kld/bench results into one verdict and PR comment")
+    p = sub.add_parser("report")
     p.add_argument("results", nargs="*", help="JSON result files written by sim, verify, kld and bench")
     p.add_argument("-c", "--config", help="pins.yaml: adds the pin set's and pins' descriptions "
                                           "(must be the pin set the results were made with)")

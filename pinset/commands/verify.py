@@ -27,7 +27,7 @@ STYLE = {PASSED: "green", FAILED: "red", NOT_RUN: "yellow"}
 
 
 def add_parser(sub):
-    p = sub.add_parser("verify", help="build the pinned trees and prove them gate by gate (CPU first, then --cuda)")
+    p = sub.add_parser("verify")
     add_config_args(p)
     p.add_argument("--cuda", action="store_true", help="also build with CUDA and run the GPU gates")
     p.add_argument("--ops", help="ops for the GPU test-backend-ops gate (default MUL_MAT,MUL_MAT_ID,PAD,GET_ROWS)")
