@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pinset.build.settings import covers
 from pinset.errors import PinsetError
 from pinset.measures.bench import BenchResult, band_name
+from pinset.nightly.model import PASSED_OVER
 from pinset.report.load import EVIDENCE_KINDS, kld_delta_text
 from pinset.report.merge import BenchStudy, KldStudy, Merged, VerifyRun
 from pinset.sim.model import is_cuda_path
@@ -318,7 +319,7 @@ def _judge_verify(m: Merged, v: Verdict) -> bool:
 def pick_passed_over(pick: dict) -> list[str]:
     """"BUILD: why" for each build pick tried and passed over, newest first."""
     return [f"{b['build']}: " + ("; ".join(r["summary"] for r in b["reasons"]) or b["verdict"])
-            for b in pick["builds"] if b["verdict"] in ("not green", "verify failed")]
+            for b in pick["builds"] if b["verdict"] in PASSED_OVER]
 
 
 def _judge_pick(m: Merged, v: Verdict) -> bool:
