@@ -56,7 +56,8 @@ def run(args) -> int:
         if args.verify:
             options = VerifyOptions(cuda=args.cuda, ops=parse_ops(None), cuda_architectures=arch, jobs=args.jobs,
                                     cuda_flags=cuda_flags, progress=not args.no_progress,
-                                    log_dir=Path(args.logs) if args.logs else store.dir("logs", "pick"))
+                                    log_dir=Path(args.logs) if args.logs else store.dir("logs", "pick"),
+                                    settings=settings if args.cuda else None)
             gates = Gates(pinset, store, mirror, options, say=console.print)
             confirm = confirmation(gates, lambda result: carried_symbols(prepared, result))
 

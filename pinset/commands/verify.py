@@ -14,6 +14,7 @@ from pinset.checks.machine import Machine, probe_machine
 from pinset.checks.nvidia_smi import visible_gpus
 from pinset.commands.common import add_config_args, count, only_with, open_config, seconds
 from pinset.commands.sim import short_build
+from pinset.config.schema import cuda_flag_problem
 from pinset.errors import PinsetError
 from pinset.output import check_outputs, console, remove_stale, write_json, write_text
 from pinset.sim.run import pick_builds, simulate
@@ -55,9 +56,8 @@ def run(args) -> int:
     check_outputs({"--json": args.json, "--markdown": args.markdown}, logs, inputs=[args.config])
     ops = parse_ops(args.ops)
     cuda_flags = (args.cuda_flags or "").split()
-    bad = [f for f in cuda_flags if not f.startswith("-D")]
-    if bad:
-        raise PinsetError(f"--cuda-flags: {bad[0]!r} is not a -DNAME=VALUE flag")
+    if problem := next(filter(None, map(cuda_flag_problem, cuda_flags)), None):
+        raise PinsetError(f"--cuda-flags: {problem}")
     only_with("--cuda", args.cuda, {"--cuda-flags": bool(cuda_flags), "--ops": args.ops is not None,
                                     "--backend": args.backend is not None, "--op-jobs": args.op_jobs != 1})
     backend = gpu_backend(args.backend)
@@ -81,7 +81,8 @@ def run(args) -> int:
                                 jobs=args.jobs, op_timeout=args.op_timeout, cpu_params=args.cpu_params,
                                 cuda_flags=cuda_flags, op_jobs=args.op_jobs,
                                 log_dir=_log_dir(args, store), progress=not args.no_progress,
-                                gpu_name=machine.gpu.name if args.cuda and machine.gpu else None)
+                                gpu_name=machine.gpu.name if args.cuda and machine.gpu else None,
+                                settings=settings if args.cuda else None)
         gates = Gates(pinset, store, sim.mirror, options, say=console.print)
         verified = []
         for b in sim.result.builds:

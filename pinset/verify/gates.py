@@ -17,6 +17,7 @@ from pathlib import Path
 
 from pinset import runner
 from pinset.build.cmake import BuildFailed, BuiltTree, cmake_cache_value, configured_compilers, ensure_build
+from pinset.build.settings import CPU_BUILD, BuildSettings
 from pinset.checks.backend_ops import OpCount, case_counter, judge_backend_ops, parse_backend_ops
 from pinset.checks.ctest import judge_ctest, parse_ctest
 from pinset.checks.nvidia_smi import gpu_order_env
@@ -63,6 +64,13 @@ class VerifyOptions:
     log_dir: Path = Path("verify-logs")
     progress: bool = True
     gpu_name: str | None = None   # the GPU the result names (machine.gpu): the GPU gates must have run on it
+    settings: BuildSettings | None = None   # the CUDA build's settings whole (check_toolchain); else from the above
+
+    def build_settings(self, cuda: bool) -> BuildSettings:
+        """The settings of verify's CPU or CUDA build: the CPU build never takes the CUDA flags."""
+        if not cuda:
+            return CPU_BUILD
+        return self.settings or BuildSettings(True, self.cuda_architectures, None, tuple(self.cuda_flags))
 
 
 @dataclass
@@ -172,16 +180,16 @@ class Gates:
                out: BuildVerification) -> None:
         o = self.options
         label = f"{item.name} {'cuda' if cuda else 'cpu'}"
-        kwargs = dict(label=label, commit=item.commit, pinset_digest=self.pinset.digest, cuda=cuda,
-                      cuda_architectures=o.cuda_architectures if cuda else None, jobs=o.jobs,
-                      progress=o.progress, log_dir=logs, extra_flags=o.cuda_flags if cuda else [],
+        settings = o.build_settings(cuda)
+        kwargs = dict(label=label, commit=item.commit, pinset_digest=self.pinset.digest, jobs=o.jobs,
+                      progress=o.progress, log_dir=logs,
                       log_name="cuda" if cuda else "cpu")  # docs/verify.md: <logs>/<build>/cpu-build.log
         try:
-            built = ensure_build(self.store, self.mirror, item.tree, targets=targets, **kwargs)
+            built = ensure_build(self.store, self.mirror, item.tree, settings, targets, **kwargs)
             extra = self._ctest_targets(built, cuda)
             missing = [t for t in extra if t not in targets]
             if missing:
-                again = ensure_build(self.store, self.mirror, item.tree, targets=targets + missing, **kwargs)
+                again = ensure_build(self.store, self.mirror, item.tree, settings, targets + missing, **kwargs)
                 built = BuiltTree(again.source_dir, again.build_dir, again.bin_dir, again.cmake_flags,
                                   built.seconds + again.seconds, built.cached and again.cached)
                 targets = targets + missing
