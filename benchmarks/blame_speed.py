@@ -40,9 +40,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tests"))
 
-from snapshots import SNAPSHOTS, import_snapshots  # noqa: E402
 from pinset.sim.changes import is_substantive  # noqa: E402
 from pinset.store import Store  # noqa: E402
+from snapshots import SNAPSHOTS, import_snapshots  # noqa: E402
 
 CHAIN = ["0.3.30", "0.3.31", "0.3.32", "0.3.33", "0.3.34", "0.3.35"]
 LAST = "0.3.36"

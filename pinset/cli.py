@@ -18,6 +18,7 @@ from pinset.errors import PinsetError, RuntimeFailure
 from pinset.outputs_rule import check_arguments, option_names
 from pinset.redact import wrap_streams
 
+# Each verb's one-line summary, written once: `pinset --help` lists it, and it is the verb's help (_Summarised).
 COMMANDS = {
     "sim": "apply the pin set onto upstream builds in memory and check contracts",
     "pick": "name the newest upstream build on which the pin set is green",
@@ -26,7 +27,7 @@ COMMANDS = {
     "refresh": "rewrite series so they apply exactly on a build (same commits, moved context)",
     "rebase": "resolve a series' conflict on a build in a worktree; record the resolution",
     "verify": "build the pinned tree and prove it: CPU gate, CUDA build, tests, feature checks",
-    "kld": "KL divergence of base and head CUDA paths against a CPU reference",
+    "kld": "KL divergence of base and head device paths against the CPU reference",
     "bench": "interleaved llama-bench of base vs head with statistics",
     "model": "write synthetic GGUF models that run anywhere",
     "matrix": "the CI cells (build x GPU class) as a GitHub Actions matrix",
@@ -82,6 +83,17 @@ class OneLineParser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
+class _Summarised:
+    """The subparsers action as a verb's add_parser sees it: the verb's one-line summary is COMMANDS[name],
+    written once here (a help= the verb still passes is replaced)."""
+
+    def __init__(self, sub):
+        self._sub = sub
+
+    def add_parser(self, name: str, **kwargs):
+        return self._sub.add_parser(name, **{**kwargs, "help": COMMANDS[name]})
+
+
 def build_parser(chosen: str | None = None) -> argparse.ArgumentParser:
     parser = OneLineParser(
         prog="pinset", description="Keep a llama.cpp pin set alive on moving upstream builds.",
@@ -96,7 +108,7 @@ def build_parser(chosen: str | None = None) -> argparse.ArgumentParser:
             continue
         if name == chosen:
             module = importlib.import_module(f"pinset.commands.{MODULES.get(name, name)}")
-            verb = module.add_parser(sub)
+            verb = module.add_parser(_Summarised(sub))
             verb.description = verb.description or f"{help_text[0].upper()}{help_text[1:]}."
             verb.set_defaults(_run=module.run)
         else:

@@ -1,10 +1,25 @@
-"""Errors that end a command with a one-line message instead of a traceback."""
+"""The one error hierarchy: every exception that ends a command with a one-line message instead of a
+traceback derives from one of two roots, and `pinset.cli.main` is the only place that turns them into
+exit codes.
+
+- `PinsetError` (alias `BadInput`): the input was wrong (config, usage, unreachable upstream, missing
+  toolchain, a result file that does not hold what it must): exit 2, nothing changed.
+- `RuntimeFailure`: a step that ran and failed (a build, a llama.cpp program, a damaged cache, posting the
+  report): exit 1, the message names the log or the path.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
 
 
 class PinsetError(Exception):
     """Bad input (config, usage, unreachable upstream): exit 2, nothing changed."""
 
     exit_code = 2
+
+
+BadInput = PinsetError
 
 
 class ConfigError(PinsetError):
@@ -24,6 +39,10 @@ class ToolchainError(PinsetError):
     """A required external program (cmake, nvcc, nvidia-smi, ...) is missing."""
 
 
+class SeriesProblem(PinsetError):
+    """What is wrong with a patch series; the pins.yaml reader adds the file, line and key."""
+
+
 class RuntimeFailure(Exception):
     """A step that ran and failed (a build, a llama.cpp program): exit 1, the message names the log.
 
@@ -33,11 +52,27 @@ class RuntimeFailure(Exception):
     exit_code = 1
 
 
-class CacheDamaged(PinsetError):
+class CacheDamaged(RuntimeFailure):
     """A cache entry pinset cannot repair by itself (e.g. lost git objects): exit 1, naming it."""
-
-    exit_code = 1
 
     def __init__(self, path, detail: str):
         self.path = str(path)
         super().__init__(f"cache damaged: {self.path} ({detail}); remove it and run again")
+
+
+class BuildFailed(RuntimeFailure):
+    """CMake or ninja failed: a red gate (exit 1), not a usage error."""
+
+    def __init__(self, stage: str, message: str, tail: str, log: Path, seconds: float):
+        super().__init__(message)
+        self.stage, self.tail, self.log, self.seconds = stage, tail, log, seconds
+
+
+class PostError(RuntimeFailure):
+    """Posting the report failed (HTTP error, rate limit, network): exit 1, the report itself is kept."""
+
+
+class BenchParseError(RuntimeFailure, ValueError):
+    """llama-bench wrote a line that is not a measurement (exit 1 when it ends a run; a ValueError for the
+    callers that judge a single run). pinset/measures/llama_bench.py still defines its own class of this name
+    (area of the bench split); it becomes `from pinset.errors import BenchParseError` there."""

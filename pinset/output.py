@@ -14,7 +14,6 @@ from pinset.errors import PinsetError
 from pinset.redact import redact
 from pinset.store import atomic_write, write_problem
 
-
 # The width of a console that is no terminal (a CI log, a pipe, a file) when COLUMNS does not say one: wide
 # enough that no table is cut ("pypi:llama-cpp-python==0…") and no line wrapped where no one will resize it.
 UNLIMITED_WIDTH = 10_000

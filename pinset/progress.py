@@ -124,9 +124,17 @@ class Progress:
 
 
 def _rich_bar(kind: str, console):
-    from rich.progress import (BarColumn, DownloadColumn, MofNCompleteColumn, Progress as RichProgress,
-                               SpinnerColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn,
-                               TransferSpeedColumn)
+    from rich.progress import (
+        BarColumn,
+        DownloadColumn,
+        MofNCompleteColumn,
+        Progress as RichProgress,
+        SpinnerColumn,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+        TransferSpeedColumn,
+    )
 
     name = TextColumn("[bold]{task.description}")
     note = TextColumn("[dim]{task.fields[note]}")

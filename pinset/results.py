@@ -1,10 +1,9 @@
 """The reading half of every result model (sim, verify, kld, bench, report): one JSON object at a time,
 each access naming the file and the key when the document does not hold what the model needs.
-pick and blame (pinset/nightly/*) write schema 1 through pinset.SCHEMA_VERSION; the report checks them
-key by key in pinset/report/nightly.py.
 
 Each kind's model lives beside its producer (pinset/sim/model.py, pinset/verify/model.py,
-pinset/measures/kld.py, pinset/measures/bench.py, pinset/report/__init__.py) and owns both `to_json` and
+pinset/measures/kld.py, pinset/measures/bench.py, pinset/nightly/model.py for pick and blame,
+pinset/report/__init__.py) and owns both `to_json` and
 `from_json`; `pinset report` reads every file through the model of its kind, so what the producer writes
 and what the report reads cannot drift apart. Like pyperf's Benchmark.load/dump, a model reads the older
 versions of its kind where that costs little.
@@ -15,11 +14,13 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
+from typing import Any, overload
 
 from pinset.errors import PinsetError
 
-# Version of each kind's JSON (bumped when a field's meaning changes); `from_json` reads READS[kind].
-SCHEMAS = {"sim": 1, "verify": 1, "kld": 1, "bench": 2, "report": 2, "pick": 1, "blame": 1}
+# The one registry of schema versions: the version each kind's JSON is written with (bumped when a field's
+# meaning changes; "model" is `pinset model synth`'s document), and the versions `from_json` reads.
+SCHEMAS = {"sim": 1, "verify": 1, "kld": 1, "bench": 2, "report": 2, "pick": 1, "blame": 1, "model": 1}
 READS = {"sim": (1,), "verify": (1,), "kld": (1,), "bench": (1, 2), "report": (1, 2), "pick": (1,), "blame": (1,)}
 
 NUM = (int, float)
@@ -75,6 +76,12 @@ class Doc:
             self.fail(key, f"expected {type_name(types)}, got {json.dumps(value)[:40]}")
         return value
 
+    @overload
+    def num(self, key: str) -> float: ...
+
+    @overload
+    def num(self, key: str, *, null: bool = ..., default: Any = ...) -> float | None: ...
+
     def num(self, key: str, *, null: bool = False, default=...) -> float | None:
         """A finite number. With null=True, null or a non-finite value (NaN, inf: a number that could not be
         measured) reads as None; otherwise a non-finite value is refused."""
@@ -90,6 +97,12 @@ class Doc:
         if value not in allowed and not (default is not ... and value == default):
             self.fail(key, f"unknown value {value!r} (expected one of {', '.join(sorted(allowed))})")
         return value
+
+    @overload
+    def obj(self, key: str) -> Doc: ...
+
+    @overload
+    def obj(self, key: str, *, null: bool = ..., default: Any = ...) -> Doc | None: ...
 
     def obj(self, key: str, *, null: bool = False, default=...) -> Doc | None:
         value = self.get(key, dict, *((type(None),) if null else ()), default=default)
@@ -147,8 +160,8 @@ def read_document(path: str | Path) -> tuple[Doc, str, int, bytes]:
     kind = data.get("kind")
     if kind == "model":
         raise PinsetError(f"{path}: a model document (pinset model synth), not a result of sim, verify, kld or bench")
-    if not isinstance(kind, str) or kind not in SCHEMAS:
-        raise PinsetError(f"{path}: unknown kind {kind!r} (expected one of {', '.join(SCHEMAS)})")
+    if not isinstance(kind, str) or kind not in READS:
+        raise PinsetError(f"{path}: unknown kind {kind!r} (expected one of {', '.join(READS)})")
     schema = data.get("schema")
     if isinstance(schema, bool) or schema not in READS[kind]:
         reads = " and ".join(map(str, READS[kind]))

@@ -20,6 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 from pinset import progress  # noqa: E402
 from pinset.build.cmake import ensure_build  # noqa: E402
+from pinset.build.settings import CPU_BUILD  # noqa: E402
 from pinset.store import Store  # noqa: E402
 from pinset.upstream.builds import resolve_build  # noqa: E402
 from pinset.upstream.mirror import Mirror  # noqa: E402
@@ -40,9 +41,8 @@ def main() -> None:
     mirror = Mirror(store.mirror)
     try:
         build = resolve_build(build_name(args.version), None, Path("."), store, mirror)
-        built = ensure_build(store, mirror, build.tree, label=f"{build.name}-test-tools", commit=build.commit,
-                             pinset_digest="", cuda=False, cuda_architectures=None, targets=TARGETS,
-                             jobs=args.jobs, progress=True)
+        built = ensure_build(store, mirror, build.tree, CPU_BUILD, TARGETS, label=f"{build.name}-test-tools",
+                             commit=build.commit, pinset_digest="", jobs=args.jobs, progress=True)
     finally:
         mirror.close()
     keep_downloads(store)

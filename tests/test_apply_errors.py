@@ -5,8 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from conftest import GIT_ENV
 from pinset.sim.apply_errors import explain_apply_failure, find_hunk

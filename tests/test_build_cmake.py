@@ -7,8 +7,15 @@ import time
 
 import pytest
 
-from pinset.build.cmake import (BuildFailed, NINJA_STEP_RE, build_key, cmake_cache_value, cmake_flags,
-                                configured_compilers, ensure_build)
+from pinset.build.cmake import (
+    NINJA_STEP_RE,
+    BuildFailed,
+    build_key,
+    cmake_cache_value,
+    cmake_flags,
+    configured_compilers,
+    ensure_build,
+)
 from pinset.checks.nvidia_smi import parse_compute_caps
 from pinset.errors import ToolchainError
 from pinset.store import Store

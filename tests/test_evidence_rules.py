@@ -8,8 +8,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-import regen_report_goldens as goldens
 
+import regen_report_goldens as goldens
 from pinset.cli import main
 from pinset.config.schema import load_pinset
 from pinset.errors import ConfigError

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from conftest import write_pins
 
+from conftest import write_pins
 from pinset.config.schema import load_pinset
 from pinset.heal import ledger
 from pinset.heal.modes import direct_mode

@@ -6,12 +6,12 @@ import json
 import subprocess
 
 import pytest
-from conftest import write_pins
-from snapshots import build_name, import_snapshots
 
+from conftest import write_pins
 from pinset.cli import main
 from pinset.store import Store
 from pinset.upstream.mirror import Mirror
+from snapshots import build_name, import_snapshots
 
 pytestmark = pytest.mark.slow
 

@@ -6,9 +6,8 @@ import json
 import subprocess
 
 from conftest import GIT_ENV
-from test_heal_refresh import modes_of, moved, sim_json  # noqa: F401 (the fixture)
-
 from pinset.cli import main
+from test_heal_refresh import modes_of, moved, sim_json  # noqa: F401 (the fixture)
 
 
 def git(cwd, *args):

@@ -6,8 +6,8 @@ import json
 import subprocess
 
 import pytest
-from conftest import write_pins
 
+from conftest import write_pins
 from pinset.cli import main
 
 LINES = "".join(f"line {i}\n" for i in range(1, 41))

@@ -10,13 +10,13 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
-from test_report_post import RESULTS
 
 import pinset.report.github as github_module
 from pinset import http
 from pinset.cli import main
 from pinset.errors import UpstreamError
 from pinset.upstream import pypi
+from test_report_post import RESULTS
 
 TOKEN = "ghp_deadlineTestToken0123456789"
 _pause = time.sleep  # the server's own: a test may stub time.sleep for the client's waits

@@ -7,7 +7,6 @@ import json
 from pathlib import Path
 
 from pinset.cli import main
-
 from test_measures_fault_programs import DEVICE_LINES, fake_perplexity, visible_gpu  # noqa: F401  (autouse fixture)
 
 

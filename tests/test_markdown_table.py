@@ -1,7 +1,6 @@
 """The one markdown table writer: cells from programs and people cannot break a table."""
 
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 
 from pinset.markdown_table import cell, table
 from pinset.nightly.markdown import pick_markdown

@@ -6,8 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from pinset.measures.llama_bench import BenchParseError, parse_jsonl
-from pinset.measures.llama_bench import test_name as name_of
+from pinset.measures.llama_bench import BenchParseError, parse_jsonl, test_name as name_of
 
 FIX = Path(__file__).parent / "fixtures" / "llama-bench"
 

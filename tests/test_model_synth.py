@@ -95,8 +95,11 @@ def test_unknown_size_and_bad_shape_are_usage_errors():
 
 # --- models written directly in the target quantization (no F16, no imatrix) -------------------------------
 
-from hypothesis import given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
+from hypothesis import (  # noqa: E402
+    given,
+    settings,
+    strategies as st,  # noqa: E402
+)
 
 from pinset.models import blocks  # noqa: E402
 from pinset.models.pipeline import choose_method, synthesize  # noqa: E402

@@ -13,13 +13,12 @@ import re
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, assume, given, settings, strategies as st
 
 from pinset.checks.backend_ops import judge_backend_ops, parse_backend_ops
 from pinset.checks.ctest import judge_ctest, parse_ctest
 from pinset.checks.nvidia_smi import VALUE_RE, parse_nvidia_smi
-from pinset.measures.llama_bench import (MAX_TOKENS_PER_SECOND, BenchParseError, parse_jsonl, run_problem)
+from pinset.measures.llama_bench import MAX_TOKENS_PER_SECOND, BenchParseError, parse_jsonl, run_problem
 from pinset.measures.perplexity import base_problem, kld_problem, parse_perplexity
 
 FIX = Path(__file__).parent / "fixtures"

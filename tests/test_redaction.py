@@ -9,12 +9,12 @@ import shutil
 from pathlib import Path
 
 import pytest
-from test_report_post import FakeGitHub
 
 import pinset.report.github as github_module
 from pinset.cli import main
 from pinset.config.schema import load_pinset
 from pinset.redact import redact
+from test_report_post import FakeGitHub
 
 TOKEN = "ghp_RedactMe0123456789abcdefXYZ"
 URL_SECRET = "Pa55word-in-a-url"

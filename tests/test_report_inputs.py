@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import write_pins
 from pinset.cli import main
 from pinset.measures.bench import bench_document, bench_markdown, row_speeds, run_rounds
 from pinset.measures.kld import DeviceRun, Reference, kld_document
@@ -25,9 +26,8 @@ from pinset.output import write_json
 from pinset.report import ReportResult
 from pinset.report.load import MODELS, load_result
 from pinset.results import read_document
-from pinset.sim.model import PinResult, SimResult, BuildResult
-from pinset.verify.model import BuildVerification, GateResult, VerifyResult, GATES, GPU_GATES
-from conftest import write_pins
+from pinset.sim.model import BuildResult, PinResult, SimResult
+from pinset.verify.model import GATES, GPU_GATES, BuildVerification, GateResult, VerifyResult
 from test_report import dump, load, report
 
 FIX = Path(__file__).parent / "fixtures"
@@ -534,8 +534,7 @@ def _leaves(value, path=()):
 
 
 def test_damaged_results_are_read_or_refused_in_one_line(tmp_path_factory):
-    from hypothesis import HealthCheck, given, settings
-    from hypothesis import strategies as st
+    from hypothesis import HealthCheck, given, settings, strategies as st
 
     from pinset.errors import PinsetError
     from pinset.report import build_report

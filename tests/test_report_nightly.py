@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-
 import pytest
 
-from pinset.cli import main
 import test_pick
+from pinset.cli import main
 from test_pick import BREAK
 from test_report import dump, load, report
 

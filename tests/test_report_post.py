@@ -10,12 +10,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
+import pinset.report.github as github_module
 import regen_report_goldens as goldens
 from pinset.cli import main
-import pinset.report.github as github_module
 from pinset.errors import PinsetError
 from pinset.report.github import GitHub, PostError, Target, clean_token, origin, parse_api_url
 

@@ -113,8 +113,7 @@ def test_the_member_check_refuses_what_the_data_filter_refuses():
 @pytest.mark.skipif(not pypi.EXTRACTION_FILTERS, reason="needs tarfile.data_filter to compare with")
 def test_the_member_check_is_at_least_as_strict_as_the_data_filter(tmp_path):
     """What pinset's check lets through, Python's "data" filter lets through too (names and links of ., .., a, b)."""
-    from hypothesis import given, settings
-    from hypothesis import strategies as st
+    from hypothesis import given, settings, strategies as st
 
     segment = st.sampled_from([".", "..", "a", "b"])
     relative = st.lists(segment, min_size=1, max_size=5).map("/".join)

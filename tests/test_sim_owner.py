@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import pytest
-from test_sim import pin_set, world  # noqa: F401  (the fixture)
 
 from pinset.config.schema import load_pinset
 from pinset.sim.run import simulate
 from pinset.store import Store
+from test_sim import pin_set, world  # noqa: F401  (the fixture)
 
 
 def _simulate(tmp_path, up, pins, builds, *ids):

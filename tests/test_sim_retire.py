@@ -4,12 +4,11 @@ carried. A false `upstream` is a false pass: the pin counts as ok while its chan
 
 from __future__ import annotations
 
-from conftest import write_pins
-from hypothesis import given
-from hypothesis import strategies as st
-from test_sim import by_id, run_sim
+from hypothesis import given, strategies as st
 
+from conftest import write_pins
 from pinset.sim.changes import combine, moved_match, parse_patch
+from test_sim import by_id, run_sim
 
 FILLER = "".join(f"int filler_{i}(void) {{ return {i}; }}\n" for i in range(30))
 BLOCK = "    int value = compute(ready);\n    log_value(value);\n    return value + 1;\n"

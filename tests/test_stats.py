@@ -10,8 +10,7 @@ import pytest
 from scipy import stats as sps
 
 from pinset.measures.bench import analyse, run_tps
-from pinset.measures.stats import (MIN_EFFECT, Plan, compare, decide, estimate, rounds_needed, verdict_for,
-                                   wilcoxon_p)
+from pinset.measures.stats import MIN_EFFECT, Plan, compare, decide, estimate, rounds_needed, verdict_for, wilcoxon_p
 from pinset.measures.stats_sim import sequential_trials, simulate_log_ratios, verdict_rates
 
 FIX = Path(__file__).parent / "fixtures" / "llama-bench"

@@ -15,12 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from conftest import write_pins
 import pinset.report.github as github_module
+from conftest import write_pins
 from pinset import runner
 from pinset.cli import main
-from test_report_post import FakeGitHub
 from test_model_synth import gguf, make_vocab
+from test_report_post import FakeGitHub
 from test_verify_gates import stand_in_files
 
 # One known value per variable runner.SECRET_ENV scrubs; every one is searched for everywhere.

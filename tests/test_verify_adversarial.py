@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from pinset.cli import main
 from conftest import write_pins
+from pinset.cli import main
 
 
 @pytest.fixture

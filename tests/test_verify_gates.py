@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from pinset.cli import main
 from conftest import write_pins
+from pinset.cli import main
 
 FIX = Path(__file__).parent / "fixtures"
 STAND_IN = FIX / "verify" / "stand-in"

@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pinset import runner
-from pinset.errors import ToolchainError
+from pinset.build.settings import BuildSettings
+from pinset.errors import BuildFailed, ToolchainError
 from pinset.progress import Progress
 from pinset.store import Store, atomic_write, locked, short_hash
 
@@ -36,14 +37,6 @@ class BuiltTree:
     cmake_flags: list[str]
     seconds: float
     cached: bool  # True when nothing was materialised, configured or compiled
-
-
-class BuildFailed(Exception):
-    """CMake or ninja failed: a red gate (exit 1), not a usage error."""
-
-    def __init__(self, stage: str, message: str, tail: str, log: Path, seconds: float):
-        super().__init__(message)
-        self.stage, self.tail, self.log, self.seconds = stage, tail, log, seconds
 
 
 # --- toolchain ------------------------------------------------------------------------------
@@ -134,11 +127,16 @@ def build_key(tree: str, flags: list[str]) -> str:
     return short_hash(tree, *flags, length=16)
 
 
-def ensure_build(store: Store, mirror, tree: str, *, label: str, commit: str, pinset_digest: str, cuda: bool,
-                 cuda_architectures: str | None, targets: list[str], jobs: int | None = None,
-                 progress: bool = True, log_dir: Path | None = None, extra_flags: list[str] | tuple = (),
-                 log_name: str | None = None) -> BuiltTree:
+def ensure_build(store: Store, mirror, tree: str, settings: BuildSettings | None = None,
+                 targets: list[str] | tuple[str, ...] = (), *, label: str, commit: str, pinset_digest: str,
+                 jobs: int | None = None, progress: bool = True, log_dir: Path | None = None,
+                 log_name: str | None = None, cuda: bool | None = None, cuda_architectures: str | None = None,
+                 extra_flags: list[str] | tuple = ()) -> BuiltTree:
     """Materialise `tree`, configure once, and build `targets` (ninja does nothing when up to date).
+
+    `settings` (pinset.build.settings.build_settings: CUDA or not, architectures, extra -D flags) travel
+    whole; the loose `cuda`, `cuda_architectures`, `extra_flags` are the older spelling of the same, for
+    callers not moved yet (pinset/measures/sides.py).
 
     The cache key is (tree, flags): the tree oid already covers the build commit and every pin's
     content, so editing only a check or a description in pins.yaml does not rebuild.
@@ -147,6 +145,10 @@ def ensure_build(store: Store, mirror, tree: str, *, label: str, commit: str, pi
     `<log_name>-{configure,build}.log` (default: the label's slug).
     Raises ToolchainError (missing cmake/ninja/nvcc) or BuildFailed (configure/compile error).
     """
+    if settings is None:
+        settings = BuildSettings(bool(cuda), cuda_architectures, None, tuple(extra_flags))
+    cuda, cuda_architectures, extra_flags = settings.cuda, settings.cuda_architectures, settings.cuda_flags
+    targets = list(targets)
     require_toolchain(cuda)
     started = time.monotonic()
     root_cmake = mirror.read_blob(tree, "CMakeLists.txt")

@@ -21,7 +21,7 @@ from pinset.store import scratch_dir
 
 def add_parser(sub):
     p = sub.add_parser(
-        "apply", help="materialise the pinned tree of one build into a folder",
+        "apply",
         description="Apply the pin set onto one build (in the cache's mirror, as `pinset sim` does) and write "
                     "the resulting source tree into a new or empty folder, ready to build. Your own checkout "
                     "is never touched. When a required pin fails on that build nothing is written and the "

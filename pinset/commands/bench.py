@@ -9,12 +9,23 @@ from pathlib import Path
 from rich.table import Table
 
 from pinset.checks.machine import host_identity
-from pinset.errors import PinsetError
-from pinset.measures.bench import (FIRST_LOOK, MAX_ROUNDS, MAX_TIME_S, bench_markdown, headers, noise_from,
-                                   reanalysed, row_cells, run_bench, run_tps, subject)
-from pinset.measures.bench_render import is_aa, p_text
-from pinset.commands.sides import add_side_args, check_gguf, resolve_sides
 from pinset.commands.common import check_inputs, count, only_with, seconds
+from pinset.commands.sides import add_side_args, check_gguf, resolve_sides
+from pinset.errors import PinsetError
+from pinset.measures.bench import (
+    FIRST_LOOK,
+    MAX_ROUNDS,
+    MAX_TIME_S,
+    bench_markdown,
+    headers,
+    noise_from,
+    reanalysed,
+    row_cells,
+    run_bench,
+    run_tps,
+    subject,
+)
+from pinset.measures.bench_render import is_aa, p_text
 from pinset.output import check_outputs, console, err_console, write_json, write_text
 from pinset.progress import Progress
 

@@ -20,7 +20,7 @@ STYLE = {"ok": "green", "upstream": "cyan", "broken-on-good": "yellow"}
 
 
 def add_parser(sub):
-    p = sub.add_parser("blame", help="bisect upstream between two builds to the commit that broke each pin")
+    p = sub.add_parser("blame")
     add_config_args(p, builds=False)
     p.add_argument("--good", required=True, help="a build (tag, branch, commit) on which the pins are fine")
     p.add_argument("--bad", required=True, help="a later build on which some pin is broken")

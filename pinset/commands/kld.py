@@ -7,11 +7,11 @@ from pathlib import Path
 from rich.table import Table
 
 from pinset.checks.machine import host_identity
+from pinset.commands.common import check_inputs, count, only_with
+from pinset.commands.sides import add_side_args, check_gguf, resolve_sides
 from pinset.measures.kld import run_kld
 from pinset.measures.kld_render import HEADERS, kld_markdown, kld_rows
-from pinset.commands.sides import add_side_args, check_gguf, resolve_sides
 from pinset.models.pipeline import DEFAULT_TEXT
-from pinset.commands.common import check_inputs, count, only_with
 from pinset.output import check_outputs, console, write_json, write_text
 
 TARGETS = ["llama-perplexity"]

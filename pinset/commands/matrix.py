@@ -34,7 +34,7 @@ MAX_CELLS = 256  # jobs GitHub Actions makes of one matrix at most
 
 
 def add_parser(sub):
-    p = sub.add_parser("matrix", help="the CI cells (build x GPU class) as a GitHub Actions matrix JSON")
+    p = sub.add_parser("matrix")
     add_config_args(p)
     p.add_argument("--sim", type=Path, help="sim JSON of this pin set (default: run the sim now)")
     p.add_argument("--gpus", help="comma-separated GPU classes of pins.yaml's `gpus:` (default: all)")

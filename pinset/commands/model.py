@@ -8,11 +8,12 @@ import json
 import shutil
 from pathlib import Path
 
+from pinset.commands.common import check_inputs, count, cuda_architectures
 from pinset.errors import PinsetError
 from pinset.models.pipeline import AUTO_DIRECT_F16_BYTES, DEFAULT_TEXT, METHODS, LlamaBin, choose_method, synthesize
 from pinset.models.synth import ARCHS, DIRECT_QUANTS, OTHER_QUANTS, PRESETS, preset
-from pinset.commands.common import check_inputs, count, cuda_architectures
 from pinset.output import check_outputs, console, err_console, write_json
+from pinset.results import SCHEMAS
 
 OVERRIDES = [("layers", "n_layer"), ("embd", "n_embd"), ("heads", "n_head"), ("heads-kv", "n_head_kv"),
              ("head-dim", "head_dim"), ("ff", "n_ff"), ("experts", "n_expert"), ("experts-used", "n_expert_used"),
@@ -20,7 +21,7 @@ OVERRIDES = [("layers", "n_layer"), ("embd", "n_embd"), ("heads", "n_head"), ("h
 
 
 def add_parser(sub):
-    p = sub.add_parser("model", help="models that work anywhere (random weights, real shapes)")
+    p = sub.add_parser("model")
     verbs = p.add_subparsers(dest="model_verb", metavar="VERB")
     verbs.required = True
     s = verbs.add_parser(
@@ -134,7 +135,7 @@ def run(args) -> int:
             made.rmdir()
             made = made.parent
         raise
-    doc = {"schema": 1, "kind": "model", **result.to_json()}
+    doc = {"schema": SCHEMAS["model"], "kind": "model", **result.to_json()}
     cached = " (cached: same recipe)" if result.seconds.get("cached") else ""
     console.print(f"[green]{result.path}[/] {result.size_bytes / 2**20:,.1f} MiB{cached} "
                   f"{json.dumps(result.seconds)}")

@@ -8,8 +8,9 @@ from rich.table import Table
 
 from pinset import ci_annotations
 from pinset.commands.common import add_config_args, count, only_with, open_config
-from pinset.commands.verify import build_input, check_toolchain
+from pinset.commands.verify import warn
 from pinset.nightly.markdown import pick_markdown, why_text, write_results
+from pinset.nightly.model import NOT_GREEN, NOT_TRIED, PICKED, VERIFY_FAILED
 from pinset.nightly.pick import pick
 from pinset.output import check_outputs, console, err_console
 from pinset.sim.pins import carried_symbols, prepare_pins
@@ -19,12 +20,13 @@ from pinset.upstream.mirror import Mirror
 from pinset.upstream.select import order_oldest_first
 from pinset.verify.gates import Gates, VerifyOptions
 from pinset.verify.plan import parse_ops
+from pinset.verify.run import check_toolchain, confirmation
 
-STYLE = {"picked": "green", "not green": "red", "verify failed": "red", "not tried": "dim"}
+STYLE = {PICKED: "green", NOT_GREEN: "red", VERIFY_FAILED: "red", NOT_TRIED: "dim"}
 
 
 def add_parser(sub):
-    p = sub.add_parser("pick", help="name the newest build on which every required pin is fine")
+    p = sub.add_parser("pick")
     add_config_args(p)
     p.add_argument("--verify", action="store_true",
                    help="confirm the picked build with `pinset verify`; fall back to the next older green build "
@@ -46,7 +48,7 @@ def run(args) -> int:
     names = pick_builds(pinset, args.builds)
     cuda_flags, arch = [], None
     if args.verify:
-        settings = check_toolchain(pinset, args.cuda, [])
+        settings = check_toolchain(pinset, args.cuda, [], warn=warn)
         cuda_flags, arch = list(settings.cuda_flags), settings.cuda_architectures
     with Mirror(store.mirror) as mirror:
         builds = order_oldest_first(resolve_builds(names, pinset.upstream, pinset.path.parent, store, mirror), mirror)
@@ -55,14 +57,10 @@ def run(args) -> int:
         if args.verify:
             options = VerifyOptions(cuda=args.cuda, ops=parse_ops(None), cuda_architectures=arch, jobs=args.jobs,
                                     cuda_flags=cuda_flags, progress=not args.no_progress,
-                                    log_dir=Path(args.logs) if args.logs else store.dir("logs", "pick"))
-            gates = Gates(pinset, store, mirror, options, say=err_console.print)
-
-            def confirm(build, result):
-                verified = gates.verify(build_input(result, carried_symbols(prepared, result)))
-                failed = [g.name for g in verified.gates
-                          if g.status == "failed" or (g.status == "not-run" and not g.extra.get("not_requested"))]
-                return verified.ok, {"failed_gates": failed, "gates": {g.name: g.status for g in verified.gates}}
+                                    log_dir=Path(args.logs) if args.logs else store.dir("logs", "pick"),
+                                    settings=settings if args.cuda else None)
+            gates = Gates(pinset, store, mirror, options, say=err_console.print)  # progress: stderr
+            confirm = confirmation(gates, lambda result: carried_symbols(prepared, result))
 
         result = pick(pinset, mirror, prepared, list(reversed(builds)), confirm,
                       say=lambda text: err_console.print(f"[dim]{text}[/]"))

@@ -6,17 +6,15 @@ import os
 import sys
 
 from pinset.config.schema import load_pinset
-from pinset.errors import PinsetError
+from pinset.errors import PinsetError, PostError
 from pinset.output import check_outputs, write_json, write_text
-from pinset.report import build_report
-from pinset.report.github import (DEFAULT_API_URL, GitHub, PostError, clean_token, describe_dry_run, parse_api_url,
-                                  parse_target)
-from pinset.report.markdown import marker
+from pinset.report import build_report, post_report
+from pinset.report.github import DEFAULT_API_URL, GitHub, clean_token, describe_dry_run, parse_api_url, parse_target
 from pinset.store import Store
 
 
 def add_parser(sub):
-    p = sub.add_parser("report", help="combine sim/verify/kld/bench results into one verdict and PR comment")
+    p = sub.add_parser("report")
     p.add_argument("results", nargs="*", help="JSON result files written by sim, verify, kld and bench")
     p.add_argument("-c", "--config", help="pins.yaml: adds the pin set's and pins' descriptions "
                                           "(must be the pin set the results were made with)")
@@ -68,10 +66,8 @@ def run(args) -> int:
             sys.stdout.write(describe_dry_run(github.plan(target, report.markdown), token))
             return status
         try:
-            posted = github.post(target, marker(report.digest), report.markdown)
-        except Exception as exc:  # PostError, or an answer nobody foresaw: one line, the token redacted
-            if not isinstance(exc, PostError):
-                exc = github.unexpected(exc)
+            posted = post_report(github, target, report)
+        except PostError as exc:
             # plain prints: one unwrapped line each, so CI logs can be grepped
             print(f"pinset report: posting to {target} failed: {exc}", file=sys.stderr)
             try:

@@ -16,7 +16,7 @@ STYLE = {"applied": "green", "upstream": "cyan", "conflict": "red", "skipped": "
 
 def add_parser(sub):
     p = sub.add_parser(
-        "sim", help="apply the pin set onto upstream builds in memory and check contracts",
+        "sim",
         description="Apply every pin of pins.yaml, in order, onto each upstream build (pins.yaml's builds, or "
                     "--builds) in a private git mirror in the cache, without checking anything out, and check "
                     "each pin's contracts (symbols that must exist). Prints a table of pin x build; --json "

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import shutil
 import signal
 from dataclasses import replace
 from pathlib import Path
@@ -11,26 +10,26 @@ from pathlib import Path
 from rich.table import Table
 
 from pinset import ci_annotations
-from pinset.build.cmake import find_nvcc, require_toolchain
-from pinset.build.settings import BuildSettings, build_settings
+from pinset.build.cmake import find_nvcc
 from pinset.checks.machine import Machine, probe_machine
 from pinset.checks.nvidia_smi import visible_gpus
 from pinset.commands.common import add_config_args, count, only_with, open_config, seconds
 from pinset.commands.sim import short_build
-from pinset.errors import PinsetError, ToolchainError
+from pinset.config.schema import cuda_flag_problem
+from pinset.errors import PinsetError
 from pinset.output import check_outputs, console, err_console, remove_stale, write_json, write_text
-from pinset.sim.model import is_cuda_path
 from pinset.sim.run import pick_builds, simulate
-from pinset.verify.gates import BuildInput, Gates, Interrupted, VerifyOptions
+from pinset.verify.gates import Gates, Interrupted, VerifyOptions
 from pinset.verify.markdown import verify_markdown
-from pinset.verify.model import INTERRUPTED, VerifyResult
+from pinset.verify.model import FAILED, INTERRUPTED, NOT_RUN, PASSED, VerifyResult
 from pinset.verify.plan import parse_ops
+from pinset.verify.run import add_not_tested, build_input, check_toolchain
 
-STYLE = {"passed": "green", "failed": "red", "not-run": "yellow"}
+STYLE = {PASSED: "green", FAILED: "red", NOT_RUN: "yellow"}
 
 
 def add_parser(sub):
-    p = sub.add_parser("verify", help="build the pinned trees and prove them gate by gate (CPU first, then --cuda)")
+    p = sub.add_parser("verify")
     add_config_args(p)
     p.add_argument("--cuda", action="store_true", help="also build with CUDA and run the GPU gates")
     p.add_argument("--ops", help="ops for the GPU test-backend-ops gate (default MUL_MAT,MUL_MAT_ID,PAD,GET_ROWS)")
@@ -58,9 +57,8 @@ def run(args) -> int:
     check_outputs({"--json": args.json, "--markdown": args.markdown}, logs, inputs=[args.config])
     ops = parse_ops(args.ops)
     cuda_flags = (args.cuda_flags or "").split()
-    bad = [f for f in cuda_flags if not f.startswith("-D")]
-    if bad:
-        raise PinsetError(f"--cuda-flags: {bad[0]!r} is not a -DNAME=VALUE flag")
+    if problem := next(filter(None, map(cuda_flag_problem, cuda_flags)), None):
+        raise PinsetError(f"--cuda-flags: {problem}")
     only_with("--cuda", args.cuda, {"--cuda-flags": bool(cuda_flags), "--ops": args.ops is not None,
                                     "--backend": args.backend is not None, "--op-jobs": args.op_jobs != 1})
     backend = gpu_backend(args.backend)
@@ -69,7 +67,7 @@ def run(args) -> int:
     signal.signal(signal.SIGTERM, _interrupt)
     pinset, store = open_config(args, require_pins=False)
     build_names = pick_builds(pinset, args.builds)
-    settings = check_toolchain(pinset, args.cuda, cuda_flags, gpu_class=args.gpu_class)
+    settings = check_toolchain(pinset, args.cuda, cuda_flags, gpu_class=args.gpu_class, warn=warn)
     cuda_flags, arch, gpu_arch = list(settings.cuda_flags), settings.cuda_architectures, settings.gpu_architectures
     machine = probe_machine(find_nvcc() if args.cuda else None)
     if args.cuda:
@@ -84,7 +82,8 @@ def run(args) -> int:
                                 jobs=args.jobs, op_timeout=args.op_timeout, cpu_params=args.cpu_params,
                                 cuda_flags=cuda_flags, op_jobs=args.op_jobs,
                                 log_dir=_log_dir(args, store), progress=not args.no_progress,
-                                gpu_name=machine.gpu.name if args.cuda and machine.gpu else None)
+                                gpu_name=machine.gpu.name if args.cuda and machine.gpu else None,
+                                settings=settings if args.cuda else None)
         gates = Gates(pinset, store, sim.mirror, options, say=err_console.print)  # progress: stderr
         verified = []
         for b in sim.result.builds:
@@ -98,15 +97,7 @@ def run(args) -> int:
                 # the builds so far are written (a gate cut short is `not-run`, never a pass), then exit 130
                 interrupted = exc
                 verified.append(exc.result)
-    if not args.cuda:
-        for b, v in zip(sim.result.builds, verified):
-            v.not_tested += _cuda_not_compiled(b)
-    elif settings.coverage_warning():
-        # the GPU ran code of another architecture (PTX compiled on the fly, or none): what the GPU's own
-        # architecture would compile (`__CUDA_ARCH__` paths) was not built here
-        for v in verified:
-            v.not_tested.append({"what": f"CUDA code for this GPU's architecture ({gpu_arch})",
-                                 "why": f"the build is for CUDA architectures {arch} only"})
+    add_not_tested(sim.result.builds, verified, cuda=args.cuda, settings=settings)
     result = VerifyResult(pinset.digest, machine.to_json(), verified, args.cuda,
                           {"ops": ops, "backend": backend if args.cuda else "CPU",
                            "cpu_params": args.cpu_params, "cuda_architectures": arch,
@@ -126,20 +117,8 @@ def run(args) -> int:
     return 0 if result.ok else 1
 
 
-def check_toolchain(pinset, cuda: bool, cuda_flags: list[str], *,
-                    gpu_class: str | None = None) -> BuildSettings:
-    """The build settings (CUDA flags and architectures, the GPU's) from the one build-settings function, or one
-    line and exit 2 when the GPU or a program the build needs is missing: checked before any download or
-    build (also used by `pinset pick --verify`)."""
-    # The same settings as kld/bench/model, so they find this build in the cache; no GPU is one line.
-    settings = build_settings(pinset, cuda=cuda, gpu_hint="drop --cuda for the CPU gates only",
-                              extra_flags=cuda_flags, gpu_class=gpu_class)
-    require_toolchain(cuda)
-    if shutil.which("ctest") is None:
-        raise ToolchainError("ctest not found on PATH (it comes with CMake)")
-    if settings.coverage_warning():
-        err_console.print(f"[yellow]warning:[/] {settings.coverage_warning()}")
-    return settings
+def warn(text: str) -> None:
+    err_console.print(f"[yellow]warning:[/] {text}")
 
 
 def gpu_backend(backend: str | None) -> str:
@@ -165,25 +144,6 @@ def _interrupt(signum, frame):
     raise KeyboardInterrupt
 
 
-def build_input(b, symbols: set[str]) -> BuildInput:
-    """`symbols`: the feature symbols of the pins the build carries (Simulation.feature_symbols)."""
-    status = {p.id: p.status for p in b.pins}
-    failed = [p.id for p in b.pins if p.required and not p.ok]
-    touched = [p.touched for p in b.pins if p.status in ("applied", "upstream")]  # scopes the CPU gate (plan)
-    return BuildInput(b.build, b.commit, b.tree, status, failed, symbols, touched)
-
-
-def _cuda_not_compiled(b) -> list[dict]:
-    """Without --cuda, the CUDA code an applied pin changes was never compiled: say so per pin."""
-    out = []
-    for p in b.pins:
-        cuda = [f for f in p.touched or [] if is_cuda_path(f)]
-        if p.status == "applied" and cuda:
-            out.append({"what": f"CUDA code of pin {p.id} ({cuda[0]}" + (f" and {len(cuda) - 1} more" if len(cuda) > 1 else "")
-                        + ")", "why": "not compiled or run: --cuda not given"})
-    return out
-
-
 def _log_dir(args, store) -> Path:
     if args.logs:
         return Path(args.logs)
@@ -205,7 +165,7 @@ def _table(doc: dict) -> Table:
         for b in doc["builds"]:
             g = b["gates"][i]
             text = f"[{STYLE[g['status']]}]{g['status']}[/]"
-            if g["status"] != "not-run":
+            if g["status"] != NOT_RUN:
                 text += f" {g['seconds']:.0f} s"
             if g.get("ops"):
                 text += "\n" + ", ".join(f"{o['op']} {o['passed']}/{o['total']}" for o in g["ops"])

@@ -13,11 +13,7 @@ import stat
 from pathlib import Path
 
 from pinset import runner
-from pinset.errors import ToolchainError
-
-
-class SeriesProblem(Exception):
-    """What is wrong with a series; the caller adds the pins.yaml file, line and key."""
+from pinset.errors import SeriesProblem, ToolchainError
 
 
 def patch_series(folder: Path, shown: str) -> tuple[Path, ...]:

@@ -19,8 +19,8 @@ import yaml
 from pinset import runner
 from pinset.config.patches import SeriesProblem, patch_series, single_patch
 from pinset.config.reading import compose, decode_utf8, read_regular_file
-from pinset.errors import ConfigError, ToolchainError
 from pinset.config.selectors import looks_like_selector, parse_selector, specifier
+from pinset.errors import ConfigError, ToolchainError
 from pinset.heal.ledger import resolution_files
 
 SHA_RE = re.compile(r"^[0-9a-f]{7,40}$")
@@ -38,6 +38,14 @@ PIN_KEYS = {"id", "patches", "pr", "commit", "required", "checks", "unchecked", 
 CUDA_KEYS = {"architectures", "flags"}
 GPU_CLASS_KEYS = {"runs-on", "architectures"}
 EVIDENCE_KINDS = ("verify", "gpu-verify", "kld", "bench")  # a pin's `evidence:` items (report/evidence.py)
+CUDA_FLAG_RE = re.compile(r"-D[A-Za-z_][A-Za-z0-9_]*(:[A-Z]+)?=\S*")
+
+
+def cuda_flag_problem(flag: str) -> str | None:
+    """The one check of an extra CMake flag of the CUDA build: pins.yaml's cuda.flags and verify's --cuda-flags."""
+    return None if CUDA_FLAG_RE.fullmatch(flag) else f"malformed CMake flag {flag!r} (e.g. -DGGML_CUDA_FA=OFF)"
+
+
 GPU_CLASS_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 # CMAKE_CUDA_ARCHITECTURES: compute capabilities ("90", "90a", "100f", "86-real"), separated by ; or ,
 # (one spelling once normalised), or one of CMake's keywords. Anything else fails in CMake minutes later.
@@ -287,8 +295,8 @@ def load_pinset(path: str | Path, *, require_pins: bool = True) -> PinSet:
         cuda = r.mapping(top["cuda"], "cuda", CUDA_KEYS)
         for node in (r.sequence(cuda["flags"], "cuda.flags") if "flags" in cuda else []):
             flag = r.string(node, "cuda.flags[]")
-            if not re.fullmatch(r"-D[A-Za-z_][A-Za-z0-9_]*(:[A-Z]+)?=\S*", flag):
-                r.fail(node, "cuda.flags[]", f"malformed CMake flag {flag!r} (e.g. -DGGML_CUDA_FA=OFF)")
+            if problem := cuda_flag_problem(flag):
+                r.fail(node, "cuda.flags[]", problem)
             cuda_flags.append(flag)
         if "architectures" in cuda:
             cuda_arch = r.string(cuda["architectures"], "cuda.architectures")

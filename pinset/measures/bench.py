@@ -19,13 +19,53 @@ rounds and statistics, with "base" the reference model.
 
 from __future__ import annotations
 
-from pinset.measures.bench_analysis import (FRAME_COLUMNS, MAX_ROUNDS, MAX_TIME_S, METHOD, _ok,  # noqa: F401
-                                            aa_noise, analyse, analyse_rows, bench_document, decision_record,
-                                            decisive, is_aa_check, more_rounds, noise_from, noise_of, plan_of,
-                                            reanalysed, rederive_row, row_contradiction, row_from_speeds,
-                                            rounds_frame, rows_from_frame, write_csv)
-from pinset.measures.bench_model import (BUSY, DECISIVE, FIRST_LOOK, VERDICTS, BenchResult, BenchRow,  # noqa: F401
-                                         Exclusion, ExclusionKind, exclusion_kind, recorded_speed_problem, run_tps)
-from pinset.measures.bench_render import (HEADERS, band_name, bench_markdown, headers, row_cells,  # noqa: F401
-                                          row_speeds, speed_stat, subject, verdict_text)
+from pinset.measures.bench_analysis import (  # noqa: F401
+                                            FRAME_COLUMNS,
+                                            MAX_ROUNDS,
+                                            MAX_TIME_S,
+                                            METHOD,
+                                            _ok,
+                                            aa_noise,
+                                            analyse,
+                                            analyse_rows,
+                                            bench_document,
+                                            decision_record,
+                                            decisive,
+                                            is_aa_check,
+                                            more_rounds,
+                                            noise_from,
+                                            noise_of,
+                                            plan_of,
+                                            reanalysed,
+                                            rederive_row,
+                                            rounds_frame,
+                                            row_contradiction,
+                                            row_from_speeds,
+                                            rows_from_frame,
+                                            write_csv,
+)
+from pinset.measures.bench_model import (  # noqa: F401
+                                            BUSY,
+                                            DECISIVE,
+                                            FIRST_LOOK,
+                                            VERDICTS,
+                                            BenchResult,
+                                            BenchRow,
+                                            Exclusion,
+                                            ExclusionKind,
+                                            exclusion_kind,
+                                            recorded_speed_problem,
+                                            run_tps,
+)
+from pinset.measures.bench_render import (  # noqa: F401
+                                            HEADERS,
+                                            band_name,
+                                            bench_markdown,
+                                            headers,
+                                            row_cells,
+                                            row_speeds,
+                                            speed_stat,
+                                            subject,
+                                            verdict_text,
+)
 from pinset.measures.bench_run import CPU_ENV, Look, Round, SideRun, failing, run_bench, run_rounds, run_side  # noqa: F401

@@ -13,8 +13,15 @@ from pathlib import Path
 import numpy as np
 
 from pinset.errors import PinsetError
-from pinset.measures.bench_model import (DECISIVE, FIRST_LOOK, BenchResult, BenchRow, Exclusion, recorded_speed_problem,
-                                         run_tps)
+from pinset.measures.bench_model import (
+    DECISIVE,
+    FIRST_LOOK,
+    BenchResult,
+    BenchRow,
+    Exclusion,
+    recorded_speed_problem,
+    run_tps,
+)
 from pinset.measures.sides import Side, same_programs
 from pinset.measures.stats import MIN_EFFECT, MIN_ROUNDS, NOISE_K, RULE, Plan, compare
 from pinset.results import SCHEMAS, Doc

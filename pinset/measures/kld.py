@@ -21,10 +21,8 @@ from pathlib import Path
 from pinset import runner
 from pinset.checks.nvidia_smi import gpu_order_env
 from pinset.errors import RuntimeFailure
-from pinset.measures.kld_model import (FURTHER, KLD_STATS, SIGMAS, VERDICTS, KldResult, KldRun,  # noqa: F401
-                                       verdict_from_klds)
-from pinset.measures.perplexity import (PerplexityOutput, base_problem, chunk_counter, kld_problem,
-                                       parse_perplexity)
+from pinset.measures.kld_model import FURTHER, KLD_STATS, SIGMAS, VERDICTS, KldResult, KldRun, verdict_from_klds  # noqa: F401
+from pinset.measures.perplexity import PerplexityOutput, base_problem, chunk_counter, kld_problem, parse_perplexity
 from pinset.measures.sides import Side, with_build_identity
 from pinset.progress import SPINNER, Progress
 from pinset.store import file_sha256

@@ -7,157 +7,18 @@ judged as sim would judge it. Results are cached per commit: a commit is simulat
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Callable
 
-from pinset import SCHEMA_VERSION
 from pinset.config.schema import PinSet
 from pinset.errors import PinsetError
 from pinset.nightly.bisect import bisect_pins
 from pinset.nightly.history import Commit, first_parent_line, merged_pr, pr_number
+from pinset.nightly.model import BROKEN, FINE, BlameResult, BuildRef, CommitRef, PinBlame, pin_state
 from pinset.sim.engine import Simulator
 from pinset.sim.model import PinResult
 from pinset.sim.pins import PreparedPin
 from pinset.upstream.builds import Build
 from pinset.upstream.mirror import Mirror
-
-FINE = ("applied", "upstream")
-BROKEN = ("conflict", "contract", "error", "skipped")
-
-
-def pin_state(pin: PinResult) -> str:
-    """sim's status, with an applied pin whose contract broke told apart as `contract`."""
-    if pin.status == "applied" and not pin.contract.ok:
-        return "contract"
-    return pin.status
-
-
-@dataclass
-class CommitRef:
-    commit: str                       # full sha
-    subject: str = ""
-    pr: int | None = None             # the PR the commit names ((#N) or "Merge pull request #N")
-    merge: bool = False               # a merge commit on the first-parent line
-    merged_commits: int | None = None  # merges: how many commits it brought in
-
-    def to_json(self) -> dict:
-        out = {"commit": self.commit, "subject": self.subject, "pr": self.pr}
-        if self.merge:
-            out["merge"] = True
-            out["merged_commits"] = self.merged_commits
-        return out
-
-    @classmethod
-    def from_json(cls, data: dict) -> "CommitRef":
-        return cls(data["commit"], data.get("subject", ""), data.get("pr"), bool(data.get("merge", False)),
-                   data.get("merged_commits"))
-
-
-@dataclass
-class BuildRef:
-    build: str    # as named on the command line
-    commit: str   # full sha
-
-    def to_json(self) -> dict:
-        return {"build": self.build, "commit": self.commit}
-
-    @classmethod
-    def from_json(cls, data: dict) -> "BuildRef":
-        return cls(data["build"], data["commit"])
-
-
-@dataclass
-class PinBlame:
-    id: str
-    status: str           # state at first_bad (conflict|contract|upstream|error|skipped), or ok|broken-on-good
-    good_status: str      # state on --good / on --bad (applied|contract|upstream|conflict|skipped|error)
-    bad_status: str
-    last_good: CommitRef | None = None
-    first_bad: CommitRef | None = None
-    files: list[str] = field(default_factory=list)     # conflicting files / files with contract problems
-    problems: list[str] = field(default_factory=list)  # contract problems at first_bad
-    conflict_with: str | None = None
-    detail: str | None = None
-    steps: int = 0        # probes that narrowed this pin's range
-    monotone: bool | None = None   # bisected pins: False when probes saw it flip more than once
-    resolutions: list[str] = field(default_factory=list)  # recorded resolutions that applied it on --good/--bad
-
-    @property
-    def broke(self) -> bool:
-        return self.first_bad is not None
-
-    def summary(self) -> str:
-        """One line for tables and comments."""
-        if self.resolutions:  # applied all the same, and said so
-            return self._summary() + f" (applied by recorded resolution {', '.join(self.resolutions)})"
-        return self._summary()
-
-    def _summary(self) -> str:
-        if not self.broke:
-            return {"ok": "fine on both ends"}.get(self.status, f"already {self.good_status} on --good: not bisected")
-        fb = self.first_bad
-        what = f"{fb.commit[:12]}" + (f" (#{fb.pr})" if fb.pr else "")
-        if self.status == "upstream":
-            text = f"landed upstream in {what}"
-        elif self.status == "conflict":
-            text = f"conflicts with upstream since {what}" + (f" in {', '.join(self.files)}" if self.files else "")
-        elif self.status == "contract":
-            text = f"contract broken since {what}" + (f": {self.problems[0]}" if self.problems else "")
-        else:
-            text = f"{self.status} since {what}" + (f": {self.detail}" if self.detail else "")
-        if self.monotone is False:
-            text += (" (not monotone: it flips more than once in this range; this is the earliest flip the "
-                     "probes found, not necessarily the only cause)")
-        return text
-
-    def to_json(self) -> dict:
-        return {"id": self.id, "status": self.status, "good_status": self.good_status, "bad_status": self.bad_status,
-                "last_good": self.last_good.to_json() if self.last_good else None,
-                "first_bad": self.first_bad.to_json() if self.first_bad else None,
-                "files": list(self.files), "problems": list(self.problems), "conflict_with": self.conflict_with,
-                "detail": self.detail, "steps": self.steps, "monotone": self.monotone, "summary": self.summary(),
-                **({"resolutions": list(self.resolutions)} if self.resolutions else {})}
-
-    @classmethod
-    def from_json(cls, data: dict) -> "PinBlame":
-        ref = lambda d: CommitRef.from_json(d) if d else None  # noqa: E731
-        return cls(data["id"], data["status"], data["good_status"], data["bad_status"], ref(data.get("last_good")),
-                   ref(data.get("first_bad")), list(data.get("files", [])), list(data.get("problems", [])),
-                   data.get("conflict_with"), data.get("detail"), int(data.get("steps", 0)), data.get("monotone"),
-                   list(data.get("resolutions", [])))
-
-
-@dataclass
-class BlameResult:
-    pinset_digest: str
-    good: BuildRef
-    bad: BuildRef
-    commits: int          # first-parent commits after --good up to and including --bad
-    probes: int           # commits simulated besides the two ends
-    pins: list[PinBlame]
-
-    @property
-    def ok(self) -> bool:
-        """Nothing broke (or landed upstream) between --good and --bad, and every pin was fine on --good:
-        a pin already broken there was not tested, which is no "nothing broke"."""
-        return not any(p.broke or p.status == "broken-on-good" for p in self.pins)
-
-    @property
-    def untested(self) -> list[PinBlame]:
-        return [p for p in self.pins if p.status == "broken-on-good"]
-
-    def to_json(self) -> dict:
-        return {"schema": SCHEMA_VERSION, "kind": "blame", "pinset": self.pinset_digest, "ok": self.ok,
-                "good": self.good.to_json(), "bad": self.bad.to_json(), "commits": self.commits,
-                "probes": self.probes, "pins": [p.to_json() for p in self.pins]}
-
-    @classmethod
-    def from_json(cls, data: dict) -> "BlameResult":
-        if data.get("kind") != "blame" or data.get("schema") != SCHEMA_VERSION:
-            raise PinsetError(f"not a blame result of schema {SCHEMA_VERSION} "
-                              f"(kind {data.get('kind')!r}, schema {data.get('schema')!r})")
-        return cls(data.get("pinset", ""), BuildRef.from_json(data["good"]), BuildRef.from_json(data["bad"]),
-                   int(data["commits"]), int(data["probes"]), [PinBlame.from_json(p) for p in data["pins"]])
 
 
 def blame(pinset: PinSet, mirror: Mirror, prepared: dict[str, PreparedPin], good: Build, bad: Build,

@@ -12,8 +12,10 @@ from pinset.errors import PinsetError
 from pinset.report.load import load_results
 from pinset.report.markdown import render
 from pinset.report.merge import Merged, expected_cells, merge
+from pinset.report.rederive import missing_pins
 from pinset.report.verdict import BLOCKED, NOT_ENOUGH, READY, Verdict, judge, unfilled_cells
 from pinset.results import SCHEMAS, Doc
+from pinset.sim.model import BuildResult, SimResult
 
 
 @dataclass
@@ -75,6 +77,21 @@ class Report:
         return self.result().to_json()
 
 
+def post_report(github, target, report: Report):
+    """Post or update the report's comment; every failure, one nobody foresaw included, is one PostError line
+    with the token redacted (the verb then keeps the report and exits 1)."""
+    from pinset.errors import PostError
+    from pinset.report.markdown import marker
+
+    assert report.digest, "the verb refuses --post without a pin set"
+    try:
+        return github.post(target, marker(report.digest), report.markdown)
+    except PostError:
+        raise
+    except Exception as exc:  # an answer nobody foresaw: never a traceback that could show headers
+        raise github.unexpected(exc) from None
+
+
 def build_report(paths, pinset: PinSet | None = None, expect: str | None = None) -> Report:
     """expect: a `pinset matrix` JSON; each of its cells without a result is listed as not tested, and
     keeps the outcome from "ready"."""
@@ -89,6 +106,13 @@ def build_report(paths, pinset: PinSet | None = None, expect: str | None = None)
         description = pinset.description
         pins_info = {p.id: {"description": p.description, "required": p.required} for p in pinset.pins}
     verdict = judge(merged)
+    sims: dict[str, BuildResult] = {}
+    for f in merged.files:   # the first file that simulated a build speaks for it, as in merge
+        for b in f.model.builds if isinstance(f.model, SimResult) else []:
+            sims.setdefault(b.build, b)
+    gaps = missing_pins(sims.values(), [p.id for p in pinset.pins] if pinset is not None else None)
+    verdict.missing += gaps
+    verdict.not_tested += gaps
     unfilled = unfilled_cells(merged, cells)
     verdict.missing += unfilled
     verdict.not_tested += unfilled

@@ -33,7 +33,7 @@ import requests
 import requests.auth
 
 from pinset import http
-from pinset.errors import PinsetError
+from pinset.errors import PinsetError, PostError
 from pinset.redact import redact
 
 DEFAULT_API_URL = "https://api.github.com"
@@ -52,10 +52,6 @@ MAX_PAGES = 1000       # of 100 comments; a next link that never ends is a broke
 MAX_ANSWER = 64 << 20  # bytes; a page of 100 comments of 65536 characters fits
 REDIRECTS = (301, 302, 303, 307, 308)
 _default_sleep = time.sleep  # tests swap it to count waits instead of waiting
-
-
-class PostError(Exception):
-    """Posting failed (HTTP error, rate limit, network): exit 1, the report itself is kept."""
 
 
 class _Transient(Exception):

@@ -11,20 +11,20 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from pinset.errors import PinsetError
 from pinset.measures.bench import BenchResult
 from pinset.measures.kld import KldResult
-from pinset.nightly.blame import BlameResult
-from pinset.nightly.pick import PickResult
-from pinset.report.nightly import BlameFile, PickFile
+from pinset.nightly.model import BlameResult, PickResult
+from pinset.report.rederive import check_derived
 from pinset.results import read_document
 from pinset.sim.model import SimResult
 from pinset.verify.model import VerifyResult
 
 # Each kind is read by its producer's own model: what a verb writes is exactly what the report can read.
-MODELS = {"sim": SimResult, "verify": VerifyResult, "kld": KldResult, "bench": BenchResult, "pick": PickFile,
-          "blame": BlameFile}
+MODELS: dict[str, Any] = {"sim": SimResult, "verify": VerifyResult, "kld": KldResult, "bench": BenchResult, "pick": PickResult,
+          "blame": BlameResult}
 KINDS = tuple(MODELS)
 # The kinds a shippable pin set needs evidence from; pick and blame say which base and why, not whether it works.
 EVIDENCE_KINDS = ("sim", "verify", "kld", "bench")
@@ -63,6 +63,7 @@ def load_result(path: str | Path) -> ResultFile:
     if kind not in MODELS:
         raise PinsetError(f"{doc.path}: a {kind} document; pinset report reads the results of {', '.join(KINDS)}")
     model = MODELS[kind].from_json(doc)
+    check_derived(doc.path, kind, model)
     return ResultFile(doc.path, kind, model.to_json(), hashlib.sha256(raw).hexdigest(), model)
 
 

@@ -8,17 +8,29 @@ from __future__ import annotations
 
 from pinset.markdown_table import table
 from pinset.measures.bench import band_name, exclusion_kind, row_speeds, speed_stat
+from pinset.nightly.markdown import blame_markdown, pick_markdown
 from pinset.report.evidence import evidence_lines
 from pinset.report.load import kld_delta_text
 from pinset.report.merge import Merged, VerifyRun, device_key, device_text, op_key
-from pinset.nightly.markdown import blame_markdown, pick_markdown
-from pinset.report.verdict import (BACKEND_OP_GATES, Verdict, backend_op_totals, bench_device, check_totals,
-                                   checks_where, cuda_pins, kld_device, machine_labels, pick_passed_over, row_label,
-                                   run_label, verify_setup)
-from pinset.sim.markdown import cell as sim_cell
-from pinset.sim.markdown import sim_markdown
+from pinset.report.verdict import (
+    BACKEND_OP_GATES,
+    Verdict,
+    backend_op_totals,
+    bench_device,
+    check_totals,
+    checks_where,
+    cuda_pins,
+    kld_device,
+    machine_labels,
+    pick_passed_over,
+    row_label,
+    run_label,
+    verify_setup,
+)
+from pinset.sim.markdown import cell as sim_cell, sim_markdown
+from pinset.verify.model import FAILED, NOT_RUN, PASSED, RAN, UNCHECKED
 
-GATE_ICON = {"passed": "✅", "failed": "❌", "not-run": "⏭️", "unchecked": "➖"}
+GATE_ICON = {PASSED: "✅", FAILED: "❌", NOT_RUN: "⏭️", UNCHECKED: "➖"}
 VERDICT_ICON = {"faster": "🚀", "slower": "🐢", "no change": "🟰", "too noisy": "〰️", "insufficient data": "❔"}
 
 
@@ -109,8 +121,8 @@ def _summary(m: Merged, verdict: Verdict, labels, pins_info, description) -> lis
         cp, cr = check_totals(run)
         if cr:
             parts.append(f"feature checks {cp}/{cr} {checks_where(run)}")
-        gates = [g for g in run.build["gates"] if g["status"] != "not-run"]
-        green = sum(g["status"] == "passed" for g in gates)
+        gates = [g for g in run.build["gates"] if g["status"] != NOT_RUN]
+        green = sum(g["status"] == PASSED for g in gates)
         parts.append(f"{green}/{len(gates)} gates passed")
         head.append(f"**Correctness on {run_label(run, labels)}** ({verify_setup(run)}): {', '.join(parts)}.")
     cpu_note = " — CPU against CPU: no evidence for a CUDA path" if cuda_pins(m) else ""
@@ -175,7 +187,7 @@ def _gate_cell(g: dict | None) -> str:
     if g is None:
         return "—"
     text = f"{GATE_ICON[g['status']]} {g['status']}"
-    if g["status"] != "not-run":
+    if g["status"] != NOT_RUN:
         text += f" ({g['seconds']:.0f} s)"
     return text
 
@@ -238,7 +250,7 @@ def _feature_checks(runs: list[VerifyRun], cols: list[str]) -> list[str]:
                       if c["pin"] == pin and c["check"] == check), None)
             if c is None:
                 row.append("—")
-            elif c["status"] in ("passed", "failed"):
+            elif c["status"] in RAN:
                 row.append(f"{GATE_ICON[c['status']]} {c['status']} ({c['cases']} case{'s' if c['cases'] != 1 else ''})")
             else:
                 row.append(f"{GATE_ICON[c['status']]} {c['status']}")

@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from typing import Callable, Iterator
 
 from pinset.errors import PinsetError
+from pinset.nightly.model import NOT_TRIED
 from pinset.report.load import KINDS, ResultFile
+from pinset.verify.model import NOT_RUN
 
 
 @dataclass
@@ -122,98 +125,141 @@ def order_files(files: list[ResultFile]) -> list[ResultFile]:
 
 
 # --- cells ----------------------------------------------------------------------------------
-NOT_RUN = object()  # a cell that says nothing: merges with anything
+SAYS_NOTHING = object()  # a cell that says nothing (a gate or check not run): merges with anything
 
 
-def _cells(f: ResultFile):
-    d = f.data
-    if f.kind == "sim":
-        for b in d["builds"]:
-            for p in b["pins"]:
-                yield (("sim", b["build"], p["id"]),
-                       {k: p[k] for k in ("status", "conflict_with", "retire", "required")} | {"contract_ok": p["contract"]["ok"]})
-    elif f.kind == "verify":
-        mk = machine_key(d["machine"])
-        gpu_class = (d.get("options") or {}).get("gpu_class")
-        host = f"{mk[1] or 'no GPU'} on {device_text(mk)}" + (f" as {gpu_class}" if gpu_class else "")
-        for b in d["builds"]:
-            for g in b["gates"]:
-                run = g["status"] != "not-run"
-                yield ("verify", b["build"], host, g["name"]), (g["status"] if run else NOT_RUN)
-                for op in g.get("ops") or []:
-                    name, backend, params = op_key(op)
-                    yield (("verify", b["build"], host, g["name"], name, backend) + ((f"/{params}/",) if params else ()),
-                           {k: op[k] for k in ("passed", "total", "not_supported")})
-                for c in g.get("checks") or []:
-                    yield (("verify", b["build"], host, "feature check", c["pin"], c["check"]),
-                           NOT_RUN if c["status"] == "not-run" else {k: c[k] for k in ("status", "cases")})
-    elif f.kind == "kld":
-        study = (d["model"]["name"], d["text"]["sha256"][:12], f"ctx {d['ctx']}", f"{d['chunks']} chunks",
-                 *((device_text(device_key(d)),) if device_key(d) else ()),
-                 *((f"as {gpu_class_of(d)}",) if gpu_class_of(d) else ()))
-        for r in d["runs"]:
-            yield (("kld", *study, r["label"], r["build"], r["backend"]),
-                   {k: r[k] for k in ("ppl", "kld", "same_top_p", "rms_dp", "ok")})
-        yield ("kld", *study, "verdict"), d["verdict"]["text"]
-    elif f.kind == "pick":
-        yield ("pick", "picked base"), d["picked"]
-        for b in d["builds"]:
-            yield (("pick", b["build"]), NOT_RUN if b["verdict"] == "not tried"
-                   else {"verdict": b["verdict"], "why": [r["summary"] for r in b["reasons"]]})
-    elif f.kind == "blame":
-        for p in d["pins"]:
-            yield (("blame", f"{d['good']['build']} -> {d['bad']['build']}", p["id"]),
-                   {"status": p["status"], "first_bad": (p["first_bad"] or {}).get("commit"), "files": p["files"],
-                    "problems": p["problems"]})
-    elif f.kind == "bench":
-        gpu = ((d["gpu"]["name"] if d["gpu"] else "no GPU") + (f" on {device_text(device_key(d))}" if device_key(d) else "")
-               + (f" as {gpu_class_of(d)}" if gpu_class_of(d) else ""))
-        for r in d["rows"]:
-            yield (("bench", d["model"]["name"], gpu, f"{d['base']['build']} -> {d['head']['build']}", r["test"],
-                    _canonical(r["params"])),
-                   {k: r[k] for k in ("base_tps", "head_tps", "ratio", "verdict")})
+def _cells_sim(d: dict):
+    for b in d["builds"]:
+        for p in b["pins"]:
+            yield (("sim", b["build"], p["id"]),
+                   {k: p[k] for k in ("status", "conflict_with", "retire", "required")} | {"contract_ok": p["contract"]["ok"]})
 
 
-def _builds_with_commits(f: ResultFile):
-    d = f.data
-    if f.kind in ("sim", "verify"):
-        for b in d["builds"]:
+def _cells_verify(d: dict):
+    mk = machine_key(d["machine"])
+    gpu_class = (d.get("options") or {}).get("gpu_class")
+    host = f"{mk[1] or 'no GPU'} on {device_text(mk)}" + (f" as {gpu_class}" if gpu_class else "")
+    for b in d["builds"]:
+        for g in b["gates"]:
+            run = g["status"] != NOT_RUN
+            yield ("verify", b["build"], host, g["name"]), (g["status"] if run else SAYS_NOTHING)
+            for op in g.get("ops") or []:
+                name, backend, params = op_key(op)
+                yield (("verify", b["build"], host, g["name"], name, backend) + ((f"/{params}/",) if params else ()),
+                       {k: op[k] for k in ("passed", "total", "not_supported")})
+            for c in g.get("checks") or []:
+                yield (("verify", b["build"], host, "feature check", c["pin"], c["check"]),
+                       SAYS_NOTHING if c["status"] == NOT_RUN else {k: c[k] for k in ("status", "cases")})
+
+
+def _cells_kld(d: dict):
+    study = (d["model"]["name"], d["text"]["sha256"][:12], f"ctx {d['ctx']}", f"{d['chunks']} chunks",
+             *((device_text(device_key(d)),) if device_key(d) else ()),
+             *((f"as {gpu_class_of(d)}",) if gpu_class_of(d) else ()))
+    for r in d["runs"]:
+        yield (("kld", *study, r["label"], r["build"], r["backend"]),
+               {k: r[k] for k in ("ppl", "kld", "same_top_p", "rms_dp", "ok")})
+    yield ("kld", *study, "verdict"), d["verdict"]["text"]
+
+
+def _cells_pick(d: dict):
+    yield ("pick", "picked base"), d["picked"]
+    for b in d["builds"]:
+        yield (("pick", b["build"]), SAYS_NOTHING if b["verdict"] == NOT_TRIED
+               else {"verdict": b["verdict"], "why": [r["summary"] for r in b["reasons"]]})
+
+
+def _cells_blame(d: dict):
+    for p in d["pins"]:
+        yield (("blame", f"{d['good']['build']} -> {d['bad']['build']}", p["id"]),
+               {"status": p["status"], "first_bad": (p["first_bad"] or {}).get("commit"), "files": p["files"],
+                "problems": p["problems"]})
+
+
+def _cells_bench(d: dict):
+    gpu = ((d["gpu"]["name"] if d["gpu"] else "no GPU") + (f" on {device_text(device_key(d))}" if device_key(d) else "")
+           + (f" as {gpu_class_of(d)}" if gpu_class_of(d) else ""))
+    for r in d["rows"]:
+        yield (("bench", d["model"]["name"], gpu, f"{d['base']['build']} -> {d['head']['build']}", r["test"],
+                _canonical(r["params"])),
+               {k: r[k] for k in ("base_tps", "head_tps", "ratio", "verdict")})
+
+
+
+def _builds_with_commits_sim_verify(d: dict):
+    for b in d["builds"]:
+        yield b["build"], b["commit"]
+
+
+def _builds_with_commits_kld(d: dict):
+    yield d["reference"]["build"], d["reference"]["commit"]
+    for r in d["runs"]:
+        yield r["build"], r["commit"]
+
+
+def _builds_with_commits_bench(d: dict):
+    for side in ("base", "head"):
+        yield d[side]["build"], d[side]["commit"]
+
+
+def _builds_with_commits_pick(d: dict):
+    for b in d["builds"]:
+        if b["commit"]:
             yield b["build"], b["commit"]
-    elif f.kind == "kld":
-        yield d["reference"]["build"], d["reference"]["commit"]
-        for r in d["runs"]:
-            yield r["build"], r["commit"]
-    elif f.kind == "bench":
-        for side in ("base", "head"):
-            yield d[side]["build"], d[side]["commit"]
-    elif f.kind == "pick":
-        for b in d["builds"]:
-            if b["commit"]:
-                yield b["build"], b["commit"]
-    elif f.kind == "blame":
-        for end in ("good", "bad"):
-            yield d[end]["build"], d[end]["commit"]
 
 
-def _pin_states(f: ResultFile):
-    """(build, pin) -> the pin's state there (blame's pin_state: sim's status, a broken contract as
-    `contract`), as sim, pick (the pins it passed a build over for) and blame saw it: a blame that calls a
-    pin broken on a build the sim calls fine (or the reverse) contradicts it."""
-    d = f.data
-    if f.kind == "sim":
-        for b in d["builds"]:
-            for p in b["pins"]:
-                state = "contract" if p["status"] == "applied" and not p["contract"]["ok"] else p["status"]
-                yield b["build"], p["id"], state
-    elif f.kind == "pick":
-        for b in d["builds"]:
-            for r in b["reasons"]:
-                if r["pin"] is not None:
-                    yield b["build"], r["pin"], r["status"]
-    elif f.kind == "blame":
-        for p in d["pins"]:
-            yield d["good"]["build"], p["id"], p["good_status"]
-            yield d["bad"]["build"], p["id"], p["bad_status"]
+def _builds_with_commits_blame(d: dict):
+    for end in ("good", "bad"):
+        yield d[end]["build"], d[end]["commit"]
+
+
+
+def _pin_states_sim(d: dict):
+    for b in d["builds"]:
+        for p in b["pins"]:
+            state = "contract" if p["status"] == "applied" and not p["contract"]["ok"] else p["status"]
+            yield b["build"], p["id"], state
+
+
+def _pin_states_pick(d: dict):
+    for b in d["builds"]:
+        for r in b["reasons"]:
+            if r["pin"] is not None:
+                yield b["build"], r["pin"], r["status"]
+
+
+def _pin_states_blame(d: dict):
+    for p in d["pins"]:
+        yield d["good"]["build"], p["id"], p["good_status"]
+        yield d["bad"]["build"], p["id"], p["bad_status"]
+
+
+
+def _none(d: dict):
+    return iter(())
+
+
+@dataclass(frozen=True)
+class KindView:
+    """What merging reads of one kind of result, one function per question (no `if kind ==` chains):
+    its cells (compared across files), its (build, commit) pairs, and the pins' states per build
+    (`pin_states`: as blame's pin_state: sim's status, a broken contract as `contract`, as sim, pick -- the pins
+    it passed a build over for -- and blame saw them: a blame that calls a pin broken on a build the sim calls
+    fine, or the reverse, contradicts it)."""
+
+    cells: Callable[[dict], Iterator]
+    commits: Callable[[dict], Iterator]
+    pin_states: Callable[[dict], Iterator] = _none
+
+
+VIEWS = {
+    "sim": KindView(_cells_sim, _builds_with_commits_sim_verify, _pin_states_sim),
+    "verify": KindView(_cells_verify, _builds_with_commits_sim_verify),
+    "kld": KindView(_cells_kld, _builds_with_commits_kld),
+    "bench": KindView(_cells_bench, _builds_with_commits_bench),
+    "pick": KindView(_cells_pick, _builds_with_commits_pick, _pin_states_pick),
+    "blame": KindView(_cells_blame, _builds_with_commits_blame, _pin_states_blame),
+}
 
 
 def _show(value) -> str:
@@ -235,7 +281,7 @@ def check_consistent(files: list[ResultFile]) -> tuple[str | None, dict[str, str
 
     commits: dict[str, tuple[str, str]] = {}
     for f in files:
-        for build, commit in _builds_with_commits(f):
+        for build, commit in VIEWS[f.kind].commits(f.data):
             if build in commits:
                 known, where = commits[build]
                 if not (known.startswith(commit) or commit.startswith(known)):
@@ -248,8 +294,8 @@ def check_consistent(files: list[ResultFile]) -> tuple[str | None, dict[str, str
 
     cells: dict[tuple, tuple[object, str]] = {}
     for f in files:
-        for key, value in _cells(f):
-            if value is NOT_RUN:
+        for key, value in VIEWS[f.kind].cells(f.data):
+            if value is SAYS_NOTHING:
                 continue
             if key in cells and cells[key][0] != value:
                 other_value, other = cells[key]
@@ -258,7 +304,7 @@ def check_consistent(files: list[ResultFile]) -> tuple[str | None, dict[str, str
             cells.setdefault(key, (value, str(f.path)))
     states: dict[tuple[str, str], tuple[str, str, str]] = {}
     for f in files:
-        for build, pin, state in _pin_states(f):
+        for build, pin, state in VIEWS[f.kind].pin_states(f.data):
             known = states.setdefault((build, pin), (state, f.kind, str(f.path)))
             if known[0] != state:
                 raise PinsetError(f"{known[2]} and {f.path} disagree on pin {pin} on build {build}: "
@@ -283,7 +329,7 @@ def _merge_pick(files: list[ResultFile]) -> dict | None:
     rows: dict[str, dict] = {}
     for d in picks:
         for b in d["builds"]:
-            if b["build"] not in rows or rows[b["build"]]["verdict"] == "not tried":
+            if b["build"] not in rows or rows[b["build"]]["verdict"] == NOT_TRIED:
                 rows[b["build"]] = b
     return {**picks[0], "builds": list(rows.values()), "verified": any(d["verified"] for d in picks)}
 
@@ -318,7 +364,7 @@ def _merge_sim(files: list[ResultFile]) -> dict | None:
 
 
 def _prefer_run(old: dict, new: dict) -> dict:
-    return new if old["status"] == "not-run" and new["status"] != "not-run" else old
+    return new if old["status"] == NOT_RUN and new["status"] != NOT_RUN else old
 
 
 def _merge_gate(old: dict, new: dict) -> dict:

@@ -11,10 +11,21 @@ from dataclasses import dataclass, field
 from pinset.build.settings import covers
 from pinset.errors import PinsetError
 from pinset.measures.bench import BenchResult, band_name
+from pinset.nightly.model import PASSED_OVER
 from pinset.report import evidence
 from pinset.report.load import EVIDENCE_KINDS, kld_delta_text
 from pinset.report.merge import BenchStudy, KldStudy, Merged, VerifyRun
-from pinset.verify.model import GPU_GATES
+from pinset.verify.model import (
+    FAILED,
+    GPU_GATES,
+    NOT_RUN,
+    PASSED,
+    RAN,
+    UNCHECKED,
+    NotTested,
+    is_stopped,
+    not_run_reason,
+)
 
 BACKEND_OP_GATES = ("backend-ops", "cpu-backend-ops")
 READY, BLOCKED, NOT_ENOUGH = "ready", "blocked", "not enough evidence"
@@ -51,7 +62,7 @@ class Verdict:
 # --- labels ---------------------------------------------------------------------------------
 def ran_on_gpu(run: VerifyRun) -> bool:
     """The machine has a GPU and a GPU gate actually ran (verify without --cuda on a GPU host does not count)."""
-    return bool(run.machine.get("gpu")) and any(g["name"] in GPU_GATES and g["status"] != "not-run"
+    return bool(run.machine.get("gpu")) and any(g["name"] in GPU_GATES and g["status"] != NOT_RUN
                                                 for g in run.build["gates"])
 
 
@@ -60,7 +71,7 @@ def gpu_verified(run: VerifyRun) -> bool:
     cases on a device backend (not the CPU)."""
     gates = {g["name"]: g for g in run.build["gates"]}
     ops = (gates.get("backend-ops") or {}).get("ops") or []
-    return (bool(run.machine.get("gpu")) and all((gates.get(n) or {}).get("status") == "passed" for n in GPU_GATES)
+    return (bool(run.machine.get("gpu")) and all((gates.get(n) or {}).get("status") == PASSED for n in GPU_GATES)
             and any(o["backend"] != "CPU" and o["total"] > 0 for o in ops))
 
 
@@ -266,17 +277,17 @@ def _judge_verify(m: Merged, v: Verdict) -> bool:
             # and a count that ran nothing (0/0, a "passed" gate or check with no case) is no pass either
             bad_ops = [f"{o['op']}{' /' + o['params'] + '/' if o.get('params') else ''} {o['passed']}/{o['total']}"
                        for o in gate.get("ops") or [] if o["passed"] != o["total"] or o["total"] <= 0]
-            if gate["name"] in BACKEND_OP_GATES and gate["status"] == "passed" and not gate.get("ops"):
+            if gate["name"] in BACKEND_OP_GATES and gate["status"] == PASSED and not gate.get("ops"):
                 bad_ops.append("no op counted")
             bad_checks = [c for c in gate.get("checks") or []
-                          if c["status"] == "failed" or (c["status"] == "passed" and c["cases"] <= 0)]
-            if gate["status"] != "failed" and not bad_ops and not bad_checks:
+                          if c["status"] == FAILED or (c["status"] == PASSED and c["cases"] <= 0)]
+            if gate["status"] != FAILED and not bad_ops and not bad_checks:
                 continue
             blocked = True
             if bad_ops:
                 v.blockers.append(f"{gate['name']} failed on {where}: {', '.join(bad_ops)}")
             for c in bad_checks:
-                if c["status"] == "passed":
+                if c["status"] == PASSED:
                     v.blockers.append(f"feature check `{c['pin']}` {c['check']} ran no case on {where}")
                     continue
                 v.blockers.append(f"feature check `{c['pin']}` {c['check']} failed on {where}"
@@ -285,12 +296,12 @@ def _judge_verify(m: Merged, v: Verdict) -> bool:
                 v.blockers.append(f"{gate['name']} failed on {where}" + (f": {gate['detail']}" if gate.get("detail") else ""))
     stopped_items = []
     for run in m.verify:  # not ok without a failed gate: gates were stopped (unless another machine ran them)
-        if run.build["ok"] or any(g["status"] == "failed" for g in run.build["gates"]):
+        if run.build["ok"] or any(g["status"] == FAILED for g in run.build["gates"]):
             continue
         build = run.build["build"]
         ran_elsewhere = {g["name"] for other in m.verify if other.build["build"] == build
-                         for g in other.build["gates"] if g["status"] == "passed"}
-        stopped = [g for g in run.build["gates"] if g["status"] == "not-run" and not g.get("not_requested")
+                         for g in other.build["gates"] if g["status"] == PASSED}
+        stopped = [g for g in run.build["gates"] if is_stopped(g["status"], bool(g.get("not_requested")))
                    and g["name"] not in ran_elsewhere]
         if stopped or not ran_elsewhere:
             blocked = True
@@ -305,7 +316,7 @@ def _judge_verify(m: Merged, v: Verdict) -> bool:
 def pick_passed_over(pick: dict) -> list[str]:
     """"BUILD: why" for each build pick tried and passed over, newest first."""
     return [f"{b['build']}: " + ("; ".join(r["summary"] for r in b["reasons"]) or b["verdict"])
-            for b in pick["builds"] if b["verdict"] in ("not green", "verify failed")]
+            for b in pick["builds"] if b["verdict"] in PASSED_OVER]
 
 
 def _judge_pick(m: Merged, v: Verdict) -> bool:
@@ -448,10 +459,10 @@ def not_tested(m: Merged) -> list[str]:
     for run in m.verify:
         for g in run.build["gates"]:
             key = (run.build["build"], g["name"])
-            if g["status"] != "not-run":
+            if g["status"] != NOT_RUN:
                 ran.add(key)
-            elif (why := (g.get("detail") or "").removeprefix("not run: ")) and why not in reasons.setdefault(key, []):
-                reasons[key].append(why)   # verify's detail of a gate not run starts "not run: "; the item says it once
+            elif (why := not_run_reason(g.get("detail"))) and why not in reasons.setdefault(key, []):
+                reasons[key].append(why)   # the item says "not run" once
             else:
                 reasons.setdefault(key, [])
     gate_items = [(f"gate `{gate}` not run" + (f": {'; '.join(why)}" if why else ""), build)
@@ -465,18 +476,18 @@ def not_tested(m: Merged) -> list[str]:
     for run in m.verify:
         for g in run.build["gates"]:
             for c in g.get("checks") or []:
-                if c["status"] in ("passed", "failed"):
+                if c["status"] in RAN:
                     run_checks.add((run.build["build"], c["pin"], c["check"]))
     for run in m.verify:
         where = run_label(run, labels)
         for item in run.build["not_tested"]:
-            items.append((f"{item['what']}: {item['why']}", where))
+            items.append((NotTested(item["what"], item["why"]).line(), where))
         for g in run.build["gates"]:
             for c in g.get("checks") or []:
-                if c["status"] == "unchecked":
+                if c["status"] == UNCHECKED:
                     items.append((f"`{c['pin']}` has no feature check" + (f": {c['detail']}" if c.get("detail") else ""),
                                   run.build["build"]))
-                elif c["status"] == "not-run" and (run.build["build"], c["pin"], c["check"]) not in run_checks:
+                elif c["status"] == NOT_RUN and (run.build["build"], c["pin"], c["check"]) not in run_checks:
                     items.append((f"feature check `{c['pin']}` {c['check']} not run"
                                   + (f": {c['detail']}" if c.get("detail") else ""), run.build["build"]))
     out += _grouped(items, style="()")
@@ -521,7 +532,7 @@ def backend_op_totals(run: VerifyRun, gates=BACKEND_OP_GATES) -> tuple[int, int,
     passed = total = 0
     ops = set()
     for g in run.build["gates"]:
-        if g["name"] in gates and g["status"] != "not-run":
+        if g["name"] in gates and g["status"] != NOT_RUN:
             for o in g.get("ops") or []:
                 passed += o["passed"]
                 total += o["total"]
@@ -535,7 +546,7 @@ def check_totals(run: VerifyRun) -> tuple[int, int]:
     for g in run.build["gates"]:
         if g["name"] == "feature-checks":
             for c in g.get("checks") or []:
-                if c["status"] in ("passed", "failed"):
+                if c["status"] in RAN:
                     ran += 1
-                    passed += c["status"] == "passed"
+                    passed += c["status"] == PASSED
     return passed, ran

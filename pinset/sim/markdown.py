@@ -26,8 +26,15 @@ def sim_markdown(sim: dict, conflicts: bool = False) -> str:
     builds = sim["builds"]
     if not builds:
         return "_no builds_\n"
+    # by pin id, every pin any build has (a result without a pin shows "no result", never a shifted column)
+    first: dict[str, dict] = {}
+    for b in builds:
+        for p in b["pins"]:
+            first.setdefault(p["id"], p)
+    pins = list(first.values())
+    by_build = [{p["id"]: p for p in b["pins"]} for b in builds]
     rows = [[f"`{pin['id']}`" + ("" if pin.get("required", True) else " (optional)"),
-             *(cell(b["pins"][i]) for b in builds)] for i, pin in enumerate(builds[0]["pins"])]
+             *(cell(have[pin["id"]]) if pin["id"] in have else "— no result" for have in by_build)] for pin in pins]
     lines = table(["pin", *(f"{b['build']} (`{b['commit'][:9]}`)" for b in builds)], rows)
     problems = [f"- **{b['build']}** `{p['id']}`: {prob}" for b in builds for p in b["pins"]
                 for prob in p["contract"]["problems"]]

@@ -4,8 +4,12 @@ the producer, `from_json` for `pinset report`."""
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING
 
 from pinset.results import SCHEMAS, Doc
+
+if TYPE_CHECKING:
+    from pinset.sim.apply_errors import BuildPlace
 
 STATUSES = ("applied", "conflict", "upstream", "skipped", "error")
 BASE_RELATIONS = ("older", "contains", "diverged")  # a build against the pin's base commit
@@ -38,7 +42,7 @@ class PinResult:
     hunk: list[str] | None = None       # conflicts: the hunk git could not apply (header + first lines)
     base_relation: str | None = None    # upstream conflicts on git builds: build vs pin base (older|contains|diverged)
     evidence: list[str] | None = None   # pins.yaml `evidence:` (the kinds the pin needs); None: derived from touched
-    build_has: object | None = None     # conflicts: the build's lines where `hunk` wants to change it (BuildPlace)
+    build_has: BuildPlace | None = None     # conflicts: the build's lines where `hunk` wants to change it (BuildPlace)
     apply_mode: str | None = None       # applied pins: exact|offset|3-way|resolution (None: not known, old file)
     resolutions: list[str] | None = None  # applied by the recorded resolutions named (the ledger, docs/heal.md)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pinset.config.schema import PYPI_BUILD_RE, BUILD_RE, PinSet
+from pinset.config.schema import BUILD_RE, PYPI_BUILD_RE, PinSet
 from pinset.config.selectors import looks_like_selector, parse_selector, split_builds
 from pinset.errors import PinsetError
 from pinset.sim.engine import Simulator

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from pinset import runner
 from pinset.build.cmake import BuildFailed, BuiltTree, cmake_cache_value, configured_compilers, ensure_build
+from pinset.build.settings import CPU_BUILD, BuildSettings
 from pinset.checks.backend_ops import OpCount, case_counter, judge_backend_ops, parse_backend_ops
 from pinset.checks.ctest import judge_ctest, parse_ctest
 from pinset.checks.nvidia_smi import gpu_order_env
@@ -25,7 +26,19 @@ from pinset.config.schema import FeatureCheck, PinSet
 from pinset.errors import PinsetError, ToolchainError
 from pinset.progress import Progress
 from pinset.verify import plan
-from pinset.verify.model import GATES, GPU_GATES, INTERRUPTED, BuildVerification, CheckResult, GateResult, PinRef
+from pinset.verify.model import (
+    GATES,
+    GPU_GATES,
+    INTERRUPTED,
+    NOT_RUN,
+    BuildVerification,
+    CheckResult,
+    GateResult,
+    NotTested,
+    PinRef,
+    gate_failed_reason,
+    not_run_because,
+)
 
 
 class Interrupted(KeyboardInterrupt):
@@ -51,6 +64,13 @@ class VerifyOptions:
     log_dir: Path = Path("verify-logs")
     progress: bool = True
     gpu_name: str | None = None   # the GPU the result names (machine.gpu): the GPU gates must have run on it
+    settings: BuildSettings | None = None   # the CUDA build's settings whole (check_toolchain); else from the above
+
+    def build_settings(self, cuda: bool) -> BuildSettings:
+        """The settings of verify's CPU or CUDA build: the CPU build never takes the CUDA flags."""
+        if not cuda:
+            return CPU_BUILD
+        return self.settings or BuildSettings(True, self.cuda_architectures, None, tuple(self.cuda_flags))
 
 
 @dataclass
@@ -93,14 +113,14 @@ class Gates:
             for name in GPU_GATES:
                 gate = result.gate(name)
                 gate.detail, gate.extra["not_requested"] = "--cuda not given", True
-            result.not_tested.append({"what": "GPU gates (cuda-build, test-chat, backend-ops)", "why": "--cuda not given"})
+            result.not_tested.append(NotTested("GPU gates (cuda-build, test-chat, backend-ops)", "--cuda not given"))
         if stopped or item.required_failed or item.tree is None:
             why = stopped or (f"required pins not in the tree: {', '.join(item.required_failed)}"
                               if item.required_failed else "the sim produced no tree")
             for gate in result.gates:
                 if not gate.extra.get("not_requested"):
                     gate.detail = why
-            result.not_tested.append({"what": "all gates", "why": why})
+            result.not_tested.append(NotTested("all gates", why))
             return result
 
         types = plan.pin_types(item.symbols, plan.ggml_type_names(self.mirror.read_blob(item.tree, "ggml/src/ggml.c")))
@@ -126,7 +146,7 @@ class Gates:
         for name, step in steps:
             gate = result.gate(name)
             if failed_at:
-                gate.detail = f"not run: gate {failed_at} failed"
+                gate.detail = not_run_because(gate_failed_reason(failed_at))
                 continue
             self.say(f"[bold]{item.name}[/]: {name} ...")
             started = time.monotonic()
@@ -150,10 +170,10 @@ class Gates:
         for gate in result.gates:
             later = later or gate.name == at
             if later and not gate.extra.get("not_requested"):
-                gate.status, gate.ops, gate.checks = "not-run", None, None
-                gate.detail = INTERRUPTED if gate.name == at else f"not run: {INTERRUPTED}"
+                gate.status, gate.ops, gate.checks = NOT_RUN, None, None
+                gate.detail = INTERRUPTED if gate.name == at else not_run_because(INTERRUPTED)
                 gate.seconds = seconds if gate.name == at else 0.0
-        result.not_tested.append({"what": f"gates from {at} on", "why": INTERRUPTED})
+        result.not_tested.append(NotTested(f"gates from {at} on", INTERRUPTED))
         raise Interrupted(result)
 
     # --- builds ---------------------------------------------------------------------------
@@ -161,16 +181,16 @@ class Gates:
                out: BuildVerification) -> None:
         o = self.options
         label = f"{item.name} {'cuda' if cuda else 'cpu'}"
-        kwargs = dict(label=label, commit=item.commit, pinset_digest=self.pinset.digest, cuda=cuda,
-                      cuda_architectures=o.cuda_architectures if cuda else None, jobs=o.jobs,
-                      progress=o.progress, log_dir=logs, extra_flags=o.cuda_flags if cuda else [],
+        settings = o.build_settings(cuda)
+        kwargs = dict(label=label, commit=item.commit, pinset_digest=self.pinset.digest, jobs=o.jobs,
+                      progress=o.progress, log_dir=logs,
                       log_name="cuda" if cuda else "cpu")  # docs/verify.md: <logs>/<build>/cpu-build.log
         try:
-            built = ensure_build(self.store, self.mirror, item.tree, targets=targets, **kwargs)
+            built = ensure_build(self.store, self.mirror, item.tree, settings, targets, **kwargs)
             extra = self._ctest_targets(built, cuda)
             missing = [t for t in extra if t not in targets]
             if missing:
-                again = ensure_build(self.store, self.mirror, item.tree, targets=targets + missing, **kwargs)
+                again = ensure_build(self.store, self.mirror, item.tree, settings, targets + missing, **kwargs)
                 built = BuiltTree(again.source_dir, again.build_dir, again.bin_dir, again.cmake_flags,
                                   built.seconds + again.seconds, built.cached and again.cached)
                 targets = targets + missing
@@ -296,12 +316,12 @@ class Gates:
                 gate.checks.append(CheckResult(pin.id, "unchecked", "unchecked", 0, pin.unchecked))
                 continue
             if not pin.checks:
-                out.not_tested.append({"what": f"pin {pin.id}", "why": "declares no feature check and no `unchecked:` reason"})
+                out.not_tested.append(NotTested(f"pin {pin.id}", "declares no feature check and no `unchecked:` reason"))
                 continue
             status = item.pin_status.get(pin.id)
             for check in pin.checks:
                 if status not in ("applied", "upstream"):
-                    gate.checks.append(CheckResult(pin.id, check.describe(), "not-run", 0, f"pin is {status} on this build"))
+                    gate.checks.append(CheckResult(pin.id, check.describe(), NOT_RUN, 0, f"pin is {status} on this build"))
                     continue
                 started = time.monotonic()
                 result = self._run_check(pin.id, check, built, backend, log)
@@ -312,9 +332,9 @@ class Gates:
         unchecked = [c for c in gate.checks if c.status == "unchecked"]
         gate.extra.update({"where": where, "backend": backend, "log": str(log)})
         if not ran:
-            gate.status, gate.extra["not_requested"] = "not-run", True
+            gate.status, gate.extra["not_requested"] = NOT_RUN, True
             gate.detail = "no pin declares a feature check" + (f" ({len(unchecked)} unchecked)" if unchecked else "")
-            out.not_tested.append({"what": "feature checks", "why": "no pin declares one"})
+            out.not_tested.append(NotTested("feature checks", "no pin declares one"))
             return
         gate.status = "passed" if len(passed) == len(ran) else "failed"
         gate.detail = f"{len(passed)}/{len(ran)} feature checks on {where}"

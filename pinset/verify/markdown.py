@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pinset.markdown_table import table
+from pinset.verify.model import NOT_RUN
 
 
 def _seconds(value: float) -> str:
@@ -22,7 +23,7 @@ def verify_markdown(doc: dict) -> str:
     for b in doc["builds"]:
         lines += ["", f"## {b['build']} ({b['commit'][:12]}): {'passed' if b['ok'] else 'FAILED'}", ""]
         lines += table(["gate", "status", "time", "detail"],
-                       [[g["name"], g["status"], _seconds(g["seconds"]) if g["status"] != "not-run" else "-",
+                       [[g["name"], g["status"], _seconds(g["seconds"]) if g["status"] != NOT_RUN else "-",
                          g.get("detail") or ""] for g in b["gates"]])
         for g in b["gates"]:
             if g.get("ops"):

@@ -4,6 +4,7 @@ producer, `from_json` for `pinset report`."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Final, Literal, cast
 
 from pinset.checks.backend_ops import OpCount
 from pinset.results import SCHEMAS, Doc
@@ -11,9 +12,58 @@ from pinset.results import SCHEMAS, Doc
 GATES = ("cpu-build", "cpu-backend-ops", "cpu-test-chat", "cuda-build", "test-chat", "backend-ops", "feature-checks")
 CPU_GATES = ("cpu-build", "cpu-backend-ops", "cpu-test-chat")
 GPU_GATES = ("cuda-build", "test-chat", "backend-ops")
-GATE_STATUSES = ("passed", "failed", "not-run")
-CHECK_STATUSES = ("passed", "failed", "not-run", "unchecked")
+# The statuses of gates and feature checks: spelled here once, everything else names these constants.
+PASSED: Final = "passed"
+FAILED: Final = "failed"
+NOT_RUN: Final = "not-run"
+UNCHECKED: Final = "unchecked"
+GateStatus = Literal["passed", "failed", "not-run"]
+CheckStatus = Literal["passed", "failed", "not-run", "unchecked"]
+GATE_STATUSES: tuple[GateStatus, ...] = (PASSED, FAILED, NOT_RUN)
+CHECK_STATUSES: tuple[CheckStatus, ...] = (PASSED, FAILED, NOT_RUN, UNCHECKED)
+RAN = (PASSED, FAILED)   # a check that ran (not-run and unchecked ones did not)
 INTERRUPTED = "verify was interrupted (SIGINT/SIGTERM)"   # the detail of the gate Ctrl-C or SIGTERM cut short
+NOT_RUN_PREFIX = "not run: "   # the detail of a gate that did not run because of another one
+
+
+def not_run_because(reason: str) -> str:
+    """The detail of a gate not run for `reason` (a failed gate, an interruption): the stopped-gate rule's text,
+    written once (verify writes it, the report reads the reason back with `not_run_reason`)."""
+    return NOT_RUN_PREFIX + reason
+
+
+def gate_failed_reason(gate: str) -> str:
+    return f"gate {gate} failed"
+
+
+def not_run_reason(detail: str | None) -> str:
+    """Why a gate did not run, from its detail: the reason without the "not run: " of not_run_because."""
+    return (detail or "").removeprefix(NOT_RUN_PREFIX)
+
+
+def is_stopped(status: str, not_requested: bool) -> bool:
+    """The stopped-gate rule: a gate that did not run although it was asked for (a gate before it failed, the
+    run was interrupted, the sim gave no tree). A build with a stopped gate is not ok; pick --verify counts it
+    as failed; the report lists it as "verify stopped" unless another machine ran it."""
+    return status == NOT_RUN and not not_requested
+
+
+@dataclass(frozen=True)
+class NotTested:
+    """Something a verify run did not test, and why: typed, so no reader parses it back out of text."""
+
+    what: str
+    why: str
+
+    def to_json(self) -> dict:
+        return {"what": self.what, "why": self.why}
+
+    @classmethod
+    def from_json(cls, d: Doc) -> NotTested:
+        return cls(d.get("what", str), d.get("why", str))
+
+    def line(self) -> str:
+        return f"{self.what}: {self.why}"
 
 
 def op_from_json(d: Doc) -> OpCount:
@@ -25,7 +75,7 @@ def op_from_json(d: Doc) -> OpCount:
 class CheckResult:
     pin: str
     check: str             # FeatureCheck.describe()
-    status: str            # passed | failed | not-run | unchecked
+    status: str            # CHECK_STATUSES
     cases: int = 0
     detail: str | None = None
     seconds: float = 0.0
@@ -37,13 +87,13 @@ class CheckResult:
     @classmethod
     def from_json(cls, d: Doc) -> CheckResult:
         return cls(d.get("pin", str), d.get("check", str), d.choice("status", CHECK_STATUSES), d.get("cases", int),
-                   d.get("detail", str, None), d.num("seconds", default=0.0))
+                   d.get("detail", str, None), cast(float, d.num("seconds", default=0.0)))
 
 
 @dataclass
 class GateResult:
     name: str
-    status: str = "not-run"     # passed | failed | not-run
+    status: str = NOT_RUN       # GATE_STATUSES
     seconds: float = 0.0
     detail: str | None = None
     ops: list[OpCount] | None = None
@@ -52,7 +102,11 @@ class GateResult:
 
     @property
     def passed(self) -> bool:
-        return self.status == "passed"
+        return self.status == PASSED
+
+    @property
+    def stopped(self) -> bool:
+        return is_stopped(self.status, bool(self.extra.get("not_requested")))
 
     def to_json(self) -> dict:
         out = {"name": self.name, "status": self.status, "seconds": round(self.seconds, 1), "detail": self.detail}
@@ -97,20 +151,28 @@ class BuildVerification:
     cuda_architectures: str | None = None
     tree: str | None = None
     ccache: str | None = None
-    not_tested: list[dict] = field(default_factory=list)
+    not_tested: list[NotTested] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
         """Every gate that ran passed, and nothing that should have run was stopped."""
-        if any(g.status == "failed" for g in self.gates):
+        if any(g.status == FAILED for g in self.gates):
             return False
-        stopped = [g for g in self.gates if g.status == "not-run" and not g.extra.get("not_requested")]
-        return not stopped and any(g.status == "passed" for g in self.gates)
+        return not self.stopped and any(g.status == PASSED for g in self.gates)
+
+    @property
+    def stopped(self) -> list[GateResult]:
+        return [g for g in self.gates if g.stopped]
+
+    @property
+    def failed_gates(self) -> list[str]:
+        """Gates that failed or were stopped: what keeps `pinset pick --verify` from confirming the build."""
+        return [g.name for g in self.gates if g.status == FAILED or g.stopped]
 
     @property
     def not_run(self) -> list[str]:
         """Gates that did not run, requested or not: what this build's green does not cover."""
-        return [g.name for g in self.gates if g.status == "not-run"]
+        return [g.name for g in self.gates if g.status == NOT_RUN]
 
     def gate(self, name: str) -> GateResult:
         for g in self.gates:
@@ -123,7 +185,7 @@ class BuildVerification:
                 "pins": [p.to_json() for p in self.pins], "cmake_flags": list(self.cmake_flags),
                 "cuda_architectures": self.cuda_architectures, "ccache": self.ccache,
                 "gates": [g.to_json() for g in self.gates], "not_run": self.not_run,
-                "not_tested": list(self.not_tested)}
+                "not_tested": [n.to_json() if isinstance(n, NotTested) else dict(n) for n in self.not_tested]}
 
     @classmethod
     def from_json(cls, d: Doc) -> BuildVerification:
@@ -133,7 +195,7 @@ class BuildVerification:
                    [GateResult.from_json(g) for g in d.objs("gates")], d.strs("cmake_flags"),
                    d.get("cuda_architectures", str, None), d.get("tree", str, None, default=None),
                    d.get("ccache", str, None, default=None),
-                   [{"what": n.get("what", str), "why": n.get("why", str)} for n in not_tested])
+                   [NotTested.from_json(n) for n in not_tested])
 
 
 @dataclass
@@ -152,7 +214,7 @@ class VerifyResult:
         """One line that claims no more than ran: "all gates green" only when every gate ran and passed."""
         if not self.builds:
             return "nothing verified (no build)"
-        red = [f"{g.name} on {b.build}" for b in self.builds for g in b.gates if g.status == "failed"]
+        red = [f"{g.name} on {b.build}" for b in self.builds for g in b.gates if g.status == FAILED]
         if red:
             return "a gate is red: " + ", ".join(red)
         stopped = [b.build for b in self.builds if not b.ok]
@@ -163,7 +225,7 @@ class VerifyResult:
         not_run = {name for b in self.builds for name in b.not_run}
         if not not_run:
             return "all gates green"
-        ran = {g.name for b in self.builds for g in b.gates if g.status == "passed"}
+        ran = {g.name for b in self.builds for g in b.gates if g.status == PASSED}
         parts = ["CPU and GPU gates green" if set(CPU_GATES + GPU_GATES) <= ran else
                  "CPU gates green" if set(CPU_GATES) <= ran else "gates that ran are green"]
         if "feature-checks" in ran:
