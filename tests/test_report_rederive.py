@@ -45,7 +45,7 @@ def test_bench_row_whose_speeds_contradict_its_ratio_is_refused(tmp_path, capsys
     rc, md = report([*_others(GREEN_BENCH.name), edited], tmp_path)
     err = capsys.readouterr().err
     assert rc == 2 and md is None, err
-    assert "bench.json: bench.rows[2]: verdict 'faster' but its speeds give 'slower'" in err
+    assert 'bench.json: bench.rows[2]: recorded "faster", but its 8 kept rounds give "slower"' in err
 
 
 def test_bench_row_with_a_ratio_its_speeds_do_not_give_is_refused(tmp_path, capsys):
@@ -53,7 +53,7 @@ def test_bench_row_with_a_ratio_its_speeds_do_not_give_is_refused(tmp_path, caps
     doc["rows"][0]["head_tps"] = [x * 1.001 for x in doc["rows"][0]["head_tps"]]   # still "faster", ratio off
     rc, md = report([dump(tmp_path / "bench.json", doc)], tmp_path)
     err = capsys.readouterr().err
-    assert rc == 2 and "bench.rows[0]: ratio 4.065376636666343 but its speeds give" in err
+    assert rc == 2 and "bench.rows[0]: recorded ratio 4.065376636666343 but its kept speeds give" in err
 
 
 def test_bench_verdict_on_too_few_kept_rounds_is_refused(tmp_path, capsys):

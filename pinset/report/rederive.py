@@ -10,16 +10,12 @@ evidence for that pin.
 
 from __future__ import annotations
 
-import json
 import math
-from types import SimpleNamespace
-from typing import Any, cast
 
 from pinset.errors import PinsetError
-from pinset.measures import kld as kld_rule
-from pinset.measures.bench import BenchResult, noise_of, plan_of
-from pinset.measures.kld import KldResult, KldRun
-from pinset.measures.stats import MIN_ROUNDS, compare
+from pinset.measures.bench import BenchResult
+from pinset.measures.kld import KldResult
+from pinset.measures.stats import MIN_ROUNDS
 
 REL_TOL = 1e-6   # numbers written with round()/JSON repr: what re-deriving may differ by and still agree
 
@@ -31,15 +27,6 @@ def _close(a: float | None, b: float | None) -> bool:
 
 
 # --- kld -------------------------------------------------------------------------------------
-def _device_run(run: KldRun) -> SimpleNamespace:
-    """A recorded run in the shape measures.kld.verdict judges (DeviceRun: ok, output.devices/offloaded/kld):
-    the recorded file does not keep offloaded layers, so both sides read as alike in that."""
-    mean = SimpleNamespace(value=run.kld["mean"], err=run.kld["err"]) if run.kld else None
-    return SimpleNamespace(ok=run.ok and mean is not None, label=run.label,
-                           output=SimpleNamespace(devices=list(run.devices), offloaded=(),
-                                                  kld=SimpleNamespace(kld_mean=mean) if mean else None))
-
-
 # How bad a KLD verdict is for head: a stated verdict better than its runs give is refused; a worse one (a
 # "further" over runs that say "as close") already blocks by its label and is read as it is.
 _KLD_RANK = {"closer to the CPU result than base": 0, "as close to the CPU result as base": 1,
@@ -47,18 +34,16 @@ _KLD_RANK = {"closer to the CPU result than base": 0, "as close to the CPU resul
 
 
 def kld_contradiction(result: KldResult) -> str | None:
-    """Why the recorded verdict claims more than the base and head runs give by pinset kld's rule; None when
-    it does not (or when there is no verdict to check: a run failed, runs missing)."""
-    base = next((r for r in result.runs if r.label == "base"), None)
-    head = next((r for r in result.runs if r.label == "head"), None)
+    """Why the recorded verdict claims more than the base and head runs give by pinset kld's own rule
+    (KldResult.rederived_verdict: measures.kld_model.verdict_from_klds); None when it does not (or when there is
+    no verdict to check: a run failed, runs missing)."""
     stated = result.verdict
-    if base is None or head is None or not (base.ok and head.ok) or stated["text"].startswith("no verdict"):
+    derived = result.rederived_verdict()
+    if derived is None or stated["text"].startswith("no verdict"):
         return None
-    assert base.kld is not None and head.kld is not None   # ok runs have their mean KLD (KldRun.from_json)
-    derived = kld_rule.verdict(cast(Any, _device_run(base)), cast(Any, _device_run(head)))
-    if derived["text"].startswith("no verdict"):
-        return f"verdict {stated['text']!r} but the runs give {derived['text']!r}"
     if _KLD_RANK.get(derived["text"], 0) > _KLD_RANK.get(stated["text"], 0):   # the label claims more
+        base, head = result.run("base"), result.run("head")
+        assert base is not None and head is not None and base.kld and head.kld   # rederived_verdict needs them
         return (f"verdict {stated['text']!r} but its runs' mean KLDs (base {base.kld['mean']:.6g} ± {base.kld['err']:.2g},"
                 f" head {head.kld['mean']:.6g} ± {head.kld['err']:.2g}) say {derived['text']!r}")
     return None  # the stated difference and sigma are shown as recorded (the shaped report fixtures round them)
@@ -66,12 +51,12 @@ def kld_contradiction(result: KldResult) -> str | None:
 
 # --- bench -----------------------------------------------------------------------------------
 def bench_contradictions(result: BenchResult) -> list[tuple[int, str]]:
-    """(row index, why) for each row whose numbers contradict its speeds by pinset bench's rule: fewer kept
-    rounds than the rule needs for a verdict, base and head of unequal length, and (schema 2, whose rule this
-    pinset runs) a ratio, CI or verdict other than stats.compare gives on the row's own kept speeds."""
+    """(row index, why) for each row whose numbers contradict its speeds by pinset bench's rule: base and head of
+    unequal length, fewer kept rounds than the rule needs for a verdict, and (schema 2, whose rule this pinset
+    runs) a verdict, ratio or CI other than the producer's own rule gives on the row's kept speeds
+    (BenchRow.contradiction: measures.bench_analysis.row_from_speeds)."""
     out = []
     decision = result.extra.get("decision")
-    plan, noise = plan_of(decision), noise_of(decision)
     for i, row in enumerate(result.rows):
         n_base, n_head = len(row.base_tps), len(row.head_tps)
         if n_base != n_head:
@@ -84,20 +69,8 @@ def bench_contradictions(result: BenchResult) -> list[tuple[int, str]]:
             continue
         if result.schema < 2:
             continue  # schema 1's A/A-band rule is not this pinset's: only the counts above are checked
-        if any(x <= 0 for x in (*row.base_tps, *row.head_tps)):
-            out.append((i, "a kept speed is not positive"))
-            continue
-        st = compare(row.base_tps, row.head_tps, plan, noise_sd=(noise or {}).get(json.dumps(row.params, sort_keys=True)))
-        eff = st.effect
-        if eff is None:
-            continue
-        if st.verdict != row.verdict:
-            out.append((i, f"verdict {row.verdict!r} but its speeds give {st.verdict!r} (ratio {eff.ratio:.4g}, "
-                           f"CI {eff.ci_ratio[0]:.4g} … {eff.ci_ratio[1]:.4g})"))
-        elif not _close(row.ratio, eff.ratio):
-            out.append((i, f"ratio {row.ratio!r} but its speeds give {eff.ratio:.6g}"))
-        elif row.ci95 is None or not all(_close(a, b) for a, b in zip(row.ci95, eff.ci_ratio)):
-            out.append((i, f"CI {row.ci95!r} but its speeds give [{eff.ci_ratio[0]:.6g}, {eff.ci_ratio[1]:.6g}]"))
+        if why := row.contradiction(decision):
+            out.append((i, why))
     return out
 
 
