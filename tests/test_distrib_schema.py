@@ -148,7 +148,7 @@ def _agrees(folder: Path, doc: dict) -> None:
     assert reader_ok == (not errors), (doc, why, errors[:3])
 
 
-@settings(max_examples=400, deadline=None, database=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=400, deadline=None, database=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(doc=documents())
 def test_schema_and_reader_agree(patch_dir, doc):
     _agrees(patch_dir, doc)
