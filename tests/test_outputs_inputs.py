@@ -62,7 +62,7 @@ def world(tmp_path, monkeypatch):
     (tmp_path / "pins.yaml").write_text("builds: [b1]\npins:\n  - {id: a, patches: series}\n"
                                         "  - {id: b, patches: one.patch}\n")
     for name in ("model.gguf", "vs.gguf", "noise.json", "text.txt", "expect.json", "reanalyse.json", "sim.json",
-                 "r1.json", "r2.json"):
+                 "r1.json", "r2.json", "pr-set.json"):
         (tmp_path / name).write_bytes(b"GGUF input " + name.encode())
     for name in ("base", "head", "bin", "tree"):
         (tmp_path / name).mkdir()
@@ -70,7 +70,7 @@ def world(tmp_path, monkeypatch):
         (tmp_path / name / "llama-bench").chmod(0o755)
     calls = []
     for name in cli.COMMANDS:
-        module = importlib.import_module(f"pinset.commands.{name}")
+        module = importlib.import_module(f"pinset.commands.{cli.MODULES.get(name, name)}")
         monkeypatch.setattr(module, "run", lambda args, _n=name: calls.append(_n) or 0)
     monkeypatch.setenv("PINSET_CACHE", str(tmp_path / "cache"))
     return tmp_path, calls
@@ -78,7 +78,8 @@ def world(tmp_path, monkeypatch):
 
 INPUT_VALUES = {"config": "pins.yaml", "model": "model.gguf", "vs_model": "vs.gguf", "noise_from": "noise.json",
                 "text": "text.txt", "expect": "expect.json", "reanalyse": "reanalyse.json", "sim": "sim.json",
-                "results": "r1.json", "base_bin": "base", "head_bin": "head", "bin": "bin", "llama_tree": "tree"}
+                "results": "r1.json", "base_bin": "base", "head_bin": "head", "bin": "bin", "llama_tree": "tree",
+                "source": "pr-set.json", "cache": "tree"}
 
 
 def _snapshot(root: Path) -> dict[str, str]:
@@ -93,14 +94,21 @@ def _snapshot(root: Path) -> dict[str, str]:
 def _argv(words, parser, given: dict[str, str]) -> list[str]:
     """The verb's command line with `given` (dest -> value) and a harmless value for each required option."""
     argv = list(words)
+    # a required group of exclusive options (`rebase --onto | --continue | ...`) gets one where none is given
+    for group in parser._mutually_exclusive_groups:
+        if group.required and not any(a.dest in given for a in group._group_actions):
+            flag = next((a for a in group._group_actions if a.nargs == 0), group._group_actions[0])
+            given = {**given, flag.dest: True if flag.nargs == 0 else "x"}
     for action in parser._actions:
         value = given.get(action.dest)
-        if value is None and action.required and action.option_strings:
+        if value is None and action.required:
             value = action.choices and next(iter(action.choices)) or (
                 "req-out" if action.dest in OUTPUT_FOLDERS else "x")
         if value is None:
             continue
-        if action.option_strings:
+        if value is True:
+            argv += [action.option_strings[-1]]
+        elif action.option_strings:
             argv += [action.option_strings[-1], value]
         else:
             argv += [value]
@@ -129,8 +137,20 @@ def _targets(dests) -> list[tuple[str, str, str, str]]:
     return out
 
 
+READS_NOTHING = {"schema"}   # `pinset schema -o FILE` writes the JSON Schema of pins.yaml and reads no file
+
+
+def test_a_verb_that_reads_nothing_takes_no_input():
+    """Its exemption from the cases below holds only while it has no input option to protect."""
+    for words, parser in VERBS:
+        if words[0] in READS_NOTHING:
+            assert not [a.dest for a in parser._actions if kind_of(a) in ("input-file", "input-folder")], words
+
+
 def _cases():
     for words, parser in VERBS:
+        if words[0] in READS_NOTHING:
+            continue
         dests = {a.dest for a in parser._actions if kind_of(a) in ("output-file", "output-folder")}
         for out in sorted(dests):
             yield pytest.param(words, parser, out, id=f"{'-'.join(words)}:{out}")

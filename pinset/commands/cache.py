@@ -45,7 +45,9 @@ def add_parser(sub):
     clean.add_argument("--dry-run", action="store_true", help="say what would go, remove nothing")
     clean.add_argument("--json", nargs="?", const="-", metavar="FILE", help="JSON on stdout, or into FILE")
     for q in (info, clean):
-        q.add_argument("--cache", help="cache folder (default: $PINSET_CACHE or $XDG_CACHE_HOME/pinset)")
+        # the folder these verbs read and clean: no output may be it or an entry of it (clean could remove it)
+        q.add_argument("--cache", help="cache folder (default: $PINSET_CACHE or $XDG_CACHE_HOME/pinset)"
+                       ).pinset_io = "input-folder"
     return p
 
 

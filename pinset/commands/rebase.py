@@ -15,8 +15,8 @@ from pinset.commands.common import add_config_args, open_config
 from pinset.commands.refresh import one_build, write_folders
 from pinset.config.schema import load_pinset
 from pinset.errors import PinsetError
-from pinset.heal.rebase import State, Stop, current_patch, has_markers, record_stop, unmerged
-from pinset.heal.worktree import Worktree, check_outside_cache, replay, safe_name
+from pinset.heal.rebase import State, Stop, current_patch, has_markers, record_stop, start_rebase, unmerged
+from pinset.heal.worktree import Worktree, check_outside_cache, safe_name
 from pinset.output import console
 from pinset.sim.run import simulate
 from pinset.store import cache_tmp, scratch_dir
@@ -38,7 +38,8 @@ def add_parser(sub):
     what.add_argument("--onto", metavar="BUILD", help="start: the build to rebase the series onto")
     what.add_argument("--continue", dest="cont", action="store_true", help="finish after resolving and staging")
     what.add_argument("--abort", action="store_true", help="remove the worktree; change nothing")
-    what.add_argument("--as-series", metavar="FOLDER", help="PR pin: export it into FOLDER as a series pin")
+    what.add_argument("--as-series", metavar="FOLDER",
+                      help="PR pin: export it into FOLDER as a series pin").pinset_io = "output-folder"
     p.add_argument("--worktree", metavar="DIR", help="the worktree (default ./pinset-rebase-PIN)")
     return p
 
@@ -93,15 +94,7 @@ def _start(args, pinset, store, spec, where: Path) -> int:
             hint = " (`pinset refresh` makes it apply exactly)" if pin.status == "applied" and pin.apply_mode != "exact" else ""
             console.print(f"{spec.id} on {build.name}: {pin.status_text}{hint}; nothing to rebase, nothing changed")
             return 0 if pin.status in ("applied", "upstream") else 1
-        tree = Worktree.add(sim.mirror, where, build.oid)
-        try:
-            replay(tree, pinset, sim.prepared, result, until=spec.id)
-            state = State(spec.id, build.name, build.oid, str(pinset.path), tree.head(),
-                          [p.name for p in spec.patch_files()])
-            applied = tree.am(spec.patch_files())
-        except BaseException:
-            tree.remove()
-            raise
+        tree, state, applied = start_rebase(sim, where, build, pinset, result, spec)
         if applied.ok:
             console.print(f"{spec.id}: `git am -3` applies it on {build.name} after all; finishing")
             state.save(tree.git_dir())

@@ -7,14 +7,13 @@ after the proof (pinset/heal/refresh.py) held for every pin.
 
 from __future__ import annotations
 
-import shutil
 import sys
 
 from pinset.commands.common import add_config_args, open_config
 from pinset.errors import PinsetError
 from pinset.heal import modes
 from pinset.heal.refresh import prove, refresh_series
-from pinset.heal.series import stage_folder, swap_in
+from pinset.heal.series import write_folders  # noqa: F401 (rebase imports it from here)
 from pinset.output import console
 from pinset.sim.run import pick_builds, simulate
 from pinset.store import cache_tmp, scratch_dir
@@ -43,19 +42,6 @@ def one_build(pinset, selection: str, flag: str) -> list[str]:
     return names
 
 
-def write_folders(items) -> None:
-    """Stage every (folder, patches, resolutions) first, then swap each in: a failure while staging
-    changes no folder."""
-    staged = []
-    try:
-        for folder, patches, resolutions in items:
-            staged.append((stage_folder(folder, patches, resolutions), folder))
-    except BaseException:
-        for new, _ in staged:
-            shutil.rmtree(new, ignore_errors=True)
-        raise
-    for new, folder in staged:
-        swap_in(new, folder)
 
 
 def run(args) -> int:

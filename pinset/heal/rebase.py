@@ -108,3 +108,20 @@ def record_stop(tree, state: State, stop: Stop, folder: Path, scratch: Path) -> 
             f"the build/pin lines below, sim/apply/verify use the resolved lines. Yours (this build) and the way\n"
             f"back (the rebased series on the file as the old series found it: its old lines)."))
     return notes
+
+
+def start_rebase(sim, where, build, pinset, result, spec):
+    """A worktree at `build` with the earlier pins replayed as commits and the pin's series under `git am -3`:
+    (worktree, its State, am's result). Any failure on the way removes the worktree again."""
+    from pinset.heal.worktree import Worktree, replay
+
+    tree = Worktree.add(sim.mirror, where, build.oid)
+    try:
+        replay(tree, pinset, sim.prepared, result, until=spec.id)
+        state = State(spec.id, build.name, build.oid, str(pinset.path), tree.head(),
+                      [p.name for p in spec.patch_files()])
+        applied = tree.am(spec.patch_files())
+    except BaseException:
+        tree.remove()
+        raise
+    return tree, state, applied

@@ -64,3 +64,18 @@ def _exchange(a: Path, b: Path) -> bool:
     if err in (22, 38, 95):  # EINVAL, ENOSYS, EOPNOTSUPP: no exchange here
         return False
     raise OSError(err, os.strerror(err), str(b))
+
+
+def write_folders(items) -> None:
+    """Stage every (folder, patches, resolutions) first, then swap each in: a failure while staging
+    changes no folder."""
+    staged = []
+    try:
+        for folder, patches, resolutions in items:
+            staged.append((stage_folder(folder, patches, resolutions), folder))
+    except BaseException:
+        for new, _ in staged:
+            shutil.rmtree(new, ignore_errors=True)
+        raise
+    for new, folder in staged:
+        swap_in(new, folder)
