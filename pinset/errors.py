@@ -74,5 +74,4 @@ class PostError(RuntimeFailure):
 
 class BenchParseError(RuntimeFailure, ValueError):
     """llama-bench wrote a line that is not a measurement (exit 1 when it ends a run; a ValueError for the
-    callers that judge a single run). pinset/measures/llama_bench.py still defines its own class of this name
-    (area of the bench split); it becomes `from pinset.errors import BenchParseError` there."""
+    callers that judge a single run); raised by pinset/measures/llama_bench.py."""

@@ -16,6 +16,7 @@ from pinset.build.cmake import (
     configured_compilers,
     ensure_build,
 )
+from pinset.build.settings import BuildSettings
 from pinset.checks.nvidia_smi import parse_compute_caps
 from pinset.errors import ToolchainError
 from pinset.store import Store
@@ -50,8 +51,8 @@ def tiny(make_repo, tmp_path):
 
 
 def _build(store, mirror, tree, targets, **kw):
-    return ensure_build(store, mirror, tree, label="tiny", commit="c0ffee", pinset_digest="d1", cuda=False,
-                        cuda_architectures=None, targets=targets, jobs=2, progress=kw.pop("progress", False), **kw)
+    return ensure_build(store, mirror, tree, BuildSettings(cuda=False), targets, label="tiny", commit="c0ffee",
+                        pinset_digest="d1", jobs=2, progress=kw.pop("progress", False), **kw)
 
 
 @needs_tools

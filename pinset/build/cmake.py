@@ -127,16 +127,14 @@ def build_key(tree: str, flags: list[str]) -> str:
     return short_hash(tree, *flags, length=16)
 
 
-def ensure_build(store: Store, mirror, tree: str, settings: BuildSettings | None = None,
+def ensure_build(store: Store, mirror, tree: str, settings: BuildSettings,
                  targets: list[str] | tuple[str, ...] = (), *, label: str, commit: str, pinset_digest: str,
                  jobs: int | None = None, progress: bool = True, log_dir: Path | None = None,
-                 log_name: str | None = None, cuda: bool | None = None, cuda_architectures: str | None = None,
-                 extra_flags: list[str] | tuple = ()) -> BuiltTree:
+                 log_name: str | None = None) -> BuiltTree:
     """Materialise `tree`, configure once, and build `targets` (ninja does nothing when up to date).
 
     `settings` (pinset.build.settings.build_settings: CUDA or not, architectures, extra -D flags) travel
-    whole; the loose `cuda`, `cuda_architectures`, `extra_flags` are the older spelling of the same, for
-    callers not moved yet (pinset/measures/sides.py).
+    whole.
 
     The cache key is (tree, flags): the tree oid already covers the build commit and every pin's
     content, so editing only a check or a description in pins.yaml does not rebuild.
@@ -145,8 +143,6 @@ def ensure_build(store: Store, mirror, tree: str, settings: BuildSettings | None
     `<log_name>-{configure,build}.log` (default: the label's slug).
     Raises ToolchainError (missing cmake/ninja/nvcc) or BuildFailed (configure/compile error).
     """
-    if settings is None:
-        settings = BuildSettings(bool(cuda), cuda_architectures, None, tuple(extra_flags))
     cuda, cuda_architectures, extra_flags = settings.cuda, settings.cuda_architectures, settings.cuda_flags
     targets = list(targets)
     require_toolchain(cuda)

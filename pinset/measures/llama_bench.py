@@ -17,6 +17,8 @@ import math
 import re
 from dataclasses import dataclass
 
+from pinset.errors import BenchParseError  # noqa: F401 (raised here; importers name it from this module too)
+
 # Fields that define *which* test a line is (not build, model path or timings).
 PARAM_FIELDS = ("n_prompt", "n_gen", "n_depth", "n_batch", "n_ubatch", "n_threads", "n_gpu_layers",
                 "n_cpu_moe", "flash_attn", "type_k", "type_v", "split_mode", "main_gpu", "no_kv_offload",
@@ -41,10 +43,6 @@ class BenchLine:
     def key(self) -> tuple:
         """Identity of the test across runs and builds."""
         return tuple((k, json.dumps(self.params.get(k), sort_keys=True)) for k in sorted(self.params))
-
-
-class BenchParseError(ValueError):
-    pass
 
 
 # No llama.cpp run produces more than this: a toy 2-layer model on an H200 stays below ~1e6 t/s (the

@@ -123,10 +123,9 @@ def built_sides(pinset: PinSet, store: Store, build_name: str, *, targets: list[
         sides = []
         for label in labels:
             try:
-                built = ensure_build(store, sim.mirror, trees[label], label=f"{build_name}-{label}",
-                                     commit=build.commit, pinset_digest=pinset.digest, cuda=settings.cuda,
-                                     cuda_architectures=settings.cuda_architectures, targets=targets, jobs=jobs,
-                                     extra_flags=list(settings.cuda_flags))
+                built = ensure_build(store, sim.mirror, trees[label], settings, targets,
+                                     label=f"{build_name}-{label}", commit=build.commit,
+                                     pinset_digest=pinset.digest, jobs=jobs)
             except BuildFailed as exc:
                 raise RuntimeFailure(f"{label} build of {build_name} failed at {exc.stage}: {exc} "
                                      f"(log: {exc.log})") from None
