@@ -62,7 +62,7 @@ def world(tmp_path, monkeypatch):
     (tmp_path / "pins.yaml").write_text("builds: [b1]\npins:\n  - {id: a, patches: series}\n"
                                         "  - {id: b, patches: one.patch}\n")
     for name in ("model.gguf", "vs.gguf", "noise.json", "text.txt", "expect.json", "reanalyse.json", "sim.json",
-                 "r1.json", "r2.json"):
+                 "r1.json", "r2.json", "source.json"):
         (tmp_path / name).write_bytes(b"GGUF input " + name.encode())
     for name in ("base", "head", "bin", "tree"):
         (tmp_path / name).mkdir()
@@ -70,7 +70,7 @@ def world(tmp_path, monkeypatch):
         (tmp_path / name / "llama-bench").chmod(0o755)
     calls = []
     for name in cli.COMMANDS:
-        module = importlib.import_module(f"pinset.commands.{name}")
+        module = importlib.import_module(f"pinset.commands.{cli.MODULES.get(name, name)}")
         monkeypatch.setattr(module, "run", lambda args, _n=name: calls.append(_n) or 0)
     monkeypatch.setenv("PINSET_CACHE", str(tmp_path / "cache"))
     return tmp_path, calls
@@ -78,7 +78,7 @@ def world(tmp_path, monkeypatch):
 
 INPUT_VALUES = {"config": "pins.yaml", "model": "model.gguf", "vs_model": "vs.gguf", "noise_from": "noise.json",
                 "text": "text.txt", "expect": "expect.json", "reanalyse": "reanalyse.json", "sim": "sim.json",
-                "results": "r1.json", "base_bin": "base", "head_bin": "head", "bin": "bin", "llama_tree": "tree"}
+                "results": "r1.json", "base_bin": "base", "head_bin": "head", "bin": "bin", "llama_tree": "tree", "source": "source.json"}
 
 
 def _snapshot(root: Path) -> dict[str, str]:
@@ -93,8 +93,15 @@ def _snapshot(root: Path) -> dict[str, str]:
 def _argv(words, parser, given: dict[str, str]) -> list[str]:
     """The verb's command line with `given` (dest -> value) and a harmless value for each required option."""
     argv = list(words)
+    given = dict(given)
+    for group in parser._mutually_exclusive_groups:   # rebase: one of --onto/--continue/--abort/--as-series
+        if group.required and not any(a.dest in given for a in group._group_actions):
+            first = next(a for a in group._group_actions if a.nargs is None)
+            given[first.dest] = "x"
     for action in parser._actions:
         value = given.get(action.dest)
+        if value is None and not action.option_strings and action.nargs is None and action.dest != "help":
+            value = "x"                                    # a required positional that names no path (a pin id)
         if value is None and action.required and action.option_strings:
             value = action.choices and next(iter(action.choices)) or (
                 "req-out" if action.dest in OUTPUT_FOLDERS else "x")
@@ -105,6 +112,10 @@ def _argv(words, parser, given: dict[str, str]) -> list[str]:
         else:
             argv += [value]
     return argv
+
+
+# verbs whose outputs have no input to protect (they read only pinset's own cache, or nothing)
+NO_INPUTS = {"cache info", "cache clean", "schema"}
 
 
 def _targets(dests) -> list[tuple[str, str, str, str]]:
@@ -141,6 +152,9 @@ def test_output_over_an_input_is_bad_input(world, capsys, words, parser, out):
     """Each output option of the verb against each input: directly, via a symbolic link, via a hard link."""
     root, calls = world
     targets = _targets({a.dest: a for a in parser._actions})
+    if " ".join(words) in NO_INPUTS:
+        assert not targets, f"{words}: it reads inputs now; take it off NO_INPUTS"
+        return
     assert targets, "a verb with an output and no input to protect: declare its inputs"
     for dest, value, target, via in targets:
         alias = root / "alias"
