@@ -48,3 +48,16 @@ def test_evidence_override_cannot_drop_the_gpu_verify_of_cuda_code(touched):
 def test_evidence_override_still_weakens_other_pins():
     assert ev.pin_needs("p", ["ggml/src/ggml-cpu/ops.cpp"], ["verify"]).kinds == (ev.VERIFY,)
     assert ev.pin_needs("p", ["CMakeLists.txt"], ["verify"]).kinds == (ev.VERIFY,)
+
+
+def test_cpu_gate_scope_reads_an_empty_touched_as_unknown():
+    from pinset.verify import plan
+
+    ops, why = plan.cpu_gate_scope([["docs/x.md"], []], set())
+    assert ops == list(plan.CPU_GATE_OPS) and "unknown" in why
+
+
+def test_cpu_gate_scope_runs_the_matmuls_for_a_build_file():
+    from pinset.verify import plan
+
+    assert plan.cpu_gate_scope([["ggml/src/CMakeLists.txt"]], set())[0] == list(plan.CPU_GATE_OPS)
