@@ -43,7 +43,12 @@ def workspace_path(path: str | Path) -> str:
 
 def command(level: str, message: str, *, file: str | Path | None = None, line: int | None = None,
             title: str | None = None) -> str:
-    """The workflow command line: `::error file=pins.yaml,line=12,title=...::message`."""
+    """The workflow command line: `::error file=pins.yaml,line=12,title=...::message` (redacted before `:` is
+    escaped, which would hide a URL's credentials from the redaction of stderr)."""
+    from pinset.redact import redact
+
+    message, title = redact(str(message)), redact(title) if title else title
+    file = redact(str(file)) if file is not None else None
     props = []
     if file is not None:
         props.append(f"file={_prop(workspace_path(file))}")
@@ -72,12 +77,14 @@ def annotate_error(exc: Exception, command_name: str) -> None:
 def step_summary(markdown: str) -> bool:
     """Append `markdown` to the job summary under Actions; False when there is none (not Actions, or
     GITHUB_STEP_SUMMARY unset). A summary that cannot be written is a warning, never the command's failure."""
+    from pinset.redact import redact
+
     path = os.environ.get("GITHUB_STEP_SUMMARY")
     if not under_actions() or not path:
         return False
     try:
         with open(path, "a", encoding="utf-8") as fh:
-            fh.write(markdown.rstrip("\n") + "\n\n")
+            fh.write(redact(markdown).rstrip("\n") + "\n\n")   # a file GitHub shows: no token in it
     except OSError as exc:
         annotate(WARNING, f"job summary {path}: {(exc.strerror or str(exc)).lower()}")
         return False

@@ -132,6 +132,9 @@ class _Retry(Retry):
         return retry
 
     def increment(self, method=None, url=None, response=None, error=None, _pool=None, _stacktrace=None):
+        left = _left()
+        if left is not None and left <= 0:   # the deadline has passed: no further try
+            raise urllib3.exceptions.MaxRetryError(_pool, url, error)
         if response is not None:
             after = self.get_retry_after(response)
             if after is not None and after > MAX_RETRY_AFTER:
@@ -145,6 +148,7 @@ class _Retry(Retry):
     def sleep_for_retry(self, response=None):
         after = self.get_retry_after(response) if response is not None else None
         if after:
+            _within_deadline(after)
             self.sleep_function(after)
             return True
         return False
@@ -152,7 +156,23 @@ class _Retry(Retry):
     def _sleep_backoff(self):
         backoff = self.get_backoff_time()
         if backoff > 0:
+            _within_deadline(backoff)
             self.sleep_function(backoff)
+
+
+def _left() -> float | None:
+    """Seconds left to this thread's deadline (None: no deadline)."""
+    watch = getattr(_local, "watch", None)
+    return None if watch is None else watch.seconds - (time.monotonic() - watch.started)
+
+
+def _within_deadline(wait: float) -> None:
+    """A retry's wait is part of the request's time: one that would pass the deadline is not waited."""
+    left = _left()
+    if left is not None and wait >= left:
+        _local.watch.fire()   # deadline() then names the deadline, whatever requests wraps this in
+        raise DeadlineExceeded(f"a retry wait of {wait:g} s would pass the deadline of "
+                               f"{_local.watch.seconds:g} s ({max(left, 0):.1f} s left)")
 
 
 def retry_policy(total: int = RETRIES, methods=IDEMPOTENT, sleep=None, backoff: float = BACKOFF) -> Retry:

@@ -290,9 +290,12 @@ def write_log(log: Path, result: Completed, cwd=None, env=None) -> None:
     """Append the command (as it would be typed), its status and its output to a log file."""
     import shlex
 
+    from pinset.redact import RedactingStream
+
     log.parent.mkdir(parents=True, exist_ok=True)
     prefix = " ".join(f"{k}={shlex.quote(v)}" for k, v in (env or {}).items())
-    with log.open("a", encoding="utf-8") as fh:
+    with log.open("a", encoding="utf-8") as raw:
+        fh = RedactingStream(raw)   # a log is a file pinset writes: no token, no URL credentials
         fh.write(f"$ {(prefix + ' ') if prefix else ''}{shlex.join(result.argv)}\n")
         if cwd:
             fh.write(f"# cwd: {cwd}\n")
@@ -384,8 +387,10 @@ def _open_live_log(log: Path | None, args: tuple[str, ...], cwd, env):
 
     if log is None:
         return None
+    from pinset.redact import RedactingStream
+
     log.parent.mkdir(parents=True, exist_ok=True)
-    fh = log.open("a", encoding="utf-8")
+    fh = RedactingStream(log.open("a", encoding="utf-8"))   # no token, no URL credentials in a log
     prefix = " ".join(f"{k}={shlex.quote(v)}" for k, v in (env or {}).items())
     fh.write(f"$ {(prefix + ' ') if prefix else ''}{shlex.join(args)}\n")
     if cwd:

@@ -29,7 +29,7 @@ def add_parser(sub):
                     "The result is checked as every verb reads pins.yaml before it is written; nothing else "
                     "is written.")
     p.add_argument("source", help="a pr-set.json file, or the folder of an Ollama-style checkout")
-    p.add_argument("-o", "--out", required=True, help="the pins.yaml to write").pinset_io = "output-file"
+    p.add_argument("-o", "--out", required=True, help="the pins.yaml to write").pinset_io = "output-file"   # a file, not a folder (outputs_rule)
     p.add_argument("--format", choices=("pr-set", "ollama"),
                    help="the source's format (default: pr-set for a file, ollama for a folder)")
     p.add_argument("--upstream", help="upstream of the pin set (default: the source's, else "

@@ -17,7 +17,7 @@ def add_parser(sub):
                     "language server at it (`# yaml-language-server: $schema=PATH` on pins.yaml's first line) "
                     "to see key, type and pattern errors as you type; the checks that need the disk (patch "
                     "files, local repositories) remain pinset's.")
-    p.add_argument("-o", "--out", help="write it into this file instead of stdout").pinset_io = "output-file"
+    p.add_argument("-o", "--out", help="write it into this file instead of stdout").pinset_io = "output-file"   # a file, not a folder (outputs_rule)
     return p
 
 

@@ -6,11 +6,13 @@ A pin that only rewords an error message in `common/` has nothing a KLD or a ben
 
     CUDA code (ggml/src/ggml-cuda/**, *.cu, *.cuh)      -> verify, gpu-verify, kld (on a device), bench
     other ggml compute code (ggml/**), llama compute    -> verify, kld
-    tools, common, docs, examples, tests, other src/    -> verify
-    any other file (build files, unknown places)        -> every kind
-    files unknown (touched missing/null)                 -> every kind (never "touches nothing")
+    llama's other src/ and include/ code                 -> verify, kld (src/llama-chat* -> verify)
+    tools, common, docs, examples, tests                -> verify
+    build files anywhere (CMakeLists.txt, *.cmake, ...), any other file -> every kind
+    files unknown (touched missing/null/empty)           -> every kind (never "touches nothing")
 
-pins.yaml `evidence: [...]` replaces the derived kinds of one pin. Pure functions, no I/O.
+pins.yaml `evidence: [...]` replaces the derived kinds of one pin, except that it cannot take `gpu-verify` from
+a pin that changes CUDA code (or whose files are unknown). Pure functions, no I/O.
 """
 
 from __future__ import annotations
@@ -30,9 +32,16 @@ LLAMA_COMPUTE = ("src/models/*", "src/llama-model*", "src/llama-graph*", "src/ll
                  "src/llama-sampling*", "src/llama-arch*", "src/llama-hparams*", "src/llama-adapter*",
                  "src/llama-model-loader*", "src/llama.cpp")
 # code and text no model's numbers depend on (what verify's builds and tests cover)
-NO_COMPUTE_PREFIXES = ("tools/", "common/", "docs/", "examples/", "tests/", "src/", "gguf-py/", "scripts/",
+NO_COMPUTE_PREFIXES = ("tools/", "common/", "docs/", "examples/", "tests/", "gguf-py/", "scripts/",
                        ".github/", ".devops/", "grammars/", "prompts/", "licenses/", "media/", "vendor/",
-                       "models/templates/", "include/", "pocs/", "requirements/")
+                       "models/templates/", "pocs/", "requirements/")
+# the rest of llama's library (tokenizer, mmap, cparams, KV cells, the public header) feeds the model's numbers
+# too; only the chat templates compute nothing a model runs
+LLAMA_LIBRARY_PREFIXES = ("src/", "include/")
+LLAMA_NO_COMPUTE = ("src/llama-chat*",)
+# build files change how everything compiles (flags, backends), wherever they are: never "no compute code"
+BUILD_FILES = ("CMakeLists.txt", "Makefile", "build.zig", "CMakePresets.json")
+BUILD_SUFFIXES = (".cmake", ".cmake.in", ".mk")
 NO_COMPUTE_SUFFIXES = (".md", ".txt.in", ".gitignore")
 
 # (rule, kinds); the order is strength: a pin's strongest file class decides
@@ -64,7 +73,7 @@ class Need:
         """"verify, kld (ggml compute code: ggml/src/ggml-cpu/ops.cpp and 2 more)"."""
         why = self.rule
         if self.file:
-            why += f": {self.file}" + (f" and {self.more} more" if self.more else "")
+            why += ("; " if self.rule == DECLARED else ": ") + self.file + (f" and {self.more} more" if self.more else "")
         return f"{', '.join(self.kinds)} ({why})"
 
     def why(self) -> str:
@@ -75,6 +84,8 @@ class Need:
             return f"changes CUDA code ({self.file}" + (f" and {self.more} more" if self.more else "") + ")"
         if self.rule == OTHER:
             return f"changes files no rule classifies ({self.file}" + (f" and {self.more} more" if self.more else "") + ")"
+        if self.rule == DECLARED and self.file:
+            return self.file.removeprefix("gpu-verify kept: ") + " (pins.yaml evidence: cannot drop gpu-verify)"
         return f"needs {', '.join(self.kinds)} (pins.yaml evidence:)" if self.rule == DECLARED else self.text()
 
     @property
@@ -87,6 +98,8 @@ def file_class(path: str) -> str:
     """The rule class of one changed file."""
     if is_cuda_path(path):
         return CUDA
+    if path.rsplit("/", 1)[-1] in BUILD_FILES or path.endswith(BUILD_SUFFIXES):
+        return OTHER
     if path.startswith("tests/"):
         return TESTS
     if any(fnmatch.fnmatchcase(path, pattern) for pattern in LLAMA_COMPUTE):
@@ -96,6 +109,8 @@ def file_class(path: str) -> str:
         if path.endswith(NO_COMPUTE_SUFFIXES) or path.startswith(("ggml/docs/", "ggml/examples/", "ggml/tests/")):
             return VERIFY_ONLY
         return GGML
+    if path.startswith(LLAMA_LIBRARY_PREFIXES) and not path.endswith(NO_COMPUTE_SUFFIXES):
+        return VERIFY_ONLY if any(fnmatch.fnmatchcase(path, p) for p in LLAMA_NO_COMPUTE) else GGML
     if path.startswith(NO_COMPUTE_PREFIXES) or path.endswith(NO_COMPUTE_SUFFIXES) or "/" not in path and \
             path.lower().startswith(("readme", "license", "authors", "contributing", "security", "changelog")):
         return VERIFY_ONLY
@@ -106,12 +121,15 @@ def pin_needs(pin: str, touched: list[str] | None, declared: list[str] | tuple[s
     """The evidence of one pin: `declared` (pins.yaml `evidence:`) when given, else by the rules."""
     kinds = tuple(k for k in KINDS if k in (declared or ()))
     if kinds:
+        derived = pin_needs(pin, touched)
+        if derived.rule in (CUDA, UNKNOWN) and GPU_VERIFY not in kinds:
+            # a label cannot stand in for a device: CUDA code (or files unknown) keeps its GPU verify
+            kinds = tuple(k for k in KINDS if k in kinds or k in (VERIFY, GPU_VERIFY))
+            return Need(pin, kinds, DECLARED, f"gpu-verify kept: {derived.why()}")
         return Need(pin, kinds, DECLARED)
-    if touched is None:
-        return Need(pin, KINDS, UNKNOWN)
     if not touched:
-        # a pin that changes no file still has to be shown to be in the tree: verify only
-        return Need(pin, (VERIFY,), VERIFY_ONLY)
+        # None, or an applied pin whose files were not read (a plain `diff -u` without `diff --git`): unknown
+        return Need(pin, KINDS, UNKNOWN)
     by_class: dict[str, list[str]] = {}
     for path in touched:
         by_class.setdefault(file_class(path), []).append(path)

@@ -67,7 +67,8 @@ NOT_OPS = {"COUNT", "NONE"}
 def cpu_gate_scope(touched: list[list[str] | None] | None, symbols: set[str]) -> tuple[list[str], str]:
     """The ops of the CPU gate's own runs for the files the pins change, and the rule that chose them
     (recorded as the gate's `scope`, docs/verify.md). `touched`: per pin the build carries, its files (None:
-    unknown). Never fewer than needed: unknown files, or files no rule names, run the whole default set.
+    unknown; [] for a carried pin is unknown too). Never fewer than needed: unknown files, or files no rule
+    names, run the whole default set.
 
     - no compute code (the report's "no compute code" / "tests only" classes, but tests/test-backend-ops.cpp):
       no op of the pins' own (the gate then runs only the pins' backend-op checks, if any);
@@ -76,7 +77,7 @@ def cpu_gate_scope(touched: list[list[str] | None] | None, symbols: set[str]) ->
       `GGML_OP_*` / `GGML_UNARY_OP_*` / `GGML_GLU_OP_*` symbol on the pins' added lines names."""
     from pinset.report.evidence import OTHER, TESTS, VERIFY_ONLY, file_class
 
-    if touched is None or any(t is None for t in touched):
+    if touched is None or any(not t for t in touched):   # [] of a carried pin: its files were not read
         return list(CPU_GATE_OPS), "the files a pin changes are unknown: every op of the gate"
     files = sorted({f for t in touched for f in t or []})
     compute = [f for f in files if f == "tests/test-backend-ops.cpp" or file_class(f) not in (VERIFY_ONLY, TESTS)]
