@@ -7,8 +7,11 @@ after the proof (pinset/heal/refresh.py) held for every pin.
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
+import uuid
+from pathlib import Path
 
 from pinset.commands.common import add_config_args, open_config
 from pinset.errors import PinsetError
@@ -45,17 +48,36 @@ def one_build(pinset, selection: str, flag: str) -> list[str]:
 
 def write_folders(items) -> None:
     """Stage every (folder, patches, resolutions) first, then swap each in: a failure while staging
-    changes no folder."""
+    changes no folder. A pin of one patch file (`patches: x.patch`, or `each: true`) is that file alone,
+    replaced by a rename; the folder around it holds other pins' files."""
     staged = []
     try:
         for folder, patches, resolutions in items:
-            staged.append((stage_folder(folder, patches, resolutions), folder))
+            staged.append((stage_file(folder, patches, resolutions) if not folder.is_dir()
+                           else stage_folder(folder, patches, resolutions), folder))
     except BaseException:
         for new, _ in staged:
-            shutil.rmtree(new, ignore_errors=True)
+            shutil.rmtree(new, ignore_errors=True) if new.is_dir() else new.unlink(missing_ok=True)
         raise
     for new, folder in staged:
-        swap_in(new, folder)
+        if new.is_dir():
+            swap_in(new, folder)
+        else:
+            os.replace(new, folder)
+
+
+def stage_file(path: Path, patches: list[Path], resolutions) -> Path:
+    """The new text of a one-file pin, beside it (a hidden temp file, renamed over it later)."""
+    if len(patches) != 1 or resolutions:
+        raise PinsetError(f"{path}: a pin of one patch file takes one patch and no resolutions "
+                          f"(got {len(patches)} patches{', resolutions' if resolutions else ''}); nothing written")
+    new = path.parent / f".{path.name}.pinset-new-{uuid.uuid4().hex[:8]}"
+    try:
+        shutil.copyfile(patches[0], new)
+    except BaseException:
+        new.unlink(missing_ok=True)
+        raise
+    return new
 
 
 def run(args) -> int:

@@ -1,0 +1,90 @@
+"""Second look at sim's apply modes and the heal verbs (review of the merged #19/#21 work)."""
+
+from __future__ import annotations
+
+import json
+
+from conftest import write_pins
+from test_heal_refresh import LINES, series
+
+from pinset.cli import main
+
+
+def sim_modes(tmp_path, pins_yaml, pin="p"):
+    out = tmp_path / f"sim-{len(list(tmp_path.glob('sim-*.json')))}.json"
+    main(["sim", "-c", str(pins_yaml), "--json", str(out)])
+    doc = json.loads(out.read_text())
+    return {b["build"]: (q["status"], q.get("apply_mode")) for b in doc["builds"]
+            for q in b["pins"] if q["id"] == pin}
+
+
+def test_first_patch_offset_second_exact_is_offset(make_repo, tmp_path):
+    """A 2-patch series: the first patch's hunk moved (offset), the second's applies where it says."""
+    up = make_repo("upstream")
+    b1 = up.commit("base", {"a.txt": LINES, "b.txt": LINES})
+    up.tag("b1")
+    series(up, b1, [("a", {"a.txt": LINES.replace("line 20\n", "line 20 pinned\n")}),
+                    ("b", {"b.txt": LINES.replace("line 5\n", "line 5 pinned\n")})],
+           tmp_path / "patches" / "p", f"--base={b1}")
+    up.commit("moved", {"a.txt": "".join(f"top {i}\n" for i in range(5)) + LINES})
+    up.tag("b2")
+    pins_yaml = write_pins(tmp_path / "pins.yaml", f"""
+        upstream: {up.path}
+        builds: [b1, b2]
+        pins:
+          - id: p
+            patches: patches/p
+            unchecked: test
+        """)
+    assert sim_modes(tmp_path, pins_yaml) == {"b1": ("applied", "exact"), "b2": ("applied", "offset")}
+
+
+def test_refresh_write_of_a_single_file_pin(make_repo, tmp_path, capsys):
+    """`patches: patches/one.patch`: the pin is one file, not a folder; --write replaces that file only."""
+    up = make_repo("upstream")
+    b1 = up.commit("base", {"a.txt": LINES})
+    up.tag("b1")
+    series(up, b1, [("a", {"a.txt": LINES.replace("line 20\n", "line 20 pinned\n")})],
+           tmp_path / "patches", f"--base={b1}")
+    (tmp_path / "patches" / "0001-a.patch").rename(tmp_path / "patches" / "one.patch")
+    (tmp_path / "patches" / "keep.txt").write_text("mine\n")
+    up.commit("moved", {"a.txt": "".join(f"top {i}\n" for i in range(5)) + LINES})
+    up.tag("b2")
+    pins_yaml = write_pins(tmp_path / "pins.yaml", f"""
+        upstream: {up.path}
+        builds: [b1, b2]
+        pins:
+          - id: p
+            patches: patches/one.patch
+            unchecked: test
+        """)
+    old = (tmp_path / "patches" / "one.patch").read_text()
+    rc = main(["refresh", "p", "-c", str(pins_yaml), "--onto", "b2", "--write"])
+    out = capsys.readouterr()
+    assert rc == 0, out
+    assert sorted(p.name for p in (tmp_path / "patches").iterdir()) == ["keep.txt", "one.patch"]
+    assert (tmp_path / "patches" / "one.patch").read_text() != old
+    assert sim_modes(tmp_path, pins_yaml)["b2"] == ("applied", "exact")
+
+
+def test_rebase_of_a_single_file_pin_is_refused_before_any_worktree(make_repo, tmp_path, capsys, monkeypatch):
+    """Its resolutions would have no folder: said at the start (exit 2), not after the user resolved."""
+    up = make_repo("upstream")
+    b1 = up.commit("base", {"a.txt": LINES})
+    up.tag("b1")
+    series(up, b1, [("a", {"a.txt": LINES.replace("line 20\n", "line 20 pinned\n")})],
+           tmp_path / "patches", f"--base={b1}")
+    up.commit("clash", {"a.txt": LINES.replace("line 20\n", "line 20 upstream\n")})
+    up.tag("b2")
+    pins_yaml = write_pins(tmp_path / "pins.yaml", f"""
+        upstream: {up.path}
+        builds: [b1, b2]
+        pins:
+          - id: p
+            patches: patches/0001-a.patch
+            unchecked: test
+        """)
+    monkeypatch.chdir(tmp_path)
+    assert main(["rebase", "p", "-c", str(pins_yaml), "--onto", "b2"]) == 2
+    assert "one patch file" in capsys.readouterr().err
+    assert not (tmp_path / "pinset-rebase-p").exists()
