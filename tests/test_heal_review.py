@@ -88,3 +88,23 @@ def test_rebase_of_a_single_file_pin_is_refused_before_any_worktree(make_repo, t
     assert main(["rebase", "p", "-c", str(pins_yaml), "--onto", "b2"]) == 2
     assert "one patch file" in capsys.readouterr().err
     assert not (tmp_path / "pinset-rebase-p").exists()
+
+
+def test_as_series_of_a_pr_pin_named_by_its_commit_url(make_repo, tmp_path, capsys):
+    """`pr: .../pull/N/commits/SHA` and no `commit:` key (a form pins.yaml takes): converted like the other."""
+    from test_heal_as_series import make_pr
+
+    from pinset.config.schema import load_pinset
+
+    up, head = make_pr(make_repo)
+    cfg = tmp_path / "pins.yaml"
+    cfg.write_text(f"upstream: {up.path}\nbuilds: [b1]\npins:\n"
+                   f"  - id: ggml-org#7\n"
+                   f"    pr: https://github.com/ggml-org/llama.cpp/pull/7/commits/{head}   # reviewed\n"
+                   f"    unchecked: none\n")
+    rc = main(["rebase", "ggml-org#7", "-c", str(cfg), "--as-series", "patches/pr7"])
+    out = capsys.readouterr()
+    assert rc == 0, out
+    spec = load_pinset(cfg).pin("ggml-org#7")
+    assert spec.pr is None and spec.patches == (tmp_path / "patches" / "pr7").resolve()
+    assert head in cfg.read_text() and "# reviewed" in cfg.read_text()
