@@ -108,3 +108,59 @@ def test_as_series_of_a_pr_pin_named_by_its_commit_url(make_repo, tmp_path, caps
     spec = load_pinset(cfg).pin("ggml-org#7")
     assert spec.pr is None and spec.patches == (tmp_path / "patches" / "pr7").resolve()
     assert head in cfg.read_text() and "# reviewed" in cfg.read_text()
+
+
+def test_second_patch_conflicts_is_named_after_the_whole_tries(make_repo, tmp_path):
+    """Both whole-series tries fail: the patch-by-patch pass starts again from the build (the index
+    restored) and names the second patch, not the first, which applies (with an offset)."""
+    up = make_repo("upstream")
+    b1 = up.commit("base", {"a.txt": LINES, "b.txt": LINES})
+    up.tag("b1")
+    series(up, b1, [("a", {"a.txt": LINES.replace("line 20\n", "line 20 pinned\n")}),
+                    ("b", {"b.txt": LINES.replace("line 5\n", "line 5 pinned\n")})],
+           tmp_path / "patches" / "p", f"--base={b1}")
+    up.commit("moved+clash", {"a.txt": "".join(f"top {i}\n" for i in range(5)) + LINES,
+                              "b.txt": LINES.replace("line 5\n", "line 5 upstream\n")})
+    up.tag("b2")
+    pins_yaml = write_pins(tmp_path / "pins.yaml", f"""
+        upstream: {up.path}
+        builds: [b1, b2]
+        pins:
+          - id: p
+            patches: patches/p
+            unchecked: test
+        """)
+    out = tmp_path / "sim.json"
+    main(["sim", "-c", str(pins_yaml), "--json", str(out)])
+    doc = json.loads(out.read_text())
+    pin = next(q for b in doc["builds"] if b["build"] == "b2" for q in b["pins"] if q["id"] == "p")
+    assert pin["status"] == "conflict"
+    assert "0002-b.patch" in json.dumps(pin) and "0001-a.patch" not in pin.get("detail", "")
+
+
+def test_users_apply_ignore_whitespace_does_not_make_a_conflict_apply(make_repo, tmp_path, monkeypatch):
+    """`apply.ignoreWhitespace=change` in the user's git config let `git apply` take a patch whose context
+    upstream re-indented, "cleanly": sim said applied (exact) on one machine and conflict on another."""
+    up = make_repo("upstream")
+    text = LINES.replace("line 19\n", "line  19\n")
+    b1 = up.commit("base", {"a.txt": text})
+    up.tag("b1")
+    series(up, b1, [("a", {"a.txt": text.replace("line 20\n", "line 20 pinned\n")})],
+           tmp_path / "patches" / "p", f"--base={b1}")
+    up.commit("reindent", {"a.txt": LINES})
+    up.tag("b2")
+    pins_yaml = write_pins(tmp_path / "pins.yaml", f"""
+        upstream: {up.path}
+        builds: [b1, b2]
+        pins:
+          - id: p
+            patches: patches/p
+            unchecked: test
+        """)
+    plain = sim_modes(tmp_path, pins_yaml)
+    assert plain["b2"][0] == "conflict"
+    gitconfig = tmp_path / "user.gitconfig"
+    gitconfig.write_text("[apply]\n\tignoreWhitespace = change\n")
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(gitconfig))
+    monkeypatch.setenv("PINSET_CACHE", str(tmp_path / "cache2"))
+    assert sim_modes(tmp_path, pins_yaml) == plain

@@ -22,7 +22,8 @@ _PR_COMMIT = {**IDENTITY, "GIT_AUTHOR_NAME": "pinset", "GIT_AUTHOR_EMAIL": "pins
 # Settings of the user's that would change what git am / format-patch write.
 _NEUTRAL = ["-c", "core.autocrlf=false", "-c", "am.threeWay=false",
             "-c", "format.numbered=auto", "-c", "commit.gpgSign=false", "-c", "core.hooksPath=/dev/null",
-            "-c", "rerere.enabled=false", "-c", "apply.whitespace=nowarn", "-c", "am.keepcr=false"]
+            "-c", "rerere.enabled=false", "-c", "apply.whitespace=nowarn", "-c", "am.keepcr=false",
+           "-c", "apply.ignoreWhitespace=no"]
 
 
 class Worktree:
