@@ -164,3 +164,35 @@ def test_users_apply_ignore_whitespace_does_not_make_a_conflict_apply(make_repo,
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(gitconfig))
     monkeypatch.setenv("PINSET_CACHE", str(tmp_path / "cache2"))
     assert sim_modes(tmp_path, pins_yaml) == plain
+
+
+def test_rebase_interrupted_while_the_worktree_is_made_leaves_nothing(make_repo, tmp_path, capsys, monkeypatch):
+    """Ctrl-C during `git worktree add` (seconds on a llama.cpp tree): no half-made ./pinset-rebase-p left,
+    which --abort would not recognise and --onto would refuse."""
+    from pinset.heal.worktree import Worktree
+
+    up = make_repo("upstream")
+    b1 = up.commit("base", {"a.txt": LINES})
+    up.tag("b1")
+    series(up, b1, [("a", {"a.txt": LINES.replace("line 20\n", "line 20 pinned\n")})],
+           tmp_path / "patches" / "p", f"--base={b1}")
+    up.commit("clash", {"a.txt": LINES.replace("line 20\n", "line 20 upstream\n")})
+    up.tag("b2")
+    pins_yaml = write_pins(tmp_path / "pins.yaml", f"""
+        upstream: {up.path}
+        builds: [b1, b2]
+        pins:
+          - id: p
+            patches: patches/p
+            unchecked: test
+        """)
+    real = Worktree.add.__func__
+
+    def interrupted(cls, mirror, path, commit):
+        real(cls, mirror, path, commit)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(Worktree, "add", classmethod(interrupted))
+    monkeypatch.chdir(tmp_path)
+    assert main(["rebase", "p", "-c", str(pins_yaml), "--onto", "b2"]) == 130
+    assert not (tmp_path / "pinset-rebase-p").exists()

@@ -97,7 +97,12 @@ def _start(args, pinset, store, spec, where: Path) -> int:
             hint = " (`pinset refresh` makes it apply exactly)" if pin.status == "applied" and pin.apply_mode != "exact" else ""
             console.print(f"{spec.id} on {build.name}: {pin.status_text}{hint}; nothing to rebase, nothing changed")
             return 0 if pin.status in ("applied", "upstream") else 1
-        tree = Worktree.add(sim.mirror, where, build.oid)
+        try:
+            tree = Worktree.add(sim.mirror, where, build.oid)
+        except BaseException:   # Ctrl-C during the checkout: `where` did not exist before, so it goes
+            if where.exists():
+                Worktree(sim.mirror, where).remove()
+            raise
         try:
             replay(tree, pinset, sim.prepared, result, until=spec.id)
             state = State(spec.id, build.name, build.oid, str(pinset.path), tree.head(),
