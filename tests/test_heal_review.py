@@ -196,3 +196,34 @@ def test_rebase_interrupted_while_the_worktree_is_made_leaves_nothing(make_repo,
     monkeypatch.chdir(tmp_path)
     assert main(["rebase", "p", "-c", str(pins_yaml), "--onto", "b2"]) == 130
     assert not (tmp_path / "pinset-rebase-p").exists()
+
+
+def test_refresh_of_a_renumbered_series_whose_commits_share_a_subject(make_repo, tmp_path, capsys):
+    """Files 0002-fix.patch, 0003-fix.patch (the first patch dropped once): format-patch names the new
+    ones 0001-fix.patch, 0002-fix.patch, and renaming the first onto its old name must not overwrite the second."""
+    up = make_repo("upstream")
+    b1 = up.commit("base", {"a.txt": LINES})
+    up.tag("b1")
+    folder = series(up, b1, [("fix", {"a.txt": LINES.replace("line 20\n", "line 20 pinned\n")}),
+                             ("fix", {"a.txt": LINES.replace("line 20\n", "line 20 pinned\n")
+                                                    .replace("line 30\n", "line 30 pinned\n")})],
+                    tmp_path / "patches" / "p", f"--base={b1}")
+    (folder / "0002-fix.patch").rename(folder / "0003-fix.patch")
+    (folder / "0001-fix.patch").rename(folder / "0002-fix.patch")
+    up.commit("moved", {"a.txt": "".join(f"top {i}\n" for i in range(5)) + LINES})
+    up.tag("b2")
+    pins_yaml = write_pins(tmp_path / "pins.yaml", f"""
+        upstream: {up.path}
+        builds: [b1, b2]
+        pins:
+          - id: p
+            patches: patches/p
+            unchecked: test
+        """)
+    rc = main(["refresh", "p", "-c", str(pins_yaml), "--onto", "b2", "--write"])
+    out = capsys.readouterr()
+    assert rc == 0, out
+    assert sorted(p.name for p in folder.iterdir()) == ["0002-fix.patch", "0003-fix.patch"]
+    assert "line 30 pinned" not in (folder / "0002-fix.patch").read_text()
+    assert "+line 30 pinned" in (folder / "0003-fix.patch").read_text()
+    assert sim_modes(tmp_path, pins_yaml)["b2"] == ("applied", "exact")
