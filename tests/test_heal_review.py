@@ -227,3 +227,41 @@ def test_refresh_of_a_renumbered_series_whose_commits_share_a_subject(make_repo,
     assert "line 30 pinned" not in (folder / "0002-fix.patch").read_text()
     assert "+line 30 pinned" in (folder / "0003-fix.patch").read_text()
     assert sim_modes(tmp_path, pins_yaml)["b2"] == ("applied", "exact")
+
+
+def test_interrupt_between_two_pins_swaps_leaves_no_staged_folder(make_repo, tmp_path, capsys, monkeypatch):
+    """Ctrl-C after the first pin's folder was swapped in: the second pin's staged copy is removed too."""
+    import pinset.commands.refresh as refresh_cmd
+
+    up = make_repo("upstream")
+    b1 = up.commit("base", {"a.txt": LINES, "b.txt": LINES})
+    up.tag("b1")
+    series(up, b1, [("a", {"a.txt": LINES.replace("line 20\n", "line 20 pinned\n")})],
+           tmp_path / "patches" / "p", f"--base={b1}")
+    series(up, b1, [("b", {"b.txt": LINES.replace("line 20\n", "line 20 pinned\n")})],
+           tmp_path / "patches" / "q", f"--base={b1}")
+    top = "".join(f"top {i}\n" for i in range(5))
+    up.commit("moved", {"a.txt": top + LINES, "b.txt": top + LINES})
+    up.tag("b2")
+    pins_yaml = write_pins(tmp_path / "pins.yaml", f"""
+        upstream: {up.path}
+        builds: [b1, b2]
+        pins:
+          - id: p
+            patches: patches/p
+            unchecked: test
+          - id: q
+            patches: patches/q
+            unchecked: test
+        """)
+    real, calls = refresh_cmd.swap_in, []
+
+    def interrupted(staged, folder):
+        calls.append(folder)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return real(staged, folder)
+
+    monkeypatch.setattr(refresh_cmd, "swap_in", interrupted)
+    assert main(["refresh", "-c", str(pins_yaml), "--onto", "b2", "--write"]) == 130
+    assert not list((tmp_path / "patches").glob(".*")), list((tmp_path / "patches").iterdir())

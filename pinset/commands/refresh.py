@@ -59,11 +59,17 @@ def write_folders(items) -> None:
         for new, _ in staged:
             shutil.rmtree(new, ignore_errors=True) if new.is_dir() else new.unlink(missing_ok=True)
         raise
-    for new, folder in staged:
-        if new.is_dir():
-            swap_in(new, folder)
-        else:
-            os.replace(new, folder)
+    for n, (new, folder) in enumerate(staged):
+        try:
+            if new.is_dir():
+                swap_in(new, folder)
+            else:
+                os.replace(new, folder)
+        except BaseException:   # Ctrl-C between two pins: the ones not swapped in yet leave nothing behind
+            for later, target in staged[n:]:
+                if target.exists():   # (not amid swap_in's two-rename fallback: there `later` is all there is)
+                    shutil.rmtree(later, ignore_errors=True) if later.is_dir() else later.unlink(missing_ok=True)
+            raise
 
 
 def stage_file(path: Path, patches: list[Path], resolutions) -> Path:
