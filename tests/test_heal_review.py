@@ -265,3 +265,22 @@ def test_interrupt_between_two_pins_swaps_leaves_no_staged_folder(make_repo, tmp
     monkeypatch.setattr(refresh_cmd, "swap_in", interrupted)
     assert main(["refresh", "-c", str(pins_yaml), "--onto", "b2", "--write"]) == 130
     assert not list((tmp_path / "patches").glob(".*")), list((tmp_path / "patches").iterdir())
+
+
+def test_as_series_interrupted_while_copying_leaves_nothing(make_repo, tmp_path, capsys, monkeypatch):
+    from test_heal_as_series import setup
+
+    _, _, cfg = setup(tmp_path, make_repo)
+    before = cfg.read_bytes()
+    real, calls = __import__("shutil").copyfile, []
+
+    def interrupted(src, dst, *a, **kw):
+        calls.append(dst)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return real(src, dst, *a, **kw)
+
+    monkeypatch.setattr("pinset.heal.as_series.shutil.copyfile", interrupted)
+    assert main(["rebase", "ggml-org#7", "-c", str(cfg), "--as-series", "patches/pr7"]) == 130
+    assert cfg.read_bytes() == before
+    assert sorted(p.name for p in (tmp_path / "patches").iterdir()) == ["first"]

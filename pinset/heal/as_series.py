@@ -67,9 +67,13 @@ def as_series(args) -> int:
         text = edit_pin(pinset.path, pinset.text, spec, rel, fork)
         staged = folder.parent / f".{folder.name}.pinset-new"
         shutil.rmtree(staged, ignore_errors=True)
-        staged.mkdir(parents=True)
-        for patch in patches:
-            shutil.copyfile(patch, staged / patch.name)
+        try:
+            staged.mkdir(parents=True)
+            for patch in patches:
+                shutil.copyfile(patch, staged / patch.name)
+        except BaseException:   # Ctrl-C while copying: nothing left beside the user's folders
+            shutil.rmtree(staged, ignore_errors=True)
+            raise
         created = not folder.exists()
         if not created:
             folder.rmdir()
