@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from conftest import write_pins
-from test_heal_refresh import LINES, series
+from test_heal_refresh import LINES, moved, series  # noqa: F401 (the fixture)
 
 from pinset.cli import main
 
@@ -284,3 +284,26 @@ def test_as_series_interrupted_while_copying_leaves_nothing(make_repo, tmp_path,
     assert main(["rebase", "ggml-org#7", "-c", str(cfg), "--as-series", "patches/pr7"]) == 130
     assert cfg.read_bytes() == before
     assert sorted(p.name for p in (tmp_path / "patches").iterdir()) == ["first"]
+
+
+def test_default_refresh_leaves_pins_applied_by_recorded_resolution(moved, tmp_path, capsys):
+    """After a rebase onto b4 the older builds apply the pin by its recorded resolution: a plain
+    `pinset refresh --onto b2` (default: the offset and 3-way series, as its help says) must not pick it
+    and fail the whole command at `git am -3`; it has nothing to refresh and changes nothing."""
+    from test_heal_rebase import resolve_line_20, start
+
+    _, pins_yaml, folder = moved
+    wt = tmp_path / "wt"
+    assert start(pins_yaml, wt) == 1
+    resolve_line_20(wt)
+    assert main(["rebase", "p", "-c", str(pins_yaml), "--continue", "--worktree", str(wt)]) == 0
+    assert sim_modes(tmp_path, pins_yaml)["b2"] == ("applied", "resolution")
+    before = {p: p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+    capsys.readouterr()
+    rc = main(["refresh", "-c", str(pins_yaml), "--onto", "b2", "--write"])
+    out = capsys.readouterr()
+    assert rc == 0, out
+    assert {p: p.read_bytes() for p in folder.rglob("*") if p.is_file()} == before
+    assert main(["refresh", "p", "-c", str(pins_yaml), "--onto", "b2", "--write"]) == 1
+    assert "pinset rebase p --onto b2" in capsys.readouterr().out
+    assert {p: p.read_bytes() for p in folder.rglob("*") if p.is_file()} == before
