@@ -286,7 +286,7 @@ def test_as_series_interrupted_while_copying_leaves_nothing(make_repo, tmp_path,
     assert sorted(p.name for p in (tmp_path / "patches").iterdir()) == ["first"]
 
 
-def test_default_refresh_leaves_pins_applied_by_recorded_resolution(moved, tmp_path, capsys):
+def test_default_refresh_leaves_pins_applied_by_recorded_resolution(moved, tmp_path, capsys):  # noqa: F811
     """After a rebase onto b4 the older builds apply the pin by its recorded resolution: a plain
     `pinset refresh --onto b2` (default: the offset and 3-way series, as its help says) must not pick it
     and fail the whole command at `git am -3`; it has nothing to refresh and changes nothing."""

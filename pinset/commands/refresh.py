@@ -20,7 +20,7 @@ from pinset.heal.refresh import prove, refresh_series
 from pinset.heal.series import stage_folder, swap_in
 from pinset.output import console
 from pinset.sim.run import pick_builds, simulate
-from pinset.store import scratch_dir, cache_tmp
+from pinset.store import cache_tmp, scratch_dir
 
 
 def add_parser(sub):
