@@ -56,6 +56,10 @@ def run(args) -> int:
     if spec.patches is None:
         raise PinsetError(f"pin {spec.id} is a PR pin: its commits cannot be edited; "
                           f"`pinset rebase {spec.id} --as-series patches/NAME` makes it a local series first")
+    if not spec.patches.is_dir():
+        # its resolutions would have no folder to go in (patches/PIN/resolutions/), found only after the user's work
+        raise PinsetError(f"pin {spec.id} is one patch file ({spec.patches}), not a folder: a rebase records its "
+                          f"resolutions beside the series; move the file into a folder of its own and name that")
     where = Path(args.worktree or f"pinset-rebase-{safe_name(spec.id)}").absolute()
     check_outside_cache(where, store.root, "--worktree")
     if args.onto:

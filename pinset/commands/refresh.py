@@ -61,8 +61,15 @@ def run(args) -> int:
                 console.print(f"[red]{pin_id}[/] on {build.name}: {by_id[pin_id].status_text}, not applied: "
                               f"`pinset rebase {pin_id} --onto {args.onto}` resolves a conflict; nothing written")
                 return 1
+            if by_id[pin_id].apply_mode == modes.RESOLUTION:
+                console.print(f"[red]{pin_id}[/] on {build.name}: applies by its recorded resolution, which `git am -3` "
+                              f"cannot replay; `pinset rebase {pin_id} --onto {args.onto}` fits the series to this "
+                              f"build; nothing written")
+                return 1
+        # the default: offset and 3-way series (the help's words). One applied by its recorded resolution
+        # keeps working by it on this build; `git am -3` cannot replay it (it would stop at the conflict).
         chosen = list(args.pins) or [p.id for p in result.pins if known[p.id].patches is not None
-                                     and p.status == "applied" and modes.needs_refresh(p.apply_mode)]
+                                     and p.status == "applied" and p.apply_mode in (modes.OFFSET, modes.THREE_WAY)]
         exact = [p for p in chosen if by_id[p].apply_mode == modes.EXACT]
         for pin_id in exact:
             console.print(f"{pin_id}: applies exactly on {build.name} already")

@@ -67,9 +67,13 @@ def as_series(args) -> int:
         text = edit_pin(pinset.path, pinset.text, spec, rel, fork)
         staged = folder.parent / f".{folder.name}.pinset-new"
         shutil.rmtree(staged, ignore_errors=True)
-        staged.mkdir(parents=True)
-        for patch in patches:
-            shutil.copyfile(patch, staged / patch.name)
+        try:
+            staged.mkdir(parents=True)
+            for patch in patches:
+                shutil.copyfile(patch, staged / patch.name)
+        except BaseException:   # Ctrl-C while copying: nothing left beside the user's folders
+            shutil.rmtree(staged, ignore_errors=True)
+            raise
         created = not folder.exists()
         if not created:
             folder.rmdir()
@@ -98,14 +102,18 @@ def edit_pin(path: Path, text: str, spec, rel: str, fork: str) -> str:
     pins = next(v for k, v in root.value if k.value == "pins")
     node = next(n for n in pins.value if any(k.value == "id" and v.value == spec.id for k, v in n.value))
     keys = {k.value: (k, v) for k, v in node.value}
-    (pr_key, pr_val), (c_key, c_val) = keys["pr"], keys["commit"]
+    (pr_key, pr_val) = keys["pr"]
+    # no `commit:` when the PR URL names the commit (.../pull/N/commits/SHA)
+    c_key, c_val = keys.get("commit", (None, None))
     comment = f"# was {spec.pr.url} at {spec.commit} (pinset rebase --as-series; base: its fork point {fork[:12]})"
     edits = []   # (start, end, replacement), applied from the end
     value = rel if yaml.safe_load(rel) == rel and ":" not in rel and "#" not in rel else repr(rel)
     if node.flow_style:
         edits.append((pr_key.start_mark.index, pr_val.end_mark.index, f"patches: {value}"))
-        start = text.rfind(",", 0, c_key.start_mark.index)
-        edits.append((start if start > pr_val.end_mark.index - 1 else c_key.start_mark.index, c_val.end_mark.index, ""))
+        if c_key is not None:
+            start = text.rfind(",", 0, c_key.start_mark.index)
+            edits.append((start if start > pr_val.end_mark.index - 1 else c_key.start_mark.index,
+                          c_val.end_mark.index, ""))
         line_end = text.find("\n", node.end_mark.index)
         line_end = len(text) if line_end < 0 else line_end
         if "#" not in text[node.end_mark.index:line_end]:
@@ -116,15 +124,16 @@ def edit_pin(path: Path, text: str, spec, rel: str, fork: str) -> str:
         rest = text[pr_val.end_mark.index:pr_line_end]
         edits.append((pr_key.start_mark.index, pr_line_end, f"patches: {value}   {comment}"
                       + (f"  {rest.strip()}" if rest.strip().startswith("#") else "")))
-        line_start = text.rfind("\n", 0, c_key.start_mark.index) + 1
-        line_end = text.find("\n", c_val.end_mark.index)
-        line_end = len(text) if line_end < 0 else line_end
-        rest = text[c_val.end_mark.index:line_end].strip()
-        if text[line_start:c_key.start_mark.index].strip() == "":
-            indent = text[line_start:c_key.start_mark.index]
-            edits.append((line_start, line_end + 1, f"{indent}{rest}\n" if rest.startswith("#") else ""))
-        else:
-            edits.append((c_key.start_mark.index, c_val.end_mark.index, ""))
+        if c_key is not None:
+            line_start = text.rfind("\n", 0, c_key.start_mark.index) + 1
+            line_end = text.find("\n", c_val.end_mark.index)
+            line_end = len(text) if line_end < 0 else line_end
+            rest = text[c_val.end_mark.index:line_end].strip()
+            if text[line_start:c_key.start_mark.index].strip() == "":
+                indent = text[line_start:c_key.start_mark.index]
+                edits.append((line_start, line_end + 1, f"{indent}{rest}\n" if rest.startswith("#") else ""))
+            else:
+                edits.append((c_key.start_mark.index, c_val.end_mark.index, ""))
     for start, end, new in sorted(edits, reverse=True):
         text = text[:start] + new + text[end:]
     return text

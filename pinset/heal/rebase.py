@@ -115,7 +115,12 @@ def start_rebase(sim, where, build, pinset, result, spec):
     (worktree, its State, am's result). Any failure on the way removes the worktree again."""
     from pinset.heal.worktree import Worktree, replay
 
-    tree = Worktree.add(sim.mirror, where, build.oid)
+    try:
+        tree = Worktree.add(sim.mirror, where, build.oid)
+    except BaseException:   # Ctrl-C during the checkout: `where` did not exist before, so it goes
+        if where.exists():
+            Worktree(sim.mirror, where).remove()
+        raise
     try:
         replay(tree, pinset, sim.prepared, result, until=spec.id)
         state = State(spec.id, build.name, build.oid, str(pinset.path), tree.head(),

@@ -14,6 +14,7 @@ import shutil
 import uuid
 from pathlib import Path
 
+from pinset.errors import PinsetError
 from pinset.heal.ledger import RESOLUTIONS_DIR
 
 _RENAME_EXCHANGE = 2
@@ -68,14 +69,39 @@ def _exchange(a: Path, b: Path) -> bool:
 
 def write_folders(items) -> None:
     """Stage every (folder, patches, resolutions) first, then swap each in: a failure while staging
-    changes no folder."""
+    changes no folder. A pin of one patch file (`patches: x.patch`, or `each: true`) is that file alone,
+    replaced by a rename; the folder around it holds other pins' files."""
     staged = []
     try:
         for folder, patches, resolutions in items:
-            staged.append((stage_folder(folder, patches, resolutions), folder))
+            staged.append((stage_file(folder, patches, resolutions) if not folder.is_dir()
+                           else stage_folder(folder, patches, resolutions), folder))
     except BaseException:
         for new, _ in staged:
-            shutil.rmtree(new, ignore_errors=True)
+            shutil.rmtree(new, ignore_errors=True) if new.is_dir() else new.unlink(missing_ok=True)
         raise
-    for new, folder in staged:
-        swap_in(new, folder)
+    for n, (new, folder) in enumerate(staged):
+        try:
+            if new.is_dir():
+                swap_in(new, folder)
+            else:
+                os.replace(new, folder)
+        except BaseException:   # Ctrl-C between two pins: the ones not swapped in yet leave nothing behind
+            for later, target in staged[n:]:
+                if target.exists():   # (not amid swap_in's two-rename fallback: there `later` is all there is)
+                    shutil.rmtree(later, ignore_errors=True) if later.is_dir() else later.unlink(missing_ok=True)
+            raise
+
+
+def stage_file(path: Path, patches: list[Path], resolutions) -> Path:
+    """The new text of a one-file pin, beside it (a hidden temp file, renamed over it later)."""
+    if len(patches) != 1 or resolutions:
+        raise PinsetError(f"{path}: a pin of one patch file takes one patch and no resolutions "
+                          f"(got {len(patches)} patches{', resolutions' if resolutions else ''}); nothing written")
+    new = path.parent / f".{path.name}.pinset-new-{uuid.uuid4().hex[:8]}"
+    try:
+        shutil.copyfile(patches[0], new)
+    except BaseException:
+        new.unlink(missing_ok=True)
+        raise
+    return new

@@ -22,7 +22,8 @@ _PR_COMMIT = {**IDENTITY, "GIT_AUTHOR_NAME": "pinset", "GIT_AUTHOR_EMAIL": "pins
 # Settings of the user's that would change what git am / format-patch write.
 _NEUTRAL = ["-c", "core.autocrlf=false", "-c", "am.threeWay=false",
             "-c", "format.numbered=auto", "-c", "commit.gpgSign=false", "-c", "core.hooksPath=/dev/null",
-            "-c", "rerere.enabled=false", "-c", "apply.whitespace=nowarn", "-c", "am.keepcr=false"]
+            "-c", "rerere.enabled=false", "-c", "apply.whitespace=nowarn", "-c", "am.keepcr=false",
+           "-c", "apply.ignoreWhitespace=no"]
 
 
 class Worktree:
@@ -81,13 +82,17 @@ class Worktree:
         made = self.git_ok("format-patch", "-q", f"--base={base}", "-o", str(out), f"{start}..HEAD")
         files = [Path(line) for line in made.splitlines() if line.strip()] or sorted(out.glob("*.patch"))
         if len(files) == len(names):
-            renamed = []
-            for f, name in zip(files, names):
-                target = out / name
-                if f != target:
-                    os.rename(f, target)
-                renamed.append(target)
-            files = renamed
+            # through names of their own first: a new file may bear an old name of another commit
+            # (0001-fix.patch, 0002-fix.patch made for a series named 0002-fix.patch, 0003-fix.patch)
+            moving = []
+            for n, f in enumerate(files):
+                held = out / f".pinset-export-{n}"
+                os.rename(f, held)
+                moving.append(held)
+            files = []
+            for held, name in zip(moving, names):
+                os.rename(held, out / name)
+                files.append(out / name)
         return files
 
     def remove(self) -> None:

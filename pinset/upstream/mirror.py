@@ -41,8 +41,10 @@ _DAMAGE_RE = re.compile(r"^(?:error|fatal): .*(?:is corrupt|object file .* is em
                         r"bad object|missing (?:blob|tree|commit|object)|inflate: data stream error|"
                         r"packfile .* cannot be accessed|bad packed object|not a git repository|"
                         r"invalid (?:sha1|object) pointer|sha1 mismatch|hash mismatch)", re.M | re.I)
-# Its own settings for every call: git's background gc would outlive (and race) the run.
-_CONFIG = ["-c", "gc.autoDetach=false", "-c", "maintenance.autoDetach=false"]
+# Its own settings for every call: git's background gc would outlive (and race) the run; a user's
+# apply.ignoreWhitespace would let `git apply` take a patch whose context upstream re-indented (a verdict
+# that depends on whose ~/.gitconfig ran it).
+_CONFIG = ["-c", "gc.autoDetach=false", "-c", "maintenance.autoDetach=false", "-c", "apply.ignoreWhitespace=no"]
 
 
 class Mirror:
