@@ -229,7 +229,7 @@ def test_refresh_of_a_renumbered_series_whose_commits_share_a_subject(make_repo,
 
 def test_interrupt_between_two_pins_swaps_leaves_no_staged_folder(make_repo, tmp_path, capsys, monkeypatch):
     """Ctrl-C after the first pin's folder was swapped in: the second pin's staged copy is removed too."""
-    import pinset.heal.series as refresh_cmd   # write_folders and swap_in live in the heal stage
+    import pinset.heal.series as refresh_cmd  # write_folders and swap_in live in the heal stage
 
     up = make_repo("upstream")
     b1 = up.commit("base", {"a.txt": LINES, "b.txt": LINES})
