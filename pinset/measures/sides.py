@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import re
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -12,7 +11,7 @@ from pinset.build.programs import LlamaBin
 from pinset.build.settings import BuildSettings
 from pinset.config.schema import PinSet
 from pinset.errors import PinsetError, RuntimeFailure, ToolchainError
-from pinset.store import Store
+from pinset.store import Store, file_sha256
 
 
 @dataclass(frozen=True)
@@ -54,14 +53,6 @@ def _program_files(bin_dir: Path, program: str) -> list[Path]:
     return [folder / program, *sorted(libs, key=lambda p: p.name)]
 
 
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 def same_programs(base_dir: Path, head_dir: Path, program: str) -> bool:
     """base and head run the same code: one folder, or `program` and the libraries beside it byte-identical in
     both (same names, sizes and SHA-256; sizes first, so two real builds are told apart without hashing them)."""
@@ -73,7 +64,7 @@ def same_programs(base_dir: Path, head_dir: Path, program: str) -> bool:
         if [p.name for p in fa] != [p.name for p in fb] or any(x.stat().st_size != y.stat().st_size
                                                                 for x, y in zip(fa, fb)):
             return False
-        return all(_sha256(x) == _sha256(y) for x, y in zip(fa, fb))
+        return all(file_sha256(x) == file_sha256(y) for x, y in zip(fa, fb))
     except OSError:
         return False
 
