@@ -42,6 +42,10 @@ def _declared(extra: str | None = None) -> set[str]:
     return {_norm(re.match(r"\s*([A-Za-z0-9_.-]+)", r).group(1)) for r in reqs}
 
 
+# import name -> distribution for what a fresh CI venv does not install (an extra other than `test`)
+NOT_INSTALLED = {"git": "GitPython"}
+
+
 def _undeclared(folder: Path, declared: set[str], local: set[str]) -> dict[str, list[str]]:
     dists = metadata.packages_distributions()  # import name -> distributions installed here
     missing = {}
@@ -49,7 +53,7 @@ def _undeclared(folder: Path, declared: set[str], local: set[str]) -> dict[str, 
         if name in sys.stdlib_module_names or name in local or name == "__future__":
             continue
         # not installed here (tomli on Python 3.11+): its distribution is named as it is imported
-        providers = {_norm(d) for d in dists.get(name, [name])}
+        providers = {_norm(d) for d in dists.get(name, [NOT_INSTALLED.get(name, name)])}
         if not providers & declared:
             missing[f"{name} (from {', '.join(sorted(providers))})"] = sorted(files)[:3]
     return missing

@@ -12,7 +12,7 @@ from pinset.commands.common import check_inputs, count, cuda_architectures
 from pinset.errors import PinsetError
 from pinset.models.pipeline import AUTO_DIRECT_F16_BYTES, DEFAULT_TEXT, METHODS, LlamaBin, choose_method, synthesize
 from pinset.models.synth import ARCHS, DIRECT_QUANTS, OTHER_QUANTS, PRESETS, preset
-from pinset.output import check_outputs, console, err_console, write_json
+from pinset.output import check_outputs, console, write_json
 from pinset.results import SCHEMAS
 
 OVERRIDES = [("layers", "n_layer"), ("embd", "n_embd"), ("heads", "n_head"), ("heads-kv", "n_head_kv"),
@@ -123,7 +123,7 @@ def run(args) -> int:
         existing = existing.parent
     name = args.name or f"synth-{args.arch}-{args.size}"
     _check_room(args.out, existing, shape, method, name)
-    err_console.print(f"synth {shape.describe()} -> {args.quant} ({method})")
+    console.print(f"synth {shape.describe()} -> {args.quant} ({method})")
     try:
         result = synthesize(shape, args.quant, args.out, tools, name=name,
                             method=method, other_quant=args.other_quant or "Q8_0", text=args.text, seed=args.seed,
