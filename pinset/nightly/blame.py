@@ -30,7 +30,7 @@ def blame(pinset: PinSet, mirror: Mirror, prepared: dict[str, PreparedPin], good
                               "not an sdist snapshot")
     line = first_parent_line(mirror, good.oid, bad.oid, good.name, bad.name)
     say(f"{len(line) - 1} first-parent commits from {good.name} to {bad.name}")
-    simulator = Simulator(pinset, mirror, prepared)
+    simulator = Simulator(pinset, mirror, prepared, apply_modes=False)  # probes: applies or not, not how
     probed: dict[tuple[int, bool], dict[str, PinResult]] = {}
 
     def results(index: int, full: bool = True) -> dict[str, PinResult]:

@@ -74,7 +74,11 @@ class _Applied:
 
 
 class Simulator:
-    def __init__(self, pinset: PinSet, mirror: Mirror, prepared: dict[str, PreparedPin]):
+    def __init__(self, pinset: PinSet, mirror: Mirror, prepared: dict[str, PreparedPin], *,
+                 apply_modes: bool = True):
+        """`apply_modes`: learn how each pin applied (exact/offset/3-way: a `git apply -v` before the 3-way
+        merge); blame's probes need only whether it applies, and skip that process."""
+        self.apply_modes = apply_modes
         self.pinset = pinset
         self.mirror = mirror
         self.prepared = prepared
@@ -454,7 +458,7 @@ class Simulator:
             # The index file itself is the snapshot: restoring its bytes rolls a failed pin back, and
             # unchanged bytes mean the pin changed nothing (no write-tree per pin).
             before = index.snapshot()
-            outcome = self._apply(index, prep, how=True)
+            outcome = self._apply(index, prep, how=self.apply_modes)
             if outcome.ok:
                 if index.path.read_bytes() == before[0]:
                     index.restore(before)
