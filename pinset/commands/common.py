@@ -99,3 +99,11 @@ def check_inputs(files: dict[str, str | os.PathLike | None]) -> None:
         except OSError as exc:
             problem = f"cannot read ({(exc.strerror or str(exc)).lower()})"
         raise PinsetError(f"{flag} {path}: {problem}")
+
+
+def pin_named(pinset, pin_id: str, config):
+    """The pin of `pinset` with this id, or bad input naming the pins there are (refresh, rebase)."""
+    try:
+        return pinset.pin(pin_id)
+    except KeyError:
+        raise PinsetError(f"no pin {pin_id!r} in {config} (pins: {', '.join(p.id for p in pinset.pins)})") from None

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pinset.commands.common import add_config_args, open_config
+from pinset.commands.common import add_config_args, open_config, pin_named
 from pinset.commands.refresh import one_build, write_folders
 from pinset.config.schema import load_pinset
 from pinset.errors import PinsetError
@@ -49,10 +49,7 @@ def run(args) -> int:
         from pinset.heal.as_series import as_series
         return as_series(args)
     pinset, store = open_config(args)
-    try:
-        spec = pinset.pin(args.pin)
-    except KeyError:
-        raise PinsetError(f"no pin {args.pin!r} in {args.config} (pins: {', '.join(p.id for p in pinset.pins)})") from None
+    spec = pin_named(pinset, args.pin, args.config)
     if spec.patches is None:
         raise PinsetError(f"pin {spec.id} is a PR pin: its commits cannot be edited; "
                           f"`pinset rebase {spec.id} --as-series patches/NAME` makes it a local series first")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 
-from pinset.commands.common import add_config_args, open_config
+from pinset.commands.common import add_config_args, open_config, pin_named
 from pinset.errors import PinsetError
 from pinset.heal import modes
 from pinset.heal.refresh import prove, refresh_series
@@ -48,9 +48,7 @@ def run(args) -> int:
     pinset, store = open_config(args)
     known = {p.id: p for p in pinset.pins}
     for pin_id in args.pins:
-        if pin_id not in known:
-            raise PinsetError(f"no pin {pin_id!r} in {args.config} (pins: {', '.join(known)})")
-        if known[pin_id].patches is None:
+        if pin_named(pinset, pin_id, args.config).patches is None:
             raise PinsetError(f"pin {pin_id} is a PR pin: its commits cannot be rewritten "
                               f"(`pinset rebase {pin_id} --as-series patches/NAME` makes it a local series)")
     with simulate(pinset, one_build(pinset, args.onto, "--onto"), store) as sim:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import yaml
 
-from pinset.commands.common import open_config
+from pinset.commands.common import open_config, pin_named
 from pinset.config.schema import load_pinset
 from pinset.errors import PinsetError, RuntimeFailure
 from pinset.output import console
@@ -27,10 +27,7 @@ from pinset.upstream.mirror import Mirror
 
 def as_series(args) -> int:
     pinset, store = open_config(args)
-    try:
-        spec = pinset.pin(args.pin)
-    except KeyError:
-        raise PinsetError(f"no pin {args.pin!r} in {args.config} (pins: {', '.join(p.id for p in pinset.pins)})") from None
+    spec = pin_named(pinset, args.pin, args.config)
     if spec.pr is None:
         raise PinsetError(f"pin {spec.id} is a series already ({spec.patches}): `pinset rebase {spec.id} --onto BUILD`")
     if args.onto or args.worktree:

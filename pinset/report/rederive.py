@@ -10,21 +10,10 @@ evidence for that pin.
 
 from __future__ import annotations
 
-import math
-
 from pinset.errors import PinsetError
 from pinset.measures.bench import BenchResult
 from pinset.measures.kld import KldResult
 from pinset.measures.stats import MIN_ROUNDS
-
-REL_TOL = 1e-6   # numbers written with round()/JSON repr: what re-deriving may differ by and still agree
-
-
-def _close(a: float | None, b: float | None) -> bool:
-    if a is None or b is None:
-        return a is None and b is None
-    return math.isclose(a, b, rel_tol=REL_TOL, abs_tol=1e-12)
-
 
 # --- kld -------------------------------------------------------------------------------------
 # How bad a KLD verdict is for head: a stated verdict better than its runs give is refused; a worse one (a
