@@ -103,15 +103,15 @@ def run(args) -> int:
                            "cpu_params": args.cpu_params, "cuda_architectures": arch,
                            "gpu_architectures": gpu_arch, "cuda_flags": cuda_flags,
                            "op_jobs": args.op_jobs, "gpu_class": args.gpu_class})
-    doc = result.to_json()
-    console.print(_table(doc))
-    console.print(f"[green]ok[/]: {doc['summary']}" if result.ok else f"[red]not ok[/]: {doc['summary']}")
+    summary = result.summary()
+    console.print(_table(result))
+    console.print(f"[green]ok[/]: {summary}" if result.ok else f"[red]not ok[/]: {summary}")
     if args.json:
-        write_json(args.json, doc)
+        write_json(args.json, result.to_json())
     if args.markdown:
-        write_text(args.markdown, verify_markdown(doc))
-    ci_annotations.verify_annotations(pinset, doc)   # GitHub Actions only
-    ci_annotations.step_summary("## pinset verify\n\n" + verify_markdown(doc))
+        write_text(args.markdown, verify_markdown(result))
+    ci_annotations.verify_annotations(pinset, result.to_json())   # GitHub Actions only
+    ci_annotations.step_summary("## pinset verify\n\n" + verify_markdown(result))
     if interrupted:
         raise interrupted
     return 0 if result.ok else 1
@@ -153,24 +153,24 @@ def _log_dir(args, store) -> Path:
     return store.dir("logs", "verify")
 
 
-def _table(doc: dict) -> Table:
-    table = Table(title=f"pinset verify ({'CUDA' if doc['cuda'] else 'CPU only'})")
+def _table(result: VerifyResult) -> Table:
+    table = Table(title=f"pinset verify ({'CUDA' if result.cuda else 'CPU only'})")
     # overflow="fold": on a narrow terminal a long build name or op list wraps instead of ending in "…".
     table.add_column("gate", overflow="fold")
-    for b in doc["builds"]:
-        table.add_column(f"{short_build(b['build'])}\n{b['commit'][:12]}", overflow="fold")
-    names = [g["name"] for g in doc["builds"][0]["gates"]] if doc["builds"] else []
+    for b in result.builds:
+        table.add_column(f"{short_build(b.build)}\n{b.commit[:12]}", overflow="fold")
+    names = [g.name for g in result.builds[0].gates] if result.builds else []
     for i, name in enumerate(names):
         cells = []
-        for b in doc["builds"]:
-            g = b["gates"][i]
-            text = f"[{STYLE[g['status']]}]{g['status']}[/]"
-            if g["status"] != NOT_RUN:
-                text += f" {g['seconds']:.0f} s"
-            if g.get("ops"):
-                text += "\n" + ", ".join(f"{o['op']} {o['passed']}/{o['total']}" for o in g["ops"])
-            elif g["name"] == "feature-checks" and g.get("detail"):
-                text += "\n" + g["detail"].split(";")[0].split(" — ")[0]
+        for b in result.builds:
+            g = b.gates[i]
+            text = f"[{STYLE[g.status]}]{g.status}[/]"
+            if g.status != NOT_RUN:
+                text += f" {g.shown_seconds:.0f} s"
+            if g.ops:
+                text += "\n" + ", ".join(o.short() for o in g.ops)
+            elif g.name == "feature-checks" and g.detail:
+                text += "\n" + g.detail.split(";")[0].split(" — ")[0]
             cells.append(text)
         table.add_row(name, *cells)
     return table
