@@ -177,6 +177,14 @@ def row_contradiction(row: BenchRow, decision: dict | None) -> str | None:
 def bench_document(models: dict[str, Path], bench_args: list[str], rounds, repetitions: int,
                    base: Side, head: Side, *, keep_busy_rounds: bool = False, decision: dict | None = None,
                    host: dict | None = None, aa: bool | None = None) -> dict:
+    """The bench JSON of bench_result."""
+    return bench_result(models, bench_args, rounds, repetitions, base, head, keep_busy_rounds=keep_busy_rounds,
+                        decision=decision, host=host, aa=aa).to_json()
+
+
+def bench_result(models: dict[str, Path], bench_args: list[str], rounds, repetitions: int,
+                 base: Side, head: Side, *, keep_busy_rounds: bool = False, decision: dict | None = None,
+                 host: dict | None = None, aa: bool | None = None) -> BenchResult:
     """compare "builds" (one model, base vs head build) or "models" (one build, the base side's model as the
     reference); pinset report takes only the first kind. `rounds`: bench_run.Round objects. aa: whether head is
     the base programs themselves (an A/A check: `aa_check` and `aa_noise` recorded); None: not said (older callers)."""
@@ -187,19 +195,18 @@ def bench_document(models: dict[str, Path], bench_args: list[str], rounds, repet
     rows = analyse_rows(recorded, keep_busy_rounds=keep_busy_rounds, plan=plan_of(decision), noise=noise_of(decision))
     decision = {**decision, "more_rounds": more_rounds(rows)}
     snap = next((s for r in rounds for s in (r.gpu_before, r.gpu_after) if s), None)
-    doc = BenchResult(
+    extra = {"method": METHOD, "decision": decision, **({"host": host} if host else {}),
+             **({"pinset": head.pinset} if head.pinset else {})}
+    if aa is not None:   # after the others: the JSON's keys keep their order
+        extra["aa_check"] = aa
+        if aa:
+            extra["aa_noise"] = aa_noise(rows)
+    return BenchResult(
         _ok(rows, recorded), "models" if compare_models else "builds", {"path": str(model), "name": model.name},
         list(bench_args), len(rounds), repetitions, 1,
         {"build": base.build, "commit": _commit(base, rounds, "base"), "model": models["base"].name},
         {"build": head.build, "commit": _commit(head, rounds, "head"), "model": models["head"].name},
-        {"name": snap.name, "driver": snap.driver} if snap else None, recorded, rows,
-        {"method": METHOD, "decision": decision, **({"host": host} if host else {}),
-         **({"pinset": head.pinset} if head.pinset else {})}).to_json()
-    if aa is not None:
-        doc["aa_check"] = aa
-        if aa:
-            doc["aa_noise"] = aa_noise(rows)
-    return doc
+        {"name": snap.name, "driver": snap.driver} if snap else None, recorded, rows, extra)
 
 
 def is_aa_check(base: Side, head: Side, *, program: str, aa_flag: bool, compare_models: bool) -> bool:
