@@ -305,29 +305,30 @@ def noise_from(path: Path, bench_args: list[str], *, cpu: bool, model: Path, rep
     from pinset.measures import gpu as gpu_mod
     from pinset.report.load import load_result
 
-    aa = load_result(path)
-    data = aa.data
-    if aa.kind != "bench" or not data.get("aa_check"):
+    recorded = load_result(path)
+    aa = recorded.model if recorded.kind == "bench" else None
+    if not isinstance(aa, BenchResult) or not aa.aa_check:
         raise PinsetError(f"--noise-from {path}: not an A/A bench (pinset bench --aa)")
-    there_host = (data.get("host") or {}).get("hostname")
+    there_host = (aa.extra.get("host") or {}).get("hostname")
     if there_host != socket.gethostname():
         raise PinsetError(f"--noise-from {path}: measured on host {there_host!r}, this is {socket.gethostname()!r}")
     snap = None if cpu else gpu_mod.snapshot()
     here = snap.name if snap else None
-    there = (data.get("gpu") or {}).get("name")
+    there = aa.gpu["name"] if aa.gpu else None
     if there != here:
         raise PinsetError(f"--noise-from {path}: measured on {there or 'CPU'}, this machine has {here or 'no GPU'}")
-    if list(data.get("llama_bench_args") or []) != list(bench_args):
-        raise PinsetError(f"--noise-from {path}: llama-bench options {' '.join(data.get('llama_bench_args') or [])!r} "
+    if list(aa.llama_bench_args) != list(bench_args):
+        raise PinsetError(f"--noise-from {path}: llama-bench options {' '.join(aa.llama_bench_args)!r} "
                           f"differ from {' '.join(bench_args)!r} (other tests)")
-    there_model = (data.get("model") or {}).get("name")
+    there_model = aa.model["name"]
     if there_model != model.name:
         raise PinsetError(f"--noise-from {path}: measured on the model {there_model}, this bench runs {model.name}")
-    if data.get("repetitions") != repetitions:
-        raise PinsetError(f"--noise-from {path}: measured with -r {data.get('repetitions')}, this bench runs "
+    if aa.repetitions != repetitions:
+        raise PinsetError(f"--noise-from {path}: measured with -r {aa.repetitions}, this bench runs "
                           f"-r {repetitions}")
-    entries = aa_noise(analyse_rows(data["round_log"]))
-    if data.get("aa_noise") is not None and not _same_noise(data["aa_noise"], entries):
+    entries = aa_noise(analyse_rows(aa.round_log))
+    recorded_noise = aa.extra.get("aa_noise")
+    if recorded_noise is not None and not _same_noise(recorded_noise, entries):
         raise PinsetError(f"--noise-from {path}: its aa_noise does not match the sd of its own rounds (edited?)")
     if not entries:
         raise PinsetError(f"--noise-from {path}: no test with a measured noise (fewer than 3 kept rounds)")
