@@ -19,11 +19,11 @@ from pinset.config.schema import cuda_flag_problem
 from pinset.errors import PinsetError
 from pinset.output import check_outputs, console, err_console, remove_stale, write_json, write_text
 from pinset.sim.run import pick_builds, simulate
-from pinset.verify.gates import Gates, Interrupted, VerifyOptions
+from pinset.verify.gates import Gates, VerifyOptions
 from pinset.verify.markdown import verify_markdown
-from pinset.verify.model import FAILED, INTERRUPTED, NOT_RUN, PASSED, VerifyResult
+from pinset.verify.model import FAILED, NOT_RUN, PASSED, VerifyResult
 from pinset.verify.plan import parse_ops
-from pinset.verify.run import add_not_tested, build_input, check_toolchain
+from pinset.verify.run import add_not_tested, check_toolchain, verify_builds
 
 STYLE = {PASSED: "green", FAILED: "red", NOT_RUN: "yellow"}
 
@@ -72,7 +72,6 @@ def run(args) -> int:
     machine = probe_machine(find_nvcc() if args.cuda else None)
     if args.cuda:
         machine = on_backend(machine, backend)
-    interrupted = None
     with simulate(pinset, build_names, store) as sim:
         # The builds resolved (an unknown one was bad input, and changed nothing): from here on the run's own
         # result replaces an earlier one, so a run that is interrupted or fails before its JSON is written does
@@ -85,18 +84,7 @@ def run(args) -> int:
                                 gpu_name=machine.gpu.name if args.cuda and machine.gpu else None,
                                 settings=settings if args.cuda else None)
         gates = Gates(pinset, store, sim.mirror, options, say=err_console.print)  # progress: stderr
-        verified = []
-        for b in sim.result.builds:
-            item = build_input(b, sim.feature_symbols(b))
-            if interrupted:
-                verified.append(gates.verify(item, stopped=INTERRUPTED))
-                continue
-            try:
-                verified.append(gates.verify(item))
-            except Interrupted as exc:
-                # the builds so far are written (a gate cut short is `not-run`, never a pass), then exit 130
-                interrupted = exc
-                verified.append(exc.result)
+        verified, interrupted = verify_builds(gates, sim)
     add_not_tested(sim.result.builds, verified, cuda=args.cuda, settings=settings)
     result = VerifyResult(pinset.digest, machine.to_json(), verified, args.cuda,
                           {"ops": ops, "backend": backend if args.cuda else "CPU",
