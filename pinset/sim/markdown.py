@@ -5,17 +5,18 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from pinset.markdown_table import table
+from pinset.results import Doc
+from pinset.sim.model import BuildResult, PinResult, SimResult
 
 if TYPE_CHECKING:
     from pinset.sim.apply_errors import BuildPlace
-    from pinset.sim.model import BuildResult, PinResult, SimResult
 
 ICON = {"applied": "✅", "upstream": "⏫", "conflict": "❌", "skipped": "⏭️", "error": "⚠️"}
 
 
 def cell(pin: PinResult | dict) -> str:
-    if isinstance(pin, dict):
-        pin = _model(pin, "PinResult")
+    if isinstance(pin, dict):   # `pinset report` while it holds sim JSON (its half of #22 passes models)
+        pin = PinResult.from_json(Doc(pin, "sim", "sim"))
     text = f"{ICON.get(pin.status, '')} {pin.status_text}"
     if pin.conflict_with:
         text += f" with `{pin.conflict_with}`"
@@ -29,8 +30,8 @@ def cell(pin: PinResult | dict) -> str:
 def sim_markdown(sim: SimResult | dict, conflicts: bool = False) -> str:
     """The grid and the contract problems; with `conflicts`, why each conflict happened (the
     report lists causes itself, so it leaves them out)."""
-    if isinstance(sim, dict):
-        sim = _model(sim, "SimResult")
+    if isinstance(sim, dict):   # `pinset report` while it holds sim JSON (its half of #22 passes models)
+        sim = SimResult.from_json(Doc(sim, "sim", "sim"))
     builds = sim.builds
     if not builds:
         return "_no builds_\n"
@@ -53,15 +54,6 @@ def sim_markdown(sim: SimResult | dict, conflicts: bool = False) -> str:
     if causes:
         lines += ["", "Conflicts:", *causes]
     return "\n".join(lines) + "\n"
-
-
-def _model(doc: dict, name: str):
-    """Transitional, for `pinset report` while it still holds sim JSON (`to_json()` dicts): the model read back
-    (the report's half of #22 passes model objects; then this goes)."""
-    from pinset.results import Doc
-    from pinset.sim import model
-
-    return getattr(model, name).from_json(Doc(doc, "sim", "sim"))
 
 
 def _conflict_cause(build: BuildResult, pin: PinResult) -> list[str]:
