@@ -11,6 +11,7 @@ from pinset.commands.sim import sim_table
 from pinset.commands.verify import _table as verify_table
 from pinset.results import Doc
 from pinset.sim.model import SimResult
+from pinset.verify.model import VerifyResult
 
 REPORT = Path(__file__).parent / "fixtures" / "report"
 
@@ -41,7 +42,7 @@ def test_sim_table_at_80_columns_cuts_no_cell():
 
 def test_verify_table_at_80_columns_cuts_no_cell():
     doc = widened(json.loads((REPORT / "blocked" / "verify-h200.json").read_text()), 4)
-    text = rendered(verify_table(doc))
+    text = rendered(verify_table(VerifyResult.from_json(Doc(doc, "verify.json", ""))))
     assert "…" not in text
     first_column = "".join(line.split("│")[1].strip() for line in text.splitlines() if line.startswith("│"))
     assert all(g["name"] in first_column for g in doc["builds"][0]["gates"])

@@ -275,7 +275,7 @@ def test_verify_summary_never_says_all_green_when_gates_did_not_run():
     assert red.summary() == "a gate is red: backend-ops on b1"
     from pinset.verify.markdown import verify_markdown
 
-    assert verify_markdown(cpu.to_json()).startswith("# pinset verify: ok: CPU gates green, feature checks green on "
+    assert verify_markdown(cpu).startswith("# pinset verify: ok: CPU gates green, feature checks green on "
                                                       "CPU; GPU gates not run (no --cuda)\n")
 
 

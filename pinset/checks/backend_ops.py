@@ -153,101 +153,134 @@ def _is_result(text: str) -> bool:
         or _perf_ok(text) or (text.endswith(" FAIL") and ERROR_TEXT_RE.search(text) is not None)
 
 
+# a line with a comparison's error text (counted whether or not it is a case line)
+ERROR_LINE_RE = re.compile(r"\b(ERR|NMSE|MAA) = |NaN at index|inf mismatch|sentinel mismatch")
+
+
 def parse_backend_ops(text: str) -> BackendOpsOutput:
     """Parse the console output (stdout, or stdout+stderr merged) of test-backend-ops test/perf/support."""
-    out = BackendOpsOutput()
-    current: BackendSection | None = None
-    in_failing = False
-    awaiting_result = False   # the last case line ended in a log message: its result may be on a later line
-    sections: set[str] = set()  # backend names with a section so far
+    parser = _Parser()
     for raw in strip_ansi(text).split("\n"):   # only a newline ends a line (not \r, \x1c, \u2028...)
-        line = raw.rstrip(" \t")
-        if awaiting_result and current is not None and current.cases:
-            if _is_result(line.strip(" \t")):
-                case = current.cases[-1]
-                case.status, case.detail = _classify(line, "")
-                awaiting_result = False
-                continue
-            awaiting_result = bool(LOG_INTERRUPTION_RE.match(line.strip()))
-        if in_failing:
-            if line.startswith("  ") and line.strip() and not BACKEND_STATUS_RE.match(line):
-                out.failing_tests.append(line.strip())
-                continue
-            in_failing = False
-        if line.startswith("Failing tests:"):
-            in_failing = True
-            continue
-        m = TESTING_RE.match(line)
-        if m:
-            out.devices = int(m["count"])
-            continue
-        m = BACKEND_HEADER_RE.match(line)
-        if m:
-            if m["name"] in sections:
-                out.anomalies.append(f"a second section for backend {m['name']}")
-            sections.add(m["name"])
-            current = BackendSection(m["name"], int(m["index"]))
-            out.backends.append(current)
-            continue
-        m = CUDA_DEVICE_RE.match(line)
-        if m and current is None:
-            out.cuda_devices.append({"index": int(m["index"]), "name": m["name"], "compute_capability": m["cc"]})
-            continue
-        m = BACKEND_STATUS_RE.match(line)
-        if m:
-            if current is None or m["name"] != current.name:
-                where = f"in the section of {current.name}" if current else "outside any backend section"
-                out.anomalies.append(f"`Backend {m['name']}: {m['status']}` {where}")
-                continue
-            if current.status is not None:
-                out.anomalies.append(f"a second `Backend {current.name}: ...` line")
-            current.status = "FAIL" if "FAIL" in (current.status, m["status"]) else m["status"]
-            continue
-        m = BACKENDS_PASSED_RE.match(line)
-        if m:
-            out.backends_passed = (int(m["passed"]), int(m["total"]))
-            current = None
-            continue
-        if line.strip(" \t") in ("OK", "FAIL") and out.backends_passed is not None:
-            out.final = "FAIL" if "FAIL" in (out.final, line.strip(" \t")) else line.strip(" \t")
-            continue
-        if current is not None:
-            m = DESCRIPTION_RE.match(line)
-            if m:
-                current.description = m["text"].strip()
-                continue
-            m = MEMORY_RE.match(line)
-            if m:
-                current.memory_mib = int(m["total"])
-                continue
-            m = SUMMARY_RE.match(line)
-            if m:
-                if current.summary is not None:
-                    out.anomalies.append(f"a second `N/M tests passed` line for backend {current.name}")
-                current.summary = (int(m["passed"]), int(m["total"]))
-                continue
-            if line.strip().startswith("Skipping") and not current.cases:
-                current.skipped = line.strip()
-                continue
-            case = match_case(line)
-            if case:
-                if "): " in case.params:
-                    # two case names on one line: the greedy match cannot say where one ends
-                    status, detail = "unreadable", "two case names on one line"
-                else:
-                    status, detail = _classify(case.result, line[:case.start])
-                current.cases.append(Case(case.op, case.params, status, current.name, detail))
-                awaiting_result = status == "incomplete"
-                if status == "failed" and detail:
-                    out.error_lines.append(line.strip())
-                continue
+        parser.feed(raw.rstrip(" \t"))
+    return parser.out
+
+
+class _Parser:
+    """One pass over the lines, one concern per method: each says whether it consumed the line; a line no
+    method takes is still searched for error text."""
+
+    def __init__(self) -> None:
+        self.out = BackendOpsOutput()
+        self.current: BackendSection | None = None
+        self.in_failing = False
+        self.awaiting_result = False   # the last case line ended in a log message: its result may be on a later line
+        self.sections: set[str] = set()  # backend names with a section so far
+
+    def feed(self, line: str) -> None:
+        if self._finishes_case(line) or self._failing_test(line) or self._run_line(line) or self._backend_line(line):
+            return
+        if self.current is not None:
+            if self._section_line(line, self.current):
+                return
         elif (case := match_case(line)) and case.result.strip():
             # every case is printed inside its backend's section: one elsewhere (after the closing line,
             # before the first section) belongs to no run we can judge
-            out.anomalies.append(f"a case line outside any backend section: {line.strip()[:120]}")
-        if re.search(r"\b(ERR|NMSE|MAA) = |NaN at index|inf mismatch|sentinel mismatch", line):
-            out.error_lines.append(line.strip())
-    return out
+            self.out.anomalies.append(f"a case line outside any backend section: {line.strip()[:120]}")
+        if ERROR_LINE_RE.search(line):
+            self.out.error_lines.append(line.strip())
+
+    def _finishes_case(self, line: str) -> bool:
+        """The result of the last case, pushed to this line by a log message."""
+        if not (self.awaiting_result and self.current is not None and self.current.cases):
+            return False
+        if _is_result(line.strip(" \t")):
+            case = self.current.cases[-1]
+            case.status, case.detail = _classify(line, "")
+            self.awaiting_result = False
+            return True
+        self.awaiting_result = bool(LOG_INTERRUPTION_RE.match(line.strip()))
+        return False
+
+    def _failing_test(self, line: str) -> bool:
+        """The `Failing tests:` block: its heading and its indented case names."""
+        if self.in_failing:
+            if line.startswith("  ") and line.strip() and not BACKEND_STATUS_RE.match(line):
+                self.out.failing_tests.append(line.strip())
+                return True
+            self.in_failing = False
+        if line.startswith("Failing tests:"):
+            self.in_failing = True
+            return True
+        return False
+
+    def _run_line(self, line: str) -> bool:
+        """Lines about the whole run: the device count, CUDA's device list, the closing count and OK/FAIL."""
+        out = self.out
+        if m := TESTING_RE.match(line):
+            out.devices = int(m["count"])
+            return True
+        if self.current is None and (m := CUDA_DEVICE_RE.match(line)):
+            out.cuda_devices.append({"index": int(m["index"]), "name": m["name"], "compute_capability": m["cc"]})
+            return True
+        if m := BACKENDS_PASSED_RE.match(line):
+            out.backends_passed = (int(m["passed"]), int(m["total"]))
+            self.current = None
+            return True
+        if line.strip(" \t") in ("OK", "FAIL") and out.backends_passed is not None:
+            out.final = "FAIL" if "FAIL" in (out.final, line.strip(" \t")) else line.strip(" \t")
+            return True
+        return False
+
+    def _backend_line(self, line: str) -> bool:
+        """A backend section's header (`Backend 1/2: CUDA0`) and its status line (`  Backend CUDA0: OK`)."""
+        out, current = self.out, self.current
+        if m := BACKEND_HEADER_RE.match(line):
+            if m["name"] in self.sections:
+                out.anomalies.append(f"a second section for backend {m['name']}")
+            self.sections.add(m["name"])
+            self.current = BackendSection(m["name"], int(m["index"]))
+            out.backends.append(self.current)
+            return True
+        if m := BACKEND_STATUS_RE.match(line):
+            if current is None or m["name"] != current.name:
+                where = f"in the section of {current.name}" if current else "outside any backend section"
+                out.anomalies.append(f"`Backend {m['name']}: {m['status']}` {where}")
+                return True
+            if current.status is not None:
+                out.anomalies.append(f"a second `Backend {current.name}: ...` line")
+            current.status = "FAIL" if "FAIL" in (current.status, m["status"]) else m["status"]
+            return True
+        return False
+
+    def _section_line(self, line: str, current: BackendSection) -> bool:
+        """Inside a backend section: its device, its summary, `Skipping`, and the case lines."""
+        if m := DESCRIPTION_RE.match(line):
+            current.description = m["text"].strip()
+            return True
+        if m := MEMORY_RE.match(line):
+            current.memory_mib = int(m["total"])
+            return True
+        if m := SUMMARY_RE.match(line):
+            if current.summary is not None:
+                self.out.anomalies.append(f"a second `N/M tests passed` line for backend {current.name}")
+            current.summary = (int(m["passed"]), int(m["total"]))
+            return True
+        if line.strip().startswith("Skipping") and not current.cases:
+            current.skipped = line.strip()
+            return True
+        case = match_case(line)
+        if not case:
+            return False
+        if "): " in case.params:
+            # two case names on one line: the greedy match cannot say where one ends
+            status, detail = "unreadable", "two case names on one line"
+        else:
+            status, detail = _classify(case.result, line[:case.start])
+        current.cases.append(Case(case.op, case.params, status, current.name, detail))
+        self.awaiting_result = status == "incomplete"
+        if status == "failed" and detail:
+            self.out.error_lines.append(line.strip())
+        return True
 
 
 # --- -p filters: exact per key=value -------------------------------------------------------------
@@ -439,8 +472,71 @@ def judge_backend_ops(output: BackendOpsOutput, backend: str, *, returncode: int
                       mode: str = "test", op: str | None = None, params: str | None = None) -> BackendOpsVerdict:
     """Red unless the requested backend really ran, ran at least one case of `op` whose parameters
     match `params` exactly, and nothing failed, crashed or looked odd."""
-    problems: list[str] = list(output.anomalies)
     section = output.backend(backend)
+    cases = section.cases if section is not None else []
+    stopped = bool(timed_out or signal_name)   # the run did not end by itself: what it did not print is no problem
+    chosen = _select(cases, op, params)
+    problems = [*output.anomalies, *_section_problems(output, backend, section)]
+    if timed_out:
+        problems.append("timed out")
+    elif signal_name:
+        problems.append(f"killed by {signal_name}")
+    problems += _foreign_problems(cases, chosen.foreign, op, mode)
+    if section is not None and not section.skipped:
+        problems += _zero_run_problems(chosen, op, params)
+        problems += _result_problems(output, section, mode, stopped)
+    if not stopped:
+        problems += _closing_problems(output)
+    if returncode not in (0, None) and not signal_name and not problems:
+        problems.append(f"exit {returncode}")
+    ops = count_ops(chosen.selected, section.name, [t for t in output.failing_tests if op is None or t.split("(", 1)[0] == op]) \
+        if section is not None else []
+    if stopped and raw_text:
+        problems.append("last output: " + " | ".join(last_lines(raw_text, 5).splitlines()))
+    if stopped and ops and not any(c.status == "incomplete" for c in cases):
+        # killed between two cases: the counts read so far must not look complete
+        last = ops[-1]
+        last.total += 1
+        last.failures.append(f"run {'timed out' if timed_out else f'killed by {signal_name}'} before finishing")
+    device = section.description if section is not None else None
+    return BackendOpsVerdict(not problems, ops, problems, chosen.run, chosen.measured, chosen.not_supported, device)
+
+
+@dataclass
+class _Chosen:
+    """The section's cases split by what the run asked for (`-o` op, `-p` filter), with the counts of the verdict."""
+
+    foreign: list[Case]     # cases of another op than `-o`
+    selected: list[Case]    # of the op, matching the filter exactly
+    outside: list[Case]     # of the op, not matching the filter
+
+    @property
+    def run(self) -> int:
+        return sum(1 for c in self.selected if c.status in RUN_STATUSES)
+
+    @property
+    def measured(self) -> int:
+        return sum(1 for c in self.selected if c.status == "measured")
+
+    @property
+    def not_supported(self) -> int:
+        return sum(1 for c in self.selected if c.status == "not-supported")
+
+
+def _select(cases: list[Case], op: str | None, params: str | None) -> _Chosen:
+    # one pass each, no membership test in a list (a 100,000-case log was quadratic: Case compares by value)
+    foreign = [c for c in cases if op is not None and c.op != op]
+    accepts = case_filter(params)
+    selected, outside = [], []
+    for c in cases:
+        if op is None or c.op == op:
+            (selected if accepts(c.params) else outside).append(c)
+    return _Chosen(foreign, selected, outside)
+
+
+def _section_problems(output: BackendOpsOutput, backend: str, section: BackendSection | None) -> list[str]:
+    """The requested backend's section is there, not skipped, with a device; no other backend has results."""
+    problems = []
     if section is None:
         names = ", ".join(b.name for b in output.backends) or "none"
         problems.append(f"backend {backend} not found (devices listed: {names})")
@@ -451,78 +547,74 @@ def judge_backend_ops(output: BackendOpsOutput, backend: str, *, returncode: int
     for other in output.backends:
         if other.name != backend and (other.cases or other.status or other.summary):
             problems.append(f"results for backend {other.name}, which was not asked for")
-    cases = section.cases if section is not None else []
-    # one pass each, no membership test in a list (a 100,000-case log was quadratic: Case compares by value)
-    foreign = [c for c in cases if op is not None and c.op != op]
-    mine = [c for c in cases if op is None or c.op == op]
-    accepts = case_filter(params)
-    selected, outside = [], []
-    for c in mine:
-        (selected if accepts(c.params) else outside).append(c)
-    run = sum(1 for c in selected if c.status in RUN_STATUSES)
-    measured = sum(1 for c in selected if c.status == "measured")
-    not_supported = sum(1 for c in selected if c.status == "not-supported")
-    failed = sum(1 for c in cases if c.status == "failed")
-    if timed_out:
-        problems.append("timed out")
-    elif signal_name:
-        problems.append(f"killed by {signal_name}")
+    return problems
+
+
+def _foreign_problems(cases: list[Case], foreign: list[Case], op: str | None, mode: str) -> list[str]:
+    """Cases of another op than `-o`, and results of the other mode: neither is this run's."""
+    problems = []
     if foreign:
         problems.append(f"{len(foreign)} case(s) of other ops in a `-o {op}` run ({_names(foreign)})")
     # a perf run measures (`N runs - X us/run`), a test run compares (`OK`): the other mode's result
     # is not this run's, and would count as a case that ran
     mode_result = {"test": ("measured", "a test result"), "perf": ("passed", "a perf result")}.get(mode)
     other_mode = [c for c in cases if mode_result and c.status == mode_result[0]]
-    if other_mode:
+    if mode_result and other_mode:
         problems.append(f"{len(other_mode)} case result(s) not {mode_result[1]} ({_names(other_mode)}: "
                         f"{other_mode[0].detail[:60]})")
-    if section is not None and not section.skipped:
-        if run == 0:
-            what = "zero tests run" + (f" of {op}" if op else "") + (f" with {params}" if params else "")
-            if not_supported:
-                what += f" ({not_supported} not supported)"
-            if any(c.status in RUN_STATUSES for c in outside):
-                what += f"; the cases that ran do not carry each key=value of the filter exactly ({_names(outside)})"
-            problems.append(what)
-        if mode == "test":
-            if section.summary is not None:
-                passed, total = section.summary
-                all_run = sum(c.status in RUN_STATUSES for c in cases)
-                parsed_passed = sum(c.status == "passed" for c in cases)
-                if total != all_run or passed != parsed_passed:
-                    problems.append(f"summary says {passed}/{total} tests passed but {parsed_passed}/{all_run} case lines were read")
-            elif not (timed_out or signal_name):
-                problems.append("no `N/M tests passed` summary")
-        if failed or output.failing_tests:
-            problems.append(f"{max(failed, len(output.failing_tests))} failing tests")
-        unreadable = [c for c in cases if c.status == "unreadable"]
-        if unreadable:
-            problems.append(f"{len(unreadable)} case line(s) without a valid result: {unreadable[0].name[:120]}: "
-                            f"{unreadable[0].detail}")
-        incomplete = [c for c in cases if c.status == "incomplete"]
-        if incomplete:
-            problems.append(f"case {incomplete[-1].name} did not finish")
-        if section.status is None and not (timed_out or signal_name):
-            problems.append(f"no `Backend {backend}: OK` line")
-        elif section.status == "FAIL" and not failed and not output.failing_tests:
-            problems.append(f"`Backend {backend}: FAIL`")
-    if not (timed_out or signal_name):
-        if output.backends_passed is not None and output.backends_passed[0] != output.backends_passed[1]:
-            problems.append(f"{output.backends_passed[0]}/{output.backends_passed[1]} backends passed")
-        if output.final == "FAIL":
-            problems.append("the run ended with FAIL")
-        elif output.final is None:
-            problems.append("no closing `N/M backends passed` and `OK` (output cut short)")
-    if returncode not in (0, None) and not signal_name and not problems:
-        problems.append(f"exit {returncode}")
-    ops = count_ops(selected, section.name, [t for t in output.failing_tests if op is None or t.split("(", 1)[0] == op]) \
-        if section is not None else []
-    if (timed_out or signal_name) and raw_text:
-        problems.append("last output: " + " | ".join(last_lines(raw_text, 5).splitlines()))
-    if (timed_out or signal_name) and ops and not any(c.status == "incomplete" for c in cases):
-        # killed between two cases: the counts read so far must not look complete
-        last = ops[-1]
-        last.total += 1
-        last.failures.append(f"run {'timed out' if timed_out else 'killed by ' + signal_name} before finishing")
-    device = section.description if section is not None else None
-    return BackendOpsVerdict(not problems, ops, problems, run, measured, not_supported, device)
+    return problems
+
+
+def _zero_run_problems(chosen: _Chosen, op: str | None, params: str | None) -> list[str]:
+    """No case of the op and filter ran: why, as far as the output tells."""
+    if chosen.run:
+        return []
+    what = "zero tests run" + (f" of {op}" if op else "") + (f" with {params}" if params else "")
+    if chosen.not_supported:
+        what += f" ({chosen.not_supported} not supported)"
+    if any(c.status in RUN_STATUSES for c in chosen.outside):
+        what += f"; the cases that ran do not carry each key=value of the filter exactly ({_names(chosen.outside)})"
+    return [what]
+
+
+def _result_problems(output: BackendOpsOutput, section: BackendSection, mode: str, stopped: bool) -> list[str]:
+    """The section's own results: its summary agrees with the case lines, nothing failed, every case line has a
+    result and finished, and its `Backend X: OK` line is there."""
+    problems = []
+    cases, backend = section.cases, section.name
+    failed = sum(1 for c in cases if c.status == "failed")
+    if mode == "test":
+        if section.summary is not None:
+            passed, total = section.summary
+            all_run = sum(c.status in RUN_STATUSES for c in cases)
+            parsed_passed = sum(c.status == "passed" for c in cases)
+            if total != all_run or passed != parsed_passed:
+                problems.append(f"summary says {passed}/{total} tests passed but {parsed_passed}/{all_run} case lines were read")
+        elif not stopped:
+            problems.append("no `N/M tests passed` summary")
+    if failed or output.failing_tests:
+        problems.append(f"{max(failed, len(output.failing_tests))} failing tests")
+    unreadable = [c for c in cases if c.status == "unreadable"]
+    if unreadable:
+        problems.append(f"{len(unreadable)} case line(s) without a valid result: {unreadable[0].name[:120]}: "
+                        f"{unreadable[0].detail}")
+    incomplete = [c for c in cases if c.status == "incomplete"]
+    if incomplete:
+        problems.append(f"case {incomplete[-1].name} did not finish")
+    if section.status is None and not stopped:
+        problems.append(f"no `Backend {backend}: OK` line")
+    elif section.status == "FAIL" and not failed and not output.failing_tests:
+        problems.append(f"`Backend {backend}: FAIL`")
+    return problems
+
+
+def _closing_problems(output: BackendOpsOutput) -> list[str]:
+    """A run that ended by itself closes with `N/N backends passed` and `OK`."""
+    problems = []
+    if output.backends_passed is not None and output.backends_passed[0] != output.backends_passed[1]:
+        problems.append(f"{output.backends_passed[0]}/{output.backends_passed[1]} backends passed")
+    if output.final == "FAIL":
+        problems.append("the run ended with FAIL")
+    elif output.final is None:
+        problems.append("no closing `N/M backends passed` and `OK` (output cut short)")
+    return problems

@@ -25,7 +25,8 @@ from pinset.measures.bench import (
     run_tps,
     subject,
 )
-from pinset.measures.bench_render import is_aa, p_text
+from pinset.measures.bench_model import BenchResult
+from pinset.measures.bench_render import as_result, is_aa, p_text
 from pinset.output import check_outputs, console, err_console, write_json, write_text
 from pinset.progress import Progress
 
@@ -122,12 +123,12 @@ def run(args) -> int:
     planned = args.max_rounds if args.rounds is None else args.rounds
     # A live line on a terminal; without one the plain line per round above says it.
     with Progress("bench", unit="rounds", total=planned, enabled=err_console.is_terminal) as shown:
-        doc = run_bench(base, head, models, bench_args, rounds=args.rounds, max_rounds=args.max_rounds,
-                        max_time_s=args.max_time, repetitions=args.repetitions, cpu=args.cpu, aa=args.aa,
-                        keep_busy_rounds=args.keep_busy_rounds, noise=noise,
-                        noise_from=noise and str(args.noise_from), log_dir=args.log_dir,
-                        host={**host_identity(), "gpu_class": args.gpu_class}, on_round=progress, on_look=look)
-    return _write(doc, args)
+        result = run_bench(base, head, models, bench_args, rounds=args.rounds, max_rounds=args.max_rounds,
+                           max_time_s=args.max_time, repetitions=args.repetitions, cpu=args.cpu, aa=args.aa,
+                           keep_busy_rounds=args.keep_busy_rounds, noise=noise,
+                           noise_from=noise and str(args.noise_from), log_dir=args.log_dir,
+                           host={**host_identity(), "gpu_class": args.gpu_class}, on_round=progress, on_look=look)
+    return _write(result, args)
 
 
 def _reanalyse(args) -> int:
@@ -138,45 +139,48 @@ def _reanalyse(args) -> int:
     recorded = load_result(args.reanalyse)
     if recorded.kind != "bench":
         raise PinsetError(f"{args.reanalyse}: kind {recorded.kind!r}, --reanalyse takes a bench result")
-    return _write(reanalysed(recorded.data, keep_busy_rounds=args.keep_busy_rounds), args)
+    doc = reanalysed(recorded.data, keep_busy_rounds=args.keep_busy_rounds)
+    # written as re-analysed (its keys as recorded), shown through the model like a fresh bench
+    return _write(as_result(doc), args, doc)
 
 
-def _write(doc: dict, args) -> int:
-    """Table on the console, then the requested JSON, PNG and markdown; exit 0 when the bench is ok, else 1."""
-    console.print(bench_table(doc))
+def _write(result: BenchResult, args, doc: dict | None = None) -> int:
+    """Table on the console, then the requested JSON (`doc`, default the result's), PNG and markdown; exit 0 when
+    the bench is ok, else 1."""
+    console.print(bench_table(result))
     if args.json:
-        write_json(args.json, doc)
+        write_json(args.json, result.to_json() if doc is None else doc)
     if args.csv:
         from pinset.measures.bench import rounds_frame, write_csv
 
-        write_csv(rounds_frame(doc["round_log"], keep_busy_rounds=args.keep_busy_rounds), args.csv)
+        write_csv(rounds_frame(result.round_log, keep_busy_rounds=args.keep_busy_rounds), args.csv)
     plot_name = None
     if args.plot:
         from pinset.measures.plot import plot_bench
 
-        plot_bench(doc, args.plot)
+        plot_bench(result, args.plot)
         plot_name = args.plot.name if args.markdown and args.plot.parent.resolve() == args.markdown.parent.resolve() \
             else str(args.plot)
     if args.markdown:
-        write_text(args.markdown, bench_markdown(doc, plot_name))
-    return 0 if doc["ok"] else 1
+        write_text(args.markdown, bench_markdown(result, plot_name))
+    return 0 if (result.ok if doc is None else doc["ok"]) else 1
 
 
-def bench_table(doc) -> Table:
-    gpu = doc["gpu"]["name"] if doc["gpu"] else "CPU"
-    t = Table(title=f"pinset bench: {subject(doc)} on {gpu} ({doc['rounds']} rounds, first = warm-up)")
-    more = (doc.get("decision") or {}).get("more_rounds")
+def bench_table(doc: BenchResult | dict) -> Table:
+    result = as_result(doc)
+    t = Table(title=f"pinset bench: {subject(result)} on {result.device} ({result.rounds} rounds, first = warm-up)")
+    more = (result.decision or {}).get("more_rounds")
     notes = [f"too noisy: the scatter so far suggests about {more} more rounds (--max-time / --max-rounds)"] if more else []
-    if is_aa(doc):
+    if is_aa(result):
         notes.append("A/A check: the same programs on both sides (the machine's noise, not head's speed)")
-    if note := p_text(doc):
+    if note := p_text(result):
         notes.append(note)
     if notes:
         t.caption = "\n".join(notes)
-    for h in headers(doc):
+    for h in headers(result):
         t.add_column(h)
-    for row in doc["rows"]:
+    for row in result.rows:
         cells = row_cells(row)
-        cells[-1] = f"[{COLOURS.get(row['verdict'], 'white')}]{cells[-1]}[/]"
+        cells[-1] = f"[{COLOURS.get(row.verdict, 'white')}]{cells[-1]}[/]"
         t.add_row(*cells)
     return t

@@ -11,6 +11,7 @@ from pinset.config.selectors import looks_like_selector
 from pinset.errors import PinsetError
 from pinset.nightly.blame import blame
 from pinset.nightly.markdown import write_results
+from pinset.nightly.model import BlameResult
 from pinset.output import check_outputs, console, err_console
 from pinset.sim.pins import prepare_pins
 from pinset.upstream.builds import resolve_build
@@ -50,8 +51,7 @@ def run(args) -> int:
         prepared = prepare_pins(pinset, store, mirror)
         result = blame(pinset, mirror, prepared, good, bad, list(dict.fromkeys(args.pin or [])) or None,
                        say=lambda text: err_console.print(f"[dim]{text}[/]"))
-    doc = result.to_json()
-    console.print(blame_table(doc))
+    console.print(blame_table(result))
     console.print(f"{result.commits} commits, {result.probes} probed, {time.monotonic() - started:.1f} s")
     if result.untested:
         console.print("[yellow]not tested[/]: " + "; ".join(f"pin {p.id} is already {p.good_status} on --good "
@@ -60,19 +60,19 @@ def run(args) -> int:
         console.print("[red]something broke[/]: see the first bad commits above")
     elif result.ok:
         console.print("[green]ok[/]: no pin broke in this range")
-    write_results(doc, args.json, args.markdown)
+    write_results(result, args.json, args.markdown)
     return 0 if result.ok else 1
 
 
-def blame_table(doc: dict) -> Table:
-    table = Table(title=f"pinset blame {doc['good']['build']}..{doc['bad']['build']}")
+def blame_table(result: BlameResult) -> Table:
+    table = Table(title=f"pinset blame {result.good.build}..{result.bad.build}")
     for column in ("pin", "what happened", "last good", "first bad", "steps"):
         table.add_column(column)
-    for p in doc["pins"]:
-        style = STYLE.get(p["status"], "red")
-        first_bad = p["first_bad"]
-        table.add_row(p["id"], f"[{style}]{p['summary']}[/]",
-                      p["last_good"]["commit"][:12] if p["last_good"] else "",
-                      f"{first_bad['commit'][:12]} {first_bad['subject'][:50]}" if first_bad else "",
-                      str(p["steps"]))
+    for p in result.pins:
+        style = STYLE.get(p.status, "red")
+        first_bad = p.first_bad
+        table.add_row(p.id, f"[{style}]{p.summary()}[/]",
+                      p.last_good.commit[:12] if p.last_good else "",
+                      f"{first_bad.commit[:12]} {first_bad.subject[:50]}" if first_bad else "",
+                      str(p.steps))
     return table

@@ -9,7 +9,7 @@ from rich.table import Table
 from pinset.checks.machine import host_identity
 from pinset.commands.common import check_inputs, count, only_with
 from pinset.commands.sides import add_side_args, check_gguf, resolve_sides
-from pinset.measures.kld import run_kld
+from pinset.measures.kld import KldResult, run_kld
 from pinset.measures.kld_render import HEADERS, kld_markdown, kld_rows
 from pinset.models.pipeline import DEFAULT_TEXT
 from pinset.output import check_outputs, console, write_json, write_text
@@ -54,29 +54,29 @@ def run(args) -> int:
         said.add(side.label)
         console.print(f"{side.label}: --kl-divergence on {'CPU' if args.cpu else 'the device'}")
 
-    doc = run_kld(base, head, args.model, args.text, ctx=args.ctx, chunks=args.chunks, store=store, cpu=args.cpu,
-                  gpu_layers=args.gpu_layers, threads=args.threads, log_dir=args.log_dir,
-                  host={**host_identity(), "gpu_class": args.gpu_class}, on_reference=on_reference, on_run=on_run)
-    console.print(kld_table(doc))
-    for r in doc["runs"]:
-        if not r["ok"]:
-            console.print(f"  [red]{r['label']}[/]: {r['detail']}")
-    v = doc["verdict"]
-    colour = "green" if doc["ok"] else "red"
-    device = ", ".join(sorted({r["backend"] for r in doc["runs"]}))
+    result = run_kld(base, head, args.model, args.text, ctx=args.ctx, chunks=args.chunks, store=store, cpu=args.cpu,
+                     gpu_layers=args.gpu_layers, threads=args.threads, log_dir=args.log_dir,
+                     host={**host_identity(), "gpu_class": args.gpu_class}, on_reference=on_reference, on_run=on_run)
+    console.print(kld_table(result))
+    for r in result.runs:
+        if not r.ok:
+            console.print(f"  [red]{r.label}[/]: {r.detail}")
+    v = result.verdict
+    colour = "green" if result.ok else "red"
+    device = ", ".join(sorted({r.backend for r in result.runs}))
     console.print(f"[{colour}]head is {v['text']}[/] (device: {device})" if v["sigma"] is not None
                   else f"[red]{v['text']}[/] (device: {device})")
     if args.json:
-        write_json(args.json, doc)
+        write_json(args.json, result.to_json())
     if args.markdown:
-        write_text(args.markdown, kld_markdown(doc))
-    return 0 if doc["ok"] else 1
+        write_text(args.markdown, kld_markdown(result))
+    return 0 if result.ok else 1
 
 
-def kld_table(doc) -> Table:
-    t = Table(title=f"pinset kld: {doc['model']['name']} (ctx {doc['ctx']}, {doc['chunks']} chunks, vs CPU)")
+def kld_table(result: KldResult) -> Table:
+    t = Table(title=f"pinset kld: {result.model['name']} (ctx {result.ctx}, {result.chunks} chunks, vs CPU)")
     for h in HEADERS:
         t.add_column(h)
-    for row in kld_rows(doc):
+    for row in kld_rows(result):
         t.add_row(*row)
     return t

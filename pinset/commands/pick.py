@@ -69,7 +69,7 @@ def run(args) -> int:
     console.print(f"[green]picked[/] {result.picked}" if result.ok else "[red]no build is green[/]")
     if result.dropped:
         console.print(f"[yellow]dropped optional pins[/] on {result.picked}: {', '.join(r.pin for r in result.dropped)}")
-    write_results(doc, args.json, args.markdown)
+    write_results(result, args.json, args.markdown)
     lines = {p.id: p.line for p in pinset.pins}
     for r in result.dropped:   # GitHub Actions only: at the pin's line
         ci_annotations.annotate(ci_annotations.WARNING, f"optional pin dropped on {result.picked}: {r.summary()}",
@@ -79,6 +79,7 @@ def run(args) -> int:
 
 
 def pick_table(doc: dict) -> Table:
+    """Over the pick JSON, as pick_markdown (tests/test_ci_output.py renders partial pick documents)."""
     table = Table(title="pinset pick (newest first)")
     for column in ("build", "commit", "verdict", "why"):
         table.add_column(column)

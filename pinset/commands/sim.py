@@ -9,6 +9,7 @@ from pinset import ci_annotations
 from pinset.commands.common import add_config_args, open_config
 from pinset.output import check_outputs, console, write_json, write_text
 from pinset.sim.markdown import base_line, fix_command, numbered, place_label, sim_markdown
+from pinset.sim.model import BuildResult, PinResult, SimResult
 from pinset.sim.run import pick_builds, simulate
 
 STYLE = {"applied": "green", "upstream": "cyan", "conflict": "red", "skipped": "yellow", "error": "red"}
@@ -33,15 +34,14 @@ def run(args) -> int:
     with simulate(pinset, pick_builds(pinset, args.builds), store) as sim:
         result = sim.result
     console.print(sim_table(result))
-    doc = result.to_json()
-    for b, bj in zip(result.builds, doc["builds"]):
-        for p, pj in zip(b.pins, bj["pins"]):
+    for b in result.builds:
+        for p in b.pins:
             if p.status == "conflict":
                 shown = ", ".join(p.files[:4]) + (f", … ({len(p.files)} files)" if len(p.files) > 4 else "")
                 console.print(f"  [red]{p.id}[/] on {short_build(b.build)}: conflicts with {p.conflict_with} in {shown}")
                 if p.detail:
                     console.print(f"    {escape(p.detail)}")
-                _print_conflict_place(bj, pj)
+                _print_conflict_place(b, p)
             elif p.status == "error":
                 console.print(f"  [red]{p.id}[/] on {short_build(b.build)}: {p.detail}")
             else:
@@ -53,27 +53,27 @@ def run(args) -> int:
     if args.json:
         write_json(args.json, result.to_json())
     if args.markdown:
-        write_text(args.markdown, sim_markdown(result.to_json(), conflicts=True))
+        write_text(args.markdown, sim_markdown(result, conflicts=True))
     ci_annotations.sim_annotations(pinset, result)   # GitHub Actions only: pins.yaml lines, patch files
-    ci_annotations.step_summary("## pinset sim\n\n" + sim_markdown(result.to_json(), conflicts=True))
+    ci_annotations.step_summary("## pinset sim\n\n" + sim_markdown(result, conflicts=True))
     return 0 if result.ok else 1
 
 
-def _print_conflict_place(build: dict, pin: dict) -> None:
+def _print_conflict_place(build: BuildResult, pin: PinResult) -> None:
     """The hunk as the pin wants it, what the build has there now, its commit and the command to start fixing."""
-    if pin.get("hunk"):
+    if pin.hunk:
         console.print("    the pin wants:")
-        for line in pin["hunk"]:
+        for line in pin.hunk:
             console.print(f"      [dim]{escape(line)}[/]", soft_wrap=True)
-    if pin.get("build_has"):
-        console.print(f"    {escape(build['build'])} has now ({escape(place_label(pin['build_has']))}):")
-        for line in numbered(pin["build_has"]):
+    if pin.build_has is not None:
+        console.print(f"    {escape(build.build)} has now ({escape(place_label(pin.build_has))}):")
+        for line in numbered(pin.build_has):
             console.print(f"      [dim]{escape(line)}[/]", soft_wrap=True)
     console.print(f"    {escape(base_line(build).replace('`', ''))}", soft_wrap=True)
     console.print(f"    start fixing: {escape(fix_command(build, pin))}", soft_wrap=True)
 
 
-def sim_table(result) -> Table:
+def sim_table(result: SimResult) -> Table:
     table = Table(title="pinset sim")
     # overflow="fold": on a narrow terminal a long pin id or status wraps instead of ending in "…".
     table.add_column("pin", overflow="fold")

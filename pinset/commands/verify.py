@@ -19,11 +19,11 @@ from pinset.config.schema import cuda_flag_problem
 from pinset.errors import PinsetError
 from pinset.output import check_outputs, console, err_console, remove_stale, write_json, write_text
 from pinset.sim.run import pick_builds, simulate
-from pinset.verify.gates import Gates, Interrupted, VerifyOptions
+from pinset.verify.gates import Gates, VerifyOptions
 from pinset.verify.markdown import verify_markdown
-from pinset.verify.model import FAILED, INTERRUPTED, NOT_RUN, PASSED, VerifyResult
+from pinset.verify.model import FAILED, NOT_RUN, PASSED, VerifyResult
 from pinset.verify.plan import parse_ops
-from pinset.verify.run import add_not_tested, build_input, check_toolchain
+from pinset.verify.run import add_not_tested, check_toolchain, verify_builds
 
 STYLE = {PASSED: "green", FAILED: "red", NOT_RUN: "yellow"}
 
@@ -72,7 +72,6 @@ def run(args) -> int:
     machine = probe_machine(find_nvcc() if args.cuda else None)
     if args.cuda:
         machine = on_backend(machine, backend)
-    interrupted = None
     with simulate(pinset, build_names, store) as sim:
         # The builds resolved (an unknown one was bad input, and changed nothing): from here on the run's own
         # result replaces an earlier one, so a run that is interrupted or fails before its JSON is written does
@@ -85,33 +84,22 @@ def run(args) -> int:
                                 gpu_name=machine.gpu.name if args.cuda and machine.gpu else None,
                                 settings=settings if args.cuda else None)
         gates = Gates(pinset, store, sim.mirror, options, say=err_console.print)  # progress: stderr
-        verified = []
-        for b in sim.result.builds:
-            item = build_input(b, sim.feature_symbols(b))
-            if interrupted:
-                verified.append(gates.verify(item, stopped=INTERRUPTED))
-                continue
-            try:
-                verified.append(gates.verify(item))
-            except Interrupted as exc:
-                # the builds so far are written (a gate cut short is `not-run`, never a pass), then exit 130
-                interrupted = exc
-                verified.append(exc.result)
+        verified, interrupted = verify_builds(gates, sim)
     add_not_tested(sim.result.builds, verified, cuda=args.cuda, settings=settings)
     result = VerifyResult(pinset.digest, machine.to_json(), verified, args.cuda,
                           {"ops": ops, "backend": backend if args.cuda else "CPU",
                            "cpu_params": args.cpu_params, "cuda_architectures": arch,
                            "gpu_architectures": gpu_arch, "cuda_flags": cuda_flags,
                            "op_jobs": args.op_jobs, "gpu_class": args.gpu_class})
-    doc = result.to_json()
-    console.print(_table(doc))
-    console.print(f"[green]ok[/]: {doc['summary']}" if result.ok else f"[red]not ok[/]: {doc['summary']}")
+    summary = result.summary()
+    console.print(_table(result))
+    console.print(f"[green]ok[/]: {summary}" if result.ok else f"[red]not ok[/]: {summary}")
     if args.json:
-        write_json(args.json, doc)
+        write_json(args.json, result.to_json())
     if args.markdown:
-        write_text(args.markdown, verify_markdown(doc))
-    ci_annotations.verify_annotations(pinset, doc)   # GitHub Actions only
-    ci_annotations.step_summary("## pinset verify\n\n" + verify_markdown(doc))
+        write_text(args.markdown, verify_markdown(result))
+    ci_annotations.verify_annotations(pinset, result.to_json())   # GitHub Actions only
+    ci_annotations.step_summary("## pinset verify\n\n" + verify_markdown(result))
     if interrupted:
         raise interrupted
     return 0 if result.ok else 1
@@ -153,24 +141,24 @@ def _log_dir(args, store) -> Path:
     return store.dir("logs", "verify")
 
 
-def _table(doc: dict) -> Table:
-    table = Table(title=f"pinset verify ({'CUDA' if doc['cuda'] else 'CPU only'})")
+def _table(result: VerifyResult) -> Table:
+    table = Table(title=f"pinset verify ({'CUDA' if result.cuda else 'CPU only'})")
     # overflow="fold": on a narrow terminal a long build name or op list wraps instead of ending in "…".
     table.add_column("gate", overflow="fold")
-    for b in doc["builds"]:
-        table.add_column(f"{short_build(b['build'])}\n{b['commit'][:12]}", overflow="fold")
-    names = [g["name"] for g in doc["builds"][0]["gates"]] if doc["builds"] else []
+    for b in result.builds:
+        table.add_column(f"{short_build(b.build)}\n{b.commit[:12]}", overflow="fold")
+    names = [g.name for g in result.builds[0].gates] if result.builds else []
     for i, name in enumerate(names):
         cells = []
-        for b in doc["builds"]:
-            g = b["gates"][i]
-            text = f"[{STYLE[g['status']]}]{g['status']}[/]"
-            if g["status"] != NOT_RUN:
-                text += f" {g['seconds']:.0f} s"
-            if g.get("ops"):
-                text += "\n" + ", ".join(f"{o['op']} {o['passed']}/{o['total']}" for o in g["ops"])
-            elif g["name"] == "feature-checks" and g.get("detail"):
-                text += "\n" + g["detail"].split(";")[0].split(" — ")[0]
+        for b in result.builds:
+            g = b.gates[i]
+            text = f"[{STYLE[g.status]}]{g.status}[/]"
+            if g.status != NOT_RUN:
+                text += f" {g.shown_seconds:.0f} s"
+            if g.ops:
+                text += "\n" + ", ".join(o.short() for o in g.ops)
+            elif g.name == "feature-checks" and g.detail:
+                text += "\n" + g.detail.split(";")[0].split(" — ")[0]
             cells.append(text)
         table.add_row(name, *cells)
     return table

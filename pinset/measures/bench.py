@@ -29,6 +29,7 @@ from pinset.measures.bench_analysis import (  # noqa: F401
                                             analyse,
                                             analyse_rows,
                                             bench_document,
+                                            bench_result,
                                             decision_record,
                                             decisive,
                                             is_aa_check,

@@ -177,6 +177,14 @@ def row_contradiction(row: BenchRow, decision: dict | None) -> str | None:
 def bench_document(models: dict[str, Path], bench_args: list[str], rounds, repetitions: int,
                    base: Side, head: Side, *, keep_busy_rounds: bool = False, decision: dict | None = None,
                    host: dict | None = None, aa: bool | None = None) -> dict:
+    """The bench JSON of bench_result."""
+    return bench_result(models, bench_args, rounds, repetitions, base, head, keep_busy_rounds=keep_busy_rounds,
+                        decision=decision, host=host, aa=aa).to_json()
+
+
+def bench_result(models: dict[str, Path], bench_args: list[str], rounds, repetitions: int,
+                 base: Side, head: Side, *, keep_busy_rounds: bool = False, decision: dict | None = None,
+                 host: dict | None = None, aa: bool | None = None) -> BenchResult:
     """compare "builds" (one model, base vs head build) or "models" (one build, the base side's model as the
     reference); pinset report takes only the first kind. `rounds`: bench_run.Round objects. aa: whether head is
     the base programs themselves (an A/A check: `aa_check` and `aa_noise` recorded); None: not said (older callers)."""
@@ -187,19 +195,18 @@ def bench_document(models: dict[str, Path], bench_args: list[str], rounds, repet
     rows = analyse_rows(recorded, keep_busy_rounds=keep_busy_rounds, plan=plan_of(decision), noise=noise_of(decision))
     decision = {**decision, "more_rounds": more_rounds(rows)}
     snap = next((s for r in rounds for s in (r.gpu_before, r.gpu_after) if s), None)
-    doc = BenchResult(
+    extra = {"method": METHOD, "decision": decision, **({"host": host} if host else {}),
+             **({"pinset": head.pinset} if head.pinset else {})}
+    if aa is not None:   # after the others: the JSON's keys keep their order
+        extra["aa_check"] = aa
+        if aa:
+            extra["aa_noise"] = aa_noise(rows)
+    return BenchResult(
         _ok(rows, recorded), "models" if compare_models else "builds", {"path": str(model), "name": model.name},
         list(bench_args), len(rounds), repetitions, 1,
         {"build": base.build, "commit": _commit(base, rounds, "base"), "model": models["base"].name},
         {"build": head.build, "commit": _commit(head, rounds, "head"), "model": models["head"].name},
-        {"name": snap.name, "driver": snap.driver} if snap else None, recorded, rows,
-        {"method": METHOD, "decision": decision, **({"host": host} if host else {}),
-         **({"pinset": head.pinset} if head.pinset else {})}).to_json()
-    if aa is not None:
-        doc["aa_check"] = aa
-        if aa:
-            doc["aa_noise"] = aa_noise(rows)
-    return doc
+        {"name": snap.name, "driver": snap.driver} if snap else None, recorded, rows, extra)
 
 
 def is_aa_check(base: Side, head: Side, *, program: str, aa_flag: bool, compare_models: bool) -> bool:
@@ -298,29 +305,30 @@ def noise_from(path: Path, bench_args: list[str], *, cpu: bool, model: Path, rep
     from pinset.measures import gpu as gpu_mod
     from pinset.report.load import load_result
 
-    aa = load_result(path)
-    data = aa.data
-    if aa.kind != "bench" or not data.get("aa_check"):
+    recorded = load_result(path)
+    aa = recorded.model if recorded.kind == "bench" else None
+    if not isinstance(aa, BenchResult) or not aa.aa_check:
         raise PinsetError(f"--noise-from {path}: not an A/A bench (pinset bench --aa)")
-    there_host = (data.get("host") or {}).get("hostname")
+    there_host = (aa.extra.get("host") or {}).get("hostname")
     if there_host != socket.gethostname():
         raise PinsetError(f"--noise-from {path}: measured on host {there_host!r}, this is {socket.gethostname()!r}")
     snap = None if cpu else gpu_mod.snapshot()
     here = snap.name if snap else None
-    there = (data.get("gpu") or {}).get("name")
+    there = aa.gpu["name"] if aa.gpu else None
     if there != here:
         raise PinsetError(f"--noise-from {path}: measured on {there or 'CPU'}, this machine has {here or 'no GPU'}")
-    if list(data.get("llama_bench_args") or []) != list(bench_args):
-        raise PinsetError(f"--noise-from {path}: llama-bench options {' '.join(data.get('llama_bench_args') or [])!r} "
+    if list(aa.llama_bench_args) != list(bench_args):
+        raise PinsetError(f"--noise-from {path}: llama-bench options {' '.join(aa.llama_bench_args)!r} "
                           f"differ from {' '.join(bench_args)!r} (other tests)")
-    there_model = (data.get("model") or {}).get("name")
+    there_model = aa.model["name"]
     if there_model != model.name:
         raise PinsetError(f"--noise-from {path}: measured on the model {there_model}, this bench runs {model.name}")
-    if data.get("repetitions") != repetitions:
-        raise PinsetError(f"--noise-from {path}: measured with -r {data.get('repetitions')}, this bench runs "
+    if aa.repetitions != repetitions:
+        raise PinsetError(f"--noise-from {path}: measured with -r {aa.repetitions}, this bench runs "
                           f"-r {repetitions}")
-    entries = aa_noise(analyse_rows(data["round_log"]))
-    if data.get("aa_noise") is not None and not _same_noise(data["aa_noise"], entries):
+    entries = aa_noise(analyse_rows(aa.round_log))
+    recorded_noise = aa.extra.get("aa_noise")
+    if recorded_noise is not None and not _same_noise(recorded_noise, entries):
         raise PinsetError(f"--noise-from {path}: its aa_noise does not match the sd of its own rounds (edited?)")
     if not entries:
         raise PinsetError(f"--noise-from {path}: no test with a measured noise (fewer than 3 kept rounds)")

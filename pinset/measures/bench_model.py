@@ -260,6 +260,26 @@ class BenchResult:
                    d.get("round_log", list), rows, {k: v for k, v in d.raw.items() if k not in known},
                    d.get("schema", int))
 
+    @property
+    def compares_models(self) -> bool:
+        """Two models on one build (`--vs-model`), base the reference model; else two builds on one model."""
+        return self.compare == "models"
+
+    @property
+    def method(self) -> str | None:
+        """How a run's speed and the rows were computed (bench_analysis.METHOD); None in the oldest files."""
+        return self.extra.get("method")
+
+    @property
+    def decision(self) -> dict | None:
+        """Schema 2: how the verdicts were reached (bench_analysis.decision_record); None in schema 1."""
+        return self.extra.get("decision")
+
+    @property
+    def reanalysed_from(self) -> dict | None:
+        """`pinset bench --reanalyse`: the recorded method and schema the rows were recomputed from."""
+        return self.extra.get("reanalysed_from")
+
 
 def _check_noise_entry(e: Doc) -> None:
     """One A/A noise entry: the per-round sd of ln(head/base) of one test, a finite number in [0, 1] (a larger sd,

@@ -17,8 +17,8 @@ from typing import Callable
 from pinset import runner
 from pinset.checks.nvidia_smi import gpu_order_env
 from pinset.measures import gpu as gpu_mod
-from pinset.measures.bench_analysis import analyse_rows, bench_document, decision_record, decisive, is_aa_check
-from pinset.measures.bench_model import DECISIVE, FIRST_LOOK, BenchRow
+from pinset.measures.bench_analysis import analyse_rows, bench_result, decision_record, decisive, is_aa_check
+from pinset.measures.bench_model import DECISIVE, FIRST_LOOK, BenchResult, BenchRow
 from pinset.measures.llama_bench import BenchLine, BenchParseError, parse_jsonl, run_problem
 from pinset.measures.sides import Side
 from pinset.measures.stats import Plan
@@ -136,9 +136,9 @@ def run_bench(base: Side, head: Side, models: dict[str, Path], bench_args: list[
               keep_busy_rounds: bool = False, noise: dict | None = None, noise_from: str | None = None,
               log_dir: Path | None = None, host: dict | None = None,
               on_round: Callable[[Round], None] | None = None,
-              on_look: Callable[[Look], None] | None = None) -> dict:
+              on_look: Callable[[Look], None] | None = None) -> BenchResult:
     """The whole bench: rounds (a fixed count, or adaptive up to max_rounds/max_time_s), the analysis, and the
-    bench document. aa: --aa (head runs the base programs); identical programs on both sides are an A/A check
+    bench result. aa: --aa (head runs the base programs); identical programs on both sides are an A/A check
     too (is_aa_check). noise: bench_analysis.noise_from() of the --noise-from file. on_round/on_look: progress."""
     if aa:
         head = replace(base, label="head")
@@ -172,5 +172,5 @@ def run_bench(base: Side, head: Side, models: dict[str, Path], bench_args: list[
     decision.update(elapsed_s=round(time.monotonic() - start, 1), budget_ran_out=state["ran_out"])
     # head is the base build itself: --aa, or the same programs given for both sides (never evidence for the pins)
     is_aa = is_aa_check(base, head, program="llama-bench", aa_flag=aa, compare_models=compare_models)
-    return bench_document(models, bench_args, recorded, repetitions, base, head, keep_busy_rounds=keep_busy_rounds,
-                          decision=decision, host=host, aa=is_aa)
+    return bench_result(models, bench_args, recorded, repetitions, base, head, keep_busy_rounds=keep_busy_rounds,
+                        decision=decision, host=host, aa=is_aa)

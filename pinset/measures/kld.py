@@ -164,6 +164,12 @@ def run_result(run: DeviceRun) -> KldRun:
 
 def kld_document(model: Path, text: Path, ctx: int, chunks: int, ref: Reference, runs: list[DeviceRun],
                  host: dict | None = None) -> dict:
+    """The kld JSON of kld_result."""
+    return kld_result(model, text, ctx, chunks, ref, runs, host).to_json()
+
+
+def kld_result(model: Path, text: Path, ctx: int, chunks: int, ref: Reference, runs: list[DeviceRun],
+               host: dict | None = None) -> KldResult:
     base = next(r for r in runs if r.label == "base")
     head = next(r for r in runs if r.label == "head")
     v = verdict(base, head)
@@ -173,13 +179,13 @@ def kld_document(model: Path, text: Path, ctx: int, chunks: int, ref: Reference,
         {"path": str(text), "sha256": file_sha256(text)}, ctx, chunks,
         {"backend": "CPU", "build": ref.build, "commit": ref.commit, "cached": ref.cached,
          "key": ref.key, "ppl": ref.output.final_ppl.to_json() if ref.output.final_ppl else None},
-        [run_result(r) for r in runs], v, host, head.side.pinset).to_json()
+        [run_result(r) for r in runs], v, host, head.side.pinset)
 
 
 def run_kld(base: Side, head: Side, model: Path, text: Path, *, ctx: int, chunks: int, store, cpu: bool,
             gpu_layers: int = 99, threads: int | None = None, log_dir: Path | None = None, host: dict | None = None,
-            on_reference=None, on_run=None) -> dict:
-    """The whole kld: the CPU reference (cached), base's and head's device runs against it, and the kld document.
+            on_reference=None, on_run=None) -> KldResult:
+    """The whole kld: the CPU reference (cached), base's and head's device runs against it, and the kld result.
     Explicit folders without --*-commit record the commit their llama-perplexity reports (--version): the build
     identity bench records from llama-bench, so kld and bench of the same folders merge in the report.
     on_reference(side) / on_run(side): progress, before each step."""
@@ -193,4 +199,4 @@ def run_kld(base: Side, head: Side, model: Path, text: Path, *, ctx: int, chunks
             on_run(side, ref)
         runs.append(device_run(side, model, ref, ctx, chunks, cpu=cpu, gpu_layers=gpu_layers, threads=threads,
                                log_dir=log_dir))
-    return kld_document(model, text, ctx, chunks, ref, runs, host=host)
+    return kld_result(model, text, ctx, chunks, ref, runs, host=host)

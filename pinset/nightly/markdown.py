@@ -1,35 +1,41 @@
-"""Markdown of pick and blame results; pure functions over their JSON, so `pinset report` can reuse them.
+"""Markdown of pick and blame results; pure functions over their models (pick: still its JSON, see
+pick_markdown), so `pinset report` can reuse them.
 `write_results` is the one tail of both verbs: their --json and --markdown files."""
 
 from __future__ import annotations
 
 from pinset.markdown_table import table
+from pinset.nightly.model import BlameResult, CommitRef, PickResult
 from pinset.output import write_json, write_text
 
 
-def _commit(ref: dict | None) -> str:
+def _commit(ref: CommitRef | None) -> str:
     if not ref:
         return "—"
-    text = f"`{ref['commit'][:12]}`"
-    if ref.get("pr"):
-        text += f" (#{ref['pr']})"
-    if ref.get("merge"):
-        text += f" merge of {ref.get('merged_commits')} commits"
+    text = f"`{ref.commit[:12]}`"
+    if ref.pr:
+        text += f" (#{ref.pr})"
+    if ref.merge:
+        text += f" merge of {ref.merged_commits} commits"
     return text
 
 
-def blame_markdown(doc: dict) -> str:
-    good, bad = doc["good"], doc["bad"]
-    return _page(f"Blame from **{good['build']}** (`{good['commit'][:12]}`) to **{bad['build']}** "
-                 f"(`{bad['commit'][:12]}`): {doc['commits']} first-parent commits, {doc['probes']} probed.",
+def blame_markdown(result: BlameResult | dict) -> str:
+    if isinstance(result, dict):   # `pinset report` while it holds blame JSON: read through the model
+        result = BlameResult.from_json(result)
+    good, bad = result.good, result.bad
+    return _page(f"Blame from **{good.build}** (`{good.commit[:12]}`) to **{bad.build}** "
+                 f"(`{bad.commit[:12]}`): {result.commits} first-parent commits, {result.probes} probed.",
                  ["pin", "status", "last good", "first bad", "subject", "files / problems", "steps"],
-                 [[f"`{p['id']}`", p["summary"], _commit(p["last_good"]), _commit(p["first_bad"]),
-                   (p["first_bad"] or {}).get("subject", ""),
-                   ", ".join([f"`{f}`" for f in p["files"]] + list(p["problems"])), p["steps"]]
-                  for p in doc["pins"]])
+                 [[f"`{p.id}`", p.summary(), _commit(p.last_good), _commit(p.first_bad),
+                   p.first_bad.subject if p.first_bad else "",
+                   ", ".join([f"`{f}`" for f in p.files] + list(p.problems)), p.steps]
+                  for p in result.pins])
 
 
 def pick_markdown(doc: dict) -> str:
+    """Over the pick JSON still: `pinset report` passes its merged pick rows, and tests/test_markdown_table.py a
+    partial document whose reasons no `Reason` model would write."""
     picked = doc["picked"]
     heading = f"Base: picked **{picked}**." if picked else "Base: **no build is green**."
     dropped = dropped_text(doc)
@@ -55,9 +61,10 @@ def _page(heading: str, headers: list[str], rows: list[list]) -> str:
     return "\n".join([heading, "", *table(headers, rows)]) + "\n"
 
 
-def write_results(doc: dict, json_path: str | None, markdown_path: str | None) -> None:
-    """The --json and --markdown files of a pick or blame result (the renderer follows its `kind`)."""
+def write_results(result: PickResult | BlameResult, json_path: str | None, markdown_path: str | None) -> None:
+    """The --json and --markdown files of a pick or blame result."""
     if json_path:
-        write_json(json_path, doc)
+        write_json(json_path, result.to_json())
     if markdown_path:
-        write_text(markdown_path, {"pick": pick_markdown, "blame": blame_markdown}[doc["kind"]](doc))
+        write_text(markdown_path, pick_markdown(result.to_json()) if isinstance(result, PickResult)
+                   else blame_markdown(result))

@@ -2,60 +2,69 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from pinset.markdown_table import table
+from pinset.results import Doc
+from pinset.sim.model import BuildResult, PinResult, SimResult
+
+if TYPE_CHECKING:
+    from pinset.sim.apply_errors import BuildPlace
 
 ICON = {"applied": "✅", "upstream": "⏫", "conflict": "❌", "skipped": "⏭️", "error": "⚠️"}
 
 
-def cell(pin: dict) -> str:
-    text = f"{ICON.get(pin['status'], '')} {pin['status']}"
-    if pin["status"] == "applied" and pin.get("resolutions"):
-        text += f" (recorded resolution {', '.join(pin['resolutions'])})"
-    if pin.get("conflict_with"):
-        text += f" with `{pin['conflict_with']}`"
-    if pin.get("retire"):
+def cell(pin: PinResult | dict) -> str:
+    if isinstance(pin, dict):   # `pinset report` while it holds sim JSON (its half of #22 passes models)
+        pin = PinResult.from_json(Doc(pin, "sim", "sim"))
+    text = f"{ICON.get(pin.status, '')} {pin.status_text}"
+    if pin.conflict_with:
+        text += f" with `{pin.conflict_with}`"
+    if pin.retire:
         text += " (retire)"
-    if pin["status"] == "applied" and not pin["contract"]["ok"]:
+    if pin.status == "applied" and not pin.contract.ok:
         text += " — contract broken"
     return text
 
 
-def sim_markdown(sim: dict, conflicts: bool = False) -> str:
+def sim_markdown(sim: SimResult | dict, conflicts: bool = False) -> str:
     """The grid and the contract problems; with `conflicts`, why each conflict happened (the
     report lists causes itself, so it leaves them out)."""
-    builds = sim["builds"]
+    if isinstance(sim, dict):   # `pinset report` while it holds sim JSON (its half of #22 passes models)
+        sim = SimResult.from_json(Doc(sim, "sim", "sim"))
+    builds = sim.builds
     if not builds:
         return "_no builds_\n"
     # by pin id, every pin any build has (a result without a pin shows "no result", never a shifted column)
-    first: dict[str, dict] = {}
+    first: dict[str, PinResult] = {}
     for b in builds:
-        for p in b["pins"]:
-            first.setdefault(p["id"], p)
+        for p in b.pins:
+            first.setdefault(p.id, p)
     pins = list(first.values())
-    by_build = [{p["id"]: p for p in b["pins"]} for b in builds]
-    rows = [[f"`{pin['id']}`" + ("" if pin.get("required", True) else " (optional)"),
-             *(cell(have[pin["id"]]) if pin["id"] in have else "— no result" for have in by_build)] for pin in pins]
-    lines = table(["pin", *(f"{b['build']} (`{b['commit'][:9]}`)" for b in builds)], rows)
-    problems = [f"- **{b['build']}** `{p['id']}`: {prob}" for b in builds for p in b["pins"]
-                for prob in p["contract"]["problems"]]
+    by_build = [{p.id: p for p in b.pins} for b in builds]
+    rows = [[f"`{pin.id}`" + ("" if pin.required else " (optional)"),
+             *(cell(have[pin.id]) if pin.id in have else "— no result" for have in by_build)] for pin in pins]
+    lines = table(["pin", *(f"{b.build} (`{b.commit[:9]}`)" for b in builds)], rows)
+    problems = [f"- **{b.build}** `{p.id}`: {prob}" for b in builds for p in b.pins
+                for prob in p.contract.problems]
     if problems:
         lines += ["", "Problems:", *problems]
-    causes = [item for b in builds for p in b["pins"] if p["status"] == "conflict"
+    causes = [item for b in builds for p in b.pins if p.status == "conflict"
               for item in _conflict_cause(b, p)] if conflicts else []
     if causes:
         lines += ["", "Conflicts:", *causes]
     return "\n".join(lines) + "\n"
 
 
-def _conflict_cause(build: dict, pin: dict) -> list[str]:
+def _conflict_cause(build: BuildResult, pin: PinResult) -> list[str]:
     """A list item with git's reason, the hunk as the pin wants it next to what the build has there now, the
     build's commit to rebase onto and the command that starts fixing it."""
-    item = [f"- **{build['build']}** `{pin['id']}`: {pin.get('detail') or 'does not apply'}"]
-    if pin.get("hunk"):
-        item += ["", "  The pin wants:", "", *_fenced("diff", pin["hunk"])]
-    place = pin.get("build_has")
+    item = [f"- **{build.build}** `{pin.id}`: {pin.detail or 'does not apply'}"]
+    if pin.hunk:
+        item += ["", "  The pin wants:", "", *_fenced("diff", pin.hunk)]
+    place = pin.build_has
     if place:
-        item += ["", f"  {build['build']} has now ({place_label(place)}):", "", *_fenced("", numbered(place))]
+        item += ["", f"  {build.build} has now ({place_label(place)}):", "", *_fenced("", numbered(place))]
     item += ["", f"  {base_line(build)}", f"  Start fixing: `{fix_command(build, pin)}`"]
     return item
 
@@ -65,25 +74,25 @@ def _fenced(lang: str, lines: list[str]) -> list[str]:
     return [f"  {fence}{lang}", *(f"  {line}" for line in lines), f"  {fence}"]
 
 
-def place_label(place: dict) -> str:
+def place_label(place: BuildPlace) -> str:
     """"src/f.c lines 40–52"."""
-    end = place["start"] + len(place["lines"]) - 1
-    return f"{place['path']} lines {place['start']}–{end}" if place["lines"] else f"{place['path']} (empty)"
+    end = place.start + len(place.lines) - 1
+    return f"{place.path} lines {place.start}–{end}" if place.lines else f"{place.path} (empty)"
 
 
-def numbered(place: dict) -> list[str]:
-    width = len(str(place["start"] + len(place["lines"])))
-    return [f"{n:>{width}} | {line}" for n, line in enumerate(place["lines"], place["start"])]
+def numbered(place: BuildPlace) -> list[str]:
+    width = len(str(place.start + len(place.lines)))
+    return [f"{n:>{width}} | {line}" for n, line in enumerate(place.lines, place.start)]
 
 
-def base_line(build: dict) -> str:
+def base_line(build: BuildResult) -> str:
     """The build's real commit, for `git format-patch --base` (a pypi build: its CHANGELOG's llama.cpp commit
     and the mirror's commit of the sdist's tree, which is what the pin applies onto)."""
-    text = f"Build commit: `{build['commit']}` (`git format-patch --base={build['commit']}`)"
-    if build.get("mirror_commit"):
-        text += f"; the sdist's tree is mirror commit `{build['mirror_commit']}`"
+    text = f"Build commit: `{build.commit}` (`git format-patch --base={build.commit}`)"
+    if build.mirror_commit:
+        text += f"; the sdist's tree is mirror commit `{build.mirror_commit}`"
     return text
 
 
-def fix_command(build: dict, pin: dict) -> str:
-    return f"pinset rebase {pin['id']} --onto {build['build']}"
+def fix_command(build: BuildResult, pin: PinResult) -> str:
+    return f"pinset rebase {pin.id} --onto {build.build}"

@@ -273,7 +273,7 @@ class Gates:
         gate.extra["types"], gate.extra["scope"] = types, scope
         if not runs:   # nothing the pins change runs in test-backend-ops: said, never a pass of 0 cases
             gate.detail, gate.extra["not_requested"] = f"no test-backend-ops case to run: {scope}", True
-            out.not_tested.append({"what": "CPU test-backend-ops cases", "why": scope})
+            out.not_tested.append(NotTested("CPU test-backend-ops cases", scope))
             return
         self._op_gate(gate, self._cpu, runs, "CPU", logs / "cpu-backend-ops.log")
 

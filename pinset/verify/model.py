@@ -126,6 +126,26 @@ class GateResult:
         return cls(d.get("name", str), d.choice("status", GATE_STATUSES), d.num("seconds"), d.get("detail", str, None),
                    ops, checks, {k: v for k, v in d.raw.items() if k not in known})
 
+    @property
+    def shown_seconds(self) -> float:
+        """The seconds as the JSON holds them (one decimal): what the renderers print, so a run and its file agree."""
+        return round(self.seconds, 1)
+
+    @property
+    def device(self) -> str | None:
+        """test-backend-ops gates: the device the run named (`extra`)."""
+        return self.extra.get("device")
+
+    @property
+    def scope(self) -> str | None:
+        """The CPU backend-ops gate: the rule that chose its ops (plan.cpu_gate_scope)."""
+        return self.extra.get("scope")
+
+    @property
+    def where(self) -> str:
+        """The feature-checks gate: where its checks ran ("?" when the file does not say)."""
+        return self.extra.get("where", "?")
+
 
 @dataclass
 class PinRef:

@@ -11,8 +11,8 @@ from pinset.build.cmake import require_toolchain
 from pinset.build.settings import BuildSettings, build_settings
 from pinset.errors import ToolchainError
 from pinset.sim.model import BuildResult, is_cuda_path
-from pinset.verify.gates import BuildInput, Gates
-from pinset.verify.model import BuildVerification, NotTested
+from pinset.verify.gates import BuildInput, Gates, Interrupted
+from pinset.verify.model import INTERRUPTED, BuildVerification, NotTested
 
 
 def check_toolchain(pinset, cuda: bool, cuda_flags: list[str], *, gpu_class: str | None = None,
@@ -37,6 +37,25 @@ def build_input(b: BuildResult, symbols: set[str]) -> BuildInput:
     failed = [p.id for p in b.pins if p.required and not p.ok]
     touched = [p.touched for p in b.pins if p.status in ("applied", "upstream")]  # scopes the CPU gate (plan)
     return BuildInput(b.build, b.commit, b.tree, status, failed, symbols, touched)
+
+
+def verify_builds(gates: Gates, sim) -> tuple[list[BuildVerification], Interrupted | None]:
+    """Every build of the sim (`sim.Simulation`) through the gates, in order. Ctrl-C or SIGTERM in a gate ends the
+    run: that build's gates so far and every later build are recorded as stopped (`not-run`, never a pass), and
+    the interruption is returned for the verb to raise once the results are written (exit 130)."""
+    verified: list[BuildVerification] = []
+    interrupted: Interrupted | None = None
+    for b in sim.result.builds:
+        item = build_input(b, sim.feature_symbols(b))
+        if interrupted:
+            verified.append(gates.verify(item, stopped=INTERRUPTED))
+            continue
+        try:
+            verified.append(gates.verify(item))
+        except Interrupted as exc:
+            interrupted = exc
+            verified.append(exc.result)
+    return verified, interrupted
 
 
 def cuda_not_compiled(b: BuildResult) -> list[NotTested]:
