@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from pinset.checks.backend_ops import judge_backend_ops, parse_backend_ops
 from pinset.checks.text import strip_ansi
+from tests.testing import FIXTURES
 
-FIX = Path(__file__).parent / "fixtures" / "backend-ops"
+FIX = FIXTURES / "backend-ops"
 
 
 def load(name: str) -> str:

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from pinset.checks.ctest import judge_ctest, parse_ctest
+from tests.testing import FIXTURES
 
-FIX = Path(__file__).parent / "fixtures" / "ctest"
+FIX = FIXTURES / "ctest"
 
 
 def load(name: str) -> str:

@@ -19,8 +19,9 @@ from pinset.build.cmake import BuiltTree
 from pinset.config.schema import FeatureCheck
 from pinset.verify.gates import Gates, VerifyOptions
 from pinset.verify.model import GateResult
+from tests.testing import FIXTURES
 
-FIX = Path(__file__).parent / "fixtures"
+FIX = FIXTURES
 
 MM = "MUL_MAT(type_a=iq1_m,type_b=f32,m=16,n=1,k=256,bs=[1,1],nr=[1,1],per=[0,1,2,3],k_v=0,o=1)"
 

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from pinset.checks.machine import parse_cc_version, parse_cmake_version, parse_nvcc_version, probe_machine
 from pinset.checks.nvidia_smi import parse_nvidia_smi
+from tests.testing import FIXTURES
 
-FIX = Path(__file__).parent / "fixtures" / "verify"
+FIX = FIXTURES / "verify"
 
 
 def test_nvcc_version():

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import re
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -20,8 +19,9 @@ from pinset.checks.backend_ops import judge_backend_ops, parse_backend_ops
 from pinset.checks.ctest import judge_ctest, parse_ctest
 from pinset.measures.llama_bench import parse_jsonl
 from pinset.measures.perplexity import parse_perplexity
+from tests.testing import FIXTURES
 
-FIX = Path(__file__).parent / "fixtures"
+FIX = FIXTURES
 LINEAR = 2.3   # events(2n) / events(n): linear code with a constant part stays at or under 2
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, assume, given, settings, strategies as st
@@ -20,8 +19,9 @@ from pinset.checks.ctest import judge_ctest, parse_ctest
 from pinset.checks.nvidia_smi import VALUE_RE, parse_nvidia_smi
 from pinset.measures.llama_bench import MAX_TOKENS_PER_SECOND, BenchParseError, parse_jsonl, run_problem
 from pinset.measures.perplexity import base_problem, kld_problem, parse_perplexity
+from tests.testing import FIXTURES
 
-FIX = Path(__file__).parent / "fixtures"
+FIX = FIXTURES
 SETTINGS = settings(max_examples=150, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
 
 # text that looks like program output: printable and control characters, ANSI escapes, the markers

@@ -15,9 +15,9 @@ from pinset import ci_annotations
 from pinset.cli import main
 from pinset.commands.pick import pick_table
 from pinset.output import UNLIMITED_WIDTH, _Console
-from test_pick import world  # noqa: F401  (fixture)
+from tests.nightly.test_pick import world  # noqa: F401  (fixture)
+from tests.testing import ROOT
 
-ROOT = Path(__file__).parents[1]
 LONG = ["pypi:llama-cpp-python==0.3.36+cu124.a-long-local-version-label",
         "pypi:llama-cpp-python==0.3.35+cu124.a-long-local-version-label"]
 

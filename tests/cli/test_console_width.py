@@ -3,7 +3,6 @@
 import copy
 import io
 import json
-from pathlib import Path
 
 from rich.console import Console
 
@@ -11,8 +10,9 @@ from pinset.commands.sim import sim_table
 from pinset.commands.verify import _table as verify_table
 from pinset.results import Doc
 from pinset.sim.model import SimResult
+from tests.testing import FIXTURES
 
-REPORT = Path(__file__).parent / "fixtures" / "report"
+REPORT = FIXTURES / "report"
 
 
 def rendered(table) -> str:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 
@@ -12,8 +11,9 @@ from pinset.build.cmake import BuildFailed as CmakeBuildFailed
 from pinset.cli import main
 from pinset.config.patches import SeriesProblem as PatchesSeriesProblem
 from pinset.report.github import PostError as GithubPostError
+from tests.testing import ROOT
 
-COMMANDS = Path(__file__).resolve().parent.parent / "pinset" / "commands"
+COMMANDS = ROOT / "pinset" / "commands"
 
 
 @pytest.mark.parametrize("cls", [errors.BuildFailed, errors.PostError, errors.CacheDamaged, errors.BenchParseError])

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import write_pins
 from pinset.cli import main
+from tests.testing import write_pins
 
 NO_SMI_DRIVER = "#!/bin/sh\necho \"NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.\"\nexit 9\n"
 NO_SMI_DEVICES = "#!/bin/sh\necho 'No devices were found'\nexit 6\n"
@@ -159,7 +159,7 @@ def test_a_pin_set_that_does_not_apply_is_exit_1(pins, tmp_path, capsys):
 
 
 def test_a_failing_llama_imatrix_in_model_synth_is_exit_1_with_the_log(tmp_path, capsys):
-    from test_model_synth import make_vocab, needs_gguf
+    from tests.models.test_model_synth import make_vocab, needs_gguf
 
     if needs_gguf.args[0]:
         pytest.skip(needs_gguf.kwargs["reason"])

@@ -17,12 +17,11 @@ from pathlib import Path
 
 import pytest
 
-from conftest import write_pins
-from fake_pypi import FakeIndex, make_sdist, serve
 from pinset import runner
 from pinset.store import clean_scratch, scratch_dir
+from tests.testing import ROOT as REPO, write_pins
+from tests.testing.fake_pypi import FakeIndex, make_sdist, serve
 
-REPO = Path(__file__).resolve().parent.parent
 MMQ = "bool use_mmq(int type) {\n    switch (type) {\n        case 2:\n            return true;\n        default:\n            return false;\n    }\n}\n"
 README = "llama.cpp\n"
 

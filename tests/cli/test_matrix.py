@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from conftest import write_pins
 from pinset.cli import build_parser, main
 from pinset.config.schema import load_pinset
 from pinset.sim.model import BuildResult, PinResult, SimResult
+from tests.testing import write_pins
 
 B36, B35, B34 = (f"pypi:llama-cpp-python==0.3.{n}" for n in (36, 35, 34))
 PATCH = "From 0 Mon Sep 17 00:00:00 2001\nSubject: [PATCH] x\n\n---\ndiff --git a/a.txt b/a.txt\n--- a/a.txt\n+++ b/a.txt\n@@ -1 +1 @@\n-a\n+b\n"  # a series pins.yaml accepts
@@ -217,7 +217,7 @@ def test_unknown_gpu_class_stale_sim_and_unsimulated_build_are_exit_2(tmp_path, 
     assert "re-run pinset sim" in capsys.readouterr().err
 
 
-from test_sim import pin_set, world  # noqa: E402,F401  (a real upstream git repository and patch series)
+from tests.sim.test_sim import pin_set, world  # noqa: E402,F401  (a real upstream git repository and patch series)
 
 
 def test_without_sim_json_the_sim_runs_and_decides(world, tmp_path, capsys):

@@ -10,14 +10,13 @@ import os
 import shutil
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
 from pinset.cli import main
 from pinset.disk import disk_refusal
+from tests.testing import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 PATCH = """From 1f6fdf014e482fde3671bb9de8d19abbc5961d36 Mon Sep 17 00:00:00 2001
 From: t <t@example.com>
 Subject: [PATCH] change a.txt

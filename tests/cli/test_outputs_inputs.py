@@ -26,8 +26,7 @@ from pinset.outputs_rule import (
     kind_of,
     verb_parsers,
 )
-
-ROOT = Path(__file__).resolve().parents[1]
+from tests.testing import ROOT
 
 
 def _verbs():

@@ -7,6 +7,7 @@ from rich.console import Console
 from pinset.checks.backend_ops import case_counter
 from pinset.measures.perplexity import chunk_counter
 from pinset.progress import BYTES, COUNT, SPINNER, Progress
+from tests.testing import FIXTURES
 
 
 class Clock:
@@ -116,9 +117,8 @@ def test_terminal_spinner_and_download_columns():
 
 
 def test_case_counter_counts_finished_cases_of_a_real_run():
-    from pathlib import Path
 
-    text = (Path(__file__).parent / "fixtures/backend-ops/h200-pinned-j4-merged-test-MUL_MAT.log").read_text()
+    text = (FIXTURES / "backend-ops/h200-pinned-j4-merged-test-MUL_MAT.log").read_text()
     screen, clock, kw = plain()
     with Progress("ops", unit="cases", **kw) as shown:
         on_line = case_counter(shown)
@@ -132,9 +132,8 @@ def test_case_counter_counts_finished_cases_of_a_real_run():
 
 
 def test_chunk_counter_follows_the_kld_table_of_a_real_run():
-    from pathlib import Path
 
-    text = (Path(__file__).parent / "fixtures/perplexity/kld-iq1m-vs-f16.stdout").read_text()
+    text = (FIXTURES / "perplexity/kld-iq1m-vs-f16.stdout").read_text()
     screen, clock, kw = plain()
     with Progress("kld", unit="chunks", total=3, **kw) as shown:
         on_line = chunk_counter(shown)

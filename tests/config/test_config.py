@@ -7,10 +7,10 @@ import tarfile
 
 import pytest
 
-from conftest import write_pins
 from pinset.cli import main
 from pinset.config import load_pinset
 from pinset.errors import ConfigError
+from tests.testing import write_pins
 
 SHA = "44eb88e9aba218b24c0f374f2ec1c4d7d7920877"
 PATCH = """From 0 Mon Sep 17 00:00:00 2001

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import GitRepo, write_pins
 from pinset.config.schema import load_pinset
 from pinset.errors import ConfigError
-from test_sim import by_id, run_sim
+from tests.sim.test_sim import by_id, run_sim
+from tests.testing import GitRepo, write_pins
 
 BASE = {"src/a.c": "int a(void) { return 1; }\n", "src/b.c": "int b(void) { return 2; }\n",
         "src/c.c": "int c(void) { return 3; }\n"}

@@ -7,10 +7,10 @@ import json
 
 import yaml
 
-from conftest import GitRepo
 from pinset.cli import main
 from pinset.config.schema import load_pinset
-from test_sim import by_id, run_sim
+from tests.sim.test_sim import by_id, run_sim
+from tests.testing import GitRepo
 
 UP = "https://github.com/ggml-org/llama.cpp"
 SHA1, SHA2, SHA3 = ("1" * 40, "2" * 40, "ab" * 20)

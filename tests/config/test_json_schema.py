@@ -13,12 +13,11 @@ import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from conftest import GitRepo
 from pinset.config.json_schema import pins_schema
 from pinset.config.schema import load_pinset
 from pinset.errors import ConfigError
+from tests.testing import ROOT, GitRepo
 
-ROOT = Path(__file__).resolve().parent.parent
 SHIPPED = ROOT / "pinset" / "data" / "pins.schema.json"
 UP = "https://github.com/ggml-org/llama.cpp"
 SHA = "0123456789abcdef0123456789abcdef01234567"

@@ -9,14 +9,14 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 from hypothesis import given, strategies as st
 
-from conftest import GitRepo, write_pins
-from history import FastHistory
 from pinset.cli import main
 from pinset.config.schema import load_pinset
 from pinset.config.selectors import PypiSelector, TagSelector, parse_selector, split_builds
 from pinset.errors import ConfigError, PinsetError
 from pinset.upstream.mirror import Mirror
 from pinset.upstream.select import PYPI_URL_ENV, expand_builds, newest_tags, pypi_versions
+from tests.testing import GitRepo, write_pins
+from tests.testing.history import FastHistory
 
 
 def sdist(yanked=False):

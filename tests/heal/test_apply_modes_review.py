@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 
-from conftest import write_pins
 from pinset.cli import main
-from test_heal_refresh import LINES, moved, series  # noqa: F401 (the fixture)
+from tests.heal.test_heal_refresh import LINES, moved, series  # noqa: F401 (the fixture)
+from tests.testing import write_pins
 
 
 def sim_modes(tmp_path, pins_yaml, pin="p"):
@@ -92,7 +92,7 @@ def test_rebase_of_a_single_file_pin_is_refused_before_any_worktree(make_repo, t
 def test_as_series_of_a_pr_pin_named_by_its_commit_url(make_repo, tmp_path, capsys):
     """`pr: .../pull/N/commits/SHA` and no `commit:` key (a form pins.yaml takes): converted like the other."""
     from pinset.config.schema import load_pinset
-    from test_heal_as_series import make_pr
+    from tests.heal.test_heal_as_series import make_pr
 
     up, head = make_pr(make_repo)
     cfg = tmp_path / "pins.yaml"
@@ -266,7 +266,7 @@ def test_interrupt_between_two_pins_swaps_leaves_no_staged_folder(make_repo, tmp
 
 
 def test_as_series_interrupted_while_copying_leaves_nothing(make_repo, tmp_path, capsys, monkeypatch):
-    from test_heal_as_series import setup
+    from tests.heal.test_heal_as_series import setup
 
     _, _, cfg = setup(tmp_path, make_repo)
     before = cfg.read_bytes()
@@ -288,7 +288,7 @@ def test_default_refresh_leaves_pins_applied_by_recorded_resolution(moved, tmp_p
     """After a rebase onto b4 the older builds apply the pin by its recorded resolution: a plain
     `pinset refresh --onto b2` (default: the offset and 3-way series, as its help says) must not pick it
     and fail the whole command at `git am -3`; it has nothing to refresh and changes nothing."""
-    from test_heal_rebase import resolve_line_20, start
+    from tests.heal.test_heal_rebase import resolve_line_20, start
 
     _, pins_yaml, folder = moved
     wt = tmp_path / "wt"

@@ -7,11 +7,11 @@ import subprocess
 
 import pytest
 
-from conftest import write_pins
 from pinset.cli import main
 from pinset.store import Store
 from pinset.upstream.mirror import Mirror
-from snapshots import build_name, import_snapshots
+from tests.testing import write_pins
+from tests.testing.snapshots import build_name, import_snapshots
 
 pytestmark = pytest.mark.slow
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 import subprocess
 
-from conftest import GIT_ENV
 from pinset.cli import main
-from test_heal_refresh import modes_of, moved, sim_json  # noqa: F401 (the fixture)
+from tests.heal.test_heal_refresh import modes_of, moved, sim_json  # noqa: F401 (the fixture)
+from tests.testing import GIT_ENV
 
 
 def git(cwd, *args):

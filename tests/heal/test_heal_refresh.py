@@ -7,8 +7,8 @@ import subprocess
 
 import pytest
 
-from conftest import write_pins
 from pinset.cli import main
+from tests.testing import write_pins
 
 LINES = "".join(f"line {i}\n" for i in range(1, 41))
 

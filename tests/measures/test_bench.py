@@ -10,6 +10,7 @@ import pytest
 
 from pinset.cli import main
 from pinset.measures.stats import Plan, compare
+from tests.testing import FIXTURES
 
 LLAMA_BIN = os.environ.get("PINSET_TEST_LLAMA_BIN")
 
@@ -64,7 +65,7 @@ def test_markdown_and_plot_from_recorded_rounds(tmp_path):
     from pinset.measures.bench import bench_markdown
     from pinset.measures.plot import plot_bench
 
-    doc = json.loads((Path(__file__).parent / "fixtures" / "llama-bench" / "aa-cpu-recorded.json").read_text())
+    doc = json.loads((FIXTURES / "llama-bench" / "aa-cpu-recorded.json").read_text())
     md = bench_markdown(doc, "bench.png")
     assert "| pp128 | ub=512 b=2048 ngl=0 fa=-1 t=1 | 7 |" in md and "too noisy" in md
     png = plot_bench(doc, tmp_path / "bench.png")
@@ -90,7 +91,7 @@ def test_model_comparison_markdown_names_the_models_and_report_refuses_it(tmp_pa
     from pinset.measures.bench import bench_markdown
     from pinset.measures.plot import plot_bench
 
-    fix = Path(__file__).parent / "fixtures" / "llama-bench" / "h200-moe-iq1m-vs-iq1s.json"
+    fix = FIXTURES / "llama-bench" / "h200-moe-iq1m-vs-iq1s.json"
     doc = json.loads(fix.read_text())
     md = bench_markdown(doc)
     assert md.startswith("### llama-bench: synth-qwen3moe-a3b-4l-IQ1_M.gguf vs synth-qwen3moe-a3b-4l-IQ1_S.gguf")
@@ -106,7 +107,7 @@ def test_reanalyse_recomputes_a_recorded_bench_with_the_current_method(tmp_path,
     """The H200 IQ1_S bench was written when a run's speed was avg_ts; re-analysis uses the samples' median."""
     from pinset.measures.bench import METHOD
 
-    src = Path(__file__).parent / "fixtures" / "llama-bench" / "h200-moe-iq1s-recorded.json"
+    src = FIXTURES / "llama-bench" / "h200-moe-iq1s-recorded.json"
     before = src.read_bytes()
     old = json.loads(before)
     out = tmp_path / "re.json"
@@ -146,7 +147,7 @@ add_custom_target(llama-bench ALL COMMAND ${CMAKE_COMMAND} -E copy
 def test_bench_from_pins_yaml_builds_bare_and_pinned_trees(make_repo, tmp_path):
     import shutil
 
-    from conftest import write_pins
+    from tests.testing import write_pins
 
     if not (shutil.which("cmake") and shutil.which("ninja")):
         pytest.skip("cmake or ninja not on PATH: cannot build the stand-in trees")

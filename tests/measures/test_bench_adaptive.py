@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 
 from pinset.cli import main
+from tests.testing import FIXTURES
 
-FIX = Path(__file__).parent / "fixtures" / "llama-bench"
+FIX = FIXTURES / "llama-bench"
 
 FAKE = """#!{python}
 # A fake llama-bench: prints the recorded jsonl lines with speeds = SPEED x (1 + NOISE x N(0,1)) per test,

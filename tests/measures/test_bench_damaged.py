@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 
 from pinset.cli import main
+from tests.testing import FIXTURES, ROOT
 
-FIX = Path(__file__).parent / "fixtures" / "llama-bench"
+FIX = FIXTURES / "llama-bench"
 RECORDED = json.loads((FIX / "h200-48l-adaptive-head-vs-base.json").read_text())
 
 
@@ -105,7 +106,7 @@ def test_the_recorded_file_reanalyses_to_its_own_rows(tmp_path, capsys):
 
 
 # --- --noise-from: the A/A file must be of this machine, this model and this measurement -----------------------
-from test_bench_adaptive import FIXTURE_TESTS, bench, fake_bin  # noqa: E402  (fake llama-bench programs with controlled speeds)
+from tests.measures.test_bench_adaptive import FIXTURE_TESTS, bench, fake_bin  # noqa: E402  (fake llama-bench programs with controlled speeds)
 
 
 @pytest.fixture
@@ -263,5 +264,5 @@ def test_every_recorded_bench_reads_with_its_verdicts():
     from pinset.report.load import load_result
 
     for path in [*FIX.glob("*.json"), *(FIX.parent / "report").rglob("bench*.json"),
-                 *Path(__file__).parent.parent.joinpath("reports").rglob("bench*.json")]:
+                 *ROOT.joinpath("reports").rglob("bench*.json")]:
         assert load_result(path).kind == "bench", path

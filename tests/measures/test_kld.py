@@ -11,8 +11,9 @@ import pytest
 from pinset.measures.kld import DeviceRun, Reference, kld_document, verdict
 from pinset.measures.perplexity import kld_problem, parse_perplexity
 from pinset.measures.sides import Side
+from tests.testing import FIXTURES
 
-FIX = Path(__file__).parent / "fixtures" / "perplexity"
+FIX = FIXTURES / "perplexity"
 
 
 def _run(label: str, fixture: str, rc: int = 0) -> DeviceRun:

@@ -16,10 +16,11 @@ from scipy import stats
 
 from pinset.cli import main
 from pinset.results import Doc
-from test_bench_adaptive import FIXTURE_TESTS, fake_bin
-from test_measures_fault_programs import fake_perplexity, visible_gpu, write_script  # noqa: F401  (autouse fixture)
+from tests.measures.test_bench_adaptive import FIXTURE_TESTS, fake_bin
+from tests.measures.test_measures_fault_programs import fake_perplexity, visible_gpu, write_script  # noqa: F401  (autouse fixture)
+from tests.testing import FIXTURES, GOLDEN
 
-FIX = Path(__file__).parent / "fixtures"
+FIX = FIXTURES
 COMMIT = "0c1e570"
 
 
@@ -182,7 +183,7 @@ def _row(**changes):
 def test_recorded_rows_rederive_to_themselves():
     from pinset.measures.bench import BenchResult
 
-    written = sorted((Path(__file__).parent / "golden" / "measures" / "bench").glob("*.json"))  # fresh, re-analysed
+    written = sorted((GOLDEN / "measures" / "bench").glob("*.json"))  # fresh, re-analysed
     schema2 = 0
     for path in [FIX / "llama-bench" / "h200-48l-adaptive-head-vs-base.json", *written]:
         result = BenchResult.from_json(Doc(json.loads(path.read_text()), path, ""))

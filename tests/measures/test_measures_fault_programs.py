@@ -15,8 +15,9 @@ from pathlib import Path
 import pytest
 
 from pinset.cli import main
+from tests.testing import FIXTURES
 
-FIX = Path(__file__).parent / "fixtures"
+FIX = FIXTURES
 REF_OUT = (FIX / "perplexity" / "ref-cpu-f16.stdout").read_text()
 REF_ERR = (FIX / "perplexity" / "ref-cpu-f16.stderr").read_text()
 KLD_OUT = (FIX / "perplexity" / "kld-iq1m-vs-f16.stdout").read_text()

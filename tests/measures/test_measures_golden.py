@@ -1,7 +1,7 @@
 """Golden files for the bench and kld JSON and markdown: what `pinset bench`/`pinset kld` write, what
 `--reanalyse` recomputes and what the models read back, byte for byte, from recorded fixtures and from
 rounds built here from captured llama-bench output. They prove that a refactor of pinset/measures/ keeps
-every byte; a deliberate change regenerates them (`PINSET_REGEN_GOLDEN=1 pytest tests/test_measures_golden.py`)
+every byte; a deliberate change regenerates them (`PINSET_REGEN_GOLDEN=1 pytest tests/measures/test_measures_golden.py`)
 and the diff of tests/golden/measures/ shows what changed."""
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 from pinset.results import Doc
+from tests import testing
 
-HERE = Path(__file__).parent
-FIX = HERE / "fixtures"
-GOLDEN = HERE / "golden" / "measures"
+FIX = testing.FIXTURES
+GOLDEN = testing.GOLDEN / "measures"
 REGEN = os.environ.get("PINSET_REGEN_GOLDEN") == "1"
 
 BENCH_FIXTURES = sorted((FIX / "llama-bench").glob("*.json")) + sorted((FIX / "report").glob("*/bench-*.json"))

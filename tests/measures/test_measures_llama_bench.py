@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from pinset.measures.llama_bench import BenchParseError, parse_jsonl, test_name as name_of
+from tests.testing import FIXTURES
 
-FIX = Path(__file__).parent / "fixtures" / "llama-bench"
+FIX = FIXTURES / "llama-bench"
 
 
 def test_parse_captured_jsonl():

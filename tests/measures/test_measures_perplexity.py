@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from pinset.measures.perplexity import base_problem, kld_problem, parse_perplexity
+from tests.testing import FIXTURES
 
-FIX = Path(__file__).parent / "fixtures" / "perplexity"
+FIX = FIXTURES / "perplexity"
 
 
 def load(name: str):

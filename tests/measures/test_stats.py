@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -12,8 +11,9 @@ from scipy import stats as sps
 from pinset.measures.bench import analyse, run_tps
 from pinset.measures.stats import MIN_EFFECT, Plan, compare, decide, estimate, rounds_needed, verdict_for, wilcoxon_p
 from pinset.measures.stats_sim import sequential_trials, simulate_log_ratios, verdict_rates
+from tests.testing import FIXTURES
 
-FIX = Path(__file__).parent / "fixtures" / "llama-bench"
+FIX = FIXTURES / "llama-bench"
 
 
 def test_ci_is_the_t_interval_at_the_per_look_confidence():

@@ -10,12 +10,12 @@ import subprocess
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from conftest import GIT_ENV, write_pins
-from history import FastHistory
 from pinset.cli import main
 from pinset.nightly.bisect import SENTINELS, bisect_pins
 from pinset.nightly.blame import BlameResult
 from pinset.nightly.history import pr_number
+from tests.testing import GIT_ENV, write_pins
+from tests.testing.history import FastHistory
 
 FILLER = "".join(f"int filler_{i}(void) {{ return {i}; }}\n" for i in range(30))
 TYPES_H = "enum ggml_type {\n    GGML_TYPE_F32 = 0,\n    GGML_TYPE_Q4_0 = 2,\n    GGML_TYPE_COUNT,\n};\n" + FILLER
@@ -44,7 +44,7 @@ def series(up, base: str, name: str, files: dict[str, str], out) -> None:
 def world(tmp_path_factory):
     """300 first-parent commits; one breaks `feat`, a merged side branch breaks `types`, a merged PR
     lands the PR pin, a squash merge lands `readme-note`; `steady` never changes."""
-    from conftest import GitRepo
+    from tests.testing import GitRepo
 
     root = tmp_path_factory.mktemp("blame")
     up = GitRepo(root / "upstream")

@@ -7,10 +7,10 @@ import json
 
 import pytest
 
-from conftest import GitRepo, write_pins
-from history import FastHistory
 from pinset.cli import main
-from test_blame import MMQ_CU, TYPES_H, series
+from tests.nightly.test_blame import MMQ_CU, TYPES_H, series
+from tests.testing import GitRepo, write_pins
+from tests.testing.history import FastHistory
 
 BROKEN_MMQ = MMQ_CU.replace("            return true;\n", "            return mmq_enabled();\n")
 FEAT = {"src/mmq.cu": MMQ_CU.replace("        case GGML_TYPE_Q4_0:\n",

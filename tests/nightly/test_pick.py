@@ -6,8 +6,6 @@ import json
 
 import pytest
 
-from conftest import GitRepo, write_pins
-from history import FastHistory
 from pinset.cli import main
 from pinset.config.schema import load_pinset
 from pinset.errors import PinsetError
@@ -17,7 +15,9 @@ from pinset.store import Store
 from pinset.upstream.builds import Build, resolve_builds
 from pinset.upstream.mirror import Mirror
 from pinset.upstream.select import order_oldest_first
-from test_blame import MMQ_CU, README, TYPES_H, series
+from tests.nightly.test_blame import MMQ_CU, README, TYPES_H, series
+from tests.testing import GitRepo, write_pins
+from tests.testing.history import FastHistory
 
 # tags in history order b9 < b10 < b11 < b12 (by name, b10 < b11 < b12 < b9)
 TAGS = {10: "b9", 20: "b10", 30: "b11", 40: "b12"}

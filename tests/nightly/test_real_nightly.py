@@ -16,15 +16,15 @@ from pathlib import Path
 
 import pytest
 
-from conftest import GIT_ENV, write_pins
 from pinset.cli import main
 from pinset.store import Store
-from snapshots import import_snapshots
+from tests.testing import GIT_ENV, ROOT, write_pins
+from tests.testing.snapshots import import_snapshots
 
 pytestmark = pytest.mark.slow
 
 CONVERT = "ggml/src/ggml-cuda/convert.cu"
-SERIES = Path(__file__).resolve().parent.parent / "patches" / "cuda-mmq-iq1m"
+SERIES = ROOT / "patches" / "cuda-mmq-iq1m"
 
 
 def git(repo: Path, *args: str, input: str | None = None) -> str:

@@ -8,15 +8,13 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-from pathlib import Path
 
 import pytest
 
 from pinset.cli import main
 from pinset.store import Store
-from snapshots import keep_downloads, seed_downloads
-
-REPO = Path(__file__).resolve().parent.parent
+from tests.testing import ROOT as REPO
+from tests.testing.snapshots import keep_downloads, seed_downloads
 
 pytestmark = [
     pytest.mark.slow,

@@ -10,14 +10,14 @@ import sys
 from importlib import metadata
 from pathlib import Path
 
+from tests.testing import ROOT
+
 try:
     import tomllib
 except ImportError:  # Python 3.10: the test extra declares tomli there
     import tomli as tomllib
 
-from test_workflows import python3_is_this_python  # noqa: F401  (a fixture)
-
-ROOT = Path(__file__).resolve().parent.parent
+from tests.packaging.test_workflows import python3_is_this_python  # noqa: F401  (a fixture)
 
 
 def _imports(folder: Path) -> dict[str, set[str]]:

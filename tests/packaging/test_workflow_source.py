@@ -8,7 +8,7 @@ import os
 import yaml
 from packaging.requirements import Requirement
 
-from test_workflows import REUSABLE, ROOT, bash, jobs, lint
+from tests.packaging.test_workflows import REUSABLE, ROOT, bash, jobs, lint
 
 SHA = "0123456789abcdef0123456789abcdef01234567"
 

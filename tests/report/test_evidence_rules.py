@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-import regen_report_goldens as goldens
 from pinset.cli import main
 from pinset.config.schema import load_pinset
 from pinset.errors import ConfigError
@@ -26,6 +25,7 @@ from pinset.report.evidence import (
 )
 from pinset.results import Doc
 from pinset.sim.model import SimResult
+from tests import regen_report_goldens as goldens
 
 GREEN = goldens.FIXTURES / "green"
 

@@ -16,7 +16,7 @@ from pinset import http
 from pinset.cli import main
 from pinset.errors import UpstreamError
 from pinset.upstream import pypi
-from test_report_post import RESULTS
+from tests.report.test_report_post import RESULTS
 
 TOKEN = "ghp_deadlineTestToken0123456789"
 _pause = time.sleep  # the server's own: a test may stub time.sleep for the client's waits

@@ -5,6 +5,7 @@ from hypothesis import given, strategies as st
 from pinset.markdown_table import cell, table
 from pinset.nightly.markdown import pick_markdown
 from pinset.verify.markdown import verify_markdown
+from tests.testing import FIXTURES
 
 
 def test_pipes_and_newlines_are_escaped_in_cells_and_headers():
@@ -37,9 +38,8 @@ def test_pick_reasons_with_a_pipe_stay_in_their_column():
 
 def test_verify_gate_detail_with_a_pipe_and_newline_stays_in_its_row():
     import json
-    from pathlib import Path
 
-    doc = json.loads((Path(__file__).parent / "fixtures/report/blocked/verify-h200.json").read_text())
+    doc = json.loads((FIXTURES / "report/blocked/verify-h200.json").read_text())
     doc.setdefault("summary", "1 of 2 builds red")
     gate = doc["builds"][0]["gates"][1]
     gate.update(status="failed", seconds=3.0, detail="last output: a | b\nc")

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import shutil
-from pathlib import Path
 
 import pytest
 
@@ -14,11 +13,12 @@ import pinset.report.github as github_module
 from pinset.cli import main
 from pinset.config.schema import load_pinset
 from pinset.redact import redact
-from test_report_post import FakeGitHub
+from tests.report.test_report_post import FakeGitHub
+from tests.testing import FIXTURES
 
 TOKEN = "ghp_RedactMe0123456789abcdefXYZ"
 URL_SECRET = "Pa55word-in-a-url"
-FIX = Path(__file__).parent / "fixtures" / "report"
+FIX = FIXTURES / "report"
 
 
 @pytest.fixture(autouse=True)

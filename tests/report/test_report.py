@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-import regen_report_goldens as goldens
 from pinset.cli import main
+from tests import regen_report_goldens as goldens
 
 FIX = goldens.FIXTURES
 GREEN = sorted((FIX / "green").glob("*.json"))

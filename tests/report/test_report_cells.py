@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 
-import regen_report_goldens as goldens
 from pinset.build.settings import build_settings
 from pinset.checks.machine import host_identity, probe_machine
 from pinset.checks.nvidia_smi import visible_indices
@@ -18,7 +17,8 @@ from pinset.cli import main
 from pinset.config.schema import GpuClass, PinSet
 from pinset.errors import ConfigError, PinsetError, ToolchainError
 from pinset.report.merge import VerifyRun
-from test_errors import fake_program
+from tests import regen_report_goldens as goldens
+from tests.cli.test_errors import fake_program
 
 FIX = goldens.FIXTURES / "green"
 B36, B35 = "pypi:llama-cpp-python==0.3.36", "pypi:llama-cpp-python==0.3.35"
@@ -427,7 +427,7 @@ def test_host_of_kld_and_bench_is_read_back_and_checked(tmp_path, capsys, name):
 
 @pytest.mark.parametrize("verb", ["verify", "kld", "bench"])
 def test_cell_on_the_wrong_gpu_is_one_line_exit_2_before_any_build(two_gpus, tmp_path, capsys, verb):
-    from conftest import write_pins
+    from tests.testing import write_pins
 
     series = tmp_path / "patches" / "s"
     series.mkdir(parents=True)

@@ -11,8 +11,9 @@ import pytest
 from pinset.cli import main
 from pinset.config.schema import load_pinset
 from pinset.report.markdown import marker
+from tests.testing import FIXTURES
 
-FIX = Path(__file__).parent / "fixtures" / "report" / "pins"
+FIX = FIXTURES / "report" / "pins"
 BASE = (FIX / "pins.yaml").read_text()
 
 

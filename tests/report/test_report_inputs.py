@@ -16,7 +16,6 @@ from pathlib import Path
 
 import pytest
 
-from conftest import write_pins
 from pinset.cli import main
 from pinset.measures.bench import bench_document, bench_markdown, row_speeds, run_rounds
 from pinset.measures.kld import DeviceRun, Reference, kld_document
@@ -28,9 +27,10 @@ from pinset.report.load import MODELS, load_result
 from pinset.results import read_document
 from pinset.sim.model import BuildResult, PinResult, SimResult
 from pinset.verify.model import GATES, GPU_GATES, BuildVerification, GateResult, VerifyResult
-from test_report import dump, load, report
+from tests.report.test_report import dump, load, report
+from tests.testing import FIXTURES, ROOT, write_pins
 
-FIX = Path(__file__).parent / "fixtures"
+FIX = FIXTURES
 REPORT = FIX / "report"
 GREEN = REPORT / "green"
 BUILD, COMMIT = "pypi:llama-cpp-python==0.3.36", "0c1e57098"
@@ -408,7 +408,7 @@ def test_the_band_column_is_named_as_bench_names_it(tmp_path):
     """Schema 1 recorded an A/A spread, schema 2 the rule's no-change band: the report's column says which, as
     bench.md does."""
     old = REPORT / "h200" / "bench-synth-llama-1b-4l-IQ1_M.json"
-    new = Path(__file__).parent / "fixtures" / "llama-bench" / "h200-48l-adaptive-head-vs-base.json"
+    new = FIXTURES / "llama-bench" / "h200-48l-adaptive-head-vs-base.json"
     for path, band in ((old, "A/A spread"), (new, "no-change band")):
         doc = load_result(path).data
         rc, text = report([path], tmp_path)
@@ -475,7 +475,7 @@ def test_a_failed_bench_run_is_named_once_on_its_own_gpu(tmp_path):
     assert rc == 1 and line.count("llama-bench failed on") == 1 and "round 2 head: llama-bench exit 1" in line, line
 
 # --- the models: every file pinset writes reads back, older versions too ------------------------------
-ALL_RESULTS = [p for p in sorted(REPORT.glob("*/*.json")) + sorted(Path(__file__).parent.parent.glob("reports/**/*.json"))
+ALL_RESULTS = [p for p in sorted(REPORT.glob("*/*.json")) + sorted(ROOT.glob("reports/**/*.json"))
                if json.loads(p.read_text()).get("kind") in MODELS]
 
 

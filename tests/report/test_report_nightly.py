@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-import test_pick
 from pinset.cli import main
-from test_pick import BREAK
-from test_report import dump, load, report
+from tests.nightly import test_pick
+from tests.nightly.test_pick import BREAK
+from tests.report.test_report import dump, load, report
 
 
 @pytest.fixture(scope="module")

@@ -13,10 +13,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 import pinset.report.github as github_module
-import regen_report_goldens as goldens
 from pinset.cli import main
 from pinset.errors import PinsetError
 from pinset.report.github import GitHub, PostError, Target, clean_token, origin, parse_api_url
+from tests import regen_report_goldens as goldens
 
 TOKEN = "ghp_s3cr3tT0kenThatMustNeverBePrinted"
 FIX = goldens.FIXTURES

@@ -16,16 +16,16 @@ from pathlib import Path
 import pytest
 
 import pinset.report.github as github_module
-from conftest import write_pins
 from pinset import runner
 from pinset.cli import main
-from test_model_synth import gguf, make_vocab
-from test_report_post import FakeGitHub
-from test_verify_gates import stand_in_files
+from tests.models.test_model_synth import gguf, make_vocab
+from tests.report.test_report_post import FakeGitHub
+from tests.testing import FIXTURES, ROOT, write_pins
+from tests.verify.test_verify_gates import stand_in_files
 
 # One known value per variable runner.SECRET_ENV scrubs; every one is searched for everywhere.
 SECRETS = {name: f"ghp_{name.lower()}_Secret0Value" for name in runner.SECRET_ENV}
-FIX = Path(__file__).parent / "fixtures"
+FIX = FIXTURES
 
 
 def test_children_never_inherit_a_token(monkeypatch, tmp_path):
@@ -224,7 +224,7 @@ def test_mirror_starts_git_without_a_token(tmp_path):
     record.mkdir()
     executable(tmp_path / "wrappers" / "git", WRAPPER.format(name="git", record=record, real=shutil.which("git")))
     env = {**os.environ, **SECRETS, "PATH": f"{tmp_path / 'wrappers'}{os.pathsep}{os.environ['PATH']}",
-           "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+           "PYTHONPATH": str(ROOT)}
     code = ("import sys; from pathlib import Path; from pinset.upstream.mirror import Mirror; "
             "m = Mirror(Path(sys.argv[1])); print(m.read_blob('4b825dc642cb6eb9a060e54bf8d69288fbee4904', 'x'))")
     done = subprocess.run([sys.executable, "-c", code, str(tmp_path / "mirror")], env=env, capture_output=True,

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-import regen_model_goldens as goldens
+from tests import regen_model_goldens as goldens
 
 FILES = goldens.result_files()
 

@@ -7,8 +7,8 @@ import subprocess
 
 from hypothesis import given, settings, strategies as st
 
-from conftest import GIT_ENV
 from pinset.sim.apply_errors import explain_apply_failure, find_hunk
+from tests.testing import GIT_ENV
 
 LINES = "".join(f"line {i}\n" for i in range(1, 41))
 

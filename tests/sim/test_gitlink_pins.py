@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from conftest import write_pins
 from pinset.cli import main
+from tests.testing import write_pins
 
 
 @pytest.fixture

@@ -7,11 +7,11 @@ import json
 
 import pytest
 
-from conftest import GitRepo, write_pins
-from history import FastHistory
 from pinset.cli import main
 from pinset.sim.changes import BOILERPLATE_FILES, moved_match
-from test_blame import series
+from tests.nightly.test_blame import series
+from tests.testing import GitRepo, write_pins
+from tests.testing.history import FastHistory
 
 BOILER = ["#include <metal_stdlib>", "using namespace metal;", "threadgroup_barrier(mem_flags::mem_threadgroup);",
           "const int tid = tpitg.x;", "const int nb = args.ne00/QK_K;"]

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from conftest import write_pins
 from pinset.cli import main
 from pinset.sim.apply_errors import find_hunk
 from pinset.sim.changes import parse_patch, touched_paths
 from pinset.sim.diffs import DiffError, header_name, read_diffs, unquote_c
+from tests.testing import FIXTURES, write_pins
 
 CUDA = "ggml/src/ggml-cuda/kä.cu"
 NAMES = [CUDA, "src/a b.c", "src/tab\tname.c", 'src/q"uote.c', "src/back\\slash.c", "src/plain.c",
@@ -136,7 +136,7 @@ def test_sim_of_a_quoted_pin_names_its_files_and_keeps_its_contract(upstream, tm
 def cpu_report(tmp_path, **pin):
     """`pinset report` of green's sim on one build, its first pin changed by `pin`, with verify, kld and bench
     run on the CPU only: (exit code, markdown)."""
-    fix = Path(__file__).parent / "fixtures" / "report" / "green"
+    fix = FIXTURES / "report" / "green"
 
     def load(name):
         return json.loads((fix / name).read_text())

@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
-from conftest import write_pins
 from pinset.cli import main
 from pinset.store import Store
-from snapshots import SNAPSHOTS, build_name, import_snapshots, make_backport_pins
+from tests.testing import ROOT as REPO, write_pins
+from tests.testing.snapshots import SNAPSHOTS, build_name, import_snapshots, make_backport_pins
 
-REPO = Path(__file__).resolve().parent.parent
 MMQ_SERIES = REPO / "patches" / "cuda-mmq-iq1m"
 
 pytestmark = pytest.mark.slow

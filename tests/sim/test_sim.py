@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from conftest import write_pins
 from pinset.cli import main
+from tests.testing import write_pins
 
 FILLER = "".join(f"int filler_{i}(void) {{ return {i}; }}\n" for i in range(30))
 TYPES_H = """\

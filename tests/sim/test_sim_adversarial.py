@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from conftest import write_pins
 from pinset.cli import main
-from test_sim import FILLER, MMQ_CU, by_id, run_sim, series
+from tests.sim.test_sim import FILLER, MMQ_CU, by_id, run_sim, series
+from tests.testing import write_pins
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ import re
 
 from pinset.cli import main
 from pinset.sim.apply_errors import build_place, failing_hunk, hunks_of
-from test_sim_determinism import LINES, fake_sdist, pins_yaml
+from tests.sim.test_sim_determinism import LINES, fake_sdist, pins_yaml
 
 PATCH = ("From 1 Mon Sep 17 00:00:00 2001\nSubject: x\n\n---\n"
          "diff --git a/src/f.c b/src/f.c\n--- a/src/f.c\n+++ b/src/f.c\n"

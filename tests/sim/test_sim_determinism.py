@@ -14,8 +14,8 @@ import tarfile
 
 import pytest
 
-from conftest import write_pins
 from pinset.cli import main
+from tests.testing import write_pins
 
 LINES = "".join(f"line {i}\n" for i in range(1, 31))
 # The pin is written on `other`, where line 10 reads "ten"; its hunk (line 12) has line 10 as

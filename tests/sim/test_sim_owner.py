@@ -7,7 +7,7 @@ import pytest
 from pinset.config.schema import load_pinset
 from pinset.sim.run import simulate
 from pinset.store import Store
-from test_sim import pin_set, world  # noqa: F401  (the fixture)
+from tests.sim.test_sim import pin_set, world  # noqa: F401  (the fixture)
 
 
 def _simulate(tmp_path, up, pins, builds, *ids):

@@ -20,8 +20,7 @@ from pinset import runner
 from pinset.sim import moved
 from pinset.sim.moved import TreeLines
 from pinset.upstream.mirror import Mirror
-
-REPO = Path(__file__).resolve().parent.parent
+from tests.testing import ROOT as REPO
 
 
 def alive(pid: int) -> bool:

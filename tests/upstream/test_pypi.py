@@ -6,10 +6,10 @@ import json
 
 import pytest
 
-from conftest import write_pins
-from fake_pypi import FakeIndex, make_sdist, serve
 from pinset.cli import main
 from pinset.upstream import pypi
+from tests.testing import write_pins
+from tests.testing.fake_pypi import FakeIndex, make_sdist, serve
 
 NAME, VERSION = "llama-cpp-python", "9.9.9"
 BUILD = f"pypi:{NAME}=={VERSION}"

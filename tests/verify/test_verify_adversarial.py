@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import write_pins
 from pinset.cli import main
+from tests.testing import write_pins
 
 
 @pytest.fixture

@@ -15,17 +15,17 @@ from __future__ import annotations
 import json
 import os
 import time
-from pathlib import Path
 
 import pytest
 
 from pinset.cli import main
 from pinset.store import Store
-from snapshots import keep_downloads, seed_downloads
+from tests.testing import FIXTURES
+from tests.testing.snapshots import keep_downloads, seed_downloads
 
 pytestmark = pytest.mark.slow
 
-PINS = Path(__file__).parent / "fixtures" / "verify" / "cpu-gate" / "pins.yaml"
+PINS = FIXTURES / "verify" / "cpu-gate" / "pins.yaml"
 BUILD = "pypi:llama-cpp-python==0.3.36"
 
 

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from conftest import write_pins
 from pinset.cli import main
+from tests.testing import FIXTURES, ROOT, write_pins
 
-FIX = Path(__file__).parent / "fixtures"
+FIX = FIXTURES
 STAND_IN = FIX / "verify" / "stand-in"
 OPS = FIX / "backend-ops"
 
@@ -121,7 +121,7 @@ def test_gates_stop_per_build_and_every_build_is_verified(pin_set, tmp_path):
     assert "| cpu-test-chat | failed |" in md and "3/3 feature checks on CPU" in md
 
     # the log names docs/verify.md gives: <logs>/<build>/{cpu,cuda}-{configure,build}.log, one per gate
-    doc_text = (Path(__file__).parents[1] / "docs" / "verify.md").read_text()
+    doc_text = (ROOT / "docs" / "verify.md").read_text()
     assert "`<logs>/<build>/{cpu,cuda}-{configure,build}.log` and one log per gate" in doc_text
     written = sorted(p.name for p in (tmp_path / "verify-logs" / "v1").iterdir())
     assert written == sorted(["cpu-configure.log", "cpu-build.log"] +
@@ -242,7 +242,7 @@ def test_an_interrupted_verify_writes_no_pass_and_leaves_no_stale_green(pin_set,
     assert gates(first["builds"][0])["feature-checks"]["status"] == "passed"
     # the command check now signals pinset itself, as Ctrl-C in the terminal would
     write_pins(pin_set, text.replace('["cat", "{src}/feature.txt"]', '["sh", "-c", "kill -INT $PPID; sleep 30"]'))
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])}
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
     done = subprocess.run([sys.executable, "-m", "pinset", "verify", "-c", str(pin_set), "--json",
                            str(tmp_path / "verify.json"), "--markdown", str(tmp_path / "verify.md"), "--no-progress",
                            "-j", "2"], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300)

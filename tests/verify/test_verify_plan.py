@@ -11,8 +11,9 @@ from pinset.config.schema import FeatureCheck, load_pinset
 from pinset.errors import PinsetError
 from pinset.sim.changes import combine, parse_patch
 from pinset.verify import plan
+from tests.testing import FIXTURES
 
-FIX = Path(__file__).parent / "fixtures"
+FIX = FIXTURES
 CPU_GATE = FIX / "verify" / "cpu-gate"
 
 # the shape of ggml/src/ggml.c's type_traits table (two entries; K-quants keep a capital K)
