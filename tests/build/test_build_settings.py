@@ -13,8 +13,7 @@ from pinset.build.settings import CPU_BUILD, BuildSettings, build_settings, norm
 from pinset.cli import main
 from pinset.config.schema import PinSet
 from pinset.errors import ToolchainError
-from tests.cli.test_errors import fake_program
-from tests.testing import write_pins
+from tests.testing import fake_program, write_pins
 
 SMI_86_90 = ('#!/bin/sh\ncase "$*" in\n'
              '  *compute_cap,*) echo "NVIDIA RTX A6000, 580.1, 8.6, 49140"; echo "NVIDIA H200, 580.1, 9.0, 143771";;\n'
@@ -86,7 +85,7 @@ def recorded_configures(record: Path) -> list[tuple[str, list[str]]]:
 @pytest.mark.skipif(not all(shutil.which(p) for p in ("cmake", "ninja", "cc", "ctest")),
                     reason="cmake, ninja, ctest and cc are needed (verify's CPU gates build the stand-in tree)")
 def test_verify_kld_bench_and_model_configure_the_same_cuda_build(tmp_path, make_repo, monkeypatch):
-    from tests.verify.test_verify_gates import stand_in_files
+    from tests.testing.stand_in import stand_in_files
 
     up = make_repo("upstream")
     v1 = up.commit("v1", {k: v for k, v in stand_in_files().items() if v is not None})

@@ -26,7 +26,7 @@ from pinset import cli
 from pinset.cli import main
 from pinset.config import load_pinset
 from pinset.errors import PinsetError
-from tests.testing import ROOT, write_pins
+from tests.testing import child_env, write_pins
 
 SHA = "44eb88e9aba218b24c0f374f2ec1c4d7d7920877"
 PATCH = """From 1f6fdf014e482fde3671bb9de8d19abbc5961d36 Mon Sep 17 00:00:00 2001
@@ -859,7 +859,7 @@ def test_json_to_a_piped_stdout_is_written(local_pins):
 
     done = subprocess.run([sys.executable, "-m", "pinset", "sim", "-c", str(local_pins), "--json", "/dev/stdout"],
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=120,
-                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+                          env=child_env())
     assert done.returncode == 0, done.stderr
     assert '"kind": "sim"' in done.stdout and done.stderr == ""
 
@@ -894,7 +894,7 @@ def test_closed_stdout_ends_quietly(local_pins):
     try:
         done = subprocess.run([sys.executable, "-m", "pinset", "matrix", "-c", str(local_pins)], stdout=write_end,
                               stderr=subprocess.PIPE, text=True, timeout=120,
-                              env={**os.environ, "PYTHONPATH": str(ROOT)})
+                              env=child_env())
     finally:
         os.close(write_end)
     assert done.returncode == 1 and done.stderr == ""
@@ -958,7 +958,7 @@ def test_help_fits_80_columns_and_describes_every_option(capsys, monkeypatch, pr
 def test_model_synth_bad_shape_leaves_no_output_folder(tmp_path, capsys, override, problem):
     """Found before the folder is made (the disk cannot hold it) or on the way (vocab, block sizes):
     exit 2, one line, and -o is not left behind empty."""
-    from tests.models.test_model_synth import gguf, make_vocab
+    from tests.testing.gguf import gguf, make_vocab
 
     if gguf is None:
         pytest.skip("no gguf package: cannot write the tokenizer file")
@@ -1024,7 +1024,7 @@ def test_terminal_that_cannot_show_the_text(local_pins, tmp_path, encoding):
 
     sim = tmp_path / "sim.json"
     assert main(["sim", "-c", str(local_pins), "--json", str(sim)]) == 0
-    env = {**os.environ, "PYTHONIOENCODING": encoding, "PYTHONPATH": str(ROOT)}
+    env = child_env(PYTHONIOENCODING=encoding)
     for argv in (["report", str(sim)], ["sim", "-c", str(local_pins)]):
         done = subprocess.run([sys.executable, "-m", "pinset", *argv], env=env, capture_output=True, timeout=120)
         assert b"Traceback" not in done.stderr and done.returncode in (0, 1), done.stderr.decode(errors="replace")

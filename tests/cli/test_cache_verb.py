@@ -14,7 +14,7 @@ import pytest
 
 from pinset import cli
 from pinset.store import Store, scratch_dir
-from tests.testing import ROOT
+from tests.testing import child_env
 
 DAY = 86400.0
 
@@ -112,7 +112,7 @@ def test_a_build_folder_a_running_pinset_holds_is_kept(cache, capsys):
         "import sys, time\nfrom pathlib import Path\nfrom pinset.store import locked\n"
         "with locked(Path(sys.argv[1])):\n    print('held', flush=True)\n    time.sleep(60)\n"),
         str(cache / "builds" / "old" / "lock")], stdout=subprocess.PIPE, text=True,
-        env={**os.environ, "PYTHONPATH": str(ROOT)})
+        env=child_env())
     try:
         assert holder.stdout.readline().strip() == "held"
         code, out = _cli(capsys, "cache", "clean", "--cache", str(cache), "--builds")
@@ -131,7 +131,7 @@ def test_a_download_in_progress_is_kept(cache, capsys):
     holder = subprocess.Popen([sys.executable, "-c", (
         "import sys, time\nfrom pathlib import Path\nfrom pinset.store import locked\n"
         "with locked(Path(sys.argv[1])):\n    print('held', flush=True)\n    time.sleep(60)\n"), str(lock)],
-        stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+        stdout=subprocess.PIPE, text=True, env=child_env())
     try:
         assert holder.stdout.readline().strip() == "held"
         _cli(capsys, "cache", "clean", "--cache", str(cache))

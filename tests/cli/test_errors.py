@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from pinset.cli import main
-from tests.testing import write_pins
+from tests.testing import fake_program, write_pins
 
 NO_SMI_DRIVER = "#!/bin/sh\necho \"NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.\"\nexit 9\n"
 NO_SMI_DEVICES = "#!/bin/sh\necho 'No devices were found'\nexit 6\n"
@@ -21,15 +21,6 @@ NO_SMI_EMPTY = "#!/bin/sh\nexit 0\n"
 CMAKE_ERROR = "#!/bin/sh\necho 'CMake Error at CMakeLists.txt:3 (project): No CMAKE_CUDA_COMPILER could be found.' >&2\nexit 1\n"
 NINJA_FAILED = "#!/bin/sh\necho '[1/2] Building C object x.o'\necho 'FAILED: x.o'\necho 'x.c:1: error: boom'\nexit 1\n"
 OK = "#!/bin/sh\nexit 0\n"
-
-
-def fake_program(folder: Path, name: str, script: str) -> Path:
-    """A small executable script standing in for a program, to inject a fault."""
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / name
-    path.write_text(script)
-    path.chmod(0o755)
-    return path
 
 
 def only_git_on_path(folder: Path) -> str:
@@ -159,7 +150,7 @@ def test_a_pin_set_that_does_not_apply_is_exit_1(pins, tmp_path, capsys):
 
 
 def test_a_failing_llama_imatrix_in_model_synth_is_exit_1_with_the_log(tmp_path, capsys):
-    from tests.models.test_model_synth import make_vocab, needs_gguf
+    from tests.testing.gguf import make_vocab, needs_gguf
 
     if needs_gguf.args[0]:
         pytest.skip(needs_gguf.kwargs["reason"])

@@ -19,8 +19,9 @@ import pytest
 
 from pinset import runner
 from pinset.store import clean_scratch, scratch_dir
-from tests.testing import ROOT as REPO, write_pins
+from tests.testing import child_env, write_pins
 from tests.testing.fake_pypi import FakeIndex, make_sdist, serve
+from tests.testing.processes import alive, wait_for
 
 MMQ = "bool use_mmq(int type) {\n    switch (type) {\n        case 2:\n            return true;\n        default:\n            return false;\n    }\n}\n"
 README = "llama.cpp\n"
@@ -74,27 +75,6 @@ def private_tmp(tmp_path, monkeypatch):
 
 def pinset_argv(*args: str) -> list[str]:
     return [sys.executable, "-m", "pinset", *args]
-
-
-def child_env(**extra: str) -> dict[str, str]:
-    return {**os.environ, "PYTHONPATH": str(REPO), **extra}
-
-
-def alive(pid: int) -> bool:
-    """Running (a zombie waiting for a reaper counts as gone)."""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state not in ("Z", "X")
-
-
-def wait_for(predicate, seconds: float = 60, what: str = "condition") -> None:
-    deadline = time.monotonic() + seconds
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.05)
 
 
 def sim_json(cfg: Path, out: Path, cache: Path) -> tuple[int, dict | None, str]:

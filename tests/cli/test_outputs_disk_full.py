@@ -15,24 +15,8 @@ import pytest
 
 from pinset.cli import main
 from pinset.disk import disk_refusal
-from tests.testing import ROOT
+from tests.testing import ROOT, one_pin_project
 
-PATCH = """From 1f6fdf014e482fde3671bb9de8d19abbc5961d36 Mon Sep 17 00:00:00 2001
-From: t <t@example.com>
-Subject: [PATCH] change a.txt
-
----
-diff --git a/a.txt b/a.txt
---- a/a.txt
-+++ b/a.txt
-@@ -1,3 +1,3 @@
- one
--two
-+TWO
- three
---
-2.39.5
-"""
 # What git 2.39 printed for `git fetch` into a mirror on a full 1 MiB tmpfs.
 GIT_ENOSPC = "fatal: unable to write loose object file: No space left on device\nfatal: unpack-objects failed\n"
 
@@ -46,9 +30,7 @@ def project(tmp_path, make_repo, monkeypatch):
     up.git("add", "big.bin")
     up.commit("big")
     up.tag("b1")
-    (tmp_path / "p").mkdir()
-    (tmp_path / "p" / "0001-change.patch").write_text(PATCH)
-    (tmp_path / "pins.yaml").write_text(f"upstream: {up.path}\nbuilds: [b1]\npins:\n  - id: a\n    patches: p\n")
+    one_pin_project(tmp_path, up)
     monkeypatch.chdir(tmp_path)
     return tmp_path
 

@@ -8,23 +8,7 @@ import shutil
 import pytest
 
 from pinset.cli import main
-
-PATCH = """From 1f6fdf014e482fde3671bb9de8d19abbc5961d36 Mon Sep 17 00:00:00 2001
-From: t <t@example.com>
-Subject: [PATCH] change a.txt
-
----
-diff --git a/a.txt b/a.txt
---- a/a.txt
-+++ b/a.txt
-@@ -1,3 +1,3 @@
- one
--two
-+TWO
- three
---
-2.39.5
-"""
+from tests.testing import one_pin_project
 
 needs_cmake = pytest.mark.skipif(not shutil.which("cmake") or not (shutil.which("c++") or shutil.which("g++")),
                                  reason="verify/kld/bench check the toolchain before resolving builds")
@@ -35,9 +19,7 @@ def project(tmp_path, make_repo, monkeypatch):
     up = make_repo()
     up.commit("base", {"a.txt": "one\ntwo\nthree\n"})
     up.tag("b1")
-    (tmp_path / "p").mkdir()
-    (tmp_path / "p" / "0001-change.patch").write_text(PATCH)
-    (tmp_path / "pins.yaml").write_text(f"upstream: {up.path}\nbuilds: [b1]\npins:\n  - id: a\n    patches: p\n")
+    one_pin_project(tmp_path, up)
     (tmp_path / "m.gguf").write_bytes(b"GGUF\x03\x00\x00\x00")
     for name in ("old.json", "old.md"):
         (tmp_path / name).write_text("the earlier run's result\n")

@@ -7,8 +7,8 @@ import pytest
 
 from pinset.config.schema import load_pinset
 from pinset.errors import ConfigError
-from tests.sim.test_sim import by_id, run_sim
 from tests.testing import GitRepo, write_pins
+from tests.testing.sim import by_id, run_sim
 
 BASE = {"src/a.c": "int a(void) { return 1; }\n", "src/b.c": "int b(void) { return 2; }\n",
         "src/c.c": "int c(void) { return 3; }\n"}

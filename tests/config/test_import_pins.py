@@ -9,8 +9,8 @@ import yaml
 
 from pinset.cli import main
 from pinset.config.schema import load_pinset
-from tests.sim.test_sim import by_id, run_sim
 from tests.testing import GitRepo
+from tests.testing.sim import by_id, run_sim
 
 UP = "https://github.com/ggml-org/llama.cpp"
 SHA1, SHA2, SHA3 = ("1" * 40, "2" * 40, "ab" * 20)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 
 from pinset.cli import main
-from tests.heal.test_heal_refresh import LINES, moved, series  # noqa: F401 (the fixture)
-from tests.testing import write_pins
+from tests.heal.test_heal_refresh import LINES, moved  # noqa: F401 (the fixture)
+from tests.testing import series, write_pins
 
 
 def sim_modes(tmp_path, pins_yaml, pin="p"):

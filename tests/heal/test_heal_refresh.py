@@ -8,20 +8,9 @@ import subprocess
 import pytest
 
 from pinset.cli import main
-from tests.testing import write_pins
+from tests.testing import series, write_pins
 
 LINES = "".join(f"line {i}\n" for i in range(1, 41))
-
-
-def series(repo, base, commits, out, *extra):
-    repo.git("checkout", "-q", "-b", "series-tmp", base)
-    for message, files in commits:
-        repo.commit(message, files)
-    out.mkdir(parents=True, exist_ok=True)
-    repo.git("format-patch", "-q", *extra, "-o", str(out), f"{base}..series-tmp")
-    repo.git("checkout", "-q", "master")
-    repo.git("branch", "-q", "-D", "series-tmp")
-    return out
 
 
 @pytest.fixture

@@ -6,55 +6,11 @@ from __future__ import annotations
 import csv
 import json
 import math
-import sys
-from pathlib import Path
 
 import pytest
 
 from pinset.cli import main
-from tests.testing import FIXTURES
-
-FIX = FIXTURES / "llama-bench"
-
-FAKE = """#!{python}
-# A fake llama-bench: prints the recorded jsonl lines with speeds = SPEED x (1 + NOISE x N(0,1)) per test,
-# the noise drawn from a counter kept next to this program, so every run differs.
-import json, random, sys
-from pathlib import Path
-here = Path(__file__).parent
-count = here / "count"
-n = int(count.read_text()) if count.exists() else 0
-count.write_text(str(n + 1))
-rng = random.Random({seed} * 100003 + n)
-for line in {lines!r}:
-    d = json.loads(line)
-    speed = {speeds!r}[d["n_prompt"] and "pp" or "tg"] * (1.0 + {noise} * rng.gauss(0.0, 1.0))
-    d["samples_ts"] = [speed] * int(sys.argv[sys.argv.index("-r") + 1])  # one sample per -r repetition
-    d["avg_ts"] = speed
-    print(json.dumps(d))
-"""
-
-
-# the tests of the fixture's lines (llama-bench runs pp512 and tg128 unless -p / -n say otherwise)
-FIXTURE_TESTS = ["-p", "64,128", "-n", "16", "-ub", "64,128", "-b", "128"]
-
-
-def fake_bin(folder: Path, speeds: dict, noise: float, seed: int) -> Path:
-    folder.mkdir(parents=True)
-    lines = (FIX / "cpu-tiny-moe-iq1m.jsonl").read_text().splitlines()
-    exe = folder / "llama-bench"
-    exe.write_text(FAKE.format(python=sys.executable, lines=lines, speeds=speeds, noise=noise, seed=seed))
-    exe.chmod(0o755)
-    return folder
-
-
-def bench(tmp_path, base, head, *extra):
-    model = tmp_path / "m.gguf"
-    model.write_bytes(b"GGUF")
-    out = tmp_path / "bench.json"
-    rc = main(["bench", "--base-bin", str(base), "--head-bin", str(head), "--cpu", "-m", str(model), "-r", "1",
-               "--json", str(out), *extra, "--", *FIXTURE_TESTS])
-    return rc, json.loads(out.read_text()) if out.exists() else None
+from tests.testing.fake_llama import bench, fake_bin
 
 
 def test_a_3_percent_faster_head_stops_early_with_faster(tmp_path):

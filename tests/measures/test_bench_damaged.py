@@ -106,7 +106,7 @@ def test_the_recorded_file_reanalyses_to_its_own_rows(tmp_path, capsys):
 
 
 # --- --noise-from: the A/A file must be of this machine, this model and this measurement -----------------------
-from tests.measures.test_bench_adaptive import FIXTURE_TESTS, bench, fake_bin  # noqa: E402  (fake llama-bench programs with controlled speeds)
+from tests.testing.fake_llama import FIXTURE_TESTS, bench, fake_bin  # noqa: E402  (fake llama-bench programs with controlled speeds)
 
 
 @pytest.fixture

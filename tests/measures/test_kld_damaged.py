@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from pinset.cli import main
-from tests.measures.test_measures_fault_programs import DEVICE_LINES, fake_perplexity, visible_gpu  # noqa: F401  (autouse fixture)
+from tests.testing.fake_llama import DEVICE_LINES, fake_perplexity, visible_gpu  # noqa: F401  (autouse fixture)
 
 
 def run(tmp_path: Path, base: Path, head: Path, *extra: str) -> tuple[int, dict | None]:
@@ -65,7 +65,7 @@ def test_a_damaged_cached_reference_is_made_again(tmp_path):
 
 
 def test_a_kld_that_stops_early_leaves_no_older_result_under_its_name(tmp_path):
-    from tests.measures.test_measures_fault_programs import REF_ERR
+    from tests.testing.fake_llama import REF_ERR
 
     fake_perplexity(tmp_path / "bin", ref_stderr=REF_ERR.replace("PPL = 2735044.2682", "PPL = nan"))
     (tmp_path / "kld.json").write_text(json.dumps({"kind": "kld", "ok": True}))

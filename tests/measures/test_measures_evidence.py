@@ -16,21 +16,11 @@ from scipy import stats
 
 from pinset.cli import main
 from pinset.results import Doc
-from tests.measures.test_bench_adaptive import FIXTURE_TESTS, fake_bin
-from tests.measures.test_measures_fault_programs import fake_perplexity, visible_gpu, write_script  # noqa: F401  (autouse fixture)
 from tests.testing import FIXTURES, GOLDEN
+from tests.testing.fake_llama import FIXTURE_TESTS, bench, fake_bin, fake_perplexity, visible_gpu, write_script  # noqa: F401  (autouse fixture)
 
 FIX = FIXTURES
 COMMIT = "0c1e570"
-
-
-def bench(tmp_path: Path, base: Path, head: Path, *extra: str) -> tuple[int, dict | None]:
-    model = tmp_path / "m.gguf"
-    model.write_bytes(b"GGUF")
-    out = tmp_path / "bench.json"
-    rc = main(["bench", "--base-bin", str(base), "--head-bin", str(head), "--cpu", "-m", str(model), "-r", "1",
-               "--json", str(out), *extra, "--", *FIXTURE_TESTS])
-    return rc, json.loads(out.read_text()) if out.exists() else None
 
 
 # --- A/A by content ---------------------------------------------------------------------------------------

@@ -7,55 +7,15 @@ everything else is pinset's own code: the CLI, the runner, the parsers and the v
 from __future__ import annotations
 
 import json
-import os
-import stat
-import sys
 from pathlib import Path
 
 import pytest
 
 from pinset.cli import main
 from tests.testing import FIXTURES
+from tests.testing.fake_llama import DEVICE_LINES, KLD_OUT, REF_ERR, fake_perplexity, visible_gpu, write_script  # noqa: F401  (visible_gpu: an autouse fixture)
 
 FIX = FIXTURES
-REF_OUT = (FIX / "perplexity" / "ref-cpu-f16.stdout").read_text()
-REF_ERR = (FIX / "perplexity" / "ref-cpu-f16.stderr").read_text()
-KLD_OUT = (FIX / "perplexity" / "kld-iq1m-vs-f16.stdout").read_text()
-KLD_ERR = (FIX / "perplexity" / "kld-iq1m-vs-f16.stderr").read_text()
-# what llama.cpp prints at -lv 4 when it loads the model onto an H200 (src/llama.cpp, src/llama-model.cpp)
-DEVICE_LINES = ("0.00.412.100 I llama_model_load_from_file_impl: using device CUDA0 (NVIDIA H200) (0000:19:00.0)"
-                " - 142629 MiB free\n0.00.512.300 I load_tensors: offloaded 5/5 layers to GPU\n")
-
-
-def write_script(path: Path, body: str) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(f"#!{sys.executable}\nimport sys\n{body}")
-    path.chmod(path.stat().st_mode | stat.S_IEXEC)
-    return path
-
-
-@pytest.fixture(autouse=True)
-def visible_gpu(tmp_path, monkeypatch):
-    """A device run needs a visible GPU before it starts: an nvidia-smi that names one compute capability
-    (and answers nothing else, so no GPU snapshot is taken)."""
-    write_script(tmp_path / "smi" / "nvidia-smi",
-                 'if "--query-gpu=compute_cap" in sys.argv:\n    print("9.0")\nelse:\n    sys.exit(9)\n')
-    monkeypatch.setenv("PATH", f"{tmp_path / 'smi'}{os.pathsep}{os.environ['PATH']}")
-
-
-def fake_perplexity(bin_dir: Path, kld_stdout: str = KLD_OUT, device_lines: str = DEVICE_LINES,
-                    ref_stderr: str = REF_ERR) -> None:
-    """llama-perplexity: the reference run writes its logits file; a --kl-divergence run prints the KLD
-    blocks, and the device lines only when asked for -lv 4 (as llama.cpp does)."""
-    write_script(bin_dir / "llama-perplexity", f"""
-args = sys.argv[1:]
-if "--kl-divergence" not in args:
-    open(args[args.index("--kl-divergence-base") + 1], "wb").write(b"logits")
-    sys.stdout.write({REF_OUT!r}); sys.stderr.write({ref_stderr!r})
-else:
-    verbose = "-lv" in args and int(args[args.index("-lv") + 1]) >= 4
-    sys.stdout.write({kld_stdout!r}); sys.stderr.write({KLD_ERR!r} + ({device_lines!r} if verbose else ""))
-""")
 
 
 def run_kld(tmp_path: Path, *extra: str) -> tuple[int, dict | None]:

@@ -66,7 +66,7 @@ def test_every_package_pinset_imports_is_a_declared_dependency():
 def test_every_package_the_tests_and_scripts_import_is_declared_for_them():
     declared = _declared() | _declared("test")
     for folder in ("tests", "scripts", "benchmarks"):
-        local = {p.stem for p in (ROOT / folder).glob("*.py")} | {"pinset", "snapshots", "conftest"}
+        local = {p.stem for p in (ROOT / folder).glob("*.py")} | {"pinset", "tests"}  # tests: the test package (tests.testing)
         extra = _declared("bench") if folder == "benchmarks" else set()   # what only a benchmark compares with
         assert _undeclared(ROOT / folder, declared | extra, local) == {}, folder
 

@@ -13,8 +13,8 @@ import pinset.report.github as github_module
 from pinset.cli import main
 from pinset.config.schema import load_pinset
 from pinset.redact import redact
-from tests.report.test_report_post import FakeGitHub
 from tests.testing import FIXTURES
+from tests.testing.fake_github import FakeGitHub
 
 TOKEN = "ghp_RedactMe0123456789abcdefXYZ"
 URL_SECRET = "Pa55word-in-a-url"

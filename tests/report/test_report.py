@@ -3,32 +3,16 @@
 from __future__ import annotations
 
 import copy
-import json
 import shutil
-from pathlib import Path
 
 import pytest
 
 from pinset.cli import main
 from tests import regen_report_goldens as goldens
+from tests.testing.report import dump, load, report
 
 FIX = goldens.FIXTURES
 GREEN = sorted((FIX / "green").glob("*.json"))
-
-
-def load(path: Path) -> dict:
-    return json.loads(path.read_text())
-
-
-def dump(path: Path, data: dict) -> Path:
-    path.write_text(json.dumps(data, indent=2) + "\n")
-    return path
-
-
-def report(argv, tmp_path, name="out.md"):
-    out = tmp_path / name
-    rc = main(["report", *map(str, argv), "--markdown", str(out)])
-    return rc, (out.read_text(encoding="utf-8") if out.exists() else None)
 
 
 # --- golden files -------------------------------------------------------------------------

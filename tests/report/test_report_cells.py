@@ -18,7 +18,7 @@ from pinset.config.schema import GpuClass, PinSet
 from pinset.errors import ConfigError, PinsetError, ToolchainError
 from pinset.report.merge import VerifyRun
 from tests import regen_report_goldens as goldens
-from tests.cli.test_errors import fake_program
+from tests.testing import fake_program
 
 FIX = goldens.FIXTURES / "green"
 B36, B35 = "pypi:llama-cpp-python==0.3.36", "pypi:llama-cpp-python==0.3.35"

@@ -27,8 +27,8 @@ from pinset.report.load import MODELS, load_result
 from pinset.results import read_document
 from pinset.sim.model import BuildResult, PinResult, SimResult
 from pinset.verify.model import GATES, GPU_GATES, BuildVerification, GateResult, VerifyResult
-from tests.report.test_report import dump, load, report
 from tests.testing import FIXTURES, ROOT, write_pins
+from tests.testing.report import dump, load, report
 
 FIX = FIXTURES
 REPORT = FIX / "report"

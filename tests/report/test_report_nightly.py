@@ -7,7 +7,7 @@ import pytest
 from pinset.cli import main
 from tests.nightly import test_pick
 from tests.nightly.test_pick import BREAK
-from tests.report.test_report import dump, load, report
+from tests.testing.report import dump, load, report
 
 
 @pytest.fixture(scope="module")

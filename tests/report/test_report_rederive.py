@@ -8,7 +8,8 @@ import copy
 
 from pinset.report.load import load_result
 from pinset.report.rederive import kld_contradiction
-from tests.report.test_report import FIX, GREEN, dump, load, report
+from tests.report.test_report import FIX, GREEN
+from tests.testing.report import dump, load, report
 
 GREEN_KLD = FIX / "green" / "kld-h200.json"
 GREEN_BENCH = FIX / "green" / "bench-h200.json"

@@ -18,10 +18,10 @@ import pytest
 import pinset.report.github as github_module
 from pinset import runner
 from pinset.cli import main
-from tests.models.test_model_synth import gguf, make_vocab
-from tests.report.test_report_post import FakeGitHub
 from tests.testing import FIXTURES, ROOT, write_pins
-from tests.verify.test_verify_gates import stand_in_files
+from tests.testing.fake_github import FakeGitHub
+from tests.testing.gguf import gguf, make_vocab
+from tests.testing.stand_in import stand_in_files
 
 # One known value per variable runner.SECRET_ENV scrubs; every one is searched for everywhere.
 SECRETS = {name: f"ghp_{name.lower()}_Secret0Value" for name in runner.SECRET_ENV}

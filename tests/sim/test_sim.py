@@ -7,7 +7,8 @@ import json
 import pytest
 
 from pinset.cli import main
-from tests.testing import write_pins
+from tests.testing import series, write_pins
+from tests.testing.sim import by_id, run_sim
 
 FILLER = "".join(f"int filler_{i}(void) {{ return {i}; }}\n" for i in range(30))
 TYPES_H = """\
@@ -29,17 +30,6 @@ bool ggml_cuda_should_use_mmq(enum ggml_type type) {
     }
 }
 """ + FILLER
-
-
-def series(repo, base: str, commits, out):
-    """Commit `commits` on a branch from `base`, export them with format-patch, return to master."""
-    repo.git("checkout", "-q", "-b", "series-tmp", base)
-    for message, files in commits:
-        repo.commit(message, files)
-    repo.format_patch(f"{base}..series-tmp", out)
-    repo.git("checkout", "-q", "master")
-    repo.git("branch", "-q", "-D", "series-tmp")
-    return out
 
 
 @pytest.fixture
@@ -92,16 +82,6 @@ def pin_set(tmp_path, up, builds, pins, *ids, optional=()):
         entries += "    required: false\n" if pin_id in optional else ""
     return write_pins(tmp_path / "pins.yaml",
                       f"upstream: {up.path}\nbuilds: [{', '.join(builds)}]\npins:\n{entries}")
-
-
-def run_sim(tmp_path, pins_yaml, *extra):
-    out = tmp_path / "sim.json"
-    code = main(["sim", "-c", str(pins_yaml), "--json", str(out), *extra])
-    return code, json.loads(out.read_text())
-
-
-def by_id(build):
-    return {p["id"]: p for p in build["pins"]}
 
 
 def test_clean_pins_apply_with_intact_contracts(world, tmp_path):

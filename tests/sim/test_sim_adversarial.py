@@ -8,8 +8,9 @@ import json
 import pytest
 
 from pinset.cli import main
-from tests.sim.test_sim import FILLER, MMQ_CU, by_id, run_sim, series
-from tests.testing import write_pins
+from tests.sim.test_sim import FILLER, MMQ_CU
+from tests.testing import series, write_pins
+from tests.testing.sim import by_id, run_sim
 
 
 @pytest.fixture

@@ -7,8 +7,8 @@ from __future__ import annotations
 from hypothesis import given, strategies as st
 
 from pinset.sim.changes import combine, moved_match, parse_patch
-from tests.sim.test_sim import by_id, run_sim
 from tests.testing import write_pins
+from tests.testing.sim import by_id, run_sim
 
 FILLER = "".join(f"int filler_{i}(void) {{ return {i}; }}\n" for i in range(30))
 BLOCK = "    int value = compute(ready);\n    log_value(value);\n    return value + 1;\n"

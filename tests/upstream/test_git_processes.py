@@ -20,23 +20,8 @@ from pinset import runner
 from pinset.sim import moved
 from pinset.sim.moved import TreeLines
 from pinset.upstream.mirror import Mirror
-from tests.testing import ROOT as REPO
-
-
-def alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state not in ("Z", "X")
-
-
-def wait_for(predicate, seconds: float = 30, what: str = "condition") -> None:
-    deadline = time.monotonic() + seconds
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.05)
+from tests.testing import child_env
+from tests.testing.processes import alive, wait_for
 
 
 def wrapper_git(folder: Path, body: str) -> dict[str, str]:
@@ -91,7 +76,7 @@ def test_sigkilled_caller_takes_git_and_its_child_along(tmp_path):
     folder = tmp_path / "fake"
     env = wrapper_git(folder, f'echo $$ > "{folder}/child.pid"\nsleep 300 &\necho $! > "{folder}/grandchild.pid"\nwait')
     caller = subprocess.Popen([sys.executable, "-c", "from pinset import runner\nrunner.run(['git', '--version'], timeout=600)"],
-                              env={**os.environ, **env, "PYTHONPATH": str(REPO)})
+                              env=child_env(**env))
     wait_for(lambda: (folder / "grandchild.pid").exists() or caller.poll() is not None, what="the fake git to start")
     time.sleep(0.2)
     assert caller.poll() is None
@@ -107,7 +92,7 @@ def test_object_reader_dies_with_sigkilled_caller(mirrored, tmp_path):
     code = (f"from pathlib import Path\nfrom pinset.upstream.mirror import Mirror\nimport time\n"
             f"m = Mirror(Path({str(mirror.path)!r}))\nassert m.read_blob({tree!r}, 'README.md')\n"
             f"Path({str(pid_file)!r}).write_text(str(m._reader._session.proc.pid))\ntime.sleep(300)\n")
-    caller = subprocess.Popen([sys.executable, "-c", code], env={**os.environ, "PYTHONPATH": str(REPO)})
+    caller = subprocess.Popen([sys.executable, "-c", code], env=child_env())
     wait_for(lambda: pid_file.exists() and pid_file.read_text() or caller.poll() is not None, what="the reader to start")
     assert caller.poll() is None
     reader = int(pid_file.read_text())

@@ -14,23 +14,13 @@ from pathlib import Path
 import pytest
 
 from pinset.cli import main
-from tests.testing import FIXTURES, ROOT, write_pins
+from tests.testing import FIXTURES, ROOT, child_env, write_pins
+from tests.testing.stand_in import OPS, STAND_IN, stand_in_files
 
 FIX = FIXTURES
-STAND_IN = FIX / "verify" / "stand-in"
-OPS = FIX / "backend-ops"
 
 pytestmark = pytest.mark.skipif(not (shutil.which("cmake") and shutil.which("ninja") and shutil.which("cc")
                                      and shutil.which("ctest")), reason="cmake, ninja, ctest and cc are needed")
-
-
-def stand_in_files(mul_mat="cpu-test-MUL_MAT-iq1_s.log", chat_exit=None, mul_mat_exit=None) -> dict:
-    files = {name: (STAND_IN / name).read_text() for name in ("CMakeLists.txt", "replay.c", "chat.c")}
-    files["replay/test-MUL_MAT-CPU.log"] = (OPS / mul_mat).read_text()
-    files["replay/test-MUL_MAT_ID-CPU.log"] = (OPS / "cpu-test-MUL_MAT_ID-iq1_s.log").read_text()
-    files["replay/chat.exit"] = chat_exit
-    files["replay/test-MUL_MAT-CPU.exit"] = mul_mat_exit
-    return files
 
 
 @pytest.fixture
@@ -232,7 +222,6 @@ def test_cuda_gates_with_stand_ins(pin_set, tmp_path, upstream, monkeypatch):
 def test_an_interrupted_verify_writes_no_pass_and_leaves_no_stale_green(pin_set, tmp_path):
     """SIGINT during a gate (here: the feature checks, the last gate): exit 130, and the JSON at --json is this
     run's, with the cut gate `not-run` — not the green file an earlier run left there."""
-    import os
     import subprocess
     import sys
 
@@ -242,7 +231,7 @@ def test_an_interrupted_verify_writes_no_pass_and_leaves_no_stale_green(pin_set,
     assert gates(first["builds"][0])["feature-checks"]["status"] == "passed"
     # the command check now signals pinset itself, as Ctrl-C in the terminal would
     write_pins(pin_set, text.replace('["cat", "{src}/feature.txt"]', '["sh", "-c", "kill -INT $PPID; sleep 30"]'))
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = child_env()
     done = subprocess.run([sys.executable, "-m", "pinset", "verify", "-c", str(pin_set), "--json",
                            str(tmp_path / "verify.json"), "--markdown", str(tmp_path / "verify.md"), "--no-progress",
                            "-j", "2"], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300)

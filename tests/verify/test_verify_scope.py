@@ -10,7 +10,7 @@ from pinset.cli import main
 from pinset.config.schema import FeatureCheck
 from pinset.verify import plan
 from tests.testing import write_pins
-from tests.verify.test_verify_gates import gates, pytestmark, stand_in_files, upstream  # noqa: F401  (fixture, skip mark)
+from tests.verify.test_verify_gates import gates, pytestmark, upstream  # noqa: F401  (fixture, skip mark)
 
 ALL = ["MUL_MAT", "MUL_MAT_ID"]
 
