@@ -21,3 +21,16 @@ def isolated_cache(tmp_path, monkeypatch):
     cache = tmp_path / "cache"
     monkeypatch.setenv("PINSET_CACHE", str(cache))
     return cache
+
+
+@pytest.fixture(scope="session")
+def snapshot_seed(tmp_path_factory):
+    """A store with every llama.cpp snapshot (SNAPSHOTS) imported, once per session (per xdist worker).
+
+    Never a test's store: tests take `copy_store(seed, folder)` (tests/testing/snapshots.py), so none sees
+    what another wrote. Returns (seed store, version -> Build)."""
+    from pinset.store import Store
+    from tests.testing.snapshots import SNAPSHOTS, import_snapshots
+
+    seed = Store.open(tmp_path_factory.mktemp("snapshot-seed") / "cache")
+    return seed, import_snapshots(seed, tuple(SNAPSHOTS))

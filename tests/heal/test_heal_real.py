@@ -8,10 +8,9 @@ import subprocess
 import pytest
 
 from pinset.cli import main
-from pinset.store import Store
 from pinset.upstream.mirror import Mirror
 from tests.testing import write_pins
-from tests.testing.snapshots import build_name, import_snapshots
+from tests.testing.snapshots import build_name, copy_store
 
 pytestmark = pytest.mark.slow
 
@@ -34,9 +33,9 @@ def moved_window(old: list[str], new: list[str], size: int = 7) -> int | None:
     return None
 
 
-def test_real_pin_written_on_0334_refreshed_onto_0336(tmp_path, monkeypatch, capsys):
-    store = Store.open(tmp_path / "cache")
-    builds = import_snapshots(store, ("0.3.36", "0.3.34"))
+def test_real_pin_written_on_0334_refreshed_onto_0336(tmp_path, monkeypatch, capsys, snapshot_seed):
+    seed, builds = snapshot_seed
+    store = copy_store(seed, tmp_path / "cache")
     monkeypatch.setenv("PINSET_CACHE", str(store.root))
     old, new = builds["0.3.34"], builds["0.3.36"]
     with Mirror(store.mirror) as mirror:

@@ -17,9 +17,8 @@ from pathlib import Path
 import pytest
 
 from pinset.cli import main
-from pinset.store import Store
 from tests.testing import GIT_ENV, ROOT, write_pins
-from tests.testing.snapshots import import_snapshots
+from tests.testing.snapshots import copy_store
 
 pytestmark = pytest.mark.slow
 
@@ -33,10 +32,10 @@ def git(repo: Path, *args: str, input: str | None = None) -> str:
 
 
 @pytest.fixture(scope="module")
-def real(tmp_path_factory):
+def real(tmp_path_factory, snapshot_seed):
     root = tmp_path_factory.mktemp("real-nightly")
-    store = Store.open(root / "cache")
-    builds = import_snapshots(store, ["0.3.35", "0.3.36"])
+    seed, builds = snapshot_seed
+    store = copy_store(seed, root / "cache")
     old, new = builds["0.3.35"], builds["0.3.36"]
     up = root / "upstream.git"
     git(up, "init", "-q", "--bare")

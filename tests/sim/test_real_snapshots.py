@@ -7,9 +7,8 @@ import json
 import pytest
 
 from pinset.cli import main
-from pinset.store import Store
 from tests.testing import ROOT as REPO, write_pins
-from tests.testing.snapshots import SNAPSHOTS, build_name, import_snapshots, make_backport_pins
+from tests.testing.snapshots import SNAPSHOTS, build_name, copy_store, make_backport_pins
 
 MMQ_SERIES = REPO / "patches" / "cuda-mmq-iq1m"
 
@@ -17,10 +16,10 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def real(tmp_path_factory):
+def real(tmp_path_factory, snapshot_seed):
     root = tmp_path_factory.mktemp("real")
-    store = Store.open(root / "cache")
-    builds = import_snapshots(store)
+    seed, builds = snapshot_seed
+    store = copy_store(seed, root / "cache")
     pins = make_backport_pins(store, builds["0.3.35"], builds["0.3.36"], root / "pins", count=6)
     return store, builds, pins, root
 

@@ -15,7 +15,7 @@ import pytest
 from pinset.cli import main
 from pinset.store import Store
 from tests.testing import ROOT as REPO, write_pins
-from tests.testing.snapshots import build_name, import_snapshots, make_backport_pins, seed_downloads
+from tests.testing.snapshots import build_name, copy_store, import_snapshots, make_backport_pins, seed_downloads
 
 MMQ_SERIES = REPO / "patches" / "cuda-mmq-iq1m"
 
@@ -50,11 +50,11 @@ def test_mmq_series_on_0335_fresh_cache_and_after_0336(tmp_path, monkeypatch):
     assert "missing in this build: ggml/src/ggml-cuda/mmq-config-gcn.cuh" in pin["detail"]
 
 
-def test_backports_on_0334_alone_and_with_their_source_builds_imported(tmp_path, monkeypatch):
+def test_backports_on_0334_alone_and_with_their_source_builds_imported(tmp_path, monkeypatch, snapshot_seed):
     """Pins cut from 0.3.35..0.3.36 name 0.3.35's blobs as preimages: on 0.3.34 the verdict must not
     depend on whether 0.3.35 and 0.3.36 sit in the mirror."""
-    warm_store = Store.open(tmp_path / "warm")
-    builds = import_snapshots(warm_store)
+    seed, builds = snapshot_seed
+    warm_store = copy_store(seed, tmp_path / "warm")  # every snapshot imported, as the seed was
     pins = make_backport_pins(warm_store, builds["0.3.35"], builds["0.3.36"], tmp_path / "pins", count=13)
     cfg = write_pins(tmp_path / "pins.yaml", f"builds: [{build_name('0.3.34')}]\npins:\n"
                      + "".join(f"  - id: {p.name}\n    patches: {p}\n" for p in pins))

@@ -59,6 +59,24 @@ def import_snapshots(store: Store, versions=tuple(SNAPSHOTS)) -> dict[str, Build
     return builds
 
 
+def copy_store(seed: Store, dest: Path) -> Store:
+    """A store of its own with what `seed` holds, in well under a second instead of ~25 s of imports.
+
+    Git object files and downloaded sdists are hard links (neither git nor pinset ever rewrites one in place:
+    new objects, packs and downloads are new files); refs, config and the rest are copied, and locks/ and tmp/
+    start empty, so what one test's store writes never reaches the seed or another copy."""
+    def link_or_copy(src: str, dst: str) -> None:
+        rel = Path(src).relative_to(seed.root).parts
+        if rel[0] == "downloads" or rel[:2] == ("mirror.git", "objects"):
+            os.link(src, dst)
+        else:
+            shutil.copy2(src, dst)
+
+    shutil.copytree(seed.root, dest, copy_function=link_or_copy,
+                    ignore=lambda folder, names: [n for n in names if Path(folder) == seed.root and n in ("locks", "tmp")])
+    return Store.open(dest)
+
+
 def make_backport_pins(store: Store, old: Build, new: Build, dest: Path, count: int,
                        under: str = "ggml/src/ggml-cuda/") -> list[Path]:
     """Pins that backport upstream's changes of single files from `old` to `new`.
