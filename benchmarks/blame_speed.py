@@ -38,11 +38,11 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / "tests"))
+sys.path.insert(0, str(REPO))  # pinset and the tests' shared helpers (tests.testing), as the tests import them
 
 from pinset.sim.changes import is_substantive  # noqa: E402
 from pinset.store import Store  # noqa: E402
-from snapshots import SNAPSHOTS, import_snapshots  # noqa: E402
+from tests.testing.snapshots import SNAPSHOTS, import_snapshots  # noqa: E402
 
 CHAIN = ["0.3.30", "0.3.31", "0.3.32", "0.3.33", "0.3.34", "0.3.35"]
 LAST = "0.3.36"

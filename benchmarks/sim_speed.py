@@ -30,12 +30,11 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / "tests"))
-sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO))  # pinset and the tests' shared helpers (tests.testing), as the tests import them
 
 from pinset.sim.changes import is_substantive  # noqa: E402
 from pinset.store import Store  # noqa: E402
-from snapshots import SNAPSHOTS, build_name, import_snapshots, make_backport_pins, sdist_cache  # noqa: E402
+from tests.testing.snapshots import SNAPSHOTS, build_name, import_snapshots, make_backport_pins, sdist_cache  # noqa: E402
 
 GIT_ENV = {"GIT_AUTHOR_NAME": "b", "GIT_AUTHOR_EMAIL": "b@b", "GIT_COMMITTER_NAME": "b",
            "GIT_COMMITTER_EMAIL": "b@b", "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_CONFIG_NOSYSTEM": "1",

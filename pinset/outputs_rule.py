@@ -3,7 +3,7 @@
 Every option of every verb is declared here by its argparse `dest` as an output file, an output folder,
 an input file, an input folder or not a path; `pinset.cli` checks the parsed arguments of whichever verb
 runs against this declaration before dispatch, so no verb can forget it. A new option that is in none of
-the sets fails tests/test_outputs_inputs.py until it is declared.
+the sets fails tests/cli/test_outputs_inputs.py until it is declared.
 
 What is checked, before any work (bad input, exit 2, nothing changed):
 - every output can be written (a file output is not a folder, a folder output not a file, a writable place);

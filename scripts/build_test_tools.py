@@ -15,8 +15,7 @@ import shutil
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # pinset and tests.testing, as the tests import them
 
 from pinset import progress  # noqa: E402
 from pinset.build.cmake import ensure_build  # noqa: E402
@@ -24,7 +23,7 @@ from pinset.build.settings import CPU_BUILD  # noqa: E402
 from pinset.store import Store  # noqa: E402
 from pinset.upstream.builds import resolve_build  # noqa: E402
 from pinset.upstream.mirror import Mirror  # noqa: E402
-from snapshots import build_name, keep_downloads, seed_downloads  # noqa: E402
+from tests.testing.snapshots import build_name, keep_downloads, seed_downloads  # noqa: E402
 
 TARGETS = ["llama-perplexity", "llama-bench", "llama-imatrix", "llama-quantize", "test-backend-ops"]
 

@@ -13,10 +13,11 @@ import json
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent
-REPO = ROOT.parent
-GOLDEN = ROOT / "golden" / "models"
-REPORT_GOLDEN = ROOT / "golden" / "report"
+from tests import testing
+
+REPO = testing.ROOT
+GOLDEN = testing.GOLDEN / "models"
+REPORT_GOLDEN = testing.GOLDEN / "report"
 # Recorded result files of every kind: the report scenarios, the nightly pick/blame run, bench fixtures and the
 # published H200 and bench-decides results.
 SOURCES = ("tests/fixtures", "reports")
@@ -53,9 +54,8 @@ def round_trip(path: Path) -> str:
 
 def report_outputs(workdir: Path) -> dict[str, str]:
     """scenario -> the JSON `pinset report` writes for it."""
-    sys.path.insert(0, str(ROOT))
     from pinset.cli import main
-    from regen_report_goldens import report_argv, scenarios
+    from tests.regen_report_goldens import report_argv, scenarios
 
     out = {}
     for name in scenarios():

@@ -19,9 +19,11 @@ from pathlib import Path
 
 import yaml
 
-ROOT = Path(__file__).resolve().parent
-FIXTURES = ROOT / "fixtures" / "report"
-GOLDEN = ROOT / "golden" / "report"
+from tests import testing
+
+ROOT = testing.TESTS
+FIXTURES = testing.FIXTURES / "report"
+GOLDEN = testing.GOLDEN / "report"
 
 
 def scenarios() -> list[str]:

@@ -1,5 +1,5 @@
 """Statistics for interleaved base/head benchmark rounds, kept apart from the runner so they can be
-checked on recorded and simulated rounds (benchmarks/bench_rule_sim.py, tests/test_stats.py).
+checked on recorded and simulated rounds (benchmarks/bench_rule_sim.py, tests/measures/test_stats.py).
 
 Model: round r gives one base speed b_r and one head speed h_r measured back to back (order flipped
 every round), so d_r = ln(h_r / b_r) cancels what drifts slowly (clocks, temperature, other load).

@@ -1,0 +1,176 @@
+"""`pinset cache info|clean` on a real cache layout (issue 23 §5): sizes by kind, what goes, what stays (the
+mirror, ccache, whatever a running pinset holds, anything outside the cache)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from pinset import cli
+from pinset.store import Store, scratch_dir
+from tests.testing import child_env
+
+DAY = 86400.0
+
+
+def _file(path: Path, size: int, age_days: float = 0.0) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(os.urandom(size))
+    _age(path, age_days)
+    return path
+
+
+def _age(path: Path, days: float) -> None:
+    t = time.time() - days * DAY
+    os.utime(path, (t, t), follow_symlinks=False)
+
+
+def _build(root: Path, key: str, size: int, age_days: float) -> Path:
+    folder = root / "builds" / key
+    _file(folder / "build" / "bin" / "llama-cli", size, age_days)
+    _file(folder / "key.json", 10, age_days)
+    (folder / "lock").touch()
+    for p in (folder / "lock", folder / "build" / "bin", folder / "build", folder):
+        _age(p, age_days)
+    return folder
+
+
+@pytest.fixture
+def cache(tmp_path):
+    root = Store.open(tmp_path / "cache").root
+    subprocess.run(["git", "init", "-q", "--bare", str(root / "mirror.git")], check=True)
+    _build(root, "old", 300_000, 30)
+    _build(root, "new", 200_000, 1)
+    _file(root / "downloads" / "llama_cpp_python-0.3.36.tar.gz", 100_000, 20)
+    _file(root / "downloads" / "llama_cpp_python-0.3.36.tar.gz.sha256", 65, 20)
+    _file(root / "downloads" / "llama_cpp_python-0.3.37.tar.gz.part", 50_000, 20)  # a download to resume
+    _file(root / "pins" / "o-r-1-abc-def.diff", 5_000, 10)
+    _file(root / "ccache" / "a" / "obj", 40_000, 40)
+    return root
+
+
+def _cli(capsys, *argv) -> tuple[int, str]:
+    code = cli.main(list(argv))
+    return code, capsys.readouterr().out
+
+
+def test_info_sizes_each_kind(cache, capsys):
+    code, out = _cli(capsys, "cache", "info", "--cache", str(cache), "--json")
+    doc = json.loads(out)
+    kinds = {k["kind"]: k for k in doc["kinds"]}
+    assert code == 0 and doc["schema"] == 1 and doc["cache"] == str(cache)
+    assert kinds["builds"]["entries"] == 2 and kinds["builds"]["bytes"] >= 500_000
+    assert kinds["sdists"]["entries"] == 2 and kinds["sdists"]["bytes"] >= 150_000  # the sdist and the .part
+    assert kinds["mirror"]["bytes"] > 0 and kinds["ccache"]["bytes"] >= 40_000 and kinds["results"]["entries"] == 1
+    assert doc["bytes"] == sum(k["bytes"] for k in doc["kinds"])
+    code, out = _cli(capsys, "cache", "info", "--cache", str(cache))
+    assert code == 0 and out.splitlines()[0] == f"cache {cache}"
+    assert next(line for line in out.splitlines() if line.split()[0] == "builds").split()[1:3] != ["0", "B"]
+
+
+def test_info_on_a_missing_cache_creates_nothing(tmp_path, capsys):
+    code, out = _cli(capsys, "cache", "info", "--cache", str(tmp_path / "nothing"))
+    assert code == 0 and "does not exist yet" in out and not (tmp_path / "nothing").exists()
+
+
+def test_clean_builds_older_than_takes_only_old_build_folders(cache, capsys):
+    code, out = _cli(capsys, "cache", "clean", "--cache", str(cache), "--builds", "--older-than", "7", "--json")
+    doc = json.loads(out)
+    assert code == 0 and [e["path"] for e in doc["removed"]] == ["builds/old"]
+    assert not (cache / "builds" / "old").exists() and (cache / "builds" / "new" / "key.json").exists()
+    assert (cache / "downloads" / "llama_cpp_python-0.3.36.tar.gz").exists()
+    assert doc["freed_bytes"] >= 300_000
+
+
+def test_dry_run_removes_nothing(cache, capsys):
+    before = sorted(str(p) for p in cache.rglob("*"))
+    code, out = _cli(capsys, "cache", "clean", "--cache", str(cache), "--dry-run")
+    assert code == 0 and "would remove builds: builds/old" in out and "would remove sdists" in out
+    assert sorted(str(p) for p in cache.rglob("*")) == before
+
+
+def test_clean_keeps_the_mirror_ccache_and_unfinished_downloads(cache, capsys):
+    code, out = _cli(capsys, "cache", "clean", "--cache", str(cache))
+    assert code == 0
+    assert not (cache / "builds" / "old").exists() and not (cache / "builds" / "new").exists()
+    assert not (cache / "downloads" / "llama_cpp_python-0.3.36.tar.gz").exists()
+    assert not (cache / "downloads" / "llama_cpp_python-0.3.36.tar.gz.sha256").exists()
+    assert not (cache / "pins" / "o-r-1-abc-def.diff").exists()
+    assert (cache / "downloads" / "llama_cpp_python-0.3.37.tar.gz.part").exists()
+    assert (cache / "mirror.git" / "HEAD").exists() and (cache / "ccache" / "a" / "obj").exists()
+
+
+def test_a_build_folder_a_running_pinset_holds_is_kept(cache, capsys):
+    """A real second process holds the build's lock, as a running verify does (store.locked)."""
+    holder = subprocess.Popen([sys.executable, "-c", (
+        "import sys, time\nfrom pathlib import Path\nfrom pinset.store import locked\n"
+        "with locked(Path(sys.argv[1])):\n    print('held', flush=True)\n    time.sleep(60)\n"),
+        str(cache / "builds" / "old" / "lock")], stdout=subprocess.PIPE, text=True,
+        env=child_env())
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        code, out = _cli(capsys, "cache", "clean", "--cache", str(cache), "--builds")
+        assert code == 0 and "kept builds: builds/old (in use" in out and "removed builds: builds/new" in out
+        assert (cache / "builds" / "old" / "build" / "bin" / "llama-cli").exists()
+        assert not (cache / "builds" / "new").exists()
+    finally:
+        holder.kill()
+        holder.wait()
+    code, out = _cli(capsys, "cache", "clean", "--cache", str(cache), "--builds")
+    assert "removed builds: builds/old" in out and not (cache / "builds" / "old").exists()
+
+
+def test_a_download_in_progress_is_kept(cache, capsys):
+    lock = cache / "downloads" / ".llama_cpp_python-0.3.36.lock"
+    holder = subprocess.Popen([sys.executable, "-c", (
+        "import sys, time\nfrom pathlib import Path\nfrom pinset.store import locked\n"
+        "with locked(Path(sys.argv[1])):\n    print('held', flush=True)\n    time.sleep(60)\n"), str(lock)],
+        stdout=subprocess.PIPE, text=True, env=child_env())
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        _cli(capsys, "cache", "clean", "--cache", str(cache))
+        assert (cache / "downloads" / "llama_cpp_python-0.3.36.tar.gz").exists()
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_nothing_outside_the_cache_goes(cache, tmp_path, capsys):
+    outside = _file(tmp_path / "precious" / "model.gguf", 1000)
+    (cache / "builds" / "old" / "link-to-outside").symlink_to(outside.parent)  # inside a build folder
+    (cache / "builds" / "linked").symlink_to(outside.parent)                    # a build "folder" that is a link
+    (cache / "logs").mkdir()
+    (cache / "logs" / "verify").symlink_to(outside.parent)
+    _age(cache / "logs" / "verify", 30)
+    _cli(capsys, "cache", "clean", "--cache", str(cache))
+    assert outside.read_bytes() and not (cache / "builds" / "old").exists()
+    assert (tmp_path / "precious").is_dir()
+
+
+def test_a_scratch_folder_of_a_live_run_is_kept_a_dead_ones_goes(cache, capsys):
+    live = scratch_dir(cache / "tmp", "sdist-")
+    dead = cache / "tmp" / "sdist-999-dead"
+    dead.mkdir()
+    try:
+        _cli(capsys, "cache", "clean", "--cache", str(cache))
+        assert live.path.is_dir() and not dead.exists()
+    finally:
+        live.close()
+
+
+@pytest.mark.parametrize("days", ["0", "-1", "nan", "inf", "x"])
+def test_older_than_must_be_a_positive_number(cache, days, capsys):
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["cache", "clean", "--cache", str(cache), "--older-than", days])
+    assert exc.value.code == 2 and (cache / "builds" / "old").exists()
+
+
+def test_a_file_as_the_cache_is_bad_input(tmp_path, capsys):
+    f = _file(tmp_path / "file", 10)
+    assert cli.main(["cache", "clean", "--cache", str(f)]) == 2 and f.exists()

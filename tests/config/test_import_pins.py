@@ -1,0 +1,128 @@
+"""`pinset import` (issue 23 §2): a pins.yaml from an Unsloth-style pr-set.json and from an Ollama-style
+checkout, one comment per pin naming its source; only the named output is written, never over a file."""
+
+from __future__ import annotations
+
+import json
+
+import yaml
+
+from pinset.cli import main
+from pinset.config.schema import load_pinset
+from tests.testing import GitRepo
+from tests.testing.sim import by_id, run_sim
+
+UP = "https://github.com/ggml-org/llama.cpp"
+SHA1, SHA2, SHA3 = ("1" * 40, "2" * 40, "ab" * 20)
+
+
+def _pr_set(tmp_path, doc) -> str:
+    path = tmp_path / "pr-set.json"
+    path.write_text(json.dumps(doc, indent=1))
+    return str(path)
+
+
+def test_a_pr_set_becomes_pins_in_order_with_required_and_sources(tmp_path, capsys):
+    src = _pr_set(tmp_path, [f"{UP}/pull/107/commits/{SHA1}",
+                             {"url": f"{UP}/pull/20/commits/{SHA2}", "required": False, "description": "speed-up"},
+                             {"pr": f"{UP}/pull/107", "commit": SHA3.upper()}])
+    out = tmp_path / "out" / "pins.yaml"
+    assert main(["import", src, "-o", str(out)]) == 0
+    pins = load_pinset(out).pins
+    assert [(p.id, p.pr.number, p.commit, p.required) for p in pins] == [
+        ("ggml-org#107", 107, SHA1, True), ("ggml-org#20", 20, SHA2, False), ("ggml-org#107-2", 107, SHA3, True)]
+    text = out.read_text()
+    comments = [line.strip() for line in text.splitlines() if line.startswith("  #")]
+    assert comments == [f"# pr-set.json prs[0]: {UP}/pull/107/commits/{SHA1}",
+                        f"# pr-set.json prs[1]: {UP}/pull/20/commits/{SHA2}",
+                        f"# pr-set.json prs[2]: {UP}/pull/107"]
+    doc = yaml.safe_load(text)
+    assert doc["upstream"] == UP and doc["builds"] == ["tags:b*:1"] and doc["pins"][1]["description"] == "speed-up"
+    assert sorted(p.name for p in out.parent.iterdir()) == ["pins.yaml"]  # nothing else written
+
+
+def test_a_pr_set_mapping_names_upstream_and_builds(tmp_path):
+    src = _pr_set(tmp_path, {"upstream": "https://github.com/o/llama.cpp", "builds": ["b100", "b101"],
+                             "prs": [f"https://github.com/o/llama.cpp/pull/1/commits/{SHA1}"]})
+    out = tmp_path / "pins.yaml"
+    assert main(["import", src, "-o", str(out), "--builds", "b200"]) == 0  # the command line wins
+    pinset = load_pinset(out)
+    assert pinset.upstream == "https://github.com/o/llama.cpp" and pinset.builds == ("b200",)
+
+
+def test_an_existing_output_is_refused_unless_forced(tmp_path, capsys):
+    src = _pr_set(tmp_path, [f"{UP}/pull/1/commits/{SHA1}"])
+    out = tmp_path / "pins.yaml"
+    out.write_text("mine\n")
+    assert main(["import", src, "-o", str(out)]) == 2
+    assert "exists (give --force" in capsys.readouterr().err and out.read_text() == "mine\n"
+    assert main(["import", src, "-o", str(out), "--force"]) == 0 and load_pinset(out).pins[0].commit == SHA1
+
+
+def test_bad_entries_are_bad_input_naming_the_entry_and_nothing_is_written(tmp_path, capsys):
+    out = tmp_path / "pins.yaml"
+    for doc, said in (([f"{UP}/pull/1"], "prs[0]: 'https://github.com/ggml-org/llama.cpp/pull/1' names no commit"),
+                      ([f"{UP}/pull/1/commits/{SHA1}", {"url": f"{UP}/issues/3"}], "prs[1]: "),
+                      ([{"url": f"{UP}/pull/1/commits/{SHA1}", "required": "no"}], "prs[0].required: must be true or false"),
+                      ([{"url": f"{UP}/pull/1/commits/{SHA1}", "wanted": 1}], "prs[0].wanted: unknown key"),
+                      ({"prs": []}, "prs: must be a non-empty list"),
+                      ([f"https://github.com/other/repo/pull/1/commits/{SHA1}"], "belongs to other/repo")):
+        src = _pr_set(tmp_path, doc)
+        assert main(["import", src, "-o", str(out)]) == 2, doc
+        assert said in capsys.readouterr().err
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["cache", "pr-set.json"] or not out.exists()
+    (tmp_path / "pr-set.json").write_text("[\n  1,\n")
+    assert main(["import", str(tmp_path / "pr-set.json"), "-o", str(out)]) == 2
+    assert "pr-set.json:3: not valid JSON" in capsys.readouterr().err and not out.exists()
+
+
+def _ollama_checkout(tmp_path) -> tuple[GitRepo, str]:
+    """A real upstream, and an Ollama-style checkout: Makefile.sync at an upstream commit, three independent
+    patches made against it (not a series: each applies on the bare tree)."""
+    up = GitRepo(tmp_path / "upstream")
+    base = up.commit("base", {"src/a.c": "int a;\n", "src/b.c": "int b;\n", "src/c.c": "int c;\n"})
+    checkout = tmp_path / "ollama"
+    patches = checkout / "llama" / "patches"
+    for i, rel in enumerate(["src/b.c", "src/a.c", "src/c.c"], 1):
+        up.git("checkout", "-q", "-b", f"p{i}", base)
+        up.commit(f"patch {i}", {rel: f"int {rel[4]} = {i};\n"})
+        up.format_patch("HEAD~1..HEAD", tmp_path / f"fp{i}")
+        (made,) = (tmp_path / f"fp{i}").glob("*.patch")
+        patches.mkdir(parents=True, exist_ok=True)
+        made.rename(patches / f"{i:04d}-{made.name[5:]}")
+        up.git("checkout", "-q", "master")
+    (checkout / "Makefile.sync").write_text(f"UPSTREAM=https://github.com/ggerganov/llama.cpp.git\n"
+                                            f"WORKDIR=llama/vendor\nFETCH_HEAD={base}\n\n.PHONY: help\n")
+    return up, base
+
+
+def test_an_ollama_checkout_becomes_one_pin_per_patch_and_sims_green(tmp_path, capsys):
+    up, base = _ollama_checkout(tmp_path)
+    out = tmp_path / "distro" / "pins.yaml"
+    assert main(["import", str(tmp_path / "ollama"), "-o", str(out), "--upstream", str(up.path)]) == 0
+    pinset = load_pinset(out)
+    names = sorted(p.name for p in (tmp_path / "ollama" / "llama" / "patches").iterdir())
+    assert [p.id for p in pinset.pins] == [f"ollama/{n.removesuffix('.patch')}" for n in names]
+    assert pinset.builds == (base,) and all(len(p.patch_files()) == 1 for p in pinset.pins)
+    text = out.read_text()
+    assert f"  # ollama/llama/patches/{names[0]} (Makefile.sync FETCH_HEAD {base[:12]})" in text
+    assert '"../ollama/llama/patches/' in text  # relative to the output's folder
+    code, data = run_sim(tmp_path, out)
+    got = by_id(data["builds"][0])
+    assert code == 0 and all(got[p.id]["status"] == "applied" for p in pinset.pins)
+    # without --upstream: the Makefile's own
+    again = tmp_path / "distro" / "second.yaml"
+    assert main(["import", str(tmp_path / "ollama"), "-o", str(again)]) == 0
+    assert load_pinset(again).upstream == "https://github.com/ggerganov/llama.cpp.git"
+
+
+def test_an_ollama_checkout_without_fetch_head_or_patches_is_bad_input(tmp_path, capsys):
+    _ollama_checkout(tmp_path)
+    make = tmp_path / "ollama" / "Makefile.sync"
+    make.write_text("UPSTREAM=x\nFETCH_HEAD=main\n")
+    out = tmp_path / "pins.yaml"
+    assert main(["import", str(tmp_path / "ollama"), "-o", str(out)]) == 2
+    assert "Makefile.sync:2: FETCH_HEAD: 'main' is not a 40-hex-digit commit" in capsys.readouterr().err
+    make.unlink()
+    assert main(["import", str(tmp_path / "ollama"), "-o", str(out)]) == 2
+    assert "not an Ollama-style checkout" in capsys.readouterr().err and not out.exists()

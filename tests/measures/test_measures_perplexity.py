@@ -1,0 +1,75 @@
+"""llama-perplexity parser on real output captured from the CPU build (tests/fixtures/README-perplexity.md)."""
+
+from __future__ import annotations
+
+import pytest
+
+from pinset.measures.perplexity import base_problem, kld_problem, parse_perplexity
+from tests.testing import FIXTURES
+
+FIX = FIXTURES / "perplexity"
+
+
+def load(name: str):
+    return parse_perplexity((FIX / f"{name}.stdout").read_text(), (FIX / f"{name}.stderr").read_text())
+
+
+def test_reference_run_final_ppl_is_on_stderr_and_chunks_on_stdout():
+    out = load("ref-cpu-f16")
+    assert out.final_ppl.value == pytest.approx(2735044.2682)
+    assert out.final_ppl.err == pytest.approx(465244.85013)
+    assert out.chunk_ppls == [2161623.8111, 2361814.4616, 2735044.2682]
+    assert (out.n_chunks, out.n_ctx) == (3, 256)
+    assert out.kld is None and out.errors == []
+    assert base_problem(out, 0) is None
+    # where the lines are: the final estimate only on stderr, the per-chunk list only on stdout
+    assert "Final estimate" not in (FIX / "ref-cpu-f16.stdout").read_text()
+    assert parse_perplexity("", (FIX / "ref-cpu-f16.stderr").read_text()).chunk_ppls == []
+
+
+def test_kld_run_blocks():
+    out = load("kld-iq1m-vs-f16")
+    k = out.kld
+    assert k is not None and kld_problem(out, 0, gpu=False) is None
+    assert (k.kld_mean.value, k.kld_mean.err) == (3.544505, 0.067744)
+    assert k.kld_percentiles["99.9"] == 8.729576
+    assert k.kld_percentiles["max"] == 9.076786 and k.kld_percentiles["min"] == 0.323141
+    assert k.kld_median == 3.375562
+    assert (k.same_top_p_pct.value, k.same_top_p_pct.err) == (20.997, 2.089)
+    assert (k.rms_dp_pct.value, k.rms_dp_pct.err) == (3.875, 1.314)
+    assert k.ppl_q.value == 2218312.743252 and k.ppl_base.value == 1965443.507937
+    assert k.ln_ppl_ratio.value == 0.121029
+    assert k.dp_percentiles_pct["0.1"] == -51.653
+    assert out.final_ppl is None  # a --kl-divergence run prints no "Final estimate"
+    # the KLD block is on stdout: stderr alone has none
+    assert parse_perplexity("", (FIX / "kld-iq1m-vs-f16.stderr").read_text()).kld is None
+
+
+def test_bad_base_file_exits_0_without_block_and_the_error_is_reported():
+    out = load("kld-bad-base-file")
+    assert out.kld is None
+    problem = kld_problem(out, 0, gpu=False)
+    assert problem and "does not look like a file containing log-probabilities" in problem
+
+
+def test_too_few_tokens_exits_0_without_statistics():
+    out = load("kld-too-few-tokens")
+    assert out.kld is None and out.errors == []
+    assert "no KL divergence block" in kld_problem(out, 0, gpu=False)
+
+
+def test_nonzero_exit_is_a_problem_even_with_a_block():
+    out = load("kld-iq1m-vs-f16")
+    assert "exited 1" in kld_problem(out, 1, gpu=False)
+
+
+def test_truncated_block_is_not_a_result():
+    text = (FIX / "kld-iq1m-vs-f16.stdout").read_text()
+    cut = text[: text.index("====== Token probability statistics ======")]
+    assert parse_perplexity(cut, "").kld is None
+
+
+def test_a_percentile_printed_twice_is_unreadable():
+    text = (FIX / "kld-iq1m-vs-f16.stdout").read_text()
+    out = parse_perplexity(text.replace("Median  KLD:   3.375562", "Median  KLD:   3.375562\nMedian  KLD:   0.1"), "")
+    assert out.kld is None and "unreadable" in kld_problem(out, 0)

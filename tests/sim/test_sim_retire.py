@@ -1,0 +1,145 @@
+"""A pin is `upstream` (retired) only when its change really is in the build: lines the file (or the
+tree) had before the pin are no evidence, and a pin that still applies and changes the build is not
+carried. A false `upstream` is a false pass: the pin counts as ok while its change is missing."""
+
+from __future__ import annotations
+
+from hypothesis import given, strategies as st
+
+from pinset.sim.changes import combine, moved_match, parse_patch
+from tests.testing import write_pins
+from tests.testing.sim import by_id, run_sim
+
+FILLER = "".join(f"int filler_{i}(void) {{ return {i}; }}\n" for i in range(30))
+BLOCK = "    int value = compute(ready);\n    log_value(value);\n    return value + 1;\n"
+MAIN_C = ('#include "common.h"\n#include "values.h"\nint first(int ready) {\n' + BLOCK + "}\n"
+          + FILLER + "int second(int ready) {\n    return 0;\n}\n")
+
+
+def _series(up, base, name, files, out, with_base=False):
+    up.git("checkout", "-q", "-b", f"tmp-{name}", base)
+    up.commit(name, files)
+    up.git("format-patch", "-q", *(["--base", base] if with_base else []), "-o", str(out / name),
+           f"{base}..tmp-{name}")
+    up.git("checkout", "-q", "master")
+    up.git("branch", "-q", "-D", f"tmp-{name}")
+
+
+def _pins(tmp_path, up, builds, pins, *ids):
+    entries = "".join(f"  - id: {i}\n    patches: {pins / i}\n" for i in ids)
+    return write_pins(tmp_path / "pins.yaml", f"upstream: {up.path}\nbuilds: [{', '.join(builds)}]\npins:\n{entries}")
+
+
+def _world(make_repo, tmp_path, with_base=False):
+    up = make_repo("upstream")
+    b1 = up.commit("base", {"src/main.c": MAIN_C, "README": "upstream\n"})
+    up.tag("b1")
+    pins = tmp_path / "patches"
+    # dup-block: the pin gives second() the very body first() has (every added line already in the file).
+    dup_block = MAIN_C.replace("int second(int ready) {\n    return 0;\n}\n", "int second(int ready) {\n" + BLOCK + "}\n")
+    _series(up, b1, "dup-block", {"src/main.c": dup_block}, pins, with_base)
+    # dup-include: the pin adds an #include line the file already has (a merge leftover, say).
+    _series(up, b1, "dup-include", {"src/main.c": MAIN_C.replace(
+        "int second", '#include "common.h"\nint second')}, pins, with_base)
+    # b2: upstream squash-merged dup-block.
+    up.commit("squash: dup-block (#7)", {"src/main.c": dup_block})
+    up.tag("b2")
+    return up, pins, dup_block
+
+
+def test_pin_adding_lines_the_file_already_has_is_applied_not_upstream(make_repo, tmp_path):
+    up, pins, _ = _world(make_repo, tmp_path)
+    code, data = run_sim(tmp_path, _pins(tmp_path, up, ["b1"], pins, "dup-block", "dup-include"))
+    pins_b1 = by_id(data["builds"][0])
+    assert pins_b1["dup-block"]["status"] == "applied", pins_b1["dup-block"]
+    # applied and not retired whatever the count says: the series names no base, so the copies the file had
+    # before the pin are known only from the patch's context (never from a blob that happens to be cached)
+    assert pins_b1["dup-block"]["retire"] is False
+    assert pins_b1["dup-include"]["status"] == "applied", pins_b1["dup-include"]
+    assert code == 0
+
+
+def test_squash_merged_duplicate_block_is_still_upstream(make_repo, tmp_path):
+    up, pins, _ = _world(make_repo, tmp_path)
+    _, data = run_sim(tmp_path, _pins(tmp_path, up, ["b1", "b2"], pins, "dup-block"))
+    b1, b2 = (by_id(b)["dup-block"] for b in data["builds"])
+    assert b1["status"] == "applied"
+    assert b2["status"] == "upstream" and b2["retire"] is True and b2["carried_fraction"] == 1.0
+
+
+def test_pin_that_still_applies_and_changes_the_build_is_not_carried(make_repo, tmp_path):
+    """Upstream put the same lines somewhere else (the count says 'present'), but the pin still
+    applies at its own place and changes the build: it is not carried."""
+    up, pins, _ = _world(make_repo, tmp_path)
+    up.git("checkout", "-q", "-b", "elsewhere", "b1")
+    up.commit("upstream: a third copy", {"src/main.c": MAIN_C + "int third(int ready) {\n" + BLOCK + "}\n"})
+    up.tag("b3")
+    up.git("checkout", "-q", "master")
+    _, data = run_sim(tmp_path, _pins(tmp_path, up, ["b3"], pins, "dup-block"))
+    pin = by_id(data["builds"][0])["dup-block"]
+    assert pin["carried_fraction"] == 1.0
+    assert pin["status"] == "applied" and pin["retire"] is False
+
+
+def test_pin_failing_for_another_reason_is_not_retired_by_lines_that_were_already_there(make_repo, tmp_path):
+    """The moved-code search must not count lines the tree had before the pin (here the block in
+    src/other.c): upstream changed the pin's context, so it conflicts."""
+    up = make_repo("upstream")
+    target = "int fresh(int ready) {\n    return 0;\n}\n" + FILLER
+    b1 = up.commit("base", {"src/main.c": MAIN_C, "src/target.c": target})
+    up.tag("b1")
+    pins = tmp_path / "patches"
+    _series(up, b1, "copy-block", {"src/target.c": target.replace("    return 0;\n", BLOCK)}, pins, with_base=True)
+    up.commit("upstream rewrites fresh()", {"src/target.c": target.replace("    return 0;\n", "    return ready ? 2 : 0;\n")})
+    up.tag("b2")
+    _, data = run_sim(tmp_path, _pins(tmp_path, up, ["b2"], pins, "copy-block"))
+    pin = by_id(data["builds"][0])["copy-block"]
+    assert pin["status"] == "conflict" and pin["retire"] is False, pin
+    assert pin["conflict_with"] == "upstream"
+
+
+def test_pin_landed_in_moved_code_is_still_retired(make_repo, tmp_path):
+    """Counterpart of the test above: the block copied into a new file by upstream (beyond the
+    copies the base had) still retires the pin that no longer applies."""
+    up = make_repo("upstream")
+    target = "int fresh(int ready) {\n    return 0;\n}\n" + FILLER
+    b1 = up.commit("base", {"src/main.c": MAIN_C, "src/target.c": target})
+    up.tag("b1")
+    pins = tmp_path / "patches"
+    _series(up, b1, "copy-block", {"src/target.c": target.replace("    return 0;\n", BLOCK)}, pins, with_base=True)
+    up.commit("upstream moves fresh() with the change", {
+        "src/target.c": FILLER, "src/fresh.c": "int fresh(int ready) {\n" + BLOCK + "}\n"})
+    up.tag("b2")
+    _, data = run_sim(tmp_path, _pins(tmp_path, up, ["b2"], pins, "copy-block"))
+    pin = by_id(data["builds"][0])["copy-block"]
+    assert pin["status"] == "upstream" and pin["retire"] is True, pin
+
+
+def test_preimage_of_a_series_counts_lines_before_the_series():
+    """Context and removed lines bound the file's copies from below; lines an earlier patch of the
+    series added are not the file's own."""
+    first = ("diff --git a/f.c b/f.c\n--- a/f.c\n+++ b/f.c\n@@ -1,2 +1,3 @@\n int keep_me(void);\n"
+             "+int added_line(void);\n-int gone_line(void);\n")
+    second = ("diff --git a/f.c b/f.c\n--- a/f.c\n+++ b/f.c\n@@ -1,2 +1,3 @@\n int keep_me(void);\n"
+              " int added_line(void);\n+int added_line(void);\n")
+    fc = combine([parse_patch(first), parse_patch(second)])["f.c"]
+    assert fc.preimage == {"int keep_me(void);": 1, "int gone_line(void);": 1}
+    assert fc.net_added() == {"int added_line(void);": 2}
+
+
+def test_moved_match_counts_only_copies_beyond_the_preimage():
+    added = {"line_a();": 1, "line_b();": 1, "line_c();": 1}
+    where = {line: {"x.c": 1} for line in added}
+    assert moved_match(added, where).carried(0.95)
+    assert not moved_match(added, where, {"line_a();": 1, "line_b();": 1, "line_c();": 1}).carried(0.95)
+    assert moved_match(added, {line: {"x.c": 2} for line in added}, {line: 1 for line in added}).carried(0.95)
+
+
+@given(st.dictionaries(st.sampled_from([f"line_{i}();" for i in range(8)]), st.integers(1, 3), min_size=1),
+       st.dictionaries(st.sampled_from([f"dir/f{i}.c" for i in range(3)]), st.integers(1, 4), min_size=1))
+def test_lines_the_preimage_already_had_never_retire_a_pin(added, counts_per_file):
+    """Whatever the tree holds, if the pin's base had as many copies of each line, nothing is found."""
+    locations = {line: dict(counts_per_file) for line in added}
+    preimage = {line: sum(counts_per_file.values()) for line in added}
+    match = moved_match(added, locations, preimage)
+    assert match.found == 0 and not match.carried(0.0 + 1e-9)

@@ -1,0 +1,121 @@
+"""The one testing module: where fixtures and goldens live, real git repositories for tests, pins.yaml
+writing. Test files import from here (`from tests.testing import GitRepo, write_pins, FIXTURES`), never
+from conftest.py (which keeps the pytest fixtures) nor from one another's paths."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import textwrap
+from pathlib import Path
+
+TESTS = Path(__file__).resolve().parent.parent  # tests/
+ROOT = TESTS.parent  # the repository: pinset/, docs/, reports/, patches/
+FIXTURES = TESTS / "fixtures"  # captured program output and recorded results (tests/fixtures/README*.md)
+GOLDEN = TESTS / "golden"  # byte-exact expected outputs (tests/regen_*_goldens.py write them)
+
+
+def child_env(**extra: str) -> dict[str, str]:
+    """os.environ for a child `python -m pinset ...` (or `python -c`) that imports this checkout's pinset."""
+    return {**os.environ, "PYTHONPATH": str(ROOT), **extra}
+
+
+def fake_program(folder: Path, name: str, script: str) -> Path:
+    """A small executable script standing in for a program, to inject a fault."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / name
+    path.write_text(script)
+    path.chmod(0o755)
+    return path
+
+
+GIT_ENV = {
+    "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",
+    "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com",
+    "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_CONFIG_NOSYSTEM": "1",
+}
+
+
+class GitRepo:
+    """A real git work tree for building upstream histories in tests."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        path.mkdir(parents=True, exist_ok=True)
+        self.git("init", "-q", "-b", "master")
+
+    def git(self, *args: str) -> str:
+        env = dict(os.environ, **GIT_ENV)
+        return subprocess.run(["git", *args], cwd=self.path, env=env, check=True,
+                              capture_output=True, text=True).stdout
+
+    def write(self, rel: str, text: str) -> None:
+        target = self.path / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(textwrap.dedent(text))
+
+    def commit(self, message: str, files: dict[str, str | None] | None = None) -> str:
+        for rel, text in (files or {}).items():
+            if text is None:
+                self.git("rm", "-q", rel)
+            else:
+                self.write(rel, text)
+                self.git("add", rel)
+        self.git("commit", "-q", "--allow-empty", "-m", message)
+        return self.head()
+
+    def head(self) -> str:
+        return self.git("rev-parse", "HEAD").strip()
+
+    def tag(self, name: str, rev: str = "HEAD") -> None:
+        self.git("tag", name, rev)
+
+    def format_patch(self, rev_range: str, out: Path) -> list[Path]:
+        out.mkdir(parents=True, exist_ok=True)
+        names = self.git("format-patch", "-q", "-o", str(out), rev_range).split()
+        return [Path(n) for n in names]
+
+
+def write_pins(path: Path, text: str) -> Path:
+    path.write_text(textwrap.dedent(text).lstrip())
+    return path
+
+
+def series(repo: GitRepo, base: str, commits, out: Path, *format_patch_args: str) -> Path:
+    """Commit `commits` ((message, files) pairs) on a branch from `base`, export them with format-patch into
+    `out`, return to master."""
+    repo.git("checkout", "-q", "-b", "series-tmp", base)
+    for message, files in commits:
+        repo.commit(message, files)
+    out.mkdir(parents=True, exist_ok=True)
+    repo.git("format-patch", "-q", *format_patch_args, "-o", str(out), f"{base}..series-tmp")
+    repo.git("checkout", "-q", "master")
+    repo.git("branch", "-q", "-D", "series-tmp")
+    return out
+
+
+# A one-line change of a.txt ("two" -> "TWO"), as git 2.39 writes it; one_pin_project pins it.
+A_TXT_PATCH = """From 1f6fdf014e482fde3671bb9de8d19abbc5961d36 Mon Sep 17 00:00:00 2001
+From: t <t@example.com>
+Subject: [PATCH] change a.txt
+
+---
+diff --git a/a.txt b/a.txt
+--- a/a.txt
++++ b/a.txt
+@@ -1,3 +1,3 @@
+ one
+-two
++TWO
+ three
+--
+2.39.5
+"""
+
+
+def one_pin_project(folder: Path, upstream: GitRepo) -> Path:
+    """pins.yaml in `folder` with one pin `a` (A_TXT_PATCH in folder/p) on build b1 of `upstream`."""
+    (folder / "p").mkdir()
+    (folder / "p" / "0001-change.patch").write_text(A_TXT_PATCH)
+    (folder / "pins.yaml").write_text(f"upstream: {upstream.path}\nbuilds: [b1]\npins:\n  - id: a\n    patches: p\n")
+    return folder / "pins.yaml"

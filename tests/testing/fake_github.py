@@ -1,0 +1,120 @@
+"""A fake GitHub on 127.0.0.1: the issue-comment endpoints `pinset report --post` uses, in memory, with
+canned answers to inject faults (errors, dropped connections, lost replies)."""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, urlsplit
+
+TOKEN = "ghp_s3cr3tT0kenThatMustNeverBePrinted"
+
+
+class FakeGitHub:
+    """In-memory comments of one PR (owner/repo#7); `fail` makes every request answer with that error.
+
+    `script` holds canned answers, used in order by the first requests of their method (None: any):
+    dicts with `status`, `body` (a JSON value, or raw bytes; None drops the connection unanswered),
+    `headers`, and `apply` (do the real work first, then give the canned answer: a lost reply)."""
+
+    def __init__(self, token: str = TOKEN):
+        self.token = token
+        self.comments: list[dict] = []
+        self.requests: list[tuple[str, str, dict, dict | None]] = []  # method, path+query, headers, body
+        self.fail: tuple[int, dict, dict] | None = None
+        self.script: list[dict] = []
+        self.next_id = 1000
+        self.login: str | None = None  # the token's user (a PAT); None: GET /user answers 403 like GITHUB_TOKEN
+        self.author = {"login": "github-actions[bot]", "type": "Bot"}  # who the token's comments are by
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self.thread = threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def add(self, body: str, user: dict | None = None) -> dict:
+        self.next_id += 1
+        c = {"id": self.next_id, "body": body, "html_url": f"https://github.test/o/r/pull/7#issuecomment-{self.next_id}",
+             "user": user or self.author}
+        self.comments.append(c)
+        return c
+
+    def _handler(self):
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def _send(self, status, data, headers=None):
+                raw = data if isinstance(data, bytes) else json.dumps(data).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(raw)))
+                for k, v in (headers or {}).items():
+                    self.send_header(k, v)
+                self.end_headers()
+                self.wfile.write(raw)
+
+            def _handle(self, method):
+                length = int(self.headers.get("Content-Length") or 0)
+                body = json.loads(self.rfile.read(length)) if length else None
+                fake.requests.append((method, self.path, dict(self.headers), body))
+                if self.headers.get("Authorization") != f"Bearer {fake.token}":
+                    return self._send(401, {"message": "Bad credentials"})
+                if fake.fail:
+                    return self._send(*fake.fail)
+                canned = next((a for a in fake.script if a.get("method") in (None, method)), None)
+                if canned:
+                    fake.script.remove(canned)
+                    if canned.get("apply"):
+                        self._serve(method, body)
+                    if canned.get("body", b"") is None:
+                        self.close_connection = True  # no answer at all
+                        return None
+                    return self._send(canned["status"], canned.get("body", b""), canned.get("headers"))
+                return self._serve(method, body, self._send)
+
+            def _serve(self, method, body, send=lambda *a: None):
+                parts = urlsplit(self.path)
+                if parts.path == "/user" and method == "GET":
+                    if fake.login is None:
+                        return send(403, {"message": "Resource not accessible by integration"})
+                    return send(200, {"login": fake.login, "type": "User"})
+                if re.fullmatch(r"/repos/o/r/issues/7/comments", parts.path):
+                    if method == "GET":
+                        q = parse_qs(parts.query)
+                        per_page, page = int(q.get("per_page", ["30"])[0]), int(q.get("page", ["1"])[0])
+                        chunk = fake.comments[(page - 1) * per_page: page * per_page]
+                        headers = {}
+                        if page * per_page < len(fake.comments):
+                            headers["Link"] = (f'<{fake.url}/repos/o/r/issues/7/comments?per_page={per_page}'
+                                               f'&page={page + 1}>; rel="next"')
+                        return send(200, chunk, headers)
+                    if method == "POST":
+                        if not body or not body.get("body"):
+                            return send(422, {"message": "Validation Failed"})
+                        return send(201, fake.add(body["body"]))
+                m = re.fullmatch(r"/repos/o/r/issues/comments/(\d+)", parts.path)
+                if m and method == "PATCH":
+                    for c in fake.comments:
+                        if c["id"] == int(m[1]):
+                            if c["user"] != fake.author:  # like GitHub for a token that may not edit others' words
+                                return send(403, {"message": "Resource not accessible by integration"})
+                            c["body"] = body["body"]
+                            return send(200, c)
+                return send(404, {"message": "Not Found"})
+
+            def do_GET(self):
+                self._handle("GET")
+
+            def do_POST(self):
+                self._handle("POST")
+
+            def do_PATCH(self):
+                self._handle("PATCH")
+
+        return Handler
