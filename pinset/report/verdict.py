@@ -15,6 +15,7 @@ from pinset.nightly.model import PASSED_OVER
 from pinset.report import evidence
 from pinset.report.load import EVIDENCE_KINDS, kld_delta_text
 from pinset.report.merge import BenchStudy, KldStudy, Merged, VerifyRun
+from pinset.report.model import BLOCKED, NOT_ENOUGH, READY
 from pinset.verify.model import (
     FAILED,
     GPU_GATES,
@@ -28,7 +29,6 @@ from pinset.verify.model import (
 )
 
 BACKEND_OP_GATES = ("backend-ops", "cpu-backend-ops")
-READY, BLOCKED, NOT_ENOUGH = "ready", "blocked", "not enough evidence"
 
 
 @dataclass
