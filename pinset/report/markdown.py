@@ -6,12 +6,13 @@ so a re-run that changes nothing does not re-post a comment, and golden files ca
 
 from __future__ import annotations
 
+from pinset.cells import device_key, device_text
 from pinset.markdown_table import table
 from pinset.measures.bench import band_name, exclusion_kind, row_speeds, speed_stat
 from pinset.nightly.markdown import blame_markdown, pick_markdown
 from pinset.report.evidence import evidence_lines
 from pinset.report.load import kld_delta_text
-from pinset.report.merge import Merged, VerifyRun, device_key, device_text, op_key
+from pinset.report.merge import Merged, VerifyRun, op_key
 from pinset.report.verdict import (
     BACKEND_OP_GATES,
     Verdict,
@@ -284,7 +285,7 @@ def _kld(m: Merged) -> list[str]:
 
 def _ran_on(doc: dict) -> str:
     """"; ran on HOST, GPU UUID (cell h200)" for a kld/bench that recorded where it ran, else nothing."""
-    key = device_key(doc)
+    key = device_key(doc.get("host"))
     if not key:
         return ""
     cls = (doc.get("host") or {}).get("gpu_class")

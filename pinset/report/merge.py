@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Callable, Iterator
 
+from pinset.cells import SAYS_NOTHING, canonical, device_key, machine_key
 from pinset.errors import PinsetError
 from pinset.nightly.model import NOT_TRIED
 from pinset.report.load import KINDS, ResultFile
@@ -63,31 +63,10 @@ class Merged:
         return {f.kind for f in self.files}
 
 
-def machine_key(machine: dict) -> tuple:
-    """(host, GPU model, visible GPU UUIDs): two GPUs of one model on one host are two machines (two cells
-    of a matrix), and a file from before UUIDs were recorded keeps its old identity."""
-    gpu = machine.get("gpu")
-    return (machine["hostname"], gpu["name"] if gpu else None, tuple(machine.get("gpu_uuids") or ()))
-
-
-def device_key(doc: dict) -> tuple:
-    """Where a kld or bench ran, from its optional `host` (host, visible GPU UUIDs); () in older files."""
-    host = doc.get("host") or {}
-    return (host["hostname"], tuple(host["gpu_uuids"])) if host else ()
-
-
 def gpu_class_of(doc: dict) -> str | None:
     """The matrix cell's GPU class a kld or bench was made as (--gpu-class): one GPU may serve two classes
     (two builds of one tree), whose numbers are two results, not one contradicting itself."""
     return (doc.get("host") or {}).get("gpu_class")
-
-
-def device_text(key: tuple) -> str:
-    """"host" or "host, GPU GPU-1a2b3c4d" for a machine_key or device_key."""
-    if not key:
-        return ""
-    host, uuids = key[0], key[-1]
-    return host + (f", GPU {', '.join(u[:12] for u in uuids)}" if uuids else "")
 
 
 def expected_cells(path) -> list[dict]:
@@ -112,154 +91,20 @@ def op_key(op: dict) -> tuple[str, str, str]:
     return op["op"], op["backend"], op.get("params") or ""
 
 
-def _canonical(data) -> str:
-    return json.dumps(data, sort_keys=True, separators=(",", ":"))
-
-
 def order_files(files: list[ResultFile]) -> list[ResultFile]:
     """A fixed order independent of the command line (same inputs -> same report), duplicates dropped."""
     seen: dict[str, ResultFile] = {}
-    for f in sorted(files, key=lambda f: (KINDS.index(f.kind), _canonical(f.data), f.name)):
-        seen.setdefault(_canonical(f.data), f)
+    for f in sorted(files, key=lambda f: (KINDS.index(f.kind), canonical(f.data), f.name)):
+        seen.setdefault(canonical(f.data), f)
     return list(seen.values())
 
 
 # --- cells ----------------------------------------------------------------------------------
-SAYS_NOTHING = object()  # a cell that says nothing (a gate or check not run): merges with anything
-
-
-def _cells_sim(d: dict):
-    for b in d["builds"]:
-        for p in b["pins"]:
-            yield (("sim", b["build"], p["id"]),
-                   {k: p[k] for k in ("status", "conflict_with", "retire", "required")} | {"contract_ok": p["contract"]["ok"]})
-
-
-def _cells_verify(d: dict):
-    mk = machine_key(d["machine"])
-    gpu_class = (d.get("options") or {}).get("gpu_class")
-    host = f"{mk[1] or 'no GPU'} on {device_text(mk)}" + (f" as {gpu_class}" if gpu_class else "")
-    for b in d["builds"]:
-        for g in b["gates"]:
-            run = g["status"] != NOT_RUN
-            yield ("verify", b["build"], host, g["name"]), (g["status"] if run else SAYS_NOTHING)
-            for op in g.get("ops") or []:
-                name, backend, params = op_key(op)
-                yield (("verify", b["build"], host, g["name"], name, backend) + ((f"/{params}/",) if params else ()),
-                       {k: op[k] for k in ("passed", "total", "not_supported")})
-            for c in g.get("checks") or []:
-                yield (("verify", b["build"], host, "feature check", c["pin"], c["check"]),
-                       SAYS_NOTHING if c["status"] == NOT_RUN else {k: c[k] for k in ("status", "cases")})
-
-
-def _cells_kld(d: dict):
-    study = (d["model"]["name"], d["text"]["sha256"][:12], f"ctx {d['ctx']}", f"{d['chunks']} chunks",
-             *((device_text(device_key(d)),) if device_key(d) else ()),
-             *((f"as {gpu_class_of(d)}",) if gpu_class_of(d) else ()))
-    for r in d["runs"]:
-        yield (("kld", *study, r["label"], r["build"], r["backend"]),
-               {k: r[k] for k in ("ppl", "kld", "same_top_p", "rms_dp", "ok")})
-    yield ("kld", *study, "verdict"), d["verdict"]["text"]
-
-
-def _cells_pick(d: dict):
-    yield ("pick", "picked base"), d["picked"]
-    for b in d["builds"]:
-        yield (("pick", b["build"]), SAYS_NOTHING if b["verdict"] == NOT_TRIED
-               else {"verdict": b["verdict"], "why": [r["summary"] for r in b["reasons"]]})
-
-
-def _cells_blame(d: dict):
-    for p in d["pins"]:
-        yield (("blame", f"{d['good']['build']} -> {d['bad']['build']}", p["id"]),
-               {"status": p["status"], "first_bad": (p["first_bad"] or {}).get("commit"), "files": p["files"],
-                "problems": p["problems"]})
-
-
-def _cells_bench(d: dict):
-    gpu = ((d["gpu"]["name"] if d["gpu"] else "no GPU") + (f" on {device_text(device_key(d))}" if device_key(d) else "")
-           + (f" as {gpu_class_of(d)}" if gpu_class_of(d) else ""))
-    for r in d["rows"]:
-        yield (("bench", d["model"]["name"], gpu, f"{d['base']['build']} -> {d['head']['build']}", r["test"],
-                _canonical(r["params"])),
-               {k: r[k] for k in ("base_tps", "head_tps", "ratio", "verdict")})
-
-
-
-def _builds_with_commits_sim_verify(d: dict):
-    for b in d["builds"]:
-        yield b["build"], b["commit"]
-
-
-def _builds_with_commits_kld(d: dict):
-    yield d["reference"]["build"], d["reference"]["commit"]
-    for r in d["runs"]:
-        yield r["build"], r["commit"]
-
-
-def _builds_with_commits_bench(d: dict):
-    for side in ("base", "head"):
-        yield d[side]["build"], d[side]["commit"]
-
-
-def _builds_with_commits_pick(d: dict):
-    for b in d["builds"]:
-        if b["commit"]:
-            yield b["build"], b["commit"]
-
-
-def _builds_with_commits_blame(d: dict):
-    for end in ("good", "bad"):
-        yield d[end]["build"], d[end]["commit"]
-
-
-
-def _pin_states_sim(d: dict):
-    for b in d["builds"]:
-        for p in b["pins"]:
-            state = "contract" if p["status"] == "applied" and not p["contract"]["ok"] else p["status"]
-            yield b["build"], p["id"], state
-
-
-def _pin_states_pick(d: dict):
-    for b in d["builds"]:
-        for r in b["reasons"]:
-            if r["pin"] is not None:
-                yield b["build"], r["pin"], r["status"]
-
-
-def _pin_states_blame(d: dict):
-    for p in d["pins"]:
-        yield d["good"]["build"], p["id"], p["good_status"]
-        yield d["bad"]["build"], p["id"], p["bad_status"]
-
-
-
-def _none(d: dict):
-    return iter(())
-
-
-@dataclass(frozen=True)
-class KindView:
-    """What merging reads of one kind of result, one function per question (no `if kind ==` chains):
-    its cells (compared across files), its (build, commit) pairs, and the pins' states per build
-    (`pin_states`: as blame's pin_state: sim's status, a broken contract as `contract`, as sim, pick -- the pins
-    it passed a build over for -- and blame saw them: a blame that calls a pin broken on a build the sim calls
-    fine, or the reverse, contradicts it)."""
-
-    cells: Callable[[dict], Iterator]
-    commits: Callable[[dict], Iterator]
-    pin_states: Callable[[dict], Iterator] = _none
-
-
-VIEWS = {
-    "sim": KindView(_cells_sim, _builds_with_commits_sim_verify, _pin_states_sim),
-    "verify": KindView(_cells_verify, _builds_with_commits_sim_verify),
-    "kld": KindView(_cells_kld, _builds_with_commits_kld),
-    "bench": KindView(_cells_bench, _builds_with_commits_bench),
-    "pick": KindView(_cells_pick, _builds_with_commits_pick, _pin_states_pick),
-    "blame": KindView(_cells_blame, _builds_with_commits_blame, _pin_states_blame),
-}
+# What merging reads of each result is asked of its model, one method per question (pinset.cells): its cells
+# (compared across files), its (build, commit) pairs, and the pins' states per build (`pin_states`: as blame's
+# pin_state: sim's status, a broken contract as `contract`, as sim, pick -- the pins it passed a build over
+# for -- and blame saw them: a blame that calls a pin broken on a build the sim calls fine, or the reverse,
+# contradicts it).
 
 
 def _show(value) -> str:
@@ -270,7 +115,7 @@ def check_consistent(files: list[ResultFile]) -> tuple[str | None, dict[str, str
     """Raise PinsetError on the first contradiction; return the pin set digest and build commits."""
     digest_from: tuple[str, str] | None = None
     for f in files:
-        digest = f.data.get("pinset")  # kld and bench: absent for explicit --base-bin/--head-bin and older files
+        digest = f.model.pinset_digest  # kld and bench: absent for explicit --base-bin/--head-bin and older files
         if not digest:
             continue
         if digest_from is None:
@@ -281,7 +126,7 @@ def check_consistent(files: list[ResultFile]) -> tuple[str | None, dict[str, str
 
     commits: dict[str, tuple[str, str]] = {}
     for f in files:
-        for build, commit in VIEWS[f.kind].commits(f.data):
+        for build, commit in f.model.build_commits():
             if build in commits:
                 known, where = commits[build]
                 if not (known.startswith(commit) or commit.startswith(known)):
@@ -294,7 +139,7 @@ def check_consistent(files: list[ResultFile]) -> tuple[str | None, dict[str, str
 
     cells: dict[tuple, tuple[object, str]] = {}
     for f in files:
-        for key, value in VIEWS[f.kind].cells(f.data):
+        for key, value in f.model.cells():
             if value is SAYS_NOTHING:
                 continue
             if key in cells and cells[key][0] != value:
@@ -304,7 +149,7 @@ def check_consistent(files: list[ResultFile]) -> tuple[str | None, dict[str, str
             cells.setdefault(key, (value, str(f.path)))
     states: dict[tuple[str, str], tuple[str, str, str]] = {}
     for f in files:
-        for build, pin, state in VIEWS[f.kind].pin_states(f.data):
+        for build, pin, state in f.model.pin_states():
             known = states.setdefault((build, pin), (state, f.kind, str(f.path)))
             if known[0] != state:
                 raise PinsetError(f"{known[2]} and {f.path} disagree on pin {pin} on build {build}: "
@@ -417,7 +262,7 @@ def _merge_kld(files: list[ResultFile]) -> list[KldStudy]:
         if f.kind != "kld":
             continue
         d = f.data
-        key = (d["model"]["name"], d["text"]["sha256"], d["ctx"], d["chunks"], d["reference"]["build"], device_key(d),
+        key = (d["model"]["name"], d["text"]["sha256"], d["ctx"], d["chunks"], d["reference"]["build"], device_key(d.get("host")),
                gpu_class_of(d))
         study = studies.setdefault(key, KldStudy(d, [], []))
         study.sources.append(str(f.path))
@@ -433,9 +278,9 @@ def _merge_bench(files: list[ResultFile]) -> list[BenchStudy]:
             continue
         d = f.data
         key = (d["model"]["name"], d["gpu"]["name"] if d["gpu"] else None, d["base"]["build"], d["head"]["build"],
-               device_key(d), gpu_class_of(d))
+               device_key(d.get("host")), gpu_class_of(d))
         study = studies.setdefault(key, BenchStudy(d, [], []))
         study.sources.append(str(f.path))
-        have = {(r["test"], _canonical(r["params"])) for r in study.rows}
-        study.rows += [r for r in d["rows"] if (r["test"], _canonical(r["params"])) not in have]
+        have = {(r["test"], canonical(r["params"])) for r in study.rows}
+        study.rows += [r for r in d["rows"] if (r["test"], canonical(r["params"])) not in have]
     return list(studies.values())

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING
 
+from pinset.cells import BuildCommits, Cells, PinStates
 from pinset.results import SCHEMAS, Doc
 
 if TYPE_CHECKING:
@@ -56,6 +57,11 @@ class PinResult:
     @property
     def ok(self) -> bool:
         return self.status in ("applied", "upstream") and self.contract.ok
+
+    @property
+    def state(self) -> str:
+        """sim's status, with an applied pin whose contract broke told apart as `contract` (as blame's states)."""
+        return "contract" if self.status == "applied" and not self.contract.ok else self.status
 
     @property
     def touches_cuda(self) -> bool | None:
@@ -119,6 +125,23 @@ class SimResult:
     @property
     def ok(self) -> bool:
         return all(b.ok for b in self.builds)
+
+    def cells(self) -> Cells:
+        """Per build and pin what the simulation found (pinset.cells: compared across files by the report)."""
+        for b in self.builds:
+            for p in b.pins:
+                yield (("sim", b.build, p.id),
+                       {"status": p.status, "conflict_with": p.conflict_with, "retire": p.retire,
+                        "required": p.required, "contract_ok": p.contract.ok})
+
+    def build_commits(self) -> BuildCommits:
+        for b in self.builds:
+            yield b.build, b.commit
+
+    def pin_states(self) -> PinStates:
+        for b in self.builds:
+            for p in b.pins:
+                yield b.build, p.id, p.state
 
     @classmethod
     def from_json(cls, d: Doc) -> SimResult:
