@@ -19,6 +19,7 @@ from pinset.measures.llama_bench import speed_problem
 from pinset.results import SCHEMAS, Doc
 
 VERDICTS = ("faster", "slower", "no change", "too noisy", "insufficient data")
+FASTER, SLOWER, NO_CHANGE, TOO_NOISY, INSUFFICIENT_DATA = VERDICTS
 DECISIVE = ("faster", "slower", "no change")   # verdicts a sequential bench may stop on
 FIRST_LOOK = 5   # kept rounds before an adaptive bench may stop
 BUSY = "another process used the GPU"   # the one exclusion for noise; warm-up and failed runs are not noise

@@ -138,6 +138,11 @@ class KldResult:
     def pin_states(self) -> PinStates:
         return iter(())
 
+    @property
+    def further(self) -> bool:
+        """The verdict says head is further from the CPU result than base (a blocker)."""
+        return self.verdict["text"].startswith("further")
+
     def run(self, label: str) -> KldRun | None:
         return next((r for r in self.runs if r.label == label), None)
 

@@ -9,13 +9,18 @@ A gate or check that was `not-run` in one file and run in another is not a contr
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from typing import TypeVar
 
-from pinset.cells import SAYS_NOTHING, canonical, device_key, machine_key
+from pinset.cells import SAYS_NOTHING, canonical
+from pinset.checks.backend_ops import OpCount
 from pinset.errors import PinsetError
-from pinset.nightly.model import NOT_TRIED
+from pinset.measures.bench_model import BenchResult, BenchRow
+from pinset.measures.kld_model import KldResult, KldRun
+from pinset.nightly.model import NOT_TRIED, BlameResult, BuildPick, PickResult
 from pinset.report.load import KINDS, ResultFile
-from pinset.verify.model import NOT_RUN
+from pinset.sim.model import BuildResult, SimResult
+from pinset.verify.model import NOT_RUN, BuildVerification, CheckResult, GateResult, VerifyResult
 
 
 @dataclass
@@ -24,49 +29,72 @@ class VerifyRun:
 
     machine: dict
     machine_key: tuple
-    build: dict
+    build: BuildVerification        # the gates, checks and not-tested items of every file, merged
     sources: list[str] = field(default_factory=list)
     gpu_class: str | None = None    # the pins.yaml `gpus:` class of the CI cell that made it (--gpu-class)
+    ok: bool = True                 # every file called the build ok (a run elsewhere never undoes a stop here)
+
+    @property
+    def gpu(self) -> dict | None:
+        return self.machine.get("gpu")
 
 
 @dataclass
 class KldStudy:
     """KLD runs against one CPU reference (one model, text and context)."""
 
-    doc: dict
-    runs: list[dict]
+    result: KldResult               # the first file's: model, text, reference, verdict, host
+    runs: list[KldRun]
     sources: list[str] = field(default_factory=list)
+
+    @property
+    def device(self) -> str:
+        """The backends of its runs ("CPU" for CPU against CPU), "none" without a run."""
+        return ", ".join(sorted({r.backend for r in self.runs})) or "none"
+
+    @property
+    def on_device(self) -> bool:
+        """Every run under test ran on a device, not the CPU (a CPU-against-CPU KLD says nothing of a GPU path)."""
+        return bool(self.runs) and all(r.backend != "CPU" for r in self.runs)
 
 
 @dataclass
 class BenchStudy:
     """llama-bench rows of one base/head pair on one GPU and model."""
 
-    doc: dict
-    rows: list[dict]
+    result: BenchResult             # the first file's: model, sides, GPU, rounds, host
+    rows: list[BenchRow]
     sources: list[str] = field(default_factory=list)
+
+    @property
+    def device(self) -> str:
+        """The GPU llama-bench ran on; "CPU" with the GPU hidden or with every test at -ngl 0."""
+        on_cpu = self.rows and all(r.params.get("n_gpu_layers") == 0 for r in self.rows)
+        return self.result.gpu["name"] if self.result.gpu and not on_cpu else "CPU"
 
 
 @dataclass
 class Merged:
     files: list[ResultFile]
     pinset: str | None
-    sim: dict | None
+    sim: SimResult | None           # builds merged over every sim file (the first file to simulate a build speaks)
     verify: list[VerifyRun]
     kld: list[KldStudy]
     bench: list[BenchStudy]
     commits: dict[str, str]  # build name -> longest commit seen
-    pick: dict | None = None      # pick JSON, rows merged over every pick file (a tried row beats "not tried")
-    blame: list[dict] = field(default_factory=list)  # blame JSON per (good, bad) commit range, pins merged
+    pick: PickResult | None = None      # rows merged over every pick file (a tried row beats "not tried")
+    blame: list[BlameResult] = field(default_factory=list)  # per (good, bad) commit range, pins merged
 
     def kinds(self) -> set[str]:
         return {f.kind for f in self.files}
 
 
-def gpu_class_of(doc: dict) -> str | None:
-    """The matrix cell's GPU class a kld or bench was made as (--gpu-class): one GPU may serve two classes
-    (two builds of one tree), whose numbers are two results, not one contradicting itself."""
-    return (doc.get("host") or {}).get("gpu_class")
+M = TypeVar("M")
+
+
+def models_of(files: list[ResultFile], cls: type[M]) -> list[tuple[M, str]]:
+    """(model, path) of every file holding a `cls` result, in the files' order."""
+    return [(f.model, str(f.path)) for f in files if isinstance(f.model, cls)]
 
 
 def expected_cells(path) -> list[dict]:
@@ -86,16 +114,16 @@ def expected_cells(path) -> list[dict]:
     return cells
 
 
-def op_key(op: dict) -> tuple[str, str, str]:
+def op_key(op: OpCount) -> tuple[str, str, str]:
     """An op count is one (op, backend, -p filter): the CPU gate may run MUL_MAT under two filters."""
-    return op["op"], op["backend"], op.get("params") or ""
+    return op.op, op.backend, op.params or ""
 
 
 def order_files(files: list[ResultFile]) -> list[ResultFile]:
     """A fixed order independent of the command line (same inputs -> same report), duplicates dropped."""
     seen: dict[str, ResultFile] = {}
-    for f in sorted(files, key=lambda f: (KINDS.index(f.kind), canonical(f.data), f.name)):
-        seen.setdefault(canonical(f.data), f)
+    for f in sorted(files, key=lambda f: (KINDS.index(f.kind), f.canonical, f.name)):
+        seen.setdefault(f.canonical, f)
     return list(seen.values())
 
 
@@ -150,10 +178,10 @@ def check_consistent(files: list[ResultFile]) -> tuple[str | None, dict[str, str
     states: dict[tuple[str, str], tuple[str, str, str]] = {}
     for f in files:
         for build, pin, state in f.model.pin_states():
-            known = states.setdefault((build, pin), (state, f.kind, str(f.path)))
-            if known[0] != state:
-                raise PinsetError(f"{known[2]} and {f.path} disagree on pin {pin} on build {build}: "
-                                  f"{known[0]} ({known[1]}) vs {state} ({f.kind})")
+            said = states.setdefault((build, pin), (state, f.kind, str(f.path)))
+            if said[0] != state:
+                raise PinsetError(f"{said[2]} and {f.path} disagree on pin {pin} on build {build}: "
+                                  f"{said[0]} ({said[1]}) vs {state} ({f.kind})")
     return (digest_from[0] if digest_from else None), {b: c for b, (c, _) in commits.items()}
 
 
@@ -165,122 +193,108 @@ def merge(files: list[ResultFile]) -> Merged:
                   _merge_bench(files), commits, _merge_pick(files), _merge_blame(files))
 
 
-def _merge_pick(files: list[ResultFile]) -> dict | None:
+def _merge_pick(files: list[ResultFile]) -> PickResult | None:
     """One pick (the cells above refuse two different picked bases): its rows, with a row another file tried
     replacing this one's "not tried"."""
-    picks = [f.data for f in files if f.kind == "pick"]
+    picks = [p for p, _ in models_of(files, PickResult)]
     if not picks:
         return None
-    rows: dict[str, dict] = {}
-    for d in picks:
-        for b in d["builds"]:
-            if b["build"] not in rows or rows[b["build"]]["verdict"] == NOT_TRIED:
-                rows[b["build"]] = b
-    return {**picks[0], "builds": list(rows.values()), "verified": any(d["verified"] for d in picks)}
+    rows: dict[str, BuildPick] = {}
+    for pick in picks:
+        for b in pick.builds:
+            if b.build not in rows or rows[b.build].verdict == NOT_TRIED:
+                rows[b.build] = b
+    first = picks[0]
+    return PickResult(first.pinset_digest, first.picked, list(rows.values()), any(p.verified for p in picks))
 
 
-def _merge_blame(files: list[ResultFile]) -> list[dict]:
+def _merge_blame(files: list[ResultFile]) -> list[BlameResult]:
     """Blame results per range (good, bad commits); the pins of two files over one range are joined."""
-    ranges: dict[tuple[str, str], dict] = {}
-    for f in files:
-        if f.kind != "blame":
-            continue
-        d = f.data
-        key = (d["good"]["commit"], d["bad"]["commit"])
+    ranges: dict[tuple[str, str], BlameResult] = {}
+    for blame, _ in models_of(files, BlameResult):
+        key = (blame.good.commit, blame.bad.commit)
         if key not in ranges:
-            ranges[key] = {**d, "pins": list(d["pins"])}
+            ranges[key] = replace(blame, pins=list(blame.pins))
             continue
-        have = {p["id"] for p in ranges[key]["pins"]}
-        ranges[key]["pins"] += [p for p in d["pins"] if p["id"] not in have]
-        ranges[key]["probes"] = max(ranges[key]["probes"], d["probes"])
+        have = {p.id for p in ranges[key].pins}
+        ranges[key].pins += [p for p in blame.pins if p.id not in have]
+        ranges[key].probes = max(ranges[key].probes, blame.probes)
     return list(ranges.values())
 
 
-def _merge_sim(files: list[ResultFile]) -> dict | None:
-    sims = [f for f in files if f.kind == "sim"]
+def _merge_sim(files: list[ResultFile]) -> SimResult | None:
+    sims = [s for s, _ in models_of(files, SimResult)]
     if not sims:
         return None
-    builds: dict[str, dict] = {}
-    for f in sims:
-        for b in f.data["builds"]:
-            builds.setdefault(b["build"], b)
-    first = sims[0].data
-    return {**first, "builds": list(builds.values()), "ok": all(b["ok"] for b in builds.values())}
+    builds: dict[str, BuildResult] = {}
+    for sim in sims:
+        for b in sim.builds:
+            builds.setdefault(b.build, b)
+    return SimResult(list(builds.values()), sims[0].pinset_digest)
 
 
-def _prefer_run(old: dict, new: dict) -> dict:
-    return new if old["status"] == NOT_RUN and new["status"] != NOT_RUN else old
+def _prefer_run(old: G, new: G) -> G:
+    return new if old.status == NOT_RUN and new.status != NOT_RUN else old
 
 
-def _merge_gate(old: dict, new: dict) -> dict:
-    gate = dict(_prefer_run(old, new))
-    if "ops" in old or "ops" in new:
-        ops = {op_key(o): o for o in (old.get("ops") or [])}
-        for o in new.get("ops") or []:
+G = TypeVar("G", GateResult, CheckResult)
+
+
+def _merge_gate(old: GateResult, new: GateResult) -> GateResult:
+    gate = replace(_prefer_run(old, new))
+    if old.ops is not None or new.ops is not None:
+        ops = {op_key(o): o for o in (old.ops or [])}
+        for o in new.ops or []:
             ops.setdefault(op_key(o), o)
-        gate["ops"] = list(ops.values())
-    if "checks" in old or "checks" in new:
-        checks = {(c["pin"], c["check"]): c for c in (old.get("checks") or [])}
-        for c in new.get("checks") or []:
-            key = (c["pin"], c["check"])
+        gate.ops = list(ops.values())
+    if old.checks is not None or new.checks is not None:
+        checks = {(c.pin, c.check): c for c in (old.checks or [])}
+        for c in new.checks or []:
+            key = (c.pin, c.check)
             checks[key] = _prefer_run(checks[key], c) if key in checks else c
-        gate["checks"] = list(checks.values())
+        gate.checks = list(checks.values())
     return gate
 
 
 def _merge_verify(files: list[ResultFile]) -> list[VerifyRun]:
     runs: dict[tuple, VerifyRun] = {}
-    for f in files:
-        if f.kind != "verify":
-            continue
-        machine = f.data["machine"]
-        mk = machine_key(machine)
-        gpu_class = (f.data.get("options") or {}).get("gpu_class")
-        for b in f.data["builds"]:
-            key = (mk, b["build"], gpu_class)  # one GPU may run the cells of two classes (two builds of one tree)
+    for result, path in models_of(files, VerifyResult):
+        mk = result.machine_key
+        for b in result.builds:
+            key = (mk, b.build, result.gpu_class)  # one GPU may run the cells of two classes (two builds of one tree)
             if key not in runs:
-                runs[key] = VerifyRun(machine, mk, {**b, "gates": list(b["gates"]),
-                                                    "not_tested": list(b["not_tested"])}, [str(f.path)],
-                                      gpu_class)
+                runs[key] = VerifyRun(result.machine, mk, replace(b, gates=list(b.gates), not_tested=list(b.not_tested)),
+                                      [path], result.gpu_class, b.ok)
                 continue
             run = runs[key]
-            run.sources.append(str(f.path))
-            gates = {g["name"]: g for g in run.build["gates"]}
-            for g in b["gates"]:
-                gates[g["name"]] = _merge_gate(gates[g["name"]], g) if g["name"] in gates else g
-            run.build["gates"] = list(gates.values())
-            for item in b["not_tested"]:
-                if item not in run.build["not_tested"]:
-                    run.build["not_tested"].append(item)
-            run.build["ok"] = run.build["ok"] and b["ok"]
+            run.sources.append(path)
+            gates = {g.name: g for g in run.build.gates}
+            for g in b.gates:
+                gates[g.name] = _merge_gate(gates[g.name], g) if g.name in gates else g
+            run.build.gates = list(gates.values())
+            run.build.not_tested += [item for item in b.not_tested if item not in run.build.not_tested]
+            run.ok = run.ok and b.ok
     return list(runs.values())
 
 
 def _merge_kld(files: list[ResultFile]) -> list[KldStudy]:
     studies: dict[tuple, KldStudy] = {}
-    for f in files:
-        if f.kind != "kld":
-            continue
-        d = f.data
-        key = (d["model"]["name"], d["text"]["sha256"], d["ctx"], d["chunks"], d["reference"]["build"], device_key(d.get("host")),
-               gpu_class_of(d))
+    for d, path in models_of(files, KldResult):
+        key = (d.model["name"], d.text["sha256"], d.ctx, d.chunks, d.reference["build"], d.device_key, d.gpu_class)
         study = studies.setdefault(key, KldStudy(d, [], []))
-        study.sources.append(str(f.path))
-        have = {(r["label"], r["build"], r["backend"]) for r in study.runs}
-        study.runs += [r for r in d["runs"] if (r["label"], r["build"], r["backend"]) not in have]
+        study.sources.append(path)
+        have = {(r.label, r.build, r.backend) for r in study.runs}
+        study.runs += [r for r in d.runs if (r.label, r.build, r.backend) not in have]
     return list(studies.values())
 
 
 def _merge_bench(files: list[ResultFile]) -> list[BenchStudy]:
     studies: dict[tuple, BenchStudy] = {}
-    for f in files:
-        if f.kind != "bench":
-            continue
-        d = f.data
-        key = (d["model"]["name"], d["gpu"]["name"] if d["gpu"] else None, d["base"]["build"], d["head"]["build"],
-               device_key(d.get("host")), gpu_class_of(d))
+    for d, path in models_of(files, BenchResult):
+        key = (d.model["name"], d.gpu["name"] if d.gpu else None, d.base["build"], d.head["build"], d.device_key,
+               d.gpu_class)
         study = studies.setdefault(key, BenchStudy(d, [], []))
-        study.sources.append(str(f.path))
-        have = {(r["test"], canonical(r["params"])) for r in study.rows}
-        study.rows += [r for r in d["rows"] if (r["test"], canonical(r["params"])) not in have]
+        study.sources.append(path)
+        have = {(r.test, canonical(r.params)) for r in study.rows}
+        study.rows += [r for r in d.rows if (r.test, canonical(r.params)) not in have]
     return list(studies.values())

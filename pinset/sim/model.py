@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from pinset.sim.apply_errors import BuildPlace
 
 STATUSES = ("applied", "conflict", "upstream", "skipped", "error")
+APPLIED, CONFLICT, UPSTREAM, SKIPPED, ERROR = STATUSES
 BASE_RELATIONS = ("older", "contains", "diverged")  # a build against the pin's base commit
 APPLY_MODES = ("exact", "offset", "3-way", "resolution")  # how an applied pin applied (pinset.heal.modes)
 
