@@ -29,7 +29,7 @@ class Report:
 
     def result(self) -> ReportResult:
         v = self.verdict
-        return ReportResult(self.digest, v.outcome, v.line(), v.blockers, v.missing, v.warnings, v.not_tested,
+        return ReportResult(self.digest, v.outcome, v.line(), v.blockers, v.missing, v.warnings, v.not_tested_lines(),
                             [{"build": b, "commit": c} for b, c in sorted(self.merged.commits.items())],
                             [{"name": f.name, "kind": f.kind, "sha256": f.sha256} for f in self.merged.files])
 
@@ -71,9 +71,8 @@ def build_report(paths, pinset: PinSet | None = None, expect: str | None = None)
         for b in f.model.builds if isinstance(f.model, SimResult) else []:
             sims.setdefault(b.build, b)
     gaps = missing_pins(sims.values(), [p.id for p in pinset.pins] if pinset is not None else None)
-    verdict.missing += gaps
-    verdict.not_tested += gaps
     unfilled = unfilled_cells(merged, cells)
-    verdict.missing += unfilled
-    verdict.not_tested += unfilled
+    for items in (gaps, unfilled):   # evidence no result gives: missing, and listed under Not tested
+        verdict.missing += [item.text() for item in items]
+        verdict.not_tested += items
     return Report(merged, verdict, render(merged, verdict, pins_info, description), digest)

@@ -56,9 +56,10 @@ def render(m: Merged, verdict: Verdict, pins_info: dict[str, dict] | None = None
     out += _base_and_blame(m)
     out += ["### Not tested", ""]
     # blocked: the verdict line names the blockers only, so the missing evidence is listed here
+    not_tested = verdict.not_tested_lines()
     missing = [f"Not enough evidence: {item}" for item in verdict.missing
-               if item not in verdict.not_tested] if verdict.blockers else []
-    out += [f"- {item}" for item in missing + verdict.not_tested] or ["Everything the pin set declares was tested."]
+               if item not in not_tested] if verdict.blockers else []
+    out += [f"- {item}" for item in missing + not_tested] or ["Everything the pin set declares was tested."]
     out += [""]
     out += _provenance(m, labels)
     return "\n".join(out).rstrip("\n") + "\n"

@@ -54,3 +54,27 @@ class ReportResult:
                   for i in d.objs("inputs")]
         return cls(d.get("pinset", str, None), outcome, line, blockers, v.strs("missing", default=[]),
                    v.strs("warnings"), v.strs("not_tested"), builds, inputs)
+
+
+@dataclass(frozen=True)
+class Untested:
+    """One item of the report's Not tested list: what was not tested, why, and where (the builds or runs it
+    holds for, merged into one item when the same what and why hold for several). Typed, so the verdict never
+    builds or parses the sentence; `text()` is the one place it is written ("WHAT: WHY (WHERE, WHERE)")."""
+
+    what: str
+    why: str = ""
+    where: tuple[str, ...] = ()
+
+    def text(self) -> str:
+        line = f"{self.what}: {self.why}" if self.why else self.what
+        return line + (f" ({', '.join(self.where)})" if self.where else "")
+
+
+def grouped(items: list[Untested]) -> list[Untested]:
+    """One item per (what, why), its places joined in order of first appearance."""
+    order: dict[tuple[str, str], list[str]] = {}
+    for item in items:
+        places = order.setdefault((item.what, item.why), [])
+        places += [w for w in item.where if w not in places]
+    return [Untested(what, why, tuple(where)) for (what, why), where in order.items()]

@@ -17,7 +17,7 @@ from pinset.nightly.model import PASSED_OVER, PickResult
 from pinset.report import evidence
 from pinset.report.load import EVIDENCE_KINDS, kld_delta_text
 from pinset.report.merge import BenchStudy, KldStudy, Merged, VerifyRun, models_of
-from pinset.report.model import BLOCKED, NOT_ENOUGH, READY
+from pinset.report.model import BLOCKED, NOT_ENOUGH, READY, Untested, grouped
 from pinset.sim.model import APPLIED, CONFLICT, ERROR
 from pinset.verify.model import (
     FAILED,
@@ -36,7 +36,7 @@ BACKEND_OP_GATES = ("backend-ops", "cpu-backend-ops")
 class Verdict:
     blockers: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)     # red but not blocking (optional pins)
-    not_tested: list[str] = field(default_factory=list)
+    not_tested: list[Untested] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)      # evidence a pin's changes need that no result gives
 
     @property
@@ -47,6 +47,9 @@ class Verdict:
     def ok(self) -> bool:
         """Ready to ship: nothing failed and every pin has the evidence its changes need."""
         return self.outcome == READY
+
+    def not_tested_lines(self) -> list[str]:
+        return [item.text() for item in self.not_tested]
 
     def line(self) -> str:
         if self.blockers:
@@ -355,7 +358,7 @@ def _judge_bench(m: Merged, v: Verdict) -> set[str]:
 
 
 # --- expected cells -----------------------------------------------------------------------
-def unfilled_cells(m: Merged, cells: list[dict]) -> list[str]:
+def unfilled_cells(m: Merged, cells: list[dict]) -> list[Untested]:
     """One line per cell of a `pinset matrix` without, per kind it runs, a result of its build made as its GPU
     class (--gpu-class) on a GPU: a cell that failed before writing its JSON, was cancelled or never started
     (a report without these lines would simply not show it, and the columns that did arrive would look like the
@@ -374,10 +377,10 @@ def unfilled_cells(m: Merged, cells: list[dict]) -> list[str]:
             elif all(whys):
                 off_gpu.append(f"{kind} {whys[0]}")
         if gone:
-            out.append(f"cell {cell['cell']}: no {', '.join(gone)} result (the cell failed before writing it, "
-                       "was cancelled or never ran; see its job log)")
+            out.append(Untested(f"cell {cell['cell']}", f"no {', '.join(gone)} result (the cell failed before "
+                                "writing it, was cancelled or never ran; see its job log)"))
         if off_gpu:
-            out.append(f"cell {cell['cell']}: no result from a GPU of the class ({'; '.join(off_gpu)})")
+            out.append(Untested(f"cell {cell['cell']}", f"no result from a GPU of the class ({'; '.join(off_gpu)})"))
     return out
 
 
@@ -409,36 +412,43 @@ def _verify_off_gpu(run: VerifyRun, architectures: str | None) -> str | None:
 
 
 # --- not tested -------------------------------------------------------------------------------
-def not_tested(m: Merged) -> list[str]:
-    out: list[str] = []
+def not_tested(m: Merged) -> list[Untested]:
+    """Everything the results do not show, by concern; rendered to text by Untested.text()."""
+    return (_kinds_not_given(m) + _builds_not_verified(m) + grouped(_gates_not_run(m)) + grouped(_verify_items(m))
+            + _hardware_not_covered(m) + _speeds_not_called(m))
+
+
+def _kinds_not_given(m: Merged) -> list[Untested]:
+    """A kind of result no file gives (KLD and speed: said so when no pin's evidence rule asks for one)."""
     kinds = m.kinds()
-    if "sim" not in kinds:
-        out.append("Pin set: not simulated (no sim result)")
-    if "verify" not in kinds:
-        out.append("Correctness: not tested (no verify result)")
     wanted = evidence.wanted_kinds(m.sim)   # a kind no pin's rule asks for is said so (report/evidence.py)
-    if "kld" not in kinds:
-        out.append("KLD vs CPU reference: not measured (no kld result"
-                   + ("" if "kld" in wanted else "; no pin's evidence rule asks for one") + ")")
-    if "bench" not in kinds:
-        out.append("Speed: not measured (no bench result"
-                   + ("" if "bench" in wanted else "; no pin's evidence rule asks for one") + ")")
+    unasked = "; no pin's evidence rule asks for one"
+    out = [Untested("Pin set", "not simulated (no sim result)")] if "sim" not in kinds else []
+    out += [Untested("Correctness", "not tested (no verify result)")] if "verify" not in kinds else []
+    out += [Untested("KLD vs CPU reference", f"not measured (no kld result{'' if 'kld' in wanted else unasked})")
+            ] if "kld" not in kinds else []
+    out += [Untested("Speed", f"not measured (no bench result{'' if 'bench' in wanted else unasked})")
+            ] if "bench" not in kinds else []
+    return out
 
+
+def _builds_not_verified(m: Merged) -> list[Untested]:
+    """A picked base or simulated build no verify covers, and builds verified on the CPU only."""
+    out = []
     verified_builds = {run.build.build for run in m.verify}
-    picked = m.pick.picked if m.pick else None
-    if picked and m.pick and not m.pick.verified and picked not in verified_builds:
-        out.append(f"Base {picked}: picked by simulation only (pinset pick without --verify, and no verify "
-                   "result for it)")
-    if m.sim:
-        for b in m.sim.builds:
-            if m.verify and b.build not in verified_builds:
-                out.append(f"{b.build}: simulated only (no verify result for this build)")
-
+    if m.pick and m.pick.picked and not m.pick.verified and m.pick.picked not in verified_builds:
+        out.append(Untested(f"Base {m.pick.picked}", "picked by simulation only (pinset pick without --verify, "
+                                                     "and no verify result for it)"))
+    if m.sim and m.verify:
+        out += [Untested(b.build, "simulated only (no verify result for this build)")
+                for b in m.sim.builds if b.build not in verified_builds]
     gpu_builds = {run.build.build for run in m.verify if ran_on_gpu(run)}
-    for build in sorted(verified_builds - gpu_builds):
-        out.append(f"{build}: no GPU run (verified on CPU only)")
+    out += [Untested(build, "no GPU run (verified on CPU only)") for build in sorted(verified_builds - gpu_builds)]
+    return out
 
-    # gates no machine ran for a build, with the reasons given
+
+def _gates_not_run(m: Merged) -> list[Untested]:
+    """Gates no machine ran for a build, with the reasons given."""
     ran: set[tuple[str, str]] = set()
     reasons: dict[tuple[str, str], list[str]] = {}
     for run in m.verify:
@@ -450,59 +460,60 @@ def not_tested(m: Merged) -> list[str]:
                 reasons[key].append(why)   # the item says "not run" once
             else:
                 reasons.setdefault(key, [])
-    gate_items = [(f"gate `{gate}` not run" + (f": {'; '.join(why)}" if why else ""), build)
-                  for (build, gate), why in reasons.items() if (build, gate) not in ran]
-    out += _grouped(gate_items, style="()")
+    return [Untested(f"gate `{gate}` not run", "; ".join(why), (build,))
+            for (build, gate), why in reasons.items() if (build, gate) not in ran]
 
-    # verify's own not_tested entries and checks not run: per machine, since another machine may cover them
+
+def _verify_items(m: Merged) -> list[Untested]:
+    """verify's own not-tested items (per machine) and feature checks unchecked or not run (per build, unless
+    another machine ran them)."""
     labels = machine_labels(m.verify)
-    items: list[tuple[str, str]] = []
-    run_checks: set[tuple[str, str, str]] = set()
-    for run in m.verify:
-        for g in run.build.gates:
-            for c in g.checks or []:
-                if c.status in RAN:
-                    run_checks.add((run.build.build, c.pin, c.check))
+    run_checks = {(run.build.build, c.pin, c.check) for run in m.verify for g in run.build.gates
+                  for c in g.checks or [] if c.status in RAN}
+    out: list[Untested] = []
     for run in m.verify:
         where = run_label(run, labels)
-        for item in run.build.not_tested:
-            items.append((item.line(), where))
-        for g in run.build.gates:
-            for c in g.checks or []:
-                if c.status == UNCHECKED:
-                    items.append((f"`{c.pin}` has no feature check" + (f": {c.detail}" if c.detail else ""),
-                                  run.build.build))
-                elif c.status == NOT_RUN and (run.build.build, c.pin, c.check) not in run_checks:
-                    items.append((f"feature check `{c.pin}` {c.check} not run"
-                                  + (f": {c.detail}" if c.detail else ""), run.build.build))
-    out += _grouped(items, style="()")
+        out += [Untested(item.what, item.why, (where,)) for item in run.build.not_tested]
+        for c in (c for g in run.build.gates for c in g.checks or []):
+            if c.status == UNCHECKED:
+                out.append(Untested(f"`{c.pin}` has no feature check", c.detail or "", (run.build.build,)))
+            elif c.status == NOT_RUN and (run.build.build, c.pin, c.check) not in run_checks:
+                out.append(Untested(f"feature check `{c.pin}` {c.check} not run", c.detail or "", (run.build.build,)))
+    return out
 
-    # hardware coverage: say what the results do not show
+
+def _hardware_not_covered(m: Merged) -> list[Untested]:
+    """Hardware coverage: the GPUs, backends and CUDA architectures the results do not show."""
+    out = []
     gpus = [run.gpu for run in m.verify if run.gpu and ran_on_gpu(run)]
-    bench_gpus = [s.device for s in m.bench if s.result.gpu]
-    names = [g["name"] for g in gpus] + bench_gpus
+    names = [g["name"] for g in gpus] + [s.device for s in m.bench if s.result.gpu]
     if m.verify and not gpus:
-        out.append("GPU: no result (no verify ran its GPU gates)")
+        out.append(Untested("GPU", "no result (no verify ran its GPU gates)"))
     if names:
         if not any(_is_amd(n) for n in names):
-            out.append("AMD/ROCm: no result")
+            out.append(Untested("AMD/ROCm", "no result"))
         if all(n.upper().startswith("NVIDIA") for n in names):
-            out.append("Vulkan, Metal, SYCL backends: no result")
+            out.append(Untested("Vulkan, Metal, SYCL backends", "no result"))
     ccs = sorted({g["compute_capability"] for g in gpus})
     if ccs:
         archs = sorted({run.build.cuda_architectures for run in m.verify
                         if ran_on_gpu(run) and run.build.cuda_architectures})
         built = f" (built for CMAKE_CUDA_ARCHITECTURES={', '.join(archs)})" if archs else ""
-        out.append(f"CUDA architectures other than {', '.join(ccs)}: no result{built}")
+        out.append(Untested(f"CUDA architectures other than {', '.join(ccs)}", f"no result{built}"))
+    return out
 
+
+def _speeds_not_called(m: Merged) -> list[Untested]:
+    """Bench rows too noisy to call or without enough data."""
+    out = []
     for study in m.bench:
-        gpu = study.device
+        band = band_name(study.result.to_json())
         for row in study.rows:
             if row.verdict in (TOO_NOISY, INSUFFICIENT_DATA):
-                spread = f", {band_name(study.result.to_json())} ±{row.aa_spread:.1%}" if row.aa_spread is not None else ""
+                spread = f", {band} ±{row.aa_spread:.1%}" if row.aa_spread is not None else ""
                 ub = row.params.get("n_ubatch")
-                where = f"{study.result.model['name']}, {gpu}" + (f", ub {ub}" if ub else "")
-                out.append(f"Speed of {row.test} ({where}): {row.verdict}{spread}")
+                where = f"{study.result.model['name']}, {study.device}" + (f", ub {ub}" if ub else "")
+                out.append(Untested(f"Speed of {row.test} ({where})", f"{row.verdict}{spread}"))
     return out
 
 
