@@ -79,15 +79,21 @@ def _pin_ids(m: Merged) -> list[tuple[str, bool | None]]:
 
 
 def _summary(m: Merged, verdict: Verdict, labels, pins_info, description) -> list[str]:
-    out = ["### Summary", ""]
     pins = _pin_ids(m)
+    out = ["### Summary", "", *_overview(m, pins, pins_info, description)]
+    out += [f"- {h}" for h in _headlines(m, pins, labels)]
+    out += [f"- ⚠️ {w}" for w in verdict.warnings]
+    return out + [""]
+
+
+def _overview(m: Merged, pins: list[tuple[str, bool | None]], pins_info, description) -> list[str]:
+    """How many pins on which builds, and the pins (described from pins.yaml when given)."""
     builds = list(m.sim.builds) if m.sim else []
     build_names = [b.build for b in builds] or sorted({r.build.build for r in m.verify})
     what = description or "This pin set"
-    out.append(f"{what.rstrip('.')}: {len(pins)} pin{'s' if len(pins) != 1 else ''} on "
-               f"{len(build_names)} build{'s' if len(build_names) != 1 else ''} "
-               f"({', '.join(build_names) if build_names else 'none reported'}).")
-    out.append("")
+    out = [f"{what.rstrip('.')}: {len(pins)} pin{'s' if len(pins) != 1 else ''} on "
+           f"{len(build_names)} build{'s' if len(build_names) != 1 else ''} "
+           f"({', '.join(build_names) if build_names else 'none reported'}).", ""]
     if pins and any(pins_info.get(pid, {}).get("description") for pid, _ in pins):
         rows = []
         for pin_id, required in pins:
@@ -98,7 +104,11 @@ def _summary(m: Merged, verdict: Verdict, labels, pins_info, description) -> lis
     elif pins:
         out += ["Pins: " + ", ".join(f"`{pid}`" + (" (optional)" if req is False else "") for pid, req in pins)
                 + " (pass `-c pins.yaml` for their descriptions).", ""]
+    return out
 
+
+def _headlines(m: Merged, pins: list[tuple[str, bool | None]], labels) -> list[str]:
+    """One line per result: base, blame, pin set, correctness per run, KLD and speed per study."""
     head: list[str] = []
     if m.pick:
         head.append(base_line(m.pick))
@@ -107,26 +117,8 @@ def _summary(m: Merged, verdict: Verdict, labels, pins_info, description) -> lis
         head.append(f"**Blame {blame.good.build} → {blame.bad.build}:** "
                     + ("; ".join(broke) if broke else "no pin broke or landed upstream") + ".")
     if m.sim:
-        n_builds = len(m.sim.builds)
-        everywhere = [pid for pid, _ in pins if all(_applies(b, pid) for b in m.sim.builds)]
-        retire = _retire_everywhere(m)
-        on = "the build" if n_builds == 1 else "both builds" if n_builds == 2 else f"all {n_builds} builds"
-        text = f"{len(everywhere)} of {len(pins)} pins apply cleanly on {on}"
-        if retire:
-            text += f"; {len(retire)} already upstream everywhere (retire: {', '.join(f'`{r}`' for r in retire)})"
-        head.append(f"**Pin set:** {text}.")
-    for run in m.verify:
-        passed, total, n_ops = backend_op_totals(run)
-        parts = []
-        if total:
-            parts.append(f"test-backend-ops {passed}/{total} cases passed ({n_ops} op{'s' if n_ops != 1 else ''})")
-        cp, cr = check_totals(run)
-        if cr:
-            parts.append(f"feature checks {cp}/{cr} {checks_where(run)}")
-        gates = [g for g in run.build.gates if g.status != NOT_RUN]
-        green = sum(g.status == PASSED for g in gates)
-        parts.append(f"{green}/{len(gates)} gates passed")
-        head.append(f"**Correctness on {run_label(run, labels)}** ({verify_setup(run)}): {', '.join(parts)}.")
+        head.append(_sim_headline(m.sim, m, pins))
+    head += [_verify_headline(run, labels) for run in m.verify]
     cpu_note = " — CPU against CPU: no evidence for a CUDA path" if cuda_pins(m) else ""
     for study in m.kld:
         v, device = study.result.verdict, study.device
@@ -141,9 +133,32 @@ def _summary(m: Merged, verdict: Verdict, labels, pins_info, description) -> lis
                     f"{'; A/A check: base against itself' if bench.result.aa_check else ''}"
                     f"{' — no evidence for a CUDA path' if device == 'CPU' and cpu_note else ''}):** "
                     f"head/base {', '.join(calls)}.")
-    out += [f"- {h}" for h in head]
-    out += [f"- ⚠️ {w}" for w in verdict.warnings]
-    return out + [""]
+    return head
+
+
+def _sim_headline(sim: SimResult, m: Merged, pins: list[tuple[str, bool | None]]) -> str:
+    n_builds = len(sim.builds)
+    everywhere = [pid for pid, _ in pins if all(_applies(b, pid) for b in sim.builds)]
+    retire = _retire_everywhere(m)
+    on = "the build" if n_builds == 1 else "both builds" if n_builds == 2 else f"all {n_builds} builds"
+    text = f"{len(everywhere)} of {len(pins)} pins apply cleanly on {on}"
+    if retire:
+        text += f"; {len(retire)} already upstream everywhere (retire: {', '.join(f'`{r}`' for r in retire)})"
+    return f"**Pin set:** {text}."
+
+
+def _verify_headline(run: VerifyRun, labels) -> str:
+    passed, total, n_ops = backend_op_totals(run)
+    parts = []
+    if total:
+        parts.append(f"test-backend-ops {passed}/{total} cases passed ({n_ops} op{'s' if n_ops != 1 else ''})")
+    cp, cr = check_totals(run)
+    if cr:
+        parts.append(f"feature checks {cp}/{cr} {checks_where(run)}")
+    gates = [g for g in run.build.gates if g.status != NOT_RUN]
+    green = sum(g.status == PASSED for g in gates)
+    parts.append(f"{green}/{len(gates)} gates passed")
+    return f"**Correctness on {run_label(run, labels)}** ({verify_setup(run)}): {', '.join(parts)}."
 
 
 def _sim_pin(build: BuildResult, pin_id: str) -> PinResult | None:

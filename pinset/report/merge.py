@@ -141,9 +141,19 @@ def _show(value) -> str:
 
 def check_consistent(files: list[ResultFile]) -> tuple[str | None, dict[str, str]]:
     """Raise PinsetError on the first contradiction; return the pin set digest and build commits."""
+    digest = _one_pinset(files)
+    commits = _build_commits(files)
+    _check_cells(files)
+    _check_pin_states(files)
+    return digest, commits
+
+
+def _one_pinset(files: list[ResultFile]) -> str | None:
+    """The pin set every file that names one names (kld and bench: absent for explicit --base-bin/--head-bin
+    and older files)."""
     digest_from: tuple[str, str] | None = None
     for f in files:
-        digest = f.model.pinset_digest  # kld and bench: absent for explicit --base-bin/--head-bin and older files
+        digest = f.model.pinset_digest
         if not digest:
             continue
         if digest_from is None:
@@ -151,7 +161,11 @@ def check_consistent(files: list[ResultFile]) -> tuple[str | None, dict[str, str
         elif digest != digest_from[0]:
             raise PinsetError(f"{digest_from[1]} and {f.path} are results of different pin sets "
                               f"({digest_from[0]} vs {digest}); report one pin set at a time")
+    return digest_from[0] if digest_from else None
 
+
+def _build_commits(files: list[ResultFile]) -> dict[str, str]:
+    """build -> the longest commit any file gives it; a commit that is no prefix of another is a contradiction."""
     commits: dict[str, tuple[str, str]] = {}
     for f in files:
         for build, commit in f.model.build_commits():
@@ -164,7 +178,11 @@ def check_consistent(files: list[ResultFile]) -> tuple[str | None, dict[str, str
                     commits[build] = (commit, where)
             else:
                 commits[build] = (commit, str(f.path))
+    return {b: c for b, (c, _) in commits.items()}
 
+
+def _check_cells(files: list[ResultFile]) -> None:
+    """Identical cells merge, different ones are an error naming both files, a cell that says nothing merges."""
     cells: dict[tuple, tuple[object, str]] = {}
     for f in files:
         for key, value in f.model.cells():
@@ -175,6 +193,10 @@ def check_consistent(files: list[ResultFile]) -> tuple[str | None, dict[str, str
                 raise PinsetError(f"{other} and {f.path} disagree on {' / '.join(map(str, key))}: "
                                   f"{_show(other_value)} vs {_show(value)}")
             cells.setdefault(key, (value, str(f.path)))
+
+
+def _check_pin_states(files: list[ResultFile]) -> None:
+    """A pin's state on a build as sim, pick and blame saw it: two that differ contradict each other."""
     states: dict[tuple[str, str], tuple[str, str, str]] = {}
     for f in files:
         for build, pin, state in f.model.pin_states():
@@ -182,7 +204,6 @@ def check_consistent(files: list[ResultFile]) -> tuple[str | None, dict[str, str
             if said[0] != state:
                 raise PinsetError(f"{said[2]} and {f.path} disagree on pin {pin} on build {build}: "
                                   f"{said[0]} ({said[1]}) vs {state} ({f.kind})")
-    return (digest_from[0] if digest_from else None), {b: c for b, (c, _) in commits.items()}
 
 
 # --- merging --------------------------------------------------------------------------------

@@ -172,6 +172,11 @@ def missing_evidence(m: Merged) -> list[str]:
     """What keeps a result without blockers from "ready": a result the pins' evidence rules ask for and no file
     gives, a simulated build nobody verified, and for a pin needing a GPU verify, that verify (and its KLD and
     bench, where it needs them) from a CUDA device."""
+    return _results_missing(m) + _device_evidence_missing(m) + _speed_evidence_missing(m)
+
+
+def _results_missing(m: Merged) -> list[str]:
+    """Kinds no file gives that the pins need, results that hold no build, simulated builds nobody verified."""
     out: list[str] = []
     wanted = evidence.wanted_kinds(m.sim)
     absent = [k for k in EVIDENCE_KINDS if k not in m.kinds() and (k in ("sim", "verify") or k in wanted)]
@@ -184,19 +189,31 @@ def missing_evidence(m: Merged) -> list[str]:
     verified = {run.build.build for run in m.verify}
     if m.sim and m.verify:
         out += [f"{b.build} simulated only (no verify result)" for b in m.sim.builds if b.build not in verified]
+    return out
 
-    all_needs = evidence.needs_by_build(m.sim)
-    needs = cuda_pins(m)
+
+def _device_evidence_missing(m: Merged) -> list[str]:
+    """For pins whose rule asks for a CUDA device: a GPU verify of each verified build, a KLD and a bench off
+    the CPU."""
+    out: list[str] = []
+    verified = {run.build.build for run in m.verify}
     gpu_builds = {run.build.build for run in m.verify if gpu_verified(run)}
     items = [(f"`{pin}` {why} but no verify passed its GPU gates on a CUDA device", build)
-             for (pin, build), why in needs.items() if build in verified and build not in gpu_builds]
+             for (pin, build), why in cuda_pins(m).items() if build in verified and build not in gpu_builds]
     out += _grouped(items, style="()")
+    all_needs = evidence.needs_by_build(m.sim)
     kld_pins = [p for (p, b), n in all_needs.items() if n.on_device and evidence.KLD in n.kinds]
     bench_pins = [p for (p, b), n in all_needs.items() if n.on_device and evidence.BENCH in n.kinds]
     if kld_pins and m.kld and not any(s.on_device for s in m.kld):
         out.append(f"KLD ran on the CPU only (device: CPU): no evidence for the CUDA code of {_pin_list(kld_pins)}")
     if bench_pins and m.bench and all(s.device == "CPU" for s in m.bench):
         out.append(f"bench ran on the CPU only (device: CPU): no evidence for the CUDA code of {_pin_list(bench_pins)}")
+    return out
+
+
+def _speed_evidence_missing(m: Merged) -> list[str]:
+    """Benches that measured no speed of head: A/A checks only, rows (or whole benches) without enough data."""
+    out: list[str] = []
     if m.bench and all(s.result.aa_check for s in m.bench):
         out.append("every bench is an A/A check (the base build against itself): head's speed was not measured")
     for study in m.bench:
@@ -250,40 +267,51 @@ def _judge_sim(m: Merged, v: Verdict) -> bool:
 
 def _judge_verify(m: Merged, v: Verdict) -> bool:
     labels = machine_labels(m.verify)
-    blocked = False
+    unapplied = _unapplied_in_verify(m)
+    red = [text for run in m.verify for text in _red_gates(run, run_label(run, labels))]
+    stopped = _stopped(m, labels)
+    v.blockers += unapplied + red + stopped
+    return bool(unapplied or red or stopped)
+
+
+def _unapplied_in_verify(m: Merged) -> list[str]:
+    """Without a sim result for the build, verify's own pin status is the only word on it."""
     simulated = {b.build for b in m.sim.builds} if m.sim else set()
-    unapplied = [(f"`{p.id}` did not apply ({p.status} in verify)", run.build.build)
-                 for run in m.verify if run.build.build not in simulated
-                 for p in run.build.pins if p.status in (CONFLICT, ERROR)]
-    if unapplied:  # without a sim result for the build, verify's own pin status is the only word on it
-        blocked = True
-        v.blockers += _grouped(unapplied)
-    for run in m.verify:
-        where = run_label(run, labels)
-        for gate in run.build.gates:
-            # counts are checked even under a gate that says "passed": a red cell never ships
-            # and a count that ran nothing (0/0, a "passed" gate or check with no case) is no pass either
-            bad_ops = [f"{o.op}{' /' + o.params + '/' if o.params else ''} {o.passed}/{o.total}"
-                       for o in gate.ops or [] if o.passed != o.total or o.total <= 0]
-            if gate.name in BACKEND_OP_GATES and gate.status == PASSED and not gate.ops:
-                bad_ops.append("no op counted")
-            bad_checks = [c for c in gate.checks or []
-                          if c.status == FAILED or (c.status == PASSED and c.cases <= 0)]
-            if gate.status != FAILED and not bad_ops and not bad_checks:
+    return _grouped([(f"`{p.id}` did not apply ({p.status} in verify)", run.build.build)
+                     for run in m.verify if run.build.build not in simulated
+                     for p in run.build.pins if p.status in (CONFLICT, ERROR)])
+
+
+def _red_gates(run: VerifyRun, where: str) -> list[str]:
+    """Failed gates, op counts and feature checks of one run. Counts are checked even under a gate that says
+    "passed": a red cell never ships, and a count that ran nothing (0/0, a "passed" gate or check with no case)
+    is no pass either."""
+    out = []
+    for gate in run.build.gates:
+        bad_ops = [f"{o.op}{' /' + o.params + '/' if o.params else ''} {o.passed}/{o.total}"
+                   for o in gate.ops or [] if o.passed != o.total or o.total <= 0]
+        if gate.name in BACKEND_OP_GATES and gate.status == PASSED and not gate.ops:
+            bad_ops.append("no op counted")
+        bad_checks = [c for c in gate.checks or []
+                      if c.status == FAILED or (c.status == PASSED and c.cases <= 0)]
+        if gate.status != FAILED and not bad_ops and not bad_checks:
+            continue
+        if bad_ops:
+            out.append(f"{gate.name} failed on {where}: {', '.join(bad_ops)}")
+        for c in bad_checks:
+            if c.status == PASSED:
+                out.append(f"feature check `{c.pin}` {c.check} ran no case on {where}")
                 continue
-            blocked = True
-            if bad_ops:
-                v.blockers.append(f"{gate.name} failed on {where}: {', '.join(bad_ops)}")
-            for c in bad_checks:
-                if c.status == PASSED:
-                    v.blockers.append(f"feature check `{c.pin}` {c.check} ran no case on {where}")
-                    continue
-                v.blockers.append(f"feature check `{c.pin}` {c.check} failed on {where}"
-                                  + (f": {c.detail}" if c.detail else ""))
-            if not bad_ops and not bad_checks:
-                v.blockers.append(f"{gate.name} failed on {where}" + (f": {gate.detail}" if gate.detail else ""))
-    stopped_items = []
-    for run in m.verify:  # not ok without a failed gate: gates were stopped (unless another machine ran them)
+            out.append(f"feature check `{c.pin}` {c.check} failed on {where}" + (f": {c.detail}" if c.detail else ""))
+        if not bad_ops and not bad_checks:
+            out.append(f"{gate.name} failed on {where}" + (f": {gate.detail}" if gate.detail else ""))
+    return out
+
+
+def _stopped(m: Merged, labels: dict[tuple, str]) -> list[str]:
+    """Runs not ok without a failed gate: gates were stopped (unless another machine ran them)."""
+    items = []
+    for run in m.verify:
         if run.ok or any(g.status == FAILED for g in run.build.gates):
             continue
         build = run.build.build
@@ -291,13 +319,11 @@ def _judge_verify(m: Merged, v: Verdict) -> bool:
                          for g in other.build.gates if g.status == PASSED}
         stopped = [g for g in run.build.gates if g.stopped and g.name not in ran_elsewhere]
         if stopped or not ran_elsewhere:
-            blocked = True
             reasons = "; ".join(dict.fromkeys(g.detail for g in stopped if g.detail))
             names = ", ".join(g.name for g in stopped) or "no gate passed"
-            stopped_items.append((f"verify stopped on {labels[run.machine_key]} ({names})"
-                                  + (f": {reasons}" if reasons else ""), build))
-    v.blockers += _grouped(stopped_items)
-    return blocked
+            items.append((f"verify stopped on {labels[run.machine_key]} ({names})"
+                          + (f": {reasons}" if reasons else ""), build))
+    return _grouped(items)
 
 
 def pick_passed_over(pick: PickResult) -> list[str]:
