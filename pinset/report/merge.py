@@ -97,7 +97,19 @@ def models_of(files: list[ResultFile], cls: type[M]) -> list[tuple[M, str]]:
     return [(f.model, str(f.path)) for f in files if isinstance(f.model, cls)]
 
 
-def expected_cells(path) -> list[dict]:
+@dataclass(frozen=True)
+class ExpectedCell:
+    """One cell of a `pinset matrix` the run should have delivered results for."""
+
+    cell: str
+    build: str
+    gpu: str                        # the GPU class (--gpu-class) its results are made as
+    kinds: list[str]                # of verify, kld, bench
+    pinset: str | None = None
+    architectures: str | None = None
+
+
+def expected_cells(path) -> list[ExpectedCell]:
     """The cells a run should have delivered: `pinset matrix` JSON ({"include": [{build, gpu, kinds, ...}]})."""
     from pinset.results import Doc, read_json
 
@@ -108,9 +120,9 @@ def expected_cells(path) -> list[dict]:
         bad = sorted(set(kinds) - {"verify", "kld", "bench"})
         if bad or not kinds:
             cell.fail("kinds", f"expected a non-empty list of verify, kld, bench (got {', '.join(bad) or 'none'})")
-        cells.append({"cell": cell.get("cell", str), "build": cell.get("build", str), "gpu": cell.get("gpu", str),
-                      "kinds": list(dict.fromkeys(kinds)), "pinset": cell.get("pinset", str, default=None),
-                      "architectures": cell.get("architectures", str, default=None)})
+        cells.append(ExpectedCell(cell.get("cell", str), cell.get("build", str), cell.get("gpu", str),
+                                  list(dict.fromkeys(kinds)), cell.get("pinset", str, default=None),
+                                  cell.get("architectures", str, default=None)))
     return cells
 
 

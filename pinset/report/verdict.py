@@ -16,7 +16,7 @@ from pinset.measures.kld_model import KldResult
 from pinset.nightly.model import PASSED_OVER, PickResult
 from pinset.report import evidence
 from pinset.report.load import EVIDENCE_KINDS, kld_delta_text
-from pinset.report.merge import BenchStudy, KldStudy, Merged, VerifyRun, models_of
+from pinset.report.merge import BenchStudy, ExpectedCell, KldStudy, Merged, VerifyRun, models_of
 from pinset.report.model import BLOCKED, NOT_ENOUGH, READY, Untested, grouped
 from pinset.sim.model import APPLIED, CONFLICT, ERROR
 from pinset.verify.model import (
@@ -384,7 +384,7 @@ def _judge_bench(m: Merged, v: Verdict) -> set[str]:
 
 
 # --- expected cells -----------------------------------------------------------------------
-def unfilled_cells(m: Merged, cells: list[dict]) -> list[Untested]:
+def unfilled_cells(m: Merged, cells: list[ExpectedCell]) -> list[Untested]:
     """One line per cell of a `pinset matrix` without, per kind it runs, a result of its build made as its GPU
     class (--gpu-class) on a GPU: a cell that failed before writing its JSON, was cancelled or never started
     (a report without these lines would simply not show it, and the columns that did arrive would look like the
@@ -392,21 +392,21 @@ def unfilled_cells(m: Merged, cells: list[dict]) -> list[Untested]:
     evidence from the GPU class the cell stands for)."""
     out = []
     for cell in cells:
-        if m.pinset and cell["pinset"] and cell["pinset"] != m.pinset:
-            raise PinsetError(f"expected cell {cell['cell']} is of pin set {cell['pinset']}, the results are of "
+        if m.pinset and cell.pinset and cell.pinset != m.pinset:
+            raise PinsetError(f"expected cell {cell.cell} is of pin set {cell.pinset}, the results are of "
                               f"{m.pinset} (a matrix of another run)")
         gone, off_gpu = [], []
-        for kind in cell["kinds"]:
-            whys = _cell_results(m, kind, cell["build"], cell["gpu"], cell["architectures"])
+        for kind in cell.kinds:
+            whys = _cell_results(m, kind, cell.build, cell.gpu, cell.architectures)
             if not whys:
                 gone.append(kind)
             elif all(whys):
                 off_gpu.append(f"{kind} {whys[0]}")
         if gone:
-            out.append(Untested(f"cell {cell['cell']}", f"no {', '.join(gone)} result (the cell failed before "
+            out.append(Untested(f"cell {cell.cell}", f"no {', '.join(gone)} result (the cell failed before "
                                 "writing it, was cancelled or never ran; see its job log)"))
         if off_gpu:
-            out.append(Untested(f"cell {cell['cell']}", f"no result from a GPU of the class ({'; '.join(off_gpu)})"))
+            out.append(Untested(f"cell {cell.cell}", f"no result from a GPU of the class ({'; '.join(off_gpu)})"))
     return out
 
 
