@@ -70,7 +70,7 @@ def load_result(path: str | Path) -> ResultFile:
     if kind not in MODELS:
         raise PinsetError(f"{doc.path}: a {kind} document; pinset report reads the results of {', '.join(KINDS)}")
     model = MODELS[kind].from_json(doc)
-    check_derived(doc.path, kind, model)
+    check_derived(doc.path, model)
     return ResultFile(doc.path, kind, canonical(model.to_json()), hashlib.sha256(raw).hexdigest(), model)
 
 

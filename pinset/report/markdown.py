@@ -435,26 +435,7 @@ def _provenance(m: Merged, labels) -> list[str]:
     out = ["<details><summary>Provenance</summary>", ""]
     out += table(["build", "commit"], [[b, f"`{c}`"] for b, c in sorted(m.commits.items())]) + [""]
     if m.verify:
-        machines: dict[tuple, dict] = {}
-        for r in m.verify:
-            machines.setdefault(r.machine_key, r.machine)
-        rows = []
-        for key, mach in machines.items():
-            gpu = mach.get("gpu") or {}
-            rows.append([labels[key], mach["hostname"], gpu.get("name", "—"), gpu.get("compute_capability", "—"),
-                         f"{gpu['memory_mib']} MiB" if gpu else "—", gpu.get("driver", "—"),
-                         mach.get("cuda_version") or "—", mach.get("compiler") or "—", mach.get("cmake") or "—"])
-        out += ["Machines:", ""]
-        out += table(["machine", "host", "GPU", "compute capability", "memory", "driver", "CUDA", "compiler", "cmake"],
-                     rows) + [""]
-        rows = []
-        for r in m.verify:
-            pins = ", ".join(f"`{p.id}`@`{p.ref[:12]}` ({p.status})" for p in r.build.pins) or "—"
-            flags = " ".join(f"`{f}`" for f in r.build.cmake_flags) or "—"
-            rows.append([run_label(r, labels), f"`{r.build.commit[:12]}`", r.build.cuda_architectures or "—",
-                         flags, pins])
-        out += ["Builds verified:", ""]
-        out += table(["run", "commit", "CUDA architectures", "cmake flags", "pins (ref)"], rows) + [""]
+        out += _machines(m.verify, labels) + _builds_verified(m.verify, labels)
     for kld in m.kld:
         k = kld.result
         out += [f"KLD: model `{k.model['name']}` ({k.model['size_bytes']} bytes), text sha256 "
@@ -472,3 +453,27 @@ def _provenance(m: Merged, labels) -> list[str]:
     out += [f"- `{f.name}` ({f.kind}, sha256 `{f.sha256[:12]}`)" for f in m.files]
     out += ["", "</details>"]
     return out
+
+
+def _machines(runs: list[VerifyRun], labels) -> list[str]:
+    machines: dict[tuple, dict] = {}
+    for r in runs:
+        machines.setdefault(r.machine_key, r.machine)
+    rows = []
+    for key, mach in machines.items():
+        gpu = mach.get("gpu") or {}
+        rows.append([labels[key], mach["hostname"], gpu.get("name", "—"), gpu.get("compute_capability", "—"),
+                     f"{gpu['memory_mib']} MiB" if gpu else "—", gpu.get("driver", "—"),
+                     mach.get("cuda_version") or "—", mach.get("compiler") or "—", mach.get("cmake") or "—"])
+    return ["Machines:", "", *table(["machine", "host", "GPU", "compute capability", "memory", "driver", "CUDA",
+                                     "compiler", "cmake"], rows), ""]
+
+
+def _builds_verified(runs: list[VerifyRun], labels) -> list[str]:
+    rows = []
+    for r in runs:
+        pins = ", ".join(f"`{p.id}`@`{p.ref[:12]}` ({p.status})" for p in r.build.pins) or "—"
+        flags = " ".join(f"`{f}`" for f in r.build.cmake_flags) or "—"
+        rows.append([run_label(r, labels), f"`{r.build.commit[:12]}`", r.build.cuda_architectures or "—",
+                     flags, pins])
+    return ["Builds verified:", "", *table(["run", "commit", "CUDA architectures", "cmake flags", "pins (ref)"], rows), ""]

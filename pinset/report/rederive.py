@@ -65,12 +65,12 @@ def bench_contradictions(result: BenchResult) -> list[tuple[int, str]]:
     return out
 
 
-def check_derived(path, kind: str, model) -> None:
+def check_derived(path, model) -> None:
     """Refuse (exit 2, one line naming the file and key) a kld or bench result whose verdicts do not follow
     from its own numbers."""
-    if kind == "kld" and (why := kld_contradiction(model)):
+    if isinstance(model, KldResult) and (why := kld_contradiction(model)):
         raise PinsetError(f"{path}: kld.verdict: {why} (edited or damaged result; re-run pinset kld)")
-    if kind == "bench":
+    if isinstance(model, BenchResult):
         for i, why in bench_contradictions(model):
             raise PinsetError(f"{path}: bench.rows[{i}]: {why} (edited or damaged result; re-run pinset bench)")
 
