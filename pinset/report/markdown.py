@@ -7,6 +7,7 @@ so a re-run that changes nothing does not re-post a comment, and golden files ca
 from __future__ import annotations
 
 from pinset.cells import device_text
+from pinset.heal import modes
 from pinset.markdown_table import table
 from pinset.measures.bench_model import FASTER, INSUFFICIENT_DATA, NO_CHANGE, SLOWER, TOO_NOISY, ExclusionKind
 from pinset.measures.bench_render import band_name, row_speeds, speed_stat
@@ -402,7 +403,7 @@ def refresh_lines(sim: SimResult) -> list[str]:
     lines = []
     for pin_id in _ordered(p.id for b in sim.builds for p in b.pins):
         loose = [f"{b.build} ({p.apply_mode})" for b in sim.builds for p in b.pins
-                 if p.id == pin_id and p.status == APPLIED and p.apply_mode in ("offset", "3-way")]
+                 if p.id == pin_id and p.status == APPLIED and p.apply_mode in (modes.OFFSET, modes.THREE_WAY)]
         if loose:
             lines.append(f"- `{pin_id}` needs a refresh: applies but not exactly on {', '.join(loose)} "
                          f"(`pinset refresh {pin_id} --onto BUILD`)")
