@@ -48,36 +48,46 @@ def run(args) -> int:
     if target and not report.digest:  # bad input: refused before anything is written
         raise PinsetError("--post: no sim or verify result and no -c pins.yaml, so the pin set (and its "
                           "comment marker) is unknown")
+    _write(args, report, printed=not args.markdown and not target)
+    status = 0 if report.verdict.ok else 1
+    if target:
+        assert api_url is not None
+        return _post(args, report, target, token, api_url) or status
+    return status
 
+
+def _write(args, report, printed: bool) -> None:
+    """--markdown and --json; the report on stdout when it goes nowhere else, else its verdict line."""
     if args.markdown:
         write_text(args.markdown, report.markdown)
     if args.json:
         write_json(args.json, report.to_json())
-    if not args.markdown and not target:
+    if printed:
         sys.stdout.write(report.markdown)
         sys.stdout.flush()
     else:
         print(report.verdict.line().replace("**", ""))
 
-    status = 0 if report.verdict.ok else 1
-    if target:
-        github = GitHub(token, api_url)
-        if args.dry_run:
-            sys.stdout.write(describe_dry_run(github.plan(target, report.markdown), token))
-            return status
+
+def _post(args, report, target, token: str | None, api_url: str) -> int:
+    """--post (or --dry-run): 1 when posting failed (the rendered report kept, its path said), else 0."""
+    github = GitHub(token, api_url)
+    if args.dry_run:
+        sys.stdout.write(describe_dry_run(github.plan(target, report.markdown), token))
+        return 0
+    try:
+        posted = post_report(github, target, report)
+    except PostError as exc:
+        # plain prints: one unwrapped line each, so CI logs can be grepped
+        print(f"pinset report: posting to {target} failed: {exc}", file=sys.stderr)
         try:
-            posted = post_report(github, target, report)
-        except PostError as exc:
-            # plain prints: one unwrapped line each, so CI logs can be grepped
-            print(f"pinset report: posting to {target} failed: {exc}", file=sys.stderr)
-            try:
-                print(f"pinset report: the rendered report is in {args.markdown or _keep(args, report)}",
-                      file=sys.stderr)
-            except (OSError, PinsetError) as keep_error:  # the cache may be unusable too
-                print(f"pinset report: the rendered report could not be kept: {keep_error}", file=sys.stderr)
-            return 1
-        print(f"{posted.action} comment on {target}: {posted.url}")
-    return status
+            print(f"pinset report: the rendered report is in {args.markdown or _keep(args, report)}",
+                  file=sys.stderr)
+        except (OSError, PinsetError) as keep_error:  # the cache may be unusable too
+            print(f"pinset report: the rendered report could not be kept: {keep_error}", file=sys.stderr)
+        return 1
+    print(f"{posted.action} comment on {target}: {posted.url}")
+    return 0
 
 
 def _keep(args, report) -> str:

@@ -13,11 +13,13 @@ from dataclasses import dataclass, field
 from enum import Enum
 from statistics import median
 
+from pinset.cells import BuildCommits, Cells, PinStates, canonical, device_key, device_text
 from pinset.checks.machine import read_host
 from pinset.measures.llama_bench import speed_problem
 from pinset.results import SCHEMAS, Doc
 
 VERDICTS = ("faster", "slower", "no change", "too noisy", "insufficient data")
+FASTER, SLOWER, NO_CHANGE, TOO_NOISY, INSUFFICIENT_DATA = VERDICTS
 DECISIVE = ("faster", "slower", "no change")   # verdicts a sequential bench may stop on
 FIRST_LOOK = 5   # kept rounds before an adaptive bench may stop
 BUSY = "another process used the GPU"   # the one exclusion for noise; warm-up and failed runs are not noise
@@ -196,6 +198,37 @@ class BenchResult:
         """base and head were the same programs (--aa, or identical files): a check of the machine's noise,
         never a measurement of head's speed."""
         return bool(self.extra.get("aa_check"))
+
+    @property
+    def pinset_digest(self) -> str | None:
+        return self.extra.get("pinset")
+
+    @property
+    def device_key(self) -> tuple:
+        """(host, visible GPU UUIDs) where it ran; () in older files."""
+        return device_key(self.extra.get("host"))
+
+    @property
+    def gpu_class(self) -> str | None:
+        """The matrix cell's GPU class it was made as (--gpu-class)."""
+        return (self.extra.get("host") or {}).get("gpu_class")
+
+    def cells(self) -> Cells:
+        """Per model, GPU, base/head pair, test and parameters the speeds and verdict (pinset.cells)."""
+        gpu = ((self.gpu["name"] if self.gpu else "no GPU")
+               + (f" on {device_text(self.device_key)}" if self.device_key else "")
+               + (f" as {self.gpu_class}" if self.gpu_class else ""))
+        for r in self.rows:
+            yield (("bench", self.model["name"], gpu, f"{self.base['build']} -> {self.head['build']}", r.test,
+                    canonical(r.params)),
+                   {"base_tps": list(r.base_tps), "head_tps": list(r.head_tps), "ratio": r.ratio, "verdict": r.verdict})
+
+    def build_commits(self) -> BuildCommits:
+        for side in (self.base, self.head):
+            yield side["build"], side["commit"]
+
+    def pin_states(self) -> PinStates:
+        return iter(())
 
     def contradictions(self) -> list[str]:
         """"<test>: why" for every row whose verdict or numbers its own kept speeds do not give under the rule

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from pinset.cells import BuildCommits, Cells, PinStates, device_key, device_text
 from pinset.checks.machine import read_host
 from pinset.results import SCHEMAS, Doc
 
@@ -103,6 +104,44 @@ class KldResult:
         """Where the runs under test ran: "CPU" when every one ran on the CPU (CPU against CPU)."""
         backends = sorted({r.backend for r in self.runs})
         return ", ".join(backends) if backends else "none"
+
+    @property
+    def pinset_digest(self) -> str | None:
+        return self.pinset
+
+    @property
+    def device_key(self) -> tuple:
+        """(host, visible GPU UUIDs) where it ran; () in older files."""
+        return device_key(self.host)
+
+    @property
+    def gpu_class(self) -> str | None:
+        """The matrix cell's GPU class it was made as (--gpu-class): one GPU may serve two classes (two builds
+        of one tree), whose numbers are two results, not one contradicting itself."""
+        return (self.host or {}).get("gpu_class")
+
+    def cells(self) -> Cells:
+        """Per study (model, text, context, device, GPU class) each run's numbers and the verdict (pinset.cells)."""
+        study = (self.model["name"], self.text["sha256"][:12], f"ctx {self.ctx}", f"{self.chunks} chunks",
+                 *((device_text(self.device_key),) if self.device_key else ()),
+                 *((f"as {self.gpu_class}",) if self.gpu_class else ()))
+        for r in self.runs:
+            yield (("kld", *study, r.label, r.build, r.backend),
+                   {"ppl": r.ppl, "kld": r.kld, "same_top_p": r.same_top_p, "rms_dp": r.rms_dp, "ok": r.ok})
+        yield ("kld", *study, "verdict"), self.verdict["text"]
+
+    def build_commits(self) -> BuildCommits:
+        yield self.reference["build"], self.reference["commit"]
+        for r in self.runs:
+            yield r.build, r.commit
+
+    def pin_states(self) -> PinStates:
+        return iter(())
+
+    @property
+    def further(self) -> bool:
+        """The verdict says head is further from the CPU result than base (a blocker)."""
+        return self.verdict["text"].startswith("further")
 
     def run(self, label: str) -> KldRun | None:
         return next((r for r in self.runs if r.label == label), None)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from pinset.cells import SAYS_NOTHING, BuildCommits, Cells, PinStates
 from pinset.errors import PinsetError
 from pinset.results import SCHEMAS, Doc
 from pinset.sim.model import PinResult
@@ -147,6 +148,22 @@ class BlameResult:
     def untested(self) -> list[PinBlame]:
         return [p for p in self.pins if p.status == "broken-on-good"]
 
+    def cells(self) -> Cells:
+        """Per range and pin what blame found (pinset.cells)."""
+        for p in self.pins:
+            yield (("blame", f"{self.good.build} -> {self.bad.build}", p.id),
+                   {"status": p.status, "first_bad": p.first_bad.commit if p.first_bad else None,
+                    "files": list(p.files), "problems": list(p.problems)})
+
+    def build_commits(self) -> BuildCommits:
+        for end in (self.good, self.bad):
+            yield end.build, end.commit
+
+    def pin_states(self) -> PinStates:
+        for p in self.pins:
+            yield self.good.build, p.id, p.good_status
+            yield self.bad.build, p.id, p.bad_status
+
     def to_json(self) -> dict:
         return {"schema": SCHEMAS["blame"], "kind": "blame", "pinset": self.pinset_digest, "ok": self.ok,
                 "good": self.good.to_json(), "bad": self.bad.to_json(), "commits": self.commits,
@@ -270,6 +287,26 @@ class PickResult:
     def dropped(self) -> list[Reason]:
         """The optional pins the picked build ships without (not applied there, or contract broken)."""
         return next((b.dropped for b in self.builds if b.verdict == PICKED), [])
+
+    def cells(self) -> Cells:
+        """The picked base and each build's verdict with its reasons (pinset.cells); a build not tried says
+        nothing (another pick may have tried it)."""
+        yield ("pick", "picked base"), self.picked
+        for b in self.builds:
+            yield (("pick", b.build), SAYS_NOTHING if b.verdict == NOT_TRIED
+                   else {"verdict": b.verdict, "why": [r.summary() for r in b.reasons]})
+
+    def build_commits(self) -> BuildCommits:
+        for b in self.builds:
+            if b.commit:
+                yield b.build, b.commit
+
+    def pin_states(self) -> PinStates:
+        """The pins pick passed a build over for, in their states there."""
+        for b in self.builds:
+            for r in b.reasons:
+                if r.pin is not None:
+                    yield b.build, r.pin, r.status
 
     def to_json(self) -> dict:
         return {"schema": SCHEMAS["pick"], "kind": "pick", "pinset": self.pinset_digest, "ok": self.ok,

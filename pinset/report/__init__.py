@@ -12,52 +12,12 @@ from pinset.errors import PinsetError
 from pinset.report.load import load_results
 from pinset.report.markdown import render
 from pinset.report.merge import Merged, expected_cells, merge
+from pinset.report.model import BLOCKED, NOT_ENOUGH, READY, ReportResult
 from pinset.report.rederive import missing_pins
-from pinset.report.verdict import BLOCKED, NOT_ENOUGH, READY, Verdict, judge, unfilled_cells
-from pinset.results import SCHEMAS, Doc
+from pinset.report.verdict import Verdict, judge, unfilled_cells
 from pinset.sim.model import BuildResult, SimResult
 
-
-@dataclass
-class ReportResult:
-    """The verdict as JSON (kind "report"). Schema 2: `outcome` is ready | blocked | not enough evidence, and
-    `ok` means ready (schema 1's `ok` meant "no blocker"; read as outcome blocked or, without blockers, from
-    its verdict line)."""
-
-    pinset: str | None
-    outcome: str
-    line: str
-    blockers: list[str]
-    missing: list[str]
-    warnings: list[str]
-    not_tested: list[str]
-    builds: list[dict]            # {"build", "commit"}
-    inputs: list[dict]            # {"name", "kind", "sha256"}
-
-    @property
-    def ok(self) -> bool:
-        return self.outcome == READY
-
-    def to_json(self) -> dict:
-        return {"schema": SCHEMAS["report"], "kind": "report", "pinset": self.pinset, "ok": self.ok,
-                "outcome": self.outcome,
-                "verdict": {"line": self.line, "blockers": list(self.blockers), "missing": list(self.missing),
-                            "warnings": list(self.warnings), "not_tested": list(self.not_tested)},
-                "builds": list(self.builds), "inputs": list(self.inputs)}
-
-    @classmethod
-    def from_json(cls, d: Doc) -> ReportResult:
-        v = d.obj("verdict")
-        blockers, line = v.strs("blockers"), v.get("line", str)
-        if d.has("outcome"):
-            outcome = d.choice("outcome", (READY, BLOCKED, NOT_ENOUGH))
-        else:  # schema 1
-            outcome = BLOCKED if blockers else READY if "ready to ship" in line else NOT_ENOUGH
-        builds = [{"build": b.get("build", str), "commit": b.get("commit", str)} for b in d.objs("builds")]
-        inputs = [{"name": i.get("name", str), "kind": i.get("kind", str), "sha256": i.get("sha256", str)}
-                  for i in d.objs("inputs")]
-        return cls(d.get("pinset", str, None), outcome, line, blockers, v.strs("missing", default=[]),
-                   v.strs("warnings"), v.strs("not_tested"), builds, inputs)
+__all__ = ["BLOCKED", "NOT_ENOUGH", "READY", "Report", "ReportResult", "build_report", "post_report"]
 
 
 @dataclass
@@ -69,7 +29,7 @@ class Report:
 
     def result(self) -> ReportResult:
         v = self.verdict
-        return ReportResult(self.digest, v.outcome, v.line(), v.blockers, v.missing, v.warnings, v.not_tested,
+        return ReportResult(self.digest, v.outcome, v.line(), v.blockers, v.missing, v.warnings, v.not_tested_lines(),
                             [{"build": b, "commit": c} for b, c in sorted(self.merged.commits.items())],
                             [{"name": f.name, "kind": f.kind, "sha256": f.sha256} for f in self.merged.files])
 
@@ -111,9 +71,8 @@ def build_report(paths, pinset: PinSet | None = None, expect: str | None = None)
         for b in f.model.builds if isinstance(f.model, SimResult) else []:
             sims.setdefault(b.build, b)
     gaps = missing_pins(sims.values(), [p.id for p in pinset.pins] if pinset is not None else None)
-    verdict.missing += gaps
-    verdict.not_tested += gaps
     unfilled = unfilled_cells(merged, cells)
-    verdict.missing += unfilled
-    verdict.not_tested += unfilled
+    for items in (gaps, unfilled):   # evidence no result gives: missing, and listed under Not tested
+        verdict.missing += [item.text() for item in items]
+        verdict.not_tested += items
     return Report(merged, verdict, render(merged, verdict, pins_info, description), digest)

@@ -21,7 +21,7 @@ import fnmatch
 from dataclasses import dataclass
 
 from pinset.config.schema import EVIDENCE_KINDS
-from pinset.sim.model import is_cuda_path
+from pinset.sim.model import APPLIED, SimResult, is_cuda_path
 
 KINDS = EVIDENCE_KINDS   # pins.yaml `evidence:` items, in this order when shown
 VERIFY, GPU_VERIFY, KLD, BENCH = KINDS
@@ -143,18 +143,18 @@ def union(needs) -> set[str]:
     return {k for n in needs for k in n.kinds}
 
 
-def needs_by_build(sim: dict | None) -> dict[tuple[str, str], Need]:
-    """(pin, build) -> Need for every pin applied on a build of a sim document (a pin upstream or skipped there
+def needs_by_build(sim: SimResult | None) -> dict[tuple[str, str], Need]:
+    """(pin, build) -> Need for every pin applied on a build of a sim result (a pin upstream or skipped there
     brings no change of its own; one that conflicts or errors blocks instead)."""
     out: dict[tuple[str, str], Need] = {}
-    for b in (sim or {}).get("builds", []):
-        for p in b["pins"]:
-            if p["status"] == "applied":
-                out[p["id"], b["build"]] = pin_needs(p["id"], p.get("touched"), p.get("evidence"))
+    for b in sim.builds if sim else []:
+        for p in b.pins:
+            if p.status == APPLIED:
+                out[p.id, b.build] = pin_needs(p.id, p.touched, p.evidence)
     return out
 
 
-def wanted_kinds(sim: dict | None) -> set[str]:
+def wanted_kinds(sim: SimResult | None) -> set[str]:
     """Every kind of evidence the pin set needs: verify always; without a sim result every kind (the files the
     pins touch are unknown)."""
     if sim is None:
@@ -162,7 +162,7 @@ def wanted_kinds(sim: dict | None) -> set[str]:
     return {VERIFY} | union(needs_by_build(sim).values())
 
 
-def needs_by_pin(sim: dict | None) -> dict[str, Need]:
+def needs_by_pin(sim: SimResult | None) -> dict[str, Need]:
     """One Need per pin for the report's Pin set section: the one asking the most where builds differ."""
     out: dict[str, Need] = {}
     for (pin, _), need in needs_by_build(sim).items():
@@ -171,12 +171,12 @@ def needs_by_pin(sim: dict | None) -> dict[str, Need]:
     return out
 
 
-def evidence_lines(sim: dict | None) -> list[str]:
+def evidence_lines(sim: SimResult | None) -> list[str]:
     """Markdown lines: which rule applied to each pin (docs/report.md)."""
     if not sim:
         return []
     needs = needs_by_pin(sim)
-    pins = list(dict.fromkeys(p["id"] for b in sim["builds"] for p in b["pins"]))
+    pins = list(dict.fromkeys(p.id for b in sim.builds for p in b.pins))
     items = [f"- `{pin}`: {needs[pin].text()}" if pin in needs else f"- `{pin}`: nothing (applied on no build)"
              for pin in pins]
     return ["Evidence each pin needs (rules: docs/report.md):", "", *items, ""] if items else []

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pinset.cells import canonical
 from pinset.errors import PinsetError
 from pinset.measures.bench import BenchResult
 from pinset.measures.kld import KldResult
@@ -47,7 +48,7 @@ class ResultFile:
 
     path: Path
     kind: str
-    data: dict       # model.to_json(): the current JSON form, whatever version the file had
+    canonical: str   # the model's JSON form in one spelling (pinset.cells.canonical): what tells duplicates apart
     sha256: str      # of the file's bytes: names the input in provenance independent of its path
     model: SimResult | VerifyResult | KldResult | BenchResult | PickResult | BlameResult
 
@@ -55,16 +56,22 @@ class ResultFile:
     def name(self) -> str:
         return self.path.name
 
+    @property
+    def data(self) -> dict:
+        """The model's current JSON form, whatever version the file had: for a producer that re-reads a result
+        (bench --reanalyse); the report's stages read the model."""
+        return self.model.to_json()
+
 
 def load_result(path: str | Path) -> ResultFile:
     """One result file read through its kind's model (older versions upgraded, non-finite numbers as
-    "not measured"); `data` is the model's own JSON form, the only form the later stages see."""
+    "not measured"); the later stages read the model, never the file's keys."""
     doc, kind, _schema, raw = read_document(path)
     if kind not in MODELS:
         raise PinsetError(f"{doc.path}: a {kind} document; pinset report reads the results of {', '.join(KINDS)}")
     model = MODELS[kind].from_json(doc)
-    check_derived(doc.path, kind, model)
-    return ResultFile(doc.path, kind, model.to_json(), hashlib.sha256(raw).hexdigest(), model)
+    check_derived(doc.path, model)
+    return ResultFile(doc.path, kind, canonical(model.to_json()), hashlib.sha256(raw).hexdigest(), model)
 
 
 def load_results(paths: list[str | Path]) -> list[ResultFile]:
@@ -72,8 +79,8 @@ def load_results(paths: list[str | Path]) -> list[ResultFile]:
         raise PinsetError("no result files given (pass the JSON files written by sim, verify, kld, bench, pick and blame)")
     files = [load_result(p) for p in paths]
     for f in files:
-        if f.kind == "bench" and f.data.get("compare", "builds") != "builds":
-            raise PinsetError(f"{f.path}: compare {f.data['compare']!r}: a comparison of two models on one build "
+        if isinstance(f.model, BenchResult) and f.model.compare != "builds":
+            raise PinsetError(f"{f.path}: compare {f.model.compare!r}: a comparison of two models on one build "
                               "(pinset bench --vs-model), not base vs head of the pin set; pinset report takes "
                               "base/head results only")
     return files

@@ -6,21 +6,23 @@ so a re-run that changes nothing does not re-post a comment, and golden files ca
 
 from __future__ import annotations
 
+from pinset.cells import device_text
+from pinset.heal import modes
 from pinset.markdown_table import table
-from pinset.measures.bench import band_name, exclusion_kind, row_speeds, speed_stat
+from pinset.measures.bench_model import FASTER, INSUFFICIENT_DATA, NO_CHANGE, SLOWER, TOO_NOISY, ExclusionKind
+from pinset.measures.bench_render import band_name, row_speeds, speed_stat
 from pinset.nightly.markdown import blame_markdown, pick_markdown
+from pinset.nightly.model import PickResult
 from pinset.report.evidence import evidence_lines
 from pinset.report.load import kld_delta_text
-from pinset.report.merge import Merged, VerifyRun, device_key, device_text, op_key
+from pinset.report.merge import Merged, VerifyRun, op_key
 from pinset.report.verdict import (
     BACKEND_OP_GATES,
     Verdict,
     backend_op_totals,
-    bench_device,
     check_totals,
     checks_where,
     cuda_pins,
-    kld_device,
     machine_labels,
     pick_passed_over,
     row_label,
@@ -28,10 +30,11 @@ from pinset.report.verdict import (
     verify_setup,
 )
 from pinset.sim.markdown import cell as sim_cell, sim_markdown
-from pinset.verify.model import FAILED, NOT_RUN, PASSED, RAN, UNCHECKED
+from pinset.sim.model import APPLIED, CONFLICT, ERROR, BuildResult, PinResult, SimResult
+from pinset.verify.model import FAILED, NOT_RUN, PASSED, RAN, UNCHECKED, GateResult
 
 GATE_ICON = {PASSED: "✅", FAILED: "❌", NOT_RUN: "⏭️", UNCHECKED: "➖"}
-VERDICT_ICON = {"faster": "🚀", "slower": "🐢", "no change": "🟰", "too noisy": "〰️", "insufficient data": "❔"}
+VERDICT_ICON = {FASTER: "🚀", SLOWER: "🐢", NO_CHANGE: "🟰", TOO_NOISY: "〰️", INSUFFICIENT_DATA: "❔"}
 
 
 def marker(digest: str) -> str:
@@ -54,9 +57,10 @@ def render(m: Merged, verdict: Verdict, pins_info: dict[str, dict] | None = None
     out += _base_and_blame(m)
     out += ["### Not tested", ""]
     # blocked: the verdict line names the blockers only, so the missing evidence is listed here
+    not_tested = verdict.not_tested_lines()
     missing = [f"Not enough evidence: {item}" for item in verdict.missing
-               if item not in verdict.not_tested] if verdict.blockers else []
-    out += [f"- {item}" for item in missing + verdict.not_tested] or ["Everything the pin set declares was tested."]
+               if item not in not_tested] if verdict.blockers else []
+    out += [f"- {item}" for item in missing + not_tested] or ["Everything the pin set declares was tested."]
     out += [""]
     out += _provenance(m, labels)
     return "\n".join(out).rstrip("\n") + "\n"
@@ -66,25 +70,31 @@ def render(m: Merged, verdict: Verdict, pins_info: dict[str, dict] | None = None
 def _pin_ids(m: Merged) -> list[tuple[str, bool | None]]:
     ids: dict[str, bool | None] = {}
     if m.sim:
-        for b in m.sim["builds"]:
-            for p in b["pins"]:
-                ids.setdefault(p["id"], p["required"])
+        for b in m.sim.builds:
+            for p in b.pins:
+                ids.setdefault(p.id, p.required)
     for run in m.verify:
-        for p in run.build["pins"]:
-            ids.setdefault(p["id"], None)
+        for vp in run.build.pins:
+            ids.setdefault(vp.id, None)
     return list(ids.items())
 
 
 def _summary(m: Merged, verdict: Verdict, labels, pins_info, description) -> list[str]:
-    out = ["### Summary", ""]
     pins = _pin_ids(m)
-    builds = list(m.sim["builds"]) if m.sim else []
-    build_names = [b["build"] for b in builds] or sorted({r.build["build"] for r in m.verify})
+    out = ["### Summary", "", *_overview(m, pins, pins_info, description)]
+    out += [f"- {h}" for h in _headlines(m, pins, labels)]
+    out += [f"- ⚠️ {w}" for w in verdict.warnings]
+    return out + [""]
+
+
+def _overview(m: Merged, pins: list[tuple[str, bool | None]], pins_info, description) -> list[str]:
+    """How many pins on which builds, and the pins (described from pins.yaml when given)."""
+    builds = list(m.sim.builds) if m.sim else []
+    build_names = [b.build for b in builds] or sorted({r.build.build for r in m.verify})
     what = description or "This pin set"
-    out.append(f"{what.rstrip('.')}: {len(pins)} pin{'s' if len(pins) != 1 else ''} on "
-               f"{len(build_names)} build{'s' if len(build_names) != 1 else ''} "
-               f"({', '.join(build_names) if build_names else 'none reported'}).")
-    out.append("")
+    out = [f"{what.rstrip('.')}: {len(pins)} pin{'s' if len(pins) != 1 else ''} on "
+           f"{len(build_names)} build{'s' if len(build_names) != 1 else ''} "
+           f"({', '.join(build_names) if build_names else 'none reported'}).", ""]
     if pins and any(pins_info.get(pid, {}).get("description") for pid, _ in pins):
         rows = []
         for pin_id, required in pins:
@@ -95,65 +105,83 @@ def _summary(m: Merged, verdict: Verdict, labels, pins_info, description) -> lis
     elif pins:
         out += ["Pins: " + ", ".join(f"`{pid}`" + (" (optional)" if req is False else "") for pid, req in pins)
                 + " (pass `-c pins.yaml` for their descriptions).", ""]
+    return out
 
+
+def _headlines(m: Merged, pins: list[tuple[str, bool | None]], labels) -> list[str]:
+    """One line per result: base, blame, pin set, correctness per run, KLD and speed per study."""
     head: list[str] = []
     if m.pick:
         head.append(base_line(m.pick))
-    for b in m.blame:
-        broke = [f"`{p['id']}` {p['summary']}" for p in b["pins"] if p["first_bad"]]
-        head.append(f"**Blame {b['good']['build']} → {b['bad']['build']}:** "
+    for blame in m.blame:
+        broke = [f"`{p.id}` {p.summary()}" for p in blame.pins if p.first_bad]
+        head.append(f"**Blame {blame.good.build} → {blame.bad.build}:** "
                     + ("; ".join(broke) if broke else "no pin broke or landed upstream") + ".")
     if m.sim:
-        n_builds = len(m.sim["builds"])
-        everywhere = [pid for pid, _ in pins if all(_sim_pin(b, pid) and _sim_pin(b, pid)["status"] in ("applied", "upstream")
-                                                    and _sim_pin(b, pid)["contract"]["ok"] for b in m.sim["builds"])]
-        retire = _retire_everywhere(m)
-        on = "the build" if n_builds == 1 else "both builds" if n_builds == 2 else f"all {n_builds} builds"
-        text = f"{len(everywhere)} of {len(pins)} pins apply cleanly on {on}"
-        if retire:
-            text += f"; {len(retire)} already upstream everywhere (retire: {', '.join(f'`{r}`' for r in retire)})"
-        head.append(f"**Pin set:** {text}.")
-    for run in m.verify:
-        passed, total, n_ops = backend_op_totals(run)
-        parts = []
-        if total:
-            parts.append(f"test-backend-ops {passed}/{total} cases passed ({n_ops} op{'s' if n_ops != 1 else ''})")
-        cp, cr = check_totals(run)
-        if cr:
-            parts.append(f"feature checks {cp}/{cr} {checks_where(run)}")
-        gates = [g for g in run.build["gates"] if g["status"] != NOT_RUN]
-        green = sum(g["status"] == PASSED for g in gates)
-        parts.append(f"{green}/{len(gates)} gates passed")
-        head.append(f"**Correctness on {run_label(run, labels)}** ({verify_setup(run)}): {', '.join(parts)}.")
+        head.append(_sim_headline(m.sim, m, pins))
+    head += [_verify_headline(run, labels) for run in m.verify]
     cpu_note = " — CPU against CPU: no evidence for a CUDA path" if cuda_pins(m) else ""
     for study in m.kld:
-        v, device = study.doc["verdict"], kld_device(study)
-        head.append(f"**KLD vs CPU ({study.doc['model']['name']}; device: {device}{cpu_note if 'CPU' in device.split(', ') else ''}):** "
+        v, device = study.result.verdict, study.device
+        head.append(f"**KLD vs CPU ({study.result.model['name']}; device: {device}{cpu_note if 'CPU' in device.split(', ') else ''}):** "
                     + (f"head {v['text']} ({kld_delta_text(v)})." if v["head_minus_base_kld"] is not None
                        else f"{v['text']}."))
-    for study in m.bench:
-        device = bench_device(study)
-        calls = [f"{row_label(r, study.rows)} " + (f"{r['ratio']:.3f}× " if r["ratio"] is not None else "")
-                 + f"({r['verdict']})" for r in study.rows] or ["no result (every run failed)"]
-        head.append(f"**Speed ({study.doc['model']['name']}; device: {device}"
-                    f"{'; A/A check: base against itself' if study.doc.get('aa_check') else ''}"
+    for bench in m.bench:
+        device = bench.device
+        calls = [f"{row_label(r, bench.rows)} " + (f"{r.ratio:.3f}× " if r.ratio is not None else "")
+                 + f"({r.verdict})" for r in bench.rows] or ["no result (every run failed)"]
+        head.append(f"**Speed ({bench.result.model['name']}; device: {device}"
+                    f"{'; A/A check: base against itself' if bench.result.aa_check else ''}"
                     f"{' — no evidence for a CUDA path' if device == 'CPU' and cpu_note else ''}):** "
                     f"head/base {', '.join(calls)}.")
-    out += [f"- {h}" for h in head]
-    out += [f"- ⚠️ {w}" for w in verdict.warnings]
-    return out + [""]
+    return head
 
 
-def _sim_pin(build: dict, pin_id: str) -> dict | None:
-    return next((p for p in build["pins"] if p["id"] == pin_id), None)
+def _sim_headline(sim: SimResult, m: Merged, pins: list[tuple[str, bool | None]]) -> str:
+    n_builds = len(sim.builds)
+    everywhere = [pid for pid, _ in pins if all(_applies(b, pid) for b in sim.builds)]
+    retire = _retire_everywhere(m)
+    on = "the build" if n_builds == 1 else "both builds" if n_builds == 2 else f"all {n_builds} builds"
+    text = f"{len(everywhere)} of {len(pins)} pins apply cleanly on {on}"
+    if retire:
+        text += f"; {len(retire)} already upstream everywhere (retire: {', '.join(f'`{r}`' for r in retire)})"
+    return f"**Pin set:** {text}."
+
+
+def _verify_headline(run: VerifyRun, labels) -> str:
+    passed, total, n_ops = backend_op_totals(run)
+    parts = []
+    if total:
+        parts.append(f"test-backend-ops {passed}/{total} cases passed ({n_ops} op{'s' if n_ops != 1 else ''})")
+    cp, cr = check_totals(run)
+    if cr:
+        parts.append(f"feature checks {cp}/{cr} {checks_where(run)}")
+    gates = [g for g in run.build.gates if g.status != NOT_RUN]
+    green = sum(g.status == PASSED for g in gates)
+    parts.append(f"{green}/{len(gates)} gates passed")
+    return f"**Correctness on {run_label(run, labels)}** ({verify_setup(run)}): {', '.join(parts)}."
+
+
+def _sim_pin(build: BuildResult, pin_id: str) -> PinResult | None:
+    return next((p for p in build.pins if p.id == pin_id), None)
+
+
+def _applies(build: BuildResult, pin_id: str) -> bool:
+    """The pin applied (or is upstream) on the build with its contract kept (PinResult.ok)."""
+    pin = _sim_pin(build, pin_id)
+    return bool(pin and pin.ok)
+
+
+def _retires(build: BuildResult, pin_id: str) -> bool:
+    pin = _sim_pin(build, pin_id)
+    return bool(pin and pin.retire)
 
 
 def _retire_everywhere(m: Merged) -> list[str]:
-    if not m.sim or not m.sim["builds"]:
+    if not m.sim or not m.sim.builds:
         return []
-    first = m.sim["builds"][0]["pins"]
-    return [p["id"] for p in first
-            if all((_sim_pin(b, p["id"]) or {}).get("retire") for b in m.sim["builds"])]
+    first = m.sim.builds[0].pins
+    return [p.id for p in first if all(_retires(b, p.id) for b in m.sim.builds)]
 
 
 # --- correctness ------------------------------------------------------------------------------
@@ -164,12 +192,12 @@ def _correctness(m: Merged, labels) -> list[str]:
         out += ["_No verify result._", ""]
     else:
         cols = [run_label(r, labels) for r in runs]
-        gate_names = _ordered(g["name"] for r in runs for g in r.build["gates"])
+        gate_names = _ordered(g.name for r in runs for g in r.build.gates)
         rows = []
         for name in gate_names:
             row = [f"`{name}`"]
             for r in runs:
-                g = next((g for g in r.build["gates"] if g["name"] == name), None)
+                g = next((g for g in r.build.gates if g.name == name), None)
                 row.append(_gate_cell(g))
             rows.append(row)
         out += ["**Gates**", ""] + table(["gate", *cols], rows) + [""]
@@ -183,46 +211,46 @@ def _ordered(items) -> list:
     return list(dict.fromkeys(items))
 
 
-def _gate_cell(g: dict | None) -> str:
+def _gate_cell(g: GateResult | None) -> str:
     if g is None:
         return "—"
-    text = f"{GATE_ICON[g['status']]} {g['status']}"
-    if g["status"] != NOT_RUN:
-        text += f" ({g['seconds']:.0f} s)"
+    text = f"{GATE_ICON[g.status]} {g.status}"
+    if g.status != NOT_RUN:
+        text += f" ({g.seconds:.0f} s)"
     return text
 
 
 def _with(runs, cols, has):
     """The runs (and their column names) that have at least one gate for which has(gate) holds."""
-    keep = [(r, c) for r, c in zip(runs, cols) if any(has(g) for g in r.build["gates"])]
+    keep = [(r, c) for r, c in zip(runs, cols) if any(has(g) for g in r.build.gates)]
     return [r for r, _ in keep], [c for _, c in keep]
 
 
 def _backend_ops(runs: list[VerifyRun], cols: list[str]) -> list[str]:
-    keys = _ordered((g["name"], *op_key(o)) for r in runs for g in r.build["gates"]
-                    if g["name"] in BACKEND_OP_GATES for o in g.get("ops") or [])
+    keys = _ordered((g.name, *op_key(o)) for r in runs for g in r.build.gates
+                    if g.name in BACKEND_OP_GATES for o in g.ops or [])
     if not keys:
         return []
-    runs, cols = _with(runs, cols, lambda g: g["name"] in BACKEND_OP_GATES and g.get("ops"))
+    runs, cols = _with(runs, cols, lambda g: g.name in BACKEND_OP_GATES and g.ops)
     rows, failures = [], []
     for key in sorted(keys, key=lambda k: (BACKEND_OP_GATES.index(k[0]), *k[1:])):
         gate, op, backend, params = key
         row = [f"`{op}`" + (f" `/{params}/`" if params else ""), backend]
         for r, col in zip(runs, cols):
-            o = next((o for g in r.build["gates"] if g["name"] == gate for o in g.get("ops") or []
+            o = next((o for g in r.build.gates if g.name == gate for o in g.ops or []
                       if op_key(o) == (op, backend, params)), None)
             if o is None:
                 row.append("—")
                 continue
-            icon = "✅" if o["passed"] == o["total"] else "❌"
-            text = f"{icon} {o['passed']}/{o['total']}"
-            if o["not_supported"]:
-                text += f" ({o['not_supported']} not supported)"
+            icon = "✅" if o.passed == o.total else "❌"
+            text = f"{icon} {o.passed}/{o.total}"
+            if o.not_supported:
+                text += f" ({o.not_supported} not supported)"
             row.append(text)
-            for case in o["failures"][:5]:
+            for case in o.failures[:5]:
                 failures.append(f"- {op} on {col}: `{case}`")
-            if len(o["failures"]) > 5:
-                failures.append(f"- {op} on {col}: … and {len(o['failures']) - 5} more failing cases")
+            if len(o.failures) > 5:
+                failures.append(f"- {op} on {col}: … and {len(o.failures) - 5} more failing cases")
         rows.append(row)
     out = ["**test-backend-ops** (cases passed per op, `/filter/` where one was used)", ""]
     out += table(["op", "backend", *cols], rows) + [""]
@@ -232,11 +260,11 @@ def _backend_ops(runs: list[VerifyRun], cols: list[str]) -> list[str]:
 
 
 def _feature_checks(runs: list[VerifyRun], cols: list[str]) -> list[str]:
-    keys = _ordered((c["pin"], c["check"]) for r in runs for g in r.build["gates"]
-                    if g["name"] == "feature-checks" for c in g.get("checks") or [])
+    keys = _ordered((c.pin, c.check) for r in runs for g in r.build.gates
+                    if g.name == "feature-checks" for c in g.checks or [])
     if not keys:
         return []
-    runs, cols = _with(runs, cols, lambda g: g["name"] == "feature-checks" and g.get("checks"))
+    runs, cols = _with(runs, cols, lambda g: g.name == "feature-checks" and g.checks)
     lines = []
     for r, col in zip(runs, cols):
         passed, ran = check_totals(r)
@@ -246,14 +274,14 @@ def _feature_checks(runs: list[VerifyRun], cols: list[str]) -> list[str]:
     for pin, check in keys:
         row = [f"`{pin}`", check]
         for r in runs:
-            c = next((c for g in r.build["gates"] if g["name"] == "feature-checks" for c in g.get("checks") or []
-                      if c["pin"] == pin and c["check"] == check), None)
+            c = next((c for g in r.build.gates if g.name == "feature-checks" for c in g.checks or []
+                      if c.pin == pin and c.check == check), None)
             if c is None:
                 row.append("—")
-            elif c["status"] in RAN:
-                row.append(f"{GATE_ICON[c['status']]} {c['status']} ({c['cases']} case{'s' if c['cases'] != 1 else ''})")
+            elif c.status in RAN:
+                row.append(f"{GATE_ICON[c.status]} {c.status} ({c.cases} case{'s' if c.cases != 1 else ''})")
             else:
-                row.append(f"{GATE_ICON[c['status']]} {c['status']}")
+                row.append(f"{GATE_ICON[c.status]} {c.status}")
         rows.append(row)
     return ["**Feature checks**", "", *lines, ""] + table(["pin", "check", *cols], rows) + [""]
 
@@ -261,33 +289,31 @@ def _feature_checks(runs: list[VerifyRun], cols: list[str]) -> list[str]:
 def _kld(m: Merged) -> list[str]:
     out = []
     for study in m.kld:
-        d = study.doc
-        ref = d["reference"]
-        out += [f"**KLD vs CPU reference** — {d['model']['name']}, ctx {d['ctx']}, {d['chunks']} chunks; "
+        d = study.result
+        ref = d.reference
+        out += [f"**KLD vs CPU reference** — {d.model['name']}, ctx {d.ctx}, {d.chunks} chunks; "
                 f"reference: {ref['backend']} on {ref['build']} (`{ref['commit'][:9]}`)"
-                + (", cached logits" if ref["cached"] else "") + _ran_on(d), ""]
+                + (", cached logits" if ref["cached"] else "") + _ran_on(d.device_key, d.gpu_class), ""]
         rows = []
         for r in study.runs:
-            k = r["kld"] or {}
-            rows.append([r["label"], f"{r['build']} (`{r['commit'][:9]}`)", r["backend"], _pm(r["ppl"], ".4f"),
+            k = r.kld or {}
+            rows.append([r.label, f"{r.build} (`{r.commit[:9]}`)", r.backend, _pm(r.ppl, ".4f"),
                          _pm(k and {"value": k["mean"], "err": k["err"]}, ".6f"),
                          *(_num(k.get(key), ".6f") for key in ("median", "p99", "p99_9", "max")),
-                         _pm(r["same_top_p"], ".3f", " %"), _pm(r["rms_dp"], ".3f", " %"),
-                         "✅" if r["ok"] else f"❌ {r.get('detail') or ''}".rstrip()])
+                         _pm(r.same_top_p, ".3f", " %"), _pm(r.rms_dp, ".3f", " %"),
+                         "✅" if r.ok else f"❌ {r.detail or ''}".rstrip()])
         out += table(["run", "build", "backend", "PPL", "mean KLD", "median", "p99", "p99.9", "max",
                       "same top p", "RMS Δp", "ok"], rows) + [""]
-        v = d["verdict"]
+        v = d.verdict
         out += [f"Verdict: head {v['text']} ({kld_delta_text(v)})." if v["head_minus_base_kld"] is not None
                 else f"Verdict: {v['text']}.", ""]
     return out
 
 
-def _ran_on(doc: dict) -> str:
+def _ran_on(key: tuple, cls: str | None) -> str:
     """"; ran on HOST, GPU UUID (cell h200)" for a kld/bench that recorded where it ran, else nothing."""
-    key = device_key(doc)
     if not key:
         return ""
-    cls = (doc.get("host") or {}).get("gpu_class")
     return f"; ran on {device_text(key)}" + (f" (cell of GPU class {cls})" if cls else "")
 
 
@@ -312,28 +338,29 @@ def _speed(m: Merged) -> list[str]:
     if not m.bench:
         return out + ["_Not measured (no bench result)._", ""]
     for study in m.bench:
-        d = study.doc
-        warm = d["warmup_rounds"]
-        out += [f"**{d['model']['name']}, device: {bench_device(study)}** — base {d['base']['build']} "
-                f"(`{d['base']['commit'][:9]}`) vs head {d['head']['build']} (`{d['head']['commit'][:9]}`); "
-                f"{d['rounds']} rounds × {d['repetitions']} repetitions, alternating order, {warm} warm-up "
-                f"round{'s' if warm != 1 else ''} discarded{_ran_on(d)}. t/s: {speed_stat(d)}; in brackets each kept "
-                "round's.", ""]
+        d = study.result
+        doc = d.to_json()   # the bench renderer's helpers (speed_stat, band_name, row_speeds) read the JSON form
+        warm = d.warmup_rounds
+        out += [f"**{d.model['name']}, device: {study.device}** — base {d.base['build']} "
+                f"(`{d.base['commit'][:9]}`) vs head {d.head['build']} (`{d.head['commit'][:9]}`); "
+                f"{d.rounds} rounds × {d.repetitions} repetitions, alternating order, {warm} warm-up "
+                f"round{'s' if warm != 1 else ''} discarded{_ran_on(d.device_key, d.gpu_class)}. t/s: {speed_stat(doc)}; "
+                "in brackets each kept round's.", ""]
         rows = []
         for r in study.rows:
-            p = "—" if r["p_value"] is None else f"{r['p_value']:.3g}"
-            aa = "—" if r["aa_spread"] is None else f"±{r['aa_spread']:.2%}"  # bench JSON: a fraction
-            ci = "—" if r["ci95"] is None else f"{r['ci95'][0]:.3f}–{r['ci95'][1]:.3f}"
-            base, head = row_speeds(r)
-            rows.append([row_label(r, study.rows), _tps(base, r["base_tps"]), _tps(head, r["head_tps"]),
-                         "—" if r["ratio"] is None else f"{r['ratio']:.3f}×", ci, p, aa,
-                         f"{VERDICT_ICON.get(r['verdict'], '')} {r['verdict']}"])
-        out += table(["test", "base t/s", "head t/s", "head/base", "95% CI", "p", band_name(d), "verdict"], rows)
+            p = "—" if r.p_value is None else f"{r.p_value:.3g}"
+            aa = "—" if r.aa_spread is None else f"±{r.aa_spread:.2%}"  # bench JSON: a fraction
+            ci = "—" if r.ci95 is None else f"{r.ci95[0]:.3f}–{r.ci95[1]:.3f}"
+            base, head = row_speeds(r.to_json())
+            rows.append([row_label(r, study.rows), _tps(base, r.base_tps), _tps(head, r.head_tps),
+                         "—" if r.ratio is None else f"{r.ratio:.3f}×", ci, p, aa,
+                         f"{VERDICT_ICON.get(r.verdict, '')} {r.verdict}"])
+        out += table(["test", "base t/s", "head t/s", "head/base", "95% CI", "p", band_name(doc), "verdict"], rows)
         out += [""]
-        noisy = [f"- {row_label(r, study.rows)}: {e}" for r in study.rows for e in r["excluded"]
-                 if exclusion_kind(e) == "noise"]
-        dropped = [f"- {row_label(r, study.rows)}: {e}" for r in study.rows for e in r["excluded"]
-                   if exclusion_kind(e) == "failed"]
+        noisy = [f"- {row_label(r, study.rows)}: {e}" for r in study.rows for e in r.excluded
+                 if e.kind == ExclusionKind.NOISE]
+        dropped = [f"- {row_label(r, study.rows)}: {e}" for r in study.rows for e in r.excluded
+                   if e.kind == ExclusionKind.FAILED]
         out += ["Excluded as noisy:", "", *noisy, ""] if noisy else ["Nothing was excluded as noisy.", ""]
         if dropped:
             out += ["Rounds without a result (not used):", "", *dropped, ""]
@@ -345,24 +372,25 @@ def _pinset(m: Merged) -> list[str]:
     out = ["### Pin set", ""]
     if not m.sim:
         return out + ["_Not simulated (no sim result)._", ""]
-    out += sim_markdown(m.sim).rstrip("\n").split("\n") + [""]
+    sim_doc = m.sim.to_json()   # the sim renderer's (pinset.sim.markdown) input is the JSON form
+    out += sim_markdown(sim_doc).rstrip("\n").split("\n") + [""]
     out += evidence_lines(m.sim)   # which evidence rule applied to each pin (report/evidence.py)
     conflicts = []
-    for b in m.sim["builds"]:
-        for p in b["pins"]:
-            if p["status"] in ("conflict", "error"):
-                files = ", ".join(f"`{f}`" for f in p["files"]) or "—"
-                cause = f" — {p['detail']}" if p.get("detail") else ""
-                conflicts.append(f"- **{b['build']}** `{p['id']}`: {sim_cell(p)} in {files}{cause}")
+    for b, b_doc in zip(m.sim.builds, sim_doc["builds"]):
+        for p, p_doc in zip(b.pins, b_doc["pins"]):
+            if p.status in (CONFLICT, ERROR):
+                files = ", ".join(f"`{f}`" for f in p.files) or "—"
+                cause = f" — {p.detail}" if p.detail else ""
+                conflicts.append(f"- **{b.build}** `{p.id}`: {sim_cell(p_doc)} in {files}{cause}")
     if conflicts:
         out += ["Conflicts and errors (cause):", "", *conflicts, ""]
     out += refresh_lines(m.sim)
     retire = []
-    for pin_id in _ordered(p["id"] for b in m.sim["builds"] for p in b["pins"]):
-        up = [b["build"] for b in m.sim["builds"] if (_sim_pin(b, pin_id) or {}).get("retire")]
+    for pin_id in _ordered(p.id for b in m.sim.builds for p in b.pins):
+        up = [b.build for b in m.sim.builds if _retires(b, pin_id)]
         if not up:
             continue
-        still = [b["build"] for b in m.sim["builds"] if b["build"] not in up]
+        still = [b.build for b in m.sim.builds if b.build not in up]
         text = f"- `{pin_id}`: already upstream on {', '.join(up)}"
         text += f"; still needed on {', '.join(still)}" if still else "; retire it"
         retire.append(text)
@@ -370,12 +398,12 @@ def _pinset(m: Merged) -> list[str]:
     return out
 
 
-def refresh_lines(sim: dict) -> list[str]:
+def refresh_lines(sim: SimResult) -> list[str]:
     """One line per pin that applies but not exactly (offset, 3-way): it needs a `pinset refresh`."""
     lines = []
-    for pin_id in _ordered(p["id"] for b in sim["builds"] for p in b["pins"]):
-        loose = [f"{b['build']} ({p['apply_mode']})" for b in sim["builds"] for p in b["pins"]
-                 if p["id"] == pin_id and p["status"] == "applied" and p.get("apply_mode") in ("offset", "3-way")]
+    for pin_id in _ordered(p.id for b in sim.builds for p in b.pins):
+        loose = [f"{b.build} ({p.apply_mode})" for b in sim.builds for p in b.pins
+                 if p.id == pin_id and p.status == APPLIED and p.apply_mode in (modes.OFFSET, modes.THREE_WAY)]
         if loose:
             lines.append(f"- `{pin_id}` needs a refresh: applies but not exactly on {', '.join(loose)} "
                          f"(`pinset refresh {pin_id} --onto BUILD`)")
@@ -383,23 +411,23 @@ def refresh_lines(sim: dict) -> list[str]:
 
 
 # --- base and blame -------------------------------------------------------------------------------
-def base_line(pick: dict) -> str:
+def base_line(pick: PickResult) -> str:
     """The Summary's base: which build pick chose and why each newer one was passed over."""
     skipped = [text.replace(": ", " skipped: ", 1) for text in pick_passed_over(pick)]
-    if pick["picked"] is None:
+    if pick.picked is None:
         return "**Base:** no build is green" + (f" ({'; '.join(skipped)})" if skipped else "") + "."
-    confirmed = " (confirmed by pinset verify)" if pick["verified"] else ""
-    return f"**Base:** picked {pick['picked']}{confirmed}" + "".join(f"; {s}" for s in skipped) + "."
+    confirmed = " (confirmed by pinset verify)" if pick.verified else ""
+    return f"**Base:** picked {pick.picked}{confirmed}" + "".join(f"; {s}" for s in skipped) + "."
 
 
 def _base_and_blame(m: Merged) -> list[str]:
     if not m.pick and not m.blame:
         return []
     out = ["### Base and blame", ""]
-    if m.pick:
-        out += pick_markdown(m.pick).splitlines()[2:] + [""]
+    if m.pick:   # the nightly renderers' (pinset.nightly.markdown) input is the JSON form
+        out += pick_markdown(m.pick.to_json()).splitlines()[2:] + [""]
     for b in m.blame:
-        out += blame_markdown(b).splitlines() + [""]
+        out += blame_markdown(b.to_json()).splitlines() + [""]
     return out
 
 
@@ -408,40 +436,45 @@ def _provenance(m: Merged, labels) -> list[str]:
     out = ["<details><summary>Provenance</summary>", ""]
     out += table(["build", "commit"], [[b, f"`{c}`"] for b, c in sorted(m.commits.items())]) + [""]
     if m.verify:
-        machines = {}
-        for r in m.verify:
-            machines.setdefault(r.machine_key, r.machine)
-        rows = []
-        for key, mach in machines.items():
-            gpu = mach.get("gpu") or {}
-            rows.append([labels[key], mach["hostname"], gpu.get("name", "—"), gpu.get("compute_capability", "—"),
-                         f"{gpu['memory_mib']} MiB" if gpu else "—", gpu.get("driver", "—"),
-                         mach.get("cuda_version") or "—", mach.get("compiler") or "—", mach.get("cmake") or "—"])
-        out += ["Machines:", ""]
-        out += table(["machine", "host", "GPU", "compute capability", "memory", "driver", "CUDA", "compiler", "cmake"],
-                     rows) + [""]
-        rows = []
-        for r in m.verify:
-            pins = ", ".join(f"`{p['id']}`@`{p['ref'][:12]}` ({p['status']})" for p in r.build["pins"]) or "—"
-            flags = " ".join(f"`{f}`" for f in r.build["cmake_flags"]) or "—"
-            rows.append([run_label(r, labels), f"`{r.build['commit'][:12]}`", r.build.get("cuda_architectures") or "—",
-                         flags, pins])
-        out += ["Builds verified:", ""]
-        out += table(["run", "commit", "CUDA architectures", "cmake flags", "pins (ref)"], rows) + [""]
-    for study in m.kld:
-        d = study.doc
-        out += [f"KLD: model `{d['model']['name']}` ({d['model']['size_bytes']} bytes), text sha256 "
-                f"`{d['text']['sha256'][:16]}`, ctx {d['ctx']}, {d['chunks']} chunks.", ""]
-    for study in m.bench:
-        d = study.doc
-        gpu = f"{d['gpu']['name']}, driver {d['gpu']['driver']}" if d["gpu"] else "no GPU"
-        clocks = sorted({x["gpu_clock_mhz"] for x in d["round_log"] if x.get("gpu_clock_mhz") is not None})
+        out += _machines(m.verify, labels) + _builds_verified(m.verify, labels)
+    for kld in m.kld:
+        k = kld.result
+        out += [f"KLD: model `{k.model['name']}` ({k.model['size_bytes']} bytes), text sha256 "
+                f"`{k.text['sha256'][:16]}`, ctx {k.ctx}, {k.chunks} chunks.", ""]
+    for bench in m.bench:
+        d = bench.result
+        gpu = f"{d.gpu['name']}, driver {d.gpu['driver']}" if d.gpu else "no GPU"
+        clocks = sorted({x["gpu_clock_mhz"] for x in d.round_log if x.get("gpu_clock_mhz") is not None})
         clock = "" if not clocks else f"; GPU clock {clocks[0]} MHz" if len(clocks) == 1 \
             else f"; GPU clock {clocks[0]}–{clocks[-1]} MHz"
-        out += [f"Bench: model `{d['model']['name']}` on {gpu}; llama-bench "
-                + " ".join(f"`{a}`" for a in d["llama_bench_args"])
-                + f"; round orders {' '.join(x['order'] for x in d['round_log'])}{clock}.", ""]
+        out += [f"Bench: model `{d.model['name']}` on {gpu}; llama-bench "
+                + " ".join(f"`{a}`" for a in d.llama_bench_args)
+                + f"; round orders {' '.join(x['order'] for x in d.round_log)}{clock}.", ""]
     out += ["Inputs:", ""]
     out += [f"- `{f.name}` ({f.kind}, sha256 `{f.sha256[:12]}`)" for f in m.files]
     out += ["", "</details>"]
     return out
+
+
+def _machines(runs: list[VerifyRun], labels) -> list[str]:
+    machines: dict[tuple, dict] = {}
+    for r in runs:
+        machines.setdefault(r.machine_key, r.machine)
+    rows = []
+    for key, mach in machines.items():
+        gpu = mach.get("gpu") or {}
+        rows.append([labels[key], mach["hostname"], gpu.get("name", "—"), gpu.get("compute_capability", "—"),
+                     f"{gpu['memory_mib']} MiB" if gpu else "—", gpu.get("driver", "—"),
+                     mach.get("cuda_version") or "—", mach.get("compiler") or "—", mach.get("cmake") or "—"])
+    return ["Machines:", "", *table(["machine", "host", "GPU", "compute capability", "memory", "driver", "CUDA",
+                                     "compiler", "cmake"], rows), ""]
+
+
+def _builds_verified(runs: list[VerifyRun], labels) -> list[str]:
+    rows = []
+    for r in runs:
+        pins = ", ".join(f"`{p.id}`@`{p.ref[:12]}` ({p.status})" for p in r.build.pins) or "—"
+        flags = " ".join(f"`{f}`" for f in r.build.cmake_flags) or "—"
+        rows.append([run_label(r, labels), f"`{r.build.commit[:12]}`", r.build.cuda_architectures or "—",
+                     flags, pins])
+    return ["Builds verified:", "", *table(["run", "commit", "CUDA architectures", "cmake flags", "pins (ref)"], rows), ""]

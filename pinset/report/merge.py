@@ -9,13 +9,18 @@ A gate or check that was `not-run` in one file and run in another is not a contr
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
-from typing import Callable, Iterator
+from dataclasses import dataclass, field, replace
+from typing import TypeVar
 
+from pinset.cells import SAYS_NOTHING, canonical
+from pinset.checks.backend_ops import OpCount
 from pinset.errors import PinsetError
-from pinset.nightly.model import NOT_TRIED
+from pinset.measures.bench_model import BenchResult, BenchRow
+from pinset.measures.kld_model import KldResult, KldRun
+from pinset.nightly.model import NOT_TRIED, BlameResult, BuildPick, PickResult
 from pinset.report.load import KINDS, ResultFile
-from pinset.verify.model import NOT_RUN
+from pinset.sim.model import BuildResult, SimResult
+from pinset.verify.model import NOT_RUN, BuildVerification, CheckResult, GateResult, VerifyResult
 
 
 @dataclass
@@ -24,73 +29,87 @@ class VerifyRun:
 
     machine: dict
     machine_key: tuple
-    build: dict
+    build: BuildVerification        # the gates, checks and not-tested items of every file, merged
     sources: list[str] = field(default_factory=list)
     gpu_class: str | None = None    # the pins.yaml `gpus:` class of the CI cell that made it (--gpu-class)
+    ok: bool = True                 # every file called the build ok (a run elsewhere never undoes a stop here)
+
+    @property
+    def gpu(self) -> dict | None:
+        return self.machine.get("gpu")
 
 
 @dataclass
 class KldStudy:
     """KLD runs against one CPU reference (one model, text and context)."""
 
-    doc: dict
-    runs: list[dict]
+    result: KldResult               # the first file's: model, text, reference, verdict, host
+    runs: list[KldRun]
     sources: list[str] = field(default_factory=list)
+
+    @property
+    def device(self) -> str:
+        """The backends of its runs ("CPU" for CPU against CPU), "none" without a run."""
+        return ", ".join(sorted({r.backend for r in self.runs})) or "none"
+
+    @property
+    def on_device(self) -> bool:
+        """Every run under test ran on a device, not the CPU (a CPU-against-CPU KLD says nothing of a GPU path)."""
+        return bool(self.runs) and all(r.backend != "CPU" for r in self.runs)
 
 
 @dataclass
 class BenchStudy:
     """llama-bench rows of one base/head pair on one GPU and model."""
 
-    doc: dict
-    rows: list[dict]
+    result: BenchResult             # the first file's: model, sides, GPU, rounds, host
+    rows: list[BenchRow]
     sources: list[str] = field(default_factory=list)
+
+    @property
+    def device(self) -> str:
+        """The GPU llama-bench ran on; "CPU" with the GPU hidden or with every test at -ngl 0."""
+        on_cpu = self.rows and all(r.params.get("n_gpu_layers") == 0 for r in self.rows)
+        return self.result.gpu["name"] if self.result.gpu and not on_cpu else "CPU"
 
 
 @dataclass
 class Merged:
     files: list[ResultFile]
     pinset: str | None
-    sim: dict | None
+    sim: SimResult | None           # builds merged over every sim file (the first file to simulate a build speaks)
     verify: list[VerifyRun]
     kld: list[KldStudy]
     bench: list[BenchStudy]
     commits: dict[str, str]  # build name -> longest commit seen
-    pick: dict | None = None      # pick JSON, rows merged over every pick file (a tried row beats "not tried")
-    blame: list[dict] = field(default_factory=list)  # blame JSON per (good, bad) commit range, pins merged
+    pick: PickResult | None = None      # rows merged over every pick file (a tried row beats "not tried")
+    blame: list[BlameResult] = field(default_factory=list)  # per (good, bad) commit range, pins merged
 
     def kinds(self) -> set[str]:
         return {f.kind for f in self.files}
 
 
-def machine_key(machine: dict) -> tuple:
-    """(host, GPU model, visible GPU UUIDs): two GPUs of one model on one host are two machines (two cells
-    of a matrix), and a file from before UUIDs were recorded keeps its old identity."""
-    gpu = machine.get("gpu")
-    return (machine["hostname"], gpu["name"] if gpu else None, tuple(machine.get("gpu_uuids") or ()))
+M = TypeVar("M")
 
 
-def device_key(doc: dict) -> tuple:
-    """Where a kld or bench ran, from its optional `host` (host, visible GPU UUIDs); () in older files."""
-    host = doc.get("host") or {}
-    return (host["hostname"], tuple(host["gpu_uuids"])) if host else ()
+def models_of(files: list[ResultFile], cls: type[M]) -> list[tuple[M, str]]:
+    """(model, path) of every file holding a `cls` result, in the files' order."""
+    return [(f.model, str(f.path)) for f in files if isinstance(f.model, cls)]
 
 
-def gpu_class_of(doc: dict) -> str | None:
-    """The matrix cell's GPU class a kld or bench was made as (--gpu-class): one GPU may serve two classes
-    (two builds of one tree), whose numbers are two results, not one contradicting itself."""
-    return (doc.get("host") or {}).get("gpu_class")
+@dataclass(frozen=True)
+class ExpectedCell:
+    """One cell of a `pinset matrix` the run should have delivered results for."""
+
+    cell: str
+    build: str
+    gpu: str                        # the GPU class (--gpu-class) its results are made as
+    kinds: list[str]                # of verify, kld, bench
+    pinset: str | None = None
+    architectures: str | None = None
 
 
-def device_text(key: tuple) -> str:
-    """"host" or "host, GPU GPU-1a2b3c4d" for a machine_key or device_key."""
-    if not key:
-        return ""
-    host, uuids = key[0], key[-1]
-    return host + (f", GPU {', '.join(u[:12] for u in uuids)}" if uuids else "")
-
-
-def expected_cells(path) -> list[dict]:
+def expected_cells(path) -> list[ExpectedCell]:
     """The cells a run should have delivered: `pinset matrix` JSON ({"include": [{build, gpu, kinds, ...}]})."""
     from pinset.results import Doc, read_json
 
@@ -101,165 +120,31 @@ def expected_cells(path) -> list[dict]:
         bad = sorted(set(kinds) - {"verify", "kld", "bench"})
         if bad or not kinds:
             cell.fail("kinds", f"expected a non-empty list of verify, kld, bench (got {', '.join(bad) or 'none'})")
-        cells.append({"cell": cell.get("cell", str), "build": cell.get("build", str), "gpu": cell.get("gpu", str),
-                      "kinds": list(dict.fromkeys(kinds)), "pinset": cell.get("pinset", str, default=None),
-                      "architectures": cell.get("architectures", str, default=None)})
+        cells.append(ExpectedCell(cell.get("cell", str), cell.get("build", str), cell.get("gpu", str),
+                                  list(dict.fromkeys(kinds)), cell.get("pinset", str, default=None),
+                                  cell.get("architectures", str, default=None)))
     return cells
 
 
-def op_key(op: dict) -> tuple[str, str, str]:
+def op_key(op: OpCount) -> tuple[str, str, str]:
     """An op count is one (op, backend, -p filter): the CPU gate may run MUL_MAT under two filters."""
-    return op["op"], op["backend"], op.get("params") or ""
-
-
-def _canonical(data) -> str:
-    return json.dumps(data, sort_keys=True, separators=(",", ":"))
+    return op.op, op.backend, op.params or ""
 
 
 def order_files(files: list[ResultFile]) -> list[ResultFile]:
     """A fixed order independent of the command line (same inputs -> same report), duplicates dropped."""
     seen: dict[str, ResultFile] = {}
-    for f in sorted(files, key=lambda f: (KINDS.index(f.kind), _canonical(f.data), f.name)):
-        seen.setdefault(_canonical(f.data), f)
+    for f in sorted(files, key=lambda f: (KINDS.index(f.kind), f.canonical, f.name)):
+        seen.setdefault(f.canonical, f)
     return list(seen.values())
 
 
 # --- cells ----------------------------------------------------------------------------------
-SAYS_NOTHING = object()  # a cell that says nothing (a gate or check not run): merges with anything
-
-
-def _cells_sim(d: dict):
-    for b in d["builds"]:
-        for p in b["pins"]:
-            yield (("sim", b["build"], p["id"]),
-                   {k: p[k] for k in ("status", "conflict_with", "retire", "required")} | {"contract_ok": p["contract"]["ok"]})
-
-
-def _cells_verify(d: dict):
-    mk = machine_key(d["machine"])
-    gpu_class = (d.get("options") or {}).get("gpu_class")
-    host = f"{mk[1] or 'no GPU'} on {device_text(mk)}" + (f" as {gpu_class}" if gpu_class else "")
-    for b in d["builds"]:
-        for g in b["gates"]:
-            run = g["status"] != NOT_RUN
-            yield ("verify", b["build"], host, g["name"]), (g["status"] if run else SAYS_NOTHING)
-            for op in g.get("ops") or []:
-                name, backend, params = op_key(op)
-                yield (("verify", b["build"], host, g["name"], name, backend) + ((f"/{params}/",) if params else ()),
-                       {k: op[k] for k in ("passed", "total", "not_supported")})
-            for c in g.get("checks") or []:
-                yield (("verify", b["build"], host, "feature check", c["pin"], c["check"]),
-                       SAYS_NOTHING if c["status"] == NOT_RUN else {k: c[k] for k in ("status", "cases")})
-
-
-def _cells_kld(d: dict):
-    study = (d["model"]["name"], d["text"]["sha256"][:12], f"ctx {d['ctx']}", f"{d['chunks']} chunks",
-             *((device_text(device_key(d)),) if device_key(d) else ()),
-             *((f"as {gpu_class_of(d)}",) if gpu_class_of(d) else ()))
-    for r in d["runs"]:
-        yield (("kld", *study, r["label"], r["build"], r["backend"]),
-               {k: r[k] for k in ("ppl", "kld", "same_top_p", "rms_dp", "ok")})
-    yield ("kld", *study, "verdict"), d["verdict"]["text"]
-
-
-def _cells_pick(d: dict):
-    yield ("pick", "picked base"), d["picked"]
-    for b in d["builds"]:
-        yield (("pick", b["build"]), SAYS_NOTHING if b["verdict"] == NOT_TRIED
-               else {"verdict": b["verdict"], "why": [r["summary"] for r in b["reasons"]]})
-
-
-def _cells_blame(d: dict):
-    for p in d["pins"]:
-        yield (("blame", f"{d['good']['build']} -> {d['bad']['build']}", p["id"]),
-               {"status": p["status"], "first_bad": (p["first_bad"] or {}).get("commit"), "files": p["files"],
-                "problems": p["problems"]})
-
-
-def _cells_bench(d: dict):
-    gpu = ((d["gpu"]["name"] if d["gpu"] else "no GPU") + (f" on {device_text(device_key(d))}" if device_key(d) else "")
-           + (f" as {gpu_class_of(d)}" if gpu_class_of(d) else ""))
-    for r in d["rows"]:
-        yield (("bench", d["model"]["name"], gpu, f"{d['base']['build']} -> {d['head']['build']}", r["test"],
-                _canonical(r["params"])),
-               {k: r[k] for k in ("base_tps", "head_tps", "ratio", "verdict")})
-
-
-
-def _builds_with_commits_sim_verify(d: dict):
-    for b in d["builds"]:
-        yield b["build"], b["commit"]
-
-
-def _builds_with_commits_kld(d: dict):
-    yield d["reference"]["build"], d["reference"]["commit"]
-    for r in d["runs"]:
-        yield r["build"], r["commit"]
-
-
-def _builds_with_commits_bench(d: dict):
-    for side in ("base", "head"):
-        yield d[side]["build"], d[side]["commit"]
-
-
-def _builds_with_commits_pick(d: dict):
-    for b in d["builds"]:
-        if b["commit"]:
-            yield b["build"], b["commit"]
-
-
-def _builds_with_commits_blame(d: dict):
-    for end in ("good", "bad"):
-        yield d[end]["build"], d[end]["commit"]
-
-
-
-def _pin_states_sim(d: dict):
-    for b in d["builds"]:
-        for p in b["pins"]:
-            state = "contract" if p["status"] == "applied" and not p["contract"]["ok"] else p["status"]
-            yield b["build"], p["id"], state
-
-
-def _pin_states_pick(d: dict):
-    for b in d["builds"]:
-        for r in b["reasons"]:
-            if r["pin"] is not None:
-                yield b["build"], r["pin"], r["status"]
-
-
-def _pin_states_blame(d: dict):
-    for p in d["pins"]:
-        yield d["good"]["build"], p["id"], p["good_status"]
-        yield d["bad"]["build"], p["id"], p["bad_status"]
-
-
-
-def _none(d: dict):
-    return iter(())
-
-
-@dataclass(frozen=True)
-class KindView:
-    """What merging reads of one kind of result, one function per question (no `if kind ==` chains):
-    its cells (compared across files), its (build, commit) pairs, and the pins' states per build
-    (`pin_states`: as blame's pin_state: sim's status, a broken contract as `contract`, as sim, pick -- the pins
-    it passed a build over for -- and blame saw them: a blame that calls a pin broken on a build the sim calls
-    fine, or the reverse, contradicts it)."""
-
-    cells: Callable[[dict], Iterator]
-    commits: Callable[[dict], Iterator]
-    pin_states: Callable[[dict], Iterator] = _none
-
-
-VIEWS = {
-    "sim": KindView(_cells_sim, _builds_with_commits_sim_verify, _pin_states_sim),
-    "verify": KindView(_cells_verify, _builds_with_commits_sim_verify),
-    "kld": KindView(_cells_kld, _builds_with_commits_kld),
-    "bench": KindView(_cells_bench, _builds_with_commits_bench),
-    "pick": KindView(_cells_pick, _builds_with_commits_pick, _pin_states_pick),
-    "blame": KindView(_cells_blame, _builds_with_commits_blame, _pin_states_blame),
-}
+# What merging reads of each result is asked of its model, one method per question (pinset.cells): its cells
+# (compared across files), its (build, commit) pairs, and the pins' states per build (`pin_states`: as blame's
+# pin_state: sim's status, a broken contract as `contract`, as sim, pick -- the pins it passed a build over
+# for -- and blame saw them: a blame that calls a pin broken on a build the sim calls fine, or the reverse,
+# contradicts it).
 
 
 def _show(value) -> str:
@@ -268,9 +153,19 @@ def _show(value) -> str:
 
 def check_consistent(files: list[ResultFile]) -> tuple[str | None, dict[str, str]]:
     """Raise PinsetError on the first contradiction; return the pin set digest and build commits."""
+    digest = _one_pinset(files)
+    commits = _build_commits(files)
+    _check_cells(files)
+    _check_pin_states(files)
+    return digest, commits
+
+
+def _one_pinset(files: list[ResultFile]) -> str | None:
+    """The pin set every file that names one names (kld and bench: absent for explicit --base-bin/--head-bin
+    and older files)."""
     digest_from: tuple[str, str] | None = None
     for f in files:
-        digest = f.data.get("pinset")  # kld and bench: absent for explicit --base-bin/--head-bin and older files
+        digest = f.model.pinset_digest
         if not digest:
             continue
         if digest_from is None:
@@ -278,10 +173,14 @@ def check_consistent(files: list[ResultFile]) -> tuple[str | None, dict[str, str
         elif digest != digest_from[0]:
             raise PinsetError(f"{digest_from[1]} and {f.path} are results of different pin sets "
                               f"({digest_from[0]} vs {digest}); report one pin set at a time")
+    return digest_from[0] if digest_from else None
 
+
+def _build_commits(files: list[ResultFile]) -> dict[str, str]:
+    """build -> the longest commit any file gives it; a commit that is no prefix of another is a contradiction."""
     commits: dict[str, tuple[str, str]] = {}
     for f in files:
-        for build, commit in VIEWS[f.kind].commits(f.data):
+        for build, commit in f.model.build_commits():
             if build in commits:
                 known, where = commits[build]
                 if not (known.startswith(commit) or commit.startswith(known)):
@@ -291,10 +190,14 @@ def check_consistent(files: list[ResultFile]) -> tuple[str | None, dict[str, str
                     commits[build] = (commit, where)
             else:
                 commits[build] = (commit, str(f.path))
+    return {b: c for b, (c, _) in commits.items()}
 
+
+def _check_cells(files: list[ResultFile]) -> None:
+    """Identical cells merge, different ones are an error naming both files, a cell that says nothing merges."""
     cells: dict[tuple, tuple[object, str]] = {}
     for f in files:
-        for key, value in VIEWS[f.kind].cells(f.data):
+        for key, value in f.model.cells():
             if value is SAYS_NOTHING:
                 continue
             if key in cells and cells[key][0] != value:
@@ -302,14 +205,17 @@ def check_consistent(files: list[ResultFile]) -> tuple[str | None, dict[str, str
                 raise PinsetError(f"{other} and {f.path} disagree on {' / '.join(map(str, key))}: "
                                   f"{_show(other_value)} vs {_show(value)}")
             cells.setdefault(key, (value, str(f.path)))
+
+
+def _check_pin_states(files: list[ResultFile]) -> None:
+    """A pin's state on a build as sim, pick and blame saw it: two that differ contradict each other."""
     states: dict[tuple[str, str], tuple[str, str, str]] = {}
     for f in files:
-        for build, pin, state in VIEWS[f.kind].pin_states(f.data):
-            known = states.setdefault((build, pin), (state, f.kind, str(f.path)))
-            if known[0] != state:
-                raise PinsetError(f"{known[2]} and {f.path} disagree on pin {pin} on build {build}: "
-                                  f"{known[0]} ({known[1]}) vs {state} ({f.kind})")
-    return (digest_from[0] if digest_from else None), {b: c for b, (c, _) in commits.items()}
+        for build, pin, state in f.model.pin_states():
+            said = states.setdefault((build, pin), (state, f.kind, str(f.path)))
+            if said[0] != state:
+                raise PinsetError(f"{said[2]} and {f.path} disagree on pin {pin} on build {build}: "
+                                  f"{said[0]} ({said[1]}) vs {state} ({f.kind})")
 
 
 # --- merging --------------------------------------------------------------------------------
@@ -320,122 +226,108 @@ def merge(files: list[ResultFile]) -> Merged:
                   _merge_bench(files), commits, _merge_pick(files), _merge_blame(files))
 
 
-def _merge_pick(files: list[ResultFile]) -> dict | None:
+def _merge_pick(files: list[ResultFile]) -> PickResult | None:
     """One pick (the cells above refuse two different picked bases): its rows, with a row another file tried
     replacing this one's "not tried"."""
-    picks = [f.data for f in files if f.kind == "pick"]
+    picks = [p for p, _ in models_of(files, PickResult)]
     if not picks:
         return None
-    rows: dict[str, dict] = {}
-    for d in picks:
-        for b in d["builds"]:
-            if b["build"] not in rows or rows[b["build"]]["verdict"] == NOT_TRIED:
-                rows[b["build"]] = b
-    return {**picks[0], "builds": list(rows.values()), "verified": any(d["verified"] for d in picks)}
+    rows: dict[str, BuildPick] = {}
+    for pick in picks:
+        for b in pick.builds:
+            if b.build not in rows or rows[b.build].verdict == NOT_TRIED:
+                rows[b.build] = b
+    first = picks[0]
+    return PickResult(first.pinset_digest, first.picked, list(rows.values()), any(p.verified for p in picks))
 
 
-def _merge_blame(files: list[ResultFile]) -> list[dict]:
+def _merge_blame(files: list[ResultFile]) -> list[BlameResult]:
     """Blame results per range (good, bad commits); the pins of two files over one range are joined."""
-    ranges: dict[tuple[str, str], dict] = {}
-    for f in files:
-        if f.kind != "blame":
-            continue
-        d = f.data
-        key = (d["good"]["commit"], d["bad"]["commit"])
+    ranges: dict[tuple[str, str], BlameResult] = {}
+    for blame, _ in models_of(files, BlameResult):
+        key = (blame.good.commit, blame.bad.commit)
         if key not in ranges:
-            ranges[key] = {**d, "pins": list(d["pins"])}
+            ranges[key] = replace(blame, pins=list(blame.pins))
             continue
-        have = {p["id"] for p in ranges[key]["pins"]}
-        ranges[key]["pins"] += [p for p in d["pins"] if p["id"] not in have]
-        ranges[key]["probes"] = max(ranges[key]["probes"], d["probes"])
+        have = {p.id for p in ranges[key].pins}
+        ranges[key].pins += [p for p in blame.pins if p.id not in have]
+        ranges[key].probes = max(ranges[key].probes, blame.probes)
     return list(ranges.values())
 
 
-def _merge_sim(files: list[ResultFile]) -> dict | None:
-    sims = [f for f in files if f.kind == "sim"]
+def _merge_sim(files: list[ResultFile]) -> SimResult | None:
+    sims = [s for s, _ in models_of(files, SimResult)]
     if not sims:
         return None
-    builds: dict[str, dict] = {}
-    for f in sims:
-        for b in f.data["builds"]:
-            builds.setdefault(b["build"], b)
-    first = sims[0].data
-    return {**first, "builds": list(builds.values()), "ok": all(b["ok"] for b in builds.values())}
+    builds: dict[str, BuildResult] = {}
+    for sim in sims:
+        for b in sim.builds:
+            builds.setdefault(b.build, b)
+    return SimResult(list(builds.values()), sims[0].pinset_digest)
 
 
-def _prefer_run(old: dict, new: dict) -> dict:
-    return new if old["status"] == NOT_RUN and new["status"] != NOT_RUN else old
+def _prefer_run(old: G, new: G) -> G:
+    return new if old.status == NOT_RUN and new.status != NOT_RUN else old
 
 
-def _merge_gate(old: dict, new: dict) -> dict:
-    gate = dict(_prefer_run(old, new))
-    if "ops" in old or "ops" in new:
-        ops = {op_key(o): o for o in (old.get("ops") or [])}
-        for o in new.get("ops") or []:
+G = TypeVar("G", GateResult, CheckResult)
+
+
+def _merge_gate(old: GateResult, new: GateResult) -> GateResult:
+    gate = replace(_prefer_run(old, new))
+    if old.ops is not None or new.ops is not None:
+        ops = {op_key(o): o for o in (old.ops or [])}
+        for o in new.ops or []:
             ops.setdefault(op_key(o), o)
-        gate["ops"] = list(ops.values())
-    if "checks" in old or "checks" in new:
-        checks = {(c["pin"], c["check"]): c for c in (old.get("checks") or [])}
-        for c in new.get("checks") or []:
-            key = (c["pin"], c["check"])
+        gate.ops = list(ops.values())
+    if old.checks is not None or new.checks is not None:
+        checks = {(c.pin, c.check): c for c in (old.checks or [])}
+        for c in new.checks or []:
+            key = (c.pin, c.check)
             checks[key] = _prefer_run(checks[key], c) if key in checks else c
-        gate["checks"] = list(checks.values())
+        gate.checks = list(checks.values())
     return gate
 
 
 def _merge_verify(files: list[ResultFile]) -> list[VerifyRun]:
     runs: dict[tuple, VerifyRun] = {}
-    for f in files:
-        if f.kind != "verify":
-            continue
-        machine = f.data["machine"]
-        mk = machine_key(machine)
-        gpu_class = (f.data.get("options") or {}).get("gpu_class")
-        for b in f.data["builds"]:
-            key = (mk, b["build"], gpu_class)  # one GPU may run the cells of two classes (two builds of one tree)
+    for result, path in models_of(files, VerifyResult):
+        mk = result.machine_key
+        for b in result.builds:
+            key = (mk, b.build, result.gpu_class)  # one GPU may run the cells of two classes (two builds of one tree)
             if key not in runs:
-                runs[key] = VerifyRun(machine, mk, {**b, "gates": list(b["gates"]),
-                                                    "not_tested": list(b["not_tested"])}, [str(f.path)],
-                                      gpu_class)
+                runs[key] = VerifyRun(result.machine, mk, replace(b, gates=list(b.gates), not_tested=list(b.not_tested)),
+                                      [path], result.gpu_class, b.ok)
                 continue
             run = runs[key]
-            run.sources.append(str(f.path))
-            gates = {g["name"]: g for g in run.build["gates"]}
-            for g in b["gates"]:
-                gates[g["name"]] = _merge_gate(gates[g["name"]], g) if g["name"] in gates else g
-            run.build["gates"] = list(gates.values())
-            for item in b["not_tested"]:
-                if item not in run.build["not_tested"]:
-                    run.build["not_tested"].append(item)
-            run.build["ok"] = run.build["ok"] and b["ok"]
+            run.sources.append(path)
+            gates = {g.name: g for g in run.build.gates}
+            for g in b.gates:
+                gates[g.name] = _merge_gate(gates[g.name], g) if g.name in gates else g
+            run.build.gates = list(gates.values())
+            run.build.not_tested += [item for item in b.not_tested if item not in run.build.not_tested]
+            run.ok = run.ok and b.ok
     return list(runs.values())
 
 
 def _merge_kld(files: list[ResultFile]) -> list[KldStudy]:
     studies: dict[tuple, KldStudy] = {}
-    for f in files:
-        if f.kind != "kld":
-            continue
-        d = f.data
-        key = (d["model"]["name"], d["text"]["sha256"], d["ctx"], d["chunks"], d["reference"]["build"], device_key(d),
-               gpu_class_of(d))
+    for d, path in models_of(files, KldResult):
+        key = (d.model["name"], d.text["sha256"], d.ctx, d.chunks, d.reference["build"], d.device_key, d.gpu_class)
         study = studies.setdefault(key, KldStudy(d, [], []))
-        study.sources.append(str(f.path))
-        have = {(r["label"], r["build"], r["backend"]) for r in study.runs}
-        study.runs += [r for r in d["runs"] if (r["label"], r["build"], r["backend"]) not in have]
+        study.sources.append(path)
+        have = {(r.label, r.build, r.backend) for r in study.runs}
+        study.runs += [r for r in d.runs if (r.label, r.build, r.backend) not in have]
     return list(studies.values())
 
 
 def _merge_bench(files: list[ResultFile]) -> list[BenchStudy]:
     studies: dict[tuple, BenchStudy] = {}
-    for f in files:
-        if f.kind != "bench":
-            continue
-        d = f.data
-        key = (d["model"]["name"], d["gpu"]["name"] if d["gpu"] else None, d["base"]["build"], d["head"]["build"],
-               device_key(d), gpu_class_of(d))
+    for d, path in models_of(files, BenchResult):
+        key = (d.model["name"], d.gpu["name"] if d.gpu else None, d.base["build"], d.head["build"], d.device_key,
+               d.gpu_class)
         study = studies.setdefault(key, BenchStudy(d, [], []))
-        study.sources.append(str(f.path))
-        have = {(r["test"], _canonical(r["params"])) for r in study.rows}
-        study.rows += [r for r in d["rows"] if (r["test"], _canonical(r["params"])) not in have]
+        study.sources.append(path)
+        have = {(r.test, canonical(r.params)) for r in study.rows}
+        study.rows += [r for r in d.rows if (r.test, canonical(r.params)) not in have]
     return list(studies.values())

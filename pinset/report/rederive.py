@@ -12,8 +12,10 @@ from __future__ import annotations
 
 from pinset.errors import PinsetError
 from pinset.measures.bench import BenchResult
+from pinset.measures.bench_model import INSUFFICIENT_DATA
 from pinset.measures.kld import KldResult
 from pinset.measures.stats import MIN_ROUNDS
+from pinset.report.model import Untested
 
 # --- kld -------------------------------------------------------------------------------------
 # How bad a KLD verdict is for head: a stated verdict better than its runs give is refused; a worse one (a
@@ -51,7 +53,7 @@ def bench_contradictions(result: BenchResult) -> list[tuple[int, str]]:
         if n_base != n_head:
             out.append((i, f"{n_base} base speeds but {n_head} head speeds (one of each per kept round)"))
             continue
-        if row.verdict == "insufficient data":
+        if row.verdict == INSUFFICIENT_DATA:
             continue
         if n_base < MIN_ROUNDS:
             out.append((i, f"verdict {row.verdict!r} on {n_base} kept rounds (the rule needs at least {MIN_ROUNDS})"))
@@ -63,18 +65,18 @@ def bench_contradictions(result: BenchResult) -> list[tuple[int, str]]:
     return out
 
 
-def check_derived(path, kind: str, model) -> None:
+def check_derived(path, model) -> None:
     """Refuse (exit 2, one line naming the file and key) a kld or bench result whose verdicts do not follow
     from its own numbers."""
-    if kind == "kld" and (why := kld_contradiction(model)):
+    if isinstance(model, KldResult) and (why := kld_contradiction(model)):
         raise PinsetError(f"{path}: kld.verdict: {why} (edited or damaged result; re-run pinset kld)")
-    if kind == "bench":
+    if isinstance(model, BenchResult):
         for i, why in bench_contradictions(model):
             raise PinsetError(f"{path}: bench.rows[{i}]: {why} (edited or damaged result; re-run pinset bench)")
 
 
 # --- sim -------------------------------------------------------------------------------------
-def missing_pins(sim_builds, pin_ids: list[str] | None) -> list[str]:
+def missing_pins(sim_builds, pin_ids: list[str] | None) -> list[Untested]:
     """"BUILD: no sim result for pin X" for each pin of the pin set (pins.yaml when given, else every pin any
     sim build names) that a simulated build has no result for: no result is no evidence."""
     builds = list(sim_builds or [])
@@ -84,6 +86,6 @@ def missing_pins(sim_builds, pin_ids: list[str] | None) -> list[str]:
         have = {p.id for p in b.pins}
         gone = [pin for pin in wanted if pin not in have]
         if gone:
-            out.append(f"{b.build}: no sim result for pin{'s' if len(gone) > 1 else ''} "
-                       + ", ".join(f"`{pin}`" for pin in gone))
+            out.append(Untested(b.build, f"no sim result for pin{'s' if len(gone) > 1 else ''} "
+                                + ", ".join(f"`{pin}`" for pin in gone)))
     return out

@@ -10,11 +10,15 @@ from dataclasses import dataclass, field
 
 from pinset.build.settings import covers
 from pinset.errors import PinsetError
-from pinset.measures.bench import BenchResult, band_name
-from pinset.nightly.model import PASSED_OVER
+from pinset.measures.bench_model import INSUFFICIENT_DATA, SLOWER, TOO_NOISY, BenchResult, BenchRow
+from pinset.measures.bench_render import band_name
+from pinset.measures.kld_model import KldResult
+from pinset.nightly.model import PASSED_OVER, PickResult
 from pinset.report import evidence
 from pinset.report.load import EVIDENCE_KINDS, kld_delta_text
-from pinset.report.merge import BenchStudy, KldStudy, Merged, VerifyRun
+from pinset.report.merge import BenchStudy, ExpectedCell, KldStudy, Merged, VerifyRun, models_of
+from pinset.report.model import BLOCKED, NOT_ENOUGH, READY, Untested, grouped
+from pinset.sim.model import APPLIED, CONFLICT, ERROR
 from pinset.verify.model import (
     FAILED,
     GPU_GATES,
@@ -22,20 +26,17 @@ from pinset.verify.model import (
     PASSED,
     RAN,
     UNCHECKED,
-    NotTested,
-    is_stopped,
     not_run_reason,
 )
 
 BACKEND_OP_GATES = ("backend-ops", "cpu-backend-ops")
-READY, BLOCKED, NOT_ENOUGH = "ready", "blocked", "not enough evidence"
 
 
 @dataclass
 class Verdict:
     blockers: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)     # red but not blocking (optional pins)
-    not_tested: list[str] = field(default_factory=list)
+    not_tested: list[Untested] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)      # evidence a pin's changes need that no result gives
 
     @property
@@ -46,6 +47,9 @@ class Verdict:
     def ok(self) -> bool:
         """Ready to ship: nothing failed and every pin has the evidence its changes need."""
         return self.outcome == READY
+
+    def not_tested_lines(self) -> list[str]:
+        return [item.text() for item in self.not_tested]
 
     def line(self) -> str:
         if self.blockers:
@@ -62,46 +66,30 @@ class Verdict:
 # --- labels ---------------------------------------------------------------------------------
 def ran_on_gpu(run: VerifyRun) -> bool:
     """The machine has a GPU and a GPU gate actually ran (verify without --cuda on a GPU host does not count)."""
-    return bool(run.machine.get("gpu")) and any(g["name"] in GPU_GATES and g["status"] != NOT_RUN
-                                                for g in run.build["gates"])
+    return bool(run.gpu) and any(g.name in GPU_GATES and g.status != NOT_RUN for g in run.build.gates)
 
 
 def gpu_verified(run: VerifyRun) -> bool:
     """Evidence for CUDA code: on a machine with a GPU, every GPU gate passed and test-backend-ops counted
     cases on a device backend (not the CPU)."""
-    gates = {g["name"]: g for g in run.build["gates"]}
-    ops = (gates.get("backend-ops") or {}).get("ops") or []
-    return (bool(run.machine.get("gpu")) and all((gates.get(n) or {}).get("status") == PASSED for n in GPU_GATES)
-            and any(o["backend"] != "CPU" and o["total"] > 0 for o in ops))
+    gates = {g.name: g for g in run.build.gates}
+    ops = (gates["backend-ops"].ops or []) if "backend-ops" in gates else []
+    return (bool(run.gpu) and all(n in gates and gates[n].status == PASSED for n in GPU_GATES)
+            and any(o.backend != "CPU" and o.total > 0 for o in ops))
 
 
 def verify_setup(run: VerifyRun) -> str:
     """What verify ran, on what: for the Summary."""
-    gpu = run.machine.get("gpu")
     if ran_on_gpu(run):
-        return f"device: {gpu['name']}, CPU and GPU gates"
+        assert run.gpu is not None
+        return f"device: {run.gpu['name']}, CPU and GPU gates"
     return "device: CPU, GPU gates not run"
-
-
-def kld_device(study) -> str:
-    return ", ".join(sorted({r["backend"] for r in study.runs})) or "none"
-
-
-def kld_on_device(study) -> bool:
-    """Every run under test ran on a device, not the CPU (a CPU-against-CPU KLD says nothing of a GPU path)."""
-    return bool(study.runs) and all(r["backend"] != "CPU" for r in study.runs)
-
-
-def bench_device(study) -> str:
-    """The GPU llama-bench ran on; "CPU" with the GPU hidden or with every test at -ngl 0."""
-    on_cpu = study.rows and all(r["params"].get("n_gpu_layers") == 0 for r in study.rows)
-    return study.doc["gpu"]["name"] if study.doc["gpu"] and not on_cpu else "CPU"
 
 
 def checks_where(run: VerifyRun) -> str:
     """Where the feature checks ran: verify's own `where` when it says, else by the GPU gates."""
-    gate = next((g for g in run.build["gates"] if g["name"] == "feature-checks"), None)
-    where = gate.get("where") if gate else None
+    gate = next((g for g in run.build.gates if g.name == "feature-checks"), None)
+    where = gate.extra.get("where") if gate else None
     return f"on {where}" if where in ("GPU", "CPU") else ("on GPU" if ran_on_gpu(run) else "on CPU")
 
 
@@ -111,8 +99,7 @@ def machine_labels(runs: list[VerifyRun]) -> dict[tuple, str]:
     GPU's UUID only where two GPUs of one model share a host (two cells on one machine)."""
     base: dict[tuple, str] = {}
     for run in runs:
-        gpu = run.machine.get("gpu")
-        base[run.machine_key] = gpu["name"] if gpu else "CPU only"
+        base[run.machine_key] = run.gpu["name"] if run.gpu else "CPU only"
     for widen in (lambda key, label: f"{label} @{key[0]}",
                   lambda key, label: f"{label} {', '.join(u[:12] for u in key[2]) or 'GPU unknown'}"):
         counts: dict[str, int] = {}
@@ -125,25 +112,25 @@ def machine_labels(runs: list[VerifyRun]) -> dict[tuple, str]:
 def run_label(run: VerifyRun, labels: dict[tuple, str]) -> str:
     """"BUILD on GPU", with the matrix cell's GPU class when it has one ("BUILD [h200] on GPU")."""
     cls = f" [{run.gpu_class}]" if run.gpu_class else ""
-    return f"{run.build['build']}{cls} on {labels[run.machine_key]}"
+    return f"{run.build.build}{cls} on {labels[run.machine_key]}"
 
 
 def join_builds(builds: list[str]) -> str:
     return ", ".join(builds)
 
 
-def row_label(row: dict, rows: list[dict]) -> str:
+def row_label(row: BenchRow, rows: list[BenchRow]) -> str:
     """The test name, with the ubatch size when the same test appears more than once (-ub 512,2048)."""
-    ub = row.get("params", {}).get("n_ubatch")
-    repeated = sum(r["test"] == row["test"] for r in rows) > 1
-    return f"{row['test']} ub {ub}" if repeated and ub else row["test"]
+    ub = row.params.get("n_ubatch")
+    repeated = sum(r.test == row.test for r in rows) > 1
+    return f"{row.test} ub {ub}" if repeated and ub else row.test
 
 
-def ratio_text(row: dict) -> str:
-    if row["ratio"] is None or row["ci95"] is None:
+def ratio_text(row: BenchRow) -> str:
+    if row.ratio is None or row.ci95 is None:
         return "no ratio (insufficient data)"
-    lo, hi = row["ci95"]
-    return f"{row['ratio']:.3f}× (95% CI {lo:.3f}–{hi:.3f})"
+    lo, hi = row.ci95
+    return f"{row.ratio:.3f}× (95% CI {lo:.3f}–{hi:.3f})"
 
 
 # A pin that conflicts with upstream, by how the build stands to the pin's base (sim's base_relation):
@@ -159,13 +146,13 @@ UPSTREAM_CONFLICT = {
 # --- verdict ----------------------------------------------------------------------------------
 def judge(m: Merged) -> Verdict:
     v = Verdict()
-    explained = {"sim": _judge_sim(m, v), "verify": _judge_verify(m, v), "kld": _judge_kld(m, v),
+    # verify's not-ok is its gates and stops, judged there whatever it finds
+    explained = {"sim": _judge_sim(m, v), "verify": _judge_verify(m, v) or True, "kld": _judge_kld(m, v),
                  "pick": _judge_pick(m, v),
                  "blame": True}  # a blame explains why newer builds were passed over; it blocks nothing itself
-    bench_explained = _judge_bench(m, v)
+    bench_explained = _judge_bench(m, v)   # per file: one file's noisy row never excuses another's not-ok
     for f in m.files:  # a producer said "not ok" but nothing above explains it: still block
-        why = str(f.path) in bench_explained if f.kind == "bench" else explained[f.kind]
-        if f.kind != "verify" and not f.data["ok"] and not why:
+        if not f.model.ok and not (explained.get(f.kind) or str(f.path) in bench_explained):
             v.blockers.append(f"{f.kind} reported not ok ({f.name})")
     v.not_tested = not_tested(m)
     v.missing = missing_evidence(m)
@@ -185,38 +172,55 @@ def missing_evidence(m: Merged) -> list[str]:
     """What keeps a result without blockers from "ready": a result the pins' evidence rules ask for and no file
     gives, a simulated build nobody verified, and for a pin needing a GPU verify, that verify (and its KLD and
     bench, where it needs them) from a CUDA device."""
+    return _results_missing(m) + _device_evidence_missing(m) + _speed_evidence_missing(m)
+
+
+def _results_missing(m: Merged) -> list[str]:
+    """Kinds no file gives that the pins need, results that hold no build, simulated builds nobody verified."""
     out: list[str] = []
     wanted = evidence.wanted_kinds(m.sim)
     absent = [k for k in EVIDENCE_KINDS if k not in m.kinds() and (k in ("sim", "verify") or k in wanted)]
     if absent:
         out.append(f"no {', '.join(absent)} result")
     # a result that holds no build ran nothing: it is no evidence of anything
-    out += [f"the {k} result holds no build" for k, empty in (("sim", m.sim and not m.sim["builds"]),
+    out += [f"the {k} result holds no build" for k, empty in (("sim", m.sim and not m.sim.builds),
                                                                ("verify", "verify" in m.kinds() and not m.verify))
             if empty]
-    verified = {run.build["build"] for run in m.verify}
+    verified = {run.build.build for run in m.verify}
     if m.sim and m.verify:
-        out += [f"{b['build']} simulated only (no verify result)" for b in m.sim["builds"] if b["build"] not in verified]
+        out += [f"{b.build} simulated only (no verify result)" for b in m.sim.builds if b.build not in verified]
+    return out
 
-    all_needs = evidence.needs_by_build(m.sim)
-    needs = cuda_pins(m)
-    gpu_builds = {run.build["build"] for run in m.verify if gpu_verified(run)}
+
+def _device_evidence_missing(m: Merged) -> list[str]:
+    """For pins whose rule asks for a CUDA device: a GPU verify of each verified build, a KLD and a bench off
+    the CPU."""
+    out: list[str] = []
+    verified = {run.build.build for run in m.verify}
+    gpu_builds = {run.build.build for run in m.verify if gpu_verified(run)}
     items = [(f"`{pin}` {why} but no verify passed its GPU gates on a CUDA device", build)
-             for (pin, build), why in needs.items() if build in verified and build not in gpu_builds]
+             for (pin, build), why in cuda_pins(m).items() if build in verified and build not in gpu_builds]
     out += _grouped(items, style="()")
+    all_needs = evidence.needs_by_build(m.sim)
     kld_pins = [p for (p, b), n in all_needs.items() if n.on_device and evidence.KLD in n.kinds]
     bench_pins = [p for (p, b), n in all_needs.items() if n.on_device and evidence.BENCH in n.kinds]
-    if kld_pins and m.kld and not any(kld_on_device(s) for s in m.kld):
+    if kld_pins and m.kld and not any(s.on_device for s in m.kld):
         out.append(f"KLD ran on the CPU only (device: CPU): no evidence for the CUDA code of {_pin_list(kld_pins)}")
-    if bench_pins and m.bench and all(bench_device(s) == "CPU" for s in m.bench):
+    if bench_pins and m.bench and all(s.device == "CPU" for s in m.bench):
         out.append(f"bench ran on the CPU only (device: CPU): no evidence for the CUDA code of {_pin_list(bench_pins)}")
-    if m.bench and all(s.doc.get("aa_check") for s in m.bench):
+    return out
+
+
+def _speed_evidence_missing(m: Merged) -> list[str]:
+    """Benches that measured no speed of head: A/A checks only, rows (or whole benches) without enough data."""
+    out: list[str] = []
+    if m.bench and all(s.result.aa_check for s in m.bench):
         out.append("every bench is an A/A check (the base build against itself): head's speed was not measured")
     for study in m.bench:
-        empty = [row_label(r, study.rows) for r in study.rows if r["verdict"] == "insufficient data"]
+        empty = [row_label(r, study.rows) for r in study.rows if r.verdict == INSUFFICIENT_DATA]
         if empty or not study.rows:
             what = ", ".join(empty) if empty else "every test"
-            out.append(f"speed of {what} on {bench_device(study)} ({study.doc['model']['name']}): insufficient data")
+            out.append(f"speed of {what} on {study.device} ({study.result.model['name']}): {INSUFFICIENT_DATA}")
     return out
 
 
@@ -240,21 +244,22 @@ def _grouped(items: list[tuple[str, str]], style: str = "on") -> list[str]:
 def _judge_sim(m: Merged, v: Verdict) -> bool:
     if not m.sim:
         return False
-    blocking, optional = [], []
-    for b in m.sim["builds"]:
-        for p in b["pins"]:
+    blocking: list[tuple[str, str]] = []
+    optional: list[tuple[str, str]] = []
+    for b in m.sim.builds:
+        for p in b.pins:
             text = None
-            if p["status"] == "conflict":
-                with_ = p["conflict_with"]
-                text = (f"`{p['id']}` {UPSTREAM_CONFLICT[p.get('base_relation')]}" if with_ in (None, "upstream")
-                        else f"`{p['id']}` conflicts with `{with_}`")
-            elif p["status"] == "error":
-                text = f"`{p['id']}` could not be applied ({p.get('detail') or 'error'})"
-            elif p["status"] == "applied" and not p["contract"]["ok"]:
-                first = p["contract"]["problems"][0] if p["contract"]["problems"] else "contract broken"
-                text = f"`{p['id']}` contract broken ({first})"
+            if p.status == CONFLICT:
+                with_ = p.conflict_with
+                text = (f"`{p.id}` {UPSTREAM_CONFLICT[p.base_relation]}" if with_ in (None, "upstream")
+                        else f"`{p.id}` conflicts with `{with_}`")
+            elif p.status == ERROR:
+                text = f"`{p.id}` could not be applied ({p.detail or 'error'})"
+            elif p.status == APPLIED and not p.contract.ok:
+                first = p.contract.problems[0] if p.contract.problems else "contract broken"
+                text = f"`{p.id}` contract broken ({first})"
             if text:
-                (blocking if p["required"] else optional).append((text, b["build"]))
+                (blocking if p.required else optional).append((text, b.build))
     v.blockers += _grouped(blocking)
     v.warnings += [f"optional pin {t}" for t in _grouped(optional)]
     return bool(blocking or optional)
@@ -262,66 +267,74 @@ def _judge_sim(m: Merged, v: Verdict) -> bool:
 
 def _judge_verify(m: Merged, v: Verdict) -> bool:
     labels = machine_labels(m.verify)
-    blocked = False
-    simulated = {b["build"] for b in m.sim["builds"]} if m.sim else set()
-    unapplied = [(f"`{p['id']}` did not apply ({p['status']} in verify)", run.build["build"])
-                 for run in m.verify if run.build["build"] not in simulated
-                 for p in run.build["pins"] if p["status"] in ("conflict", "error")]
-    if unapplied:  # without a sim result for the build, verify's own pin status is the only word on it
-        blocked = True
-        v.blockers += _grouped(unapplied)
-    for run in m.verify:
-        where = run_label(run, labels)
-        for gate in run.build["gates"]:
-            # counts are checked even under a gate that says "passed": a red cell never ships
-            # and a count that ran nothing (0/0, a "passed" gate or check with no case) is no pass either
-            bad_ops = [f"{o['op']}{' /' + o['params'] + '/' if o.get('params') else ''} {o['passed']}/{o['total']}"
-                       for o in gate.get("ops") or [] if o["passed"] != o["total"] or o["total"] <= 0]
-            if gate["name"] in BACKEND_OP_GATES and gate["status"] == PASSED and not gate.get("ops"):
-                bad_ops.append("no op counted")
-            bad_checks = [c for c in gate.get("checks") or []
-                          if c["status"] == FAILED or (c["status"] == PASSED and c["cases"] <= 0)]
-            if gate["status"] != FAILED and not bad_ops and not bad_checks:
-                continue
-            blocked = True
-            if bad_ops:
-                v.blockers.append(f"{gate['name']} failed on {where}: {', '.join(bad_ops)}")
-            for c in bad_checks:
-                if c["status"] == PASSED:
-                    v.blockers.append(f"feature check `{c['pin']}` {c['check']} ran no case on {where}")
-                    continue
-                v.blockers.append(f"feature check `{c['pin']}` {c['check']} failed on {where}"
-                                  + (f": {c['detail']}" if c.get("detail") else ""))
-            if not bad_ops and not bad_checks:
-                v.blockers.append(f"{gate['name']} failed on {where}" + (f": {gate['detail']}" if gate.get("detail") else ""))
-    stopped_items = []
-    for run in m.verify:  # not ok without a failed gate: gates were stopped (unless another machine ran them)
-        if run.build["ok"] or any(g["status"] == FAILED for g in run.build["gates"]):
+    unapplied = _unapplied_in_verify(m)
+    red = [text for run in m.verify for text in _red_gates(run, run_label(run, labels))]
+    stopped = _stopped(m, labels)
+    v.blockers += unapplied + red + stopped
+    return bool(unapplied or red or stopped)
+
+
+def _unapplied_in_verify(m: Merged) -> list[str]:
+    """Without a sim result for the build, verify's own pin status is the only word on it."""
+    simulated = {b.build for b in m.sim.builds} if m.sim else set()
+    return _grouped([(f"`{p.id}` did not apply ({p.status} in verify)", run.build.build)
+                     for run in m.verify if run.build.build not in simulated
+                     for p in run.build.pins if p.status in (CONFLICT, ERROR)])
+
+
+def _red_gates(run: VerifyRun, where: str) -> list[str]:
+    """Failed gates, op counts and feature checks of one run. Counts are checked even under a gate that says
+    "passed": a red cell never ships, and a count that ran nothing (0/0, a "passed" gate or check with no case)
+    is no pass either."""
+    out = []
+    for gate in run.build.gates:
+        bad_ops = [f"{o.op}{' /' + o.params + '/' if o.params else ''} {o.passed}/{o.total}"
+                   for o in gate.ops or [] if o.passed != o.total or o.total <= 0]
+        if gate.name in BACKEND_OP_GATES and gate.status == PASSED and not gate.ops:
+            bad_ops.append("no op counted")
+        bad_checks = [c for c in gate.checks or []
+                      if c.status == FAILED or (c.status == PASSED and c.cases <= 0)]
+        if gate.status != FAILED and not bad_ops and not bad_checks:
             continue
-        build = run.build["build"]
-        ran_elsewhere = {g["name"] for other in m.verify if other.build["build"] == build
-                         for g in other.build["gates"] if g["status"] == PASSED}
-        stopped = [g for g in run.build["gates"] if is_stopped(g["status"], bool(g.get("not_requested")))
-                   and g["name"] not in ran_elsewhere]
+        if bad_ops:
+            out.append(f"{gate.name} failed on {where}: {', '.join(bad_ops)}")
+        for c in bad_checks:
+            if c.status == PASSED:
+                out.append(f"feature check `{c.pin}` {c.check} ran no case on {where}")
+                continue
+            out.append(f"feature check `{c.pin}` {c.check} failed on {where}" + (f": {c.detail}" if c.detail else ""))
+        if not bad_ops and not bad_checks:
+            out.append(f"{gate.name} failed on {where}" + (f": {gate.detail}" if gate.detail else ""))
+    return out
+
+
+def _stopped(m: Merged, labels: dict[tuple, str]) -> list[str]:
+    """Runs not ok without a failed gate: gates were stopped (unless another machine ran them)."""
+    items = []
+    for run in m.verify:
+        if run.ok or any(g.status == FAILED for g in run.build.gates):
+            continue
+        build = run.build.build
+        ran_elsewhere = {g.name for other in m.verify if other.build.build == build
+                         for g in other.build.gates if g.status == PASSED}
+        stopped = [g for g in run.build.gates if g.stopped and g.name not in ran_elsewhere]
         if stopped or not ran_elsewhere:
-            blocked = True
-            reasons = "; ".join(dict.fromkeys(g["detail"] for g in stopped if g.get("detail")))
-            names = ", ".join(g["name"] for g in stopped) or "no gate passed"
-            stopped_items.append((f"verify stopped on {labels[run.machine_key]} ({names})"
-                                  + (f": {reasons}" if reasons else ""), build))
-    v.blockers += _grouped(stopped_items)
-    return blocked
+            reasons = "; ".join(dict.fromkeys(g.detail for g in stopped if g.detail))
+            names = ", ".join(g.name for g in stopped) or "no gate passed"
+            items.append((f"verify stopped on {labels[run.machine_key]} ({names})"
+                          + (f": {reasons}" if reasons else ""), build))
+    return _grouped(items)
 
 
-def pick_passed_over(pick: dict) -> list[str]:
+def pick_passed_over(pick: PickResult) -> list[str]:
     """"BUILD: why" for each build pick tried and passed over, newest first."""
-    return [f"{b['build']}: " + ("; ".join(r["summary"] for r in b["reasons"]) or b["verdict"])
-            for b in pick["builds"] if b["verdict"] in PASSED_OVER]
+    return [f"{b.build}: " + ("; ".join(r.summary() for r in b.reasons) or b.verdict)
+            for b in pick.builds if b.verdict in PASSED_OVER]
 
 
 def _judge_pick(m: Merged, v: Verdict) -> bool:
     """No green base (picked null) blocks: there is nothing to ship the pin set on."""
-    if not m.pick or m.pick["picked"] is not None:
+    if not m.pick or m.pick.picked is not None:
         return False
     why = pick_passed_over(m.pick)
     v.blockers.append("no green base: pinset pick found no build on which every required pin is fine"
@@ -332,15 +345,15 @@ def _judge_pick(m: Merged, v: Verdict) -> bool:
 def _judge_kld(m: Merged, v: Verdict) -> bool:
     blocked = False
     for study in m.kld:
-        model = study.doc["model"]["name"]
+        model = study.result.model["name"]
         for r in study.runs:
-            if not r["ok"]:
+            if not r.ok:
                 blocked = True
-                v.blockers.append(f"KLD run {r['label']} ({r['build']}, {r['backend']}) on {model} failed"
-                                  + (f": {r['detail']}" if r.get("detail") else ""))
-        verdict = study.doc["verdict"]
-        if verdict["text"].startswith("further"):
+                v.blockers.append(f"KLD run {r.label} ({r.build}, {r.backend}) on {model} failed"
+                                  + (f": {r.detail}" if r.detail else ""))
+        if study.result.further:
             blocked = True
+            verdict = study.result.verdict
             v.blockers.append(f"KLD on {model}: head {verdict['text']} ({kld_delta_text(verdict)})")
     return blocked
 
@@ -352,25 +365,26 @@ def _judge_bench(m: Merged, v: Verdict) -> set[str]:
     noisy row never excuses another file's not-ok."""
     explained: set[str] = set()
     for study in m.bench:
-        gpu = bench_device(study)
+        gpu = study.device
         failed = []
-        for f in (f for f in m.files if f.kind == "bench" and str(f.path) in study.sources):
-            runs = BenchResult.failed_runs_of(f.data["round_log"])
+        for result, path in models_of(m.files, BenchResult):
+            if path not in study.sources:
+                continue
+            runs = BenchResult.failed_runs_of(result.round_log)
             failed += runs
-            if runs or not f.data["rows"] or any(r["verdict"] in ("slower", "too noisy", "insufficient data")
-                                                 for r in f.data["rows"]):
-                explained.add(str(f.path))
+            if runs or not result.rows or any(r.verdict in (SLOWER, TOO_NOISY, INSUFFICIENT_DATA) for r in result.rows):
+                explained.add(path)
         if failed:
-            v.blockers.append(f"llama-bench failed on {gpu} ({study.doc['model']['name']}): {failed[0]}"
+            v.blockers.append(f"llama-bench failed on {gpu} ({study.result.model['name']}): {failed[0]}"
                               + (f" (and {len(failed) - 1} more failed runs)" if len(failed) > 1 else ""))
         for row in study.rows:
-            if row["verdict"] == "slower":
+            if row.verdict == SLOWER:
                 v.blockers.append(f"{row_label(row, study.rows)} slower on {gpu}: {ratio_text(row)}")
     return explained
 
 
 # --- expected cells -----------------------------------------------------------------------
-def unfilled_cells(m: Merged, cells: list[dict]) -> list[str]:
+def unfilled_cells(m: Merged, cells: list[ExpectedCell]) -> list[Untested]:
     """One line per cell of a `pinset matrix` without, per kind it runs, a result of its build made as its GPU
     class (--gpu-class) on a GPU: a cell that failed before writing its JSON, was cancelled or never started
     (a report without these lines would simply not show it, and the columns that did arrive would look like the
@@ -378,21 +392,21 @@ def unfilled_cells(m: Merged, cells: list[dict]) -> list[str]:
     evidence from the GPU class the cell stands for)."""
     out = []
     for cell in cells:
-        if m.pinset and cell["pinset"] and cell["pinset"] != m.pinset:
-            raise PinsetError(f"expected cell {cell['cell']} is of pin set {cell['pinset']}, the results are of "
+        if m.pinset and cell.pinset and cell.pinset != m.pinset:
+            raise PinsetError(f"expected cell {cell.cell} is of pin set {cell.pinset}, the results are of "
                               f"{m.pinset} (a matrix of another run)")
         gone, off_gpu = [], []
-        for kind in cell["kinds"]:
-            whys = _cell_results(m, kind, cell["build"], cell["gpu"], cell["architectures"])
+        for kind in cell.kinds:
+            whys = _cell_results(m, kind, cell.build, cell.gpu, cell.architectures)
             if not whys:
                 gone.append(kind)
             elif all(whys):
                 off_gpu.append(f"{kind} {whys[0]}")
         if gone:
-            out.append(f"cell {cell['cell']}: no {', '.join(gone)} result (the cell failed before writing it, "
-                       "was cancelled or never ran; see its job log)")
+            out.append(Untested(f"cell {cell.cell}", f"no {', '.join(gone)} result (the cell failed before "
+                                "writing it, was cancelled or never ran; see its job log)"))
         if off_gpu:
-            out.append(f"cell {cell['cell']}: no result from a GPU of the class ({'; '.join(off_gpu)})")
+            out.append(Untested(f"cell {cell.cell}", f"no result from a GPU of the class ({'; '.join(off_gpu)})"))
     return out
 
 
@@ -401,22 +415,22 @@ def _cell_results(m: Merged, kind: str, build: str, gpu_class: str, architecture
     both are known), else why it is no evidence from the cell's GPU."""
     if kind == "verify":
         return [_verify_off_gpu(r, architectures) for r in m.verify
-                if r.build["build"] == build and r.gpu_class == gpu_class]
-    files = [f.data for f in m.files if f.kind == kind and (f.data.get("host") or {}).get("gpu_class") == gpu_class]
+                if r.build.build == build and r.gpu_class == gpu_class]
     if kind == "kld":
-        studies = [d for d in files if any(r["label"] == "head" and r["build"] == build for r in d["runs"])]
-        return [None if kld_on_device(KldStudy(d, d["runs"])) else "ran on the CPU" for d in studies]
-    studies = [d for d in files if build in (d["base"]["build"], d["head"]["build"])]
-    return [None if bench_device(BenchStudy(d, d["rows"])) != "CPU" else "ran on the CPU"
-            for d in studies]
+        klds = [d for d, _ in models_of(m.files, KldResult) if d.gpu_class == gpu_class
+                and any(r.label == "head" and r.build == build for r in d.runs)]
+        return [None if KldStudy(d, d.runs).on_device else "ran on the CPU" for d in klds]
+    benches = [d for d, _ in models_of(m.files, BenchResult) if d.gpu_class == gpu_class
+               and build in (d.base["build"], d.head["build"])]
+    return [None if BenchStudy(d, d.rows).device != "CPU" else "ran on the CPU" for d in benches]
 
 
 def _verify_off_gpu(run: VerifyRun, architectures: str | None) -> str | None:
-    if not run.machine.get("gpu"):
+    gpu = run.gpu
+    if not gpu:
         return "ran on a machine without a GPU"
     if not ran_on_gpu(run):
         return "ran no GPU gate"
-    gpu = run.machine["gpu"]
     cc = str(gpu.get("compute_capability") or "").replace(".", "")
     if architectures and cc and not covers(architectures, [cc]):
         return f"ran on {gpu['name']}, compute capability {gpu['compute_capability']}, outside architectures {architectures}"
@@ -424,100 +438,108 @@ def _verify_off_gpu(run: VerifyRun, architectures: str | None) -> str | None:
 
 
 # --- not tested -------------------------------------------------------------------------------
-def not_tested(m: Merged) -> list[str]:
-    out: list[str] = []
+def not_tested(m: Merged) -> list[Untested]:
+    """Everything the results do not show, by concern; rendered to text by Untested.text()."""
+    return (_kinds_not_given(m) + _builds_not_verified(m) + grouped(_gates_not_run(m)) + grouped(_verify_items(m))
+            + _hardware_not_covered(m) + _speeds_not_called(m))
+
+
+def _kinds_not_given(m: Merged) -> list[Untested]:
+    """A kind of result no file gives (KLD and speed: said so when no pin's evidence rule asks for one)."""
     kinds = m.kinds()
-    if "sim" not in kinds:
-        out.append("Pin set: not simulated (no sim result)")
-    if "verify" not in kinds:
-        out.append("Correctness: not tested (no verify result)")
     wanted = evidence.wanted_kinds(m.sim)   # a kind no pin's rule asks for is said so (report/evidence.py)
-    if "kld" not in kinds:
-        out.append("KLD vs CPU reference: not measured (no kld result"
-                   + ("" if "kld" in wanted else "; no pin's evidence rule asks for one") + ")")
-    if "bench" not in kinds:
-        out.append("Speed: not measured (no bench result"
-                   + ("" if "bench" in wanted else "; no pin's evidence rule asks for one") + ")")
+    unasked = "; no pin's evidence rule asks for one"
+    out = [Untested("Pin set", "not simulated (no sim result)")] if "sim" not in kinds else []
+    out += [Untested("Correctness", "not tested (no verify result)")] if "verify" not in kinds else []
+    out += [Untested("KLD vs CPU reference", f"not measured (no kld result{'' if 'kld' in wanted else unasked})")
+            ] if "kld" not in kinds else []
+    out += [Untested("Speed", f"not measured (no bench result{'' if 'bench' in wanted else unasked})")
+            ] if "bench" not in kinds else []
+    return out
 
-    verified_builds = {run.build["build"] for run in m.verify}
-    picked = (m.pick or {}).get("picked")
-    if picked and not m.pick["verified"] and picked not in verified_builds:
-        out.append(f"Base {picked}: picked by simulation only (pinset pick without --verify, and no verify "
-                   "result for it)")
-    if m.sim:
-        for b in m.sim["builds"]:
-            if m.verify and b["build"] not in verified_builds:
-                out.append(f"{b['build']}: simulated only (no verify result for this build)")
 
-    gpu_builds = {run.build["build"] for run in m.verify if ran_on_gpu(run)}
-    for build in sorted(verified_builds - gpu_builds):
-        out.append(f"{build}: no GPU run (verified on CPU only)")
+def _builds_not_verified(m: Merged) -> list[Untested]:
+    """A picked base or simulated build no verify covers, and builds verified on the CPU only."""
+    out = []
+    verified_builds = {run.build.build for run in m.verify}
+    if m.pick and m.pick.picked and not m.pick.verified and m.pick.picked not in verified_builds:
+        out.append(Untested(f"Base {m.pick.picked}", "picked by simulation only (pinset pick without --verify, "
+                                                     "and no verify result for it)"))
+    if m.sim and m.verify:
+        out += [Untested(b.build, "simulated only (no verify result for this build)")
+                for b in m.sim.builds if b.build not in verified_builds]
+    gpu_builds = {run.build.build for run in m.verify if ran_on_gpu(run)}
+    out += [Untested(build, "no GPU run (verified on CPU only)") for build in sorted(verified_builds - gpu_builds)]
+    return out
 
-    # gates no machine ran for a build, with the reasons given
+
+def _gates_not_run(m: Merged) -> list[Untested]:
+    """Gates no machine ran for a build, with the reasons given."""
     ran: set[tuple[str, str]] = set()
     reasons: dict[tuple[str, str], list[str]] = {}
     for run in m.verify:
-        for g in run.build["gates"]:
-            key = (run.build["build"], g["name"])
-            if g["status"] != NOT_RUN:
+        for g in run.build.gates:
+            key = (run.build.build, g.name)
+            if g.status != NOT_RUN:
                 ran.add(key)
-            elif (why := not_run_reason(g.get("detail"))) and why not in reasons.setdefault(key, []):
+            elif (why := not_run_reason(g.detail)) and why not in reasons.setdefault(key, []):
                 reasons[key].append(why)   # the item says "not run" once
             else:
                 reasons.setdefault(key, [])
-    gate_items = [(f"gate `{gate}` not run" + (f": {'; '.join(why)}" if why else ""), build)
-                  for (build, gate), why in reasons.items() if (build, gate) not in ran]
-    out += _grouped(gate_items, style="()")
+    return [Untested(f"gate `{gate}` not run", "; ".join(why), (build,))
+            for (build, gate), why in reasons.items() if (build, gate) not in ran]
 
-    # verify's own not_tested entries and checks not run: per machine, since another machine may cover them
+
+def _verify_items(m: Merged) -> list[Untested]:
+    """verify's own not-tested items (per machine) and feature checks unchecked or not run (per build, unless
+    another machine ran them)."""
     labels = machine_labels(m.verify)
-    items: list[tuple[str, str]] = []
-    run_checks: set[tuple[str, str, str]] = set()
-    for run in m.verify:
-        for g in run.build["gates"]:
-            for c in g.get("checks") or []:
-                if c["status"] in RAN:
-                    run_checks.add((run.build["build"], c["pin"], c["check"]))
+    run_checks = {(run.build.build, c.pin, c.check) for run in m.verify for g in run.build.gates
+                  for c in g.checks or [] if c.status in RAN}
+    out: list[Untested] = []
     for run in m.verify:
         where = run_label(run, labels)
-        for item in run.build["not_tested"]:
-            items.append((NotTested(item["what"], item["why"]).line(), where))
-        for g in run.build["gates"]:
-            for c in g.get("checks") or []:
-                if c["status"] == UNCHECKED:
-                    items.append((f"`{c['pin']}` has no feature check" + (f": {c['detail']}" if c.get("detail") else ""),
-                                  run.build["build"]))
-                elif c["status"] == NOT_RUN and (run.build["build"], c["pin"], c["check"]) not in run_checks:
-                    items.append((f"feature check `{c['pin']}` {c['check']} not run"
-                                  + (f": {c['detail']}" if c.get("detail") else ""), run.build["build"]))
-    out += _grouped(items, style="()")
+        out += [Untested(item.what, item.why, (where,)) for item in run.build.not_tested]
+        for c in (c for g in run.build.gates for c in g.checks or []):
+            if c.status == UNCHECKED:
+                out.append(Untested(f"`{c.pin}` has no feature check", c.detail or "", (run.build.build,)))
+            elif c.status == NOT_RUN and (run.build.build, c.pin, c.check) not in run_checks:
+                out.append(Untested(f"feature check `{c.pin}` {c.check} not run", c.detail or "", (run.build.build,)))
+    return out
 
-    # hardware coverage: say what the results do not show
-    gpus = [run.machine["gpu"] for run in m.verify if ran_on_gpu(run)]
-    bench_gpus = [bench_device(s) for s in m.bench if s.doc["gpu"]]
-    names = [g["name"] for g in gpus] + bench_gpus
+
+def _hardware_not_covered(m: Merged) -> list[Untested]:
+    """Hardware coverage: the GPUs, backends and CUDA architectures the results do not show."""
+    out = []
+    gpus = [run.gpu for run in m.verify if run.gpu and ran_on_gpu(run)]
+    names = [g["name"] for g in gpus] + [s.device for s in m.bench if s.result.gpu]
     if m.verify and not gpus:
-        out.append("GPU: no result (no verify ran its GPU gates)")
+        out.append(Untested("GPU", "no result (no verify ran its GPU gates)"))
     if names:
         if not any(_is_amd(n) for n in names):
-            out.append("AMD/ROCm: no result")
+            out.append(Untested("AMD/ROCm", "no result"))
         if all(n.upper().startswith("NVIDIA") for n in names):
-            out.append("Vulkan, Metal, SYCL backends: no result")
+            out.append(Untested("Vulkan, Metal, SYCL backends", "no result"))
     ccs = sorted({g["compute_capability"] for g in gpus})
     if ccs:
-        archs = sorted({run.build["cuda_architectures"] for run in m.verify
-                        if ran_on_gpu(run) and run.build.get("cuda_architectures")})
+        archs = sorted({run.build.cuda_architectures for run in m.verify
+                        if ran_on_gpu(run) and run.build.cuda_architectures})
         built = f" (built for CMAKE_CUDA_ARCHITECTURES={', '.join(archs)})" if archs else ""
-        out.append(f"CUDA architectures other than {', '.join(ccs)}: no result{built}")
+        out.append(Untested(f"CUDA architectures other than {', '.join(ccs)}", f"no result{built}"))
+    return out
 
+
+def _speeds_not_called(m: Merged) -> list[Untested]:
+    """Bench rows too noisy to call or without enough data."""
+    out = []
     for study in m.bench:
-        gpu = bench_device(study)
+        band = band_name(study.result.to_json())
         for row in study.rows:
-            if row["verdict"] in ("too noisy", "insufficient data"):
-                spread = f", {band_name(study.doc)} ±{row['aa_spread']:.1%}" if row.get("aa_spread") is not None else ""
-                ub = row.get("params", {}).get("n_ubatch")
-                where = f"{study.doc['model']['name']}, {gpu}" + (f", ub {ub}" if ub else "")
-                out.append(f"Speed of {row['test']} ({where}): {row['verdict']}{spread}")
+            if row.verdict in (TOO_NOISY, INSUFFICIENT_DATA):
+                spread = f", {band} ±{row.aa_spread:.1%}" if row.aa_spread is not None else ""
+                ub = row.params.get("n_ubatch")
+                where = f"{study.result.model['name']}, {study.device}" + (f", ub {ub}" if ub else "")
+                out.append(Untested(f"Speed of {row.test} ({where})", f"{row.verdict}{spread}"))
     return out
 
 
@@ -531,22 +553,22 @@ def backend_op_totals(run: VerifyRun, gates=BACKEND_OP_GATES) -> tuple[int, int,
     """(passed, total, number of ops) over the backend-op gates of one run."""
     passed = total = 0
     ops = set()
-    for g in run.build["gates"]:
-        if g["name"] in gates and g["status"] != NOT_RUN:
-            for o in g.get("ops") or []:
-                passed += o["passed"]
-                total += o["total"]
-                ops.add(o["op"])
+    for g in run.build.gates:
+        if g.name in gates and g.status != NOT_RUN:
+            for o in g.ops or []:
+                passed += o.passed
+                total += o.total
+                ops.add(o.op)
     return passed, total, len(ops)
 
 
 def check_totals(run: VerifyRun) -> tuple[int, int]:
     """(passed, run) feature checks of one run; not-run and unchecked ones are not counted as run."""
     passed = ran = 0
-    for g in run.build["gates"]:
-        if g["name"] == "feature-checks":
-            for c in g.get("checks") or []:
-                if c["status"] in RAN:
+    for g in run.build.gates:
+        if g.name == "feature-checks":
+            for c in g.checks or []:
+                if c.status in RAN:
                     ran += 1
-                    passed += c["status"] == PASSED
+                    passed += c.status == PASSED
     return passed, ran

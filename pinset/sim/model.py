@@ -6,12 +6,14 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING
 
+from pinset.cells import BuildCommits, Cells, PinStates
 from pinset.results import SCHEMAS, Doc
 
 if TYPE_CHECKING:
     from pinset.sim.apply_errors import BuildPlace
 
 STATUSES = ("applied", "conflict", "upstream", "skipped", "error")
+APPLIED, CONFLICT, UPSTREAM, SKIPPED, ERROR = STATUSES
 BASE_RELATIONS = ("older", "contains", "diverged")  # a build against the pin's base commit
 APPLY_MODES = ("exact", "offset", "3-way", "resolution")  # how an applied pin applied (pinset.heal.modes)
 
@@ -56,6 +58,11 @@ class PinResult:
     @property
     def ok(self) -> bool:
         return self.status in ("applied", "upstream") and self.contract.ok
+
+    @property
+    def state(self) -> str:
+        """sim's status, with an applied pin whose contract broke told apart as `contract` (as blame's states)."""
+        return "contract" if self.status == "applied" and not self.contract.ok else self.status
 
     @property
     def touches_cuda(self) -> bool | None:
@@ -119,6 +126,23 @@ class SimResult:
     @property
     def ok(self) -> bool:
         return all(b.ok for b in self.builds)
+
+    def cells(self) -> Cells:
+        """Per build and pin what the simulation found (pinset.cells: compared across files by the report)."""
+        for b in self.builds:
+            for p in b.pins:
+                yield (("sim", b.build, p.id),
+                       {"status": p.status, "conflict_with": p.conflict_with, "retire": p.retire,
+                        "required": p.required, "contract_ok": p.contract.ok})
+
+    def build_commits(self) -> BuildCommits:
+        for b in self.builds:
+            yield b.build, b.commit
+
+    def pin_states(self) -> PinStates:
+        for b in self.builds:
+            for p in b.pins:
+                yield b.build, p.id, p.state
 
     @classmethod
     def from_json(cls, d: Doc) -> SimResult:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Final, Literal, cast
 
+from pinset.cells import SAYS_NOTHING, BuildCommits, Cells, PinStates, device_text, machine_key
 from pinset.checks.backend_ops import OpCount
 from pinset.results import SCHEMAS, Doc
 
@@ -255,6 +256,37 @@ class VerifyResult:
         if "feature-checks" in not_run:
             parts.append("no feature check run")
         return "; ".join(parts)
+
+    @property
+    def machine_key(self) -> tuple:
+        return machine_key(self.machine)
+
+    @property
+    def gpu_class(self) -> str | None:
+        """The pins.yaml `gpus:` class of the CI cell that made it (--gpu-class)."""
+        return self.options.get("gpu_class")
+
+    def cells(self) -> Cells:
+        """Per build, machine and gate its status, op counts and feature checks (pinset.cells); a gate or check
+        not run says nothing (another file may have run it)."""
+        mk = self.machine_key
+        host = f"{mk[1] or 'no GPU'} on {device_text(mk)}" + (f" as {self.gpu_class}" if self.gpu_class else "")
+        for b in self.builds:
+            for g in b.gates:
+                yield ("verify", b.build, host, g.name), (g.status if g.status != NOT_RUN else SAYS_NOTHING)
+                for op in g.ops or []:
+                    yield (("verify", b.build, host, g.name, op.op, op.backend) + ((f"/{op.params}/",) if op.params else ()),
+                           {"passed": op.passed, "total": op.total, "not_supported": op.not_supported})
+                for c in g.checks or []:
+                    yield (("verify", b.build, host, "feature check", c.pin, c.check),
+                           SAYS_NOTHING if c.status == NOT_RUN else {"status": c.status, "cases": c.cases})
+
+    def build_commits(self) -> BuildCommits:
+        for b in self.builds:
+            yield b.build, b.commit
+
+    def pin_states(self) -> PinStates:
+        return iter(())
 
     @classmethod
     def from_json(cls, d: Doc) -> VerifyResult:

@@ -9,7 +9,7 @@ from pinset.heal import ledger
 from pinset.heal.modes import direct_mode
 from pinset.report.markdown import refresh_lines
 from pinset.sim.markdown import cell
-from pinset.sim.model import PinResult
+from pinset.sim.model import BuildResult, PinResult, SimResult
 from tests.testing import write_pins
 
 MARKED = "a\n<<<<<<< ours\nB1\n=======\nP1\n>>>>>>> theirs\nc\n<<<<<<< ours\n=======\nP2\n>>>>>>> theirs\nd\n"
@@ -75,9 +75,9 @@ def test_offset_is_told_from_exact_by_git_apply_v():
 
 
 def test_grid_and_report_say_resolution_and_refresh():
-    pin = {"id": "p", "status": "applied", "contract": {"ok": True, "problems": []}, "resolutions": ["0001-a"]}
     assert "applied (recorded resolution 0001-a)" in cell(PinResult("p", "applied", True, resolutions=["0001-a"]))
-    sim = {"builds": [{"build": "b1", "pins": [dict(pin, apply_mode="offset", resolutions=None)]},
-                      {"build": "b2", "pins": [dict(pin, apply_mode="exact")]}]}
+    sim = SimResult([BuildResult("b1", "c1", [PinResult("p", "applied", True, apply_mode="offset")]),
+                     BuildResult("b2", "c2", [PinResult("p", "applied", True, apply_mode="exact",
+                                                        resolutions=["0001-a"])])])
     assert refresh_lines(sim) == ["- `p` needs a refresh: applies but not exactly on b1 (offset) "
                                   "(`pinset refresh p --onto BUILD`)", ""]

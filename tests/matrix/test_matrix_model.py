@@ -7,13 +7,13 @@ import json
 
 import pytest
 
-from conftest import write_pins
 from pinset.cli import main
 from pinset.config.schema import load_pinset
 from pinset.errors import PinsetError
 from pinset.matrix.model import MatrixResult
 from pinset.results import Doc
 from pinset.sim.model import BuildResult, PinResult, SimResult
+from tests.testing import write_pins
 
 B36 = "pypi:llama-cpp-python==0.3.36"
 PATCH = ("From 0 Mon Sep 17 00:00:00 2001\nSubject: [PATCH] x\n\n---\ndiff --git a/a.txt b/a.txt\n--- a/a.txt\n"

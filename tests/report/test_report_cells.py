@@ -393,8 +393,11 @@ def test_cmake_architecture_spellings_cover_their_gpu(two_gpus, arch):
     ps = PinSet(Path("pins.yaml"), None, ("v1",), (), None, gpus=(GpuClass("h200", ("h200",), arch),))
     settings = build_settings(ps, cuda=True, gpu_hint="x", gpu_class="h200")
     assert settings.coverage_warning() is None
+    from pinset.verify.model import BuildVerification, GateResult
+
     assert _verify_off_gpu(VerifyRun({"gpu": {"name": "NVIDIA H200", "compute_capability": "9.0"}}, (),
-                                     {"gates": [{"name": "backend-ops", "status": "passed"}]}, []), arch) is None
+                                     BuildVerification("b", "c", [], [GateResult("backend-ops", "passed")]), []),
+                           arch) is None
 
 
 def test_real_architectures_still_tell_another_gpu(two_gpus):
