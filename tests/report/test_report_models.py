@@ -8,7 +8,6 @@ import json
 from pathlib import Path
 
 import pytest
-import regen_report_goldens as goldens
 
 from pinset.cells import SAYS_NOTHING
 from pinset.errors import PinsetError
@@ -21,6 +20,7 @@ from pinset.report.merge import merge
 from pinset.report.model import Untested, grouped
 from pinset.sim.model import SimResult
 from pinset.verify.model import NOT_RUN, PASSED, BuildVerification, VerifyResult
+from tests import regen_report_goldens as goldens
 
 FIX = goldens.FIXTURES
 
