@@ -21,19 +21,17 @@ def _pct(x: float | None) -> str:
     return "—" if x is None else f"{(x - 1.0) * 100:+.1f} %"
 
 
-def speed_stat(doc: BenchResult | dict) -> str:
+def speed_stat(result: BenchResult) -> str:
     """What the t/s columns of every bench table hold (row_speeds), for the label next to them. Benches
     recorded before METHOD took a run's speed as llama-bench's avg_ts, the mean of its samples."""
-    method = doc.get("method") if isinstance(doc, dict) else doc.method   # the report: a dict until it holds models
-    run = "the median of its `-r` samples" if str(method).startswith("run speed = median") else \
+    run = "the median of its `-r` samples" if str(result.method).startswith("run speed = median") else \
         "llama-bench's avg_ts, the mean of its `-r` samples, as recorded before pinset took the median"
     return f"median over kept rounds of each run's speed (a run's speed: {run})"
 
 
-def row_speeds(row: BenchRow | dict) -> tuple[float | None, float | None]:
+def row_speeds(row: BenchRow) -> tuple[float | None, float | None]:
     """Base and head t/s of a row as every table shows them (bench.md, the console, the report), as speed_stat() says."""
-    base, head = (row.base_tps, row.head_tps) if isinstance(row, BenchRow) else (row["base_tps"], row["head_tps"])
-    return (median(base) if base else None, median(head) if head else None)
+    return (median(row.base_tps) if row.base_tps else None, median(row.head_tps) if row.head_tps else None)
 
 
 def row_cells(row: BenchRow) -> list[str]:
@@ -53,11 +51,10 @@ def verdict_text(row: BenchRow) -> str:
     return f"{row.verdict} (~{more} more rounds)" if row.verdict == "too noisy" and more else row.verdict
 
 
-def band_name(doc: BenchResult | dict) -> str:
+def band_name(result: BenchResult) -> str:
     """What a bench's `aa_spread` column holds, by the file's schema: schema 1 measured an A/A spread, schema 2
     records the sequential rule's no-change band (this module's own table and the report name it alike)."""
-    schema = doc.get("schema", 1) if isinstance(doc, dict) else doc.schema   # the report: a dict until it holds models
-    return "no-change band" if schema >= 2 else "A/A spread"
+    return "no-change band" if result.schema >= 2 else "A/A spread"
 
 
 HEADERS = ["test", "params", "rounds", "base t/s", "head t/s", "head vs base", "95 % CI", "p", "no-change band",

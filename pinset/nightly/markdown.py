@@ -20,9 +20,7 @@ def _commit(ref: CommitRef | None) -> str:
     return text
 
 
-def blame_markdown(result: BlameResult | dict) -> str:
-    if isinstance(result, dict):   # `pinset report` while it holds blame JSON: read through the model
-        result = BlameResult.from_json(result)
+def blame_markdown(result: BlameResult) -> str:
     good, bad = result.good, result.bad
     return _page(f"Blame from **{good.build}** (`{good.commit[:12]}`) to **{bad.build}** "
                  f"(`{bad.commit[:12]}`): {result.commits} first-parent commits, {result.probes} probed.",

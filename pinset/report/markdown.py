@@ -339,23 +339,22 @@ def _speed(m: Merged) -> list[str]:
         return out + ["_Not measured (no bench result)._", ""]
     for study in m.bench:
         d = study.result
-        doc = d.to_json()   # the bench renderer's helpers (speed_stat, band_name, row_speeds) read the JSON form
         warm = d.warmup_rounds
         out += [f"**{d.model['name']}, device: {study.device}** — base {d.base['build']} "
                 f"(`{d.base['commit'][:9]}`) vs head {d.head['build']} (`{d.head['commit'][:9]}`); "
                 f"{d.rounds} rounds × {d.repetitions} repetitions, alternating order, {warm} warm-up "
-                f"round{'s' if warm != 1 else ''} discarded{_ran_on(d.device_key, d.gpu_class)}. t/s: {speed_stat(doc)}; "
+                f"round{'s' if warm != 1 else ''} discarded{_ran_on(d.device_key, d.gpu_class)}. t/s: {speed_stat(d)}; "
                 "in brackets each kept round's.", ""]
         rows = []
         for r in study.rows:
             p = "—" if r.p_value is None else f"{r.p_value:.3g}"
             aa = "—" if r.aa_spread is None else f"±{r.aa_spread:.2%}"  # bench JSON: a fraction
             ci = "—" if r.ci95 is None else f"{r.ci95[0]:.3f}–{r.ci95[1]:.3f}"
-            base, head = row_speeds(r.to_json())
+            base, head = row_speeds(r)
             rows.append([row_label(r, study.rows), _tps(base, r.base_tps), _tps(head, r.head_tps),
                          "—" if r.ratio is None else f"{r.ratio:.3f}×", ci, p, aa,
                          f"{VERDICT_ICON.get(r.verdict, '')} {r.verdict}"])
-        out += table(["test", "base t/s", "head t/s", "head/base", "95% CI", "p", band_name(doc), "verdict"], rows)
+        out += table(["test", "base t/s", "head t/s", "head/base", "95% CI", "p", band_name(d), "verdict"], rows)
         out += [""]
         noisy = [f"- {row_label(r, study.rows)}: {e}" for r in study.rows for e in r.excluded
                  if e.kind == ExclusionKind.NOISE]
@@ -372,16 +371,15 @@ def _pinset(m: Merged) -> list[str]:
     out = ["### Pin set", ""]
     if not m.sim:
         return out + ["_Not simulated (no sim result)._", ""]
-    sim_doc = m.sim.to_json()   # the sim renderer's (pinset.sim.markdown) input is the JSON form
-    out += sim_markdown(sim_doc).rstrip("\n").split("\n") + [""]
+    out += sim_markdown(m.sim).rstrip("\n").split("\n") + [""]
     out += evidence_lines(m.sim)   # which evidence rule applied to each pin (report/evidence.py)
     conflicts = []
-    for b, b_doc in zip(m.sim.builds, sim_doc["builds"]):
-        for p, p_doc in zip(b.pins, b_doc["pins"]):
+    for b in m.sim.builds:
+        for p in b.pins:
             if p.status in (CONFLICT, ERROR):
                 files = ", ".join(f"`{f}`" for f in p.files) or "—"
                 cause = f" — {p.detail}" if p.detail else ""
-                conflicts.append(f"- **{b.build}** `{p.id}`: {sim_cell(p_doc)} in {files}{cause}")
+                conflicts.append(f"- **{b.build}** `{p.id}`: {sim_cell(p)} in {files}{cause}")
     if conflicts:
         out += ["Conflicts and errors (cause):", "", *conflicts, ""]
     out += refresh_lines(m.sim)
@@ -427,7 +425,7 @@ def _base_and_blame(m: Merged) -> list[str]:
     if m.pick:   # the nightly renderers' (pinset.nightly.markdown) input is the JSON form
         out += pick_markdown(m.pick.to_json()).splitlines()[2:] + [""]
     for b in m.blame:
-        out += blame_markdown(b.to_json()).splitlines() + [""]
+        out += blame_markdown(b).splitlines() + [""]
     return out
 
 

@@ -533,7 +533,7 @@ def _speeds_not_called(m: Merged) -> list[Untested]:
     """Bench rows too noisy to call or without enough data."""
     out = []
     for study in m.bench:
-        band = band_name(study.result.to_json())
+        band = band_name(study.result)
         for row in study.rows:
             if row.verdict in (TOO_NOISY, INSUFFICIENT_DATA):
                 spread = f", {band} ±{row.aa_spread:.1%}" if row.aa_spread is not None else ""

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from pinset.markdown_table import table
-from pinset.results import Doc
 from pinset.sim.model import BuildResult, PinResult, SimResult
 
 if TYPE_CHECKING:
@@ -14,9 +13,7 @@ if TYPE_CHECKING:
 ICON = {"applied": "✅", "upstream": "⏫", "conflict": "❌", "skipped": "⏭️", "error": "⚠️"}
 
 
-def cell(pin: PinResult | dict) -> str:
-    if isinstance(pin, dict):   # `pinset report` while it holds sim JSON (its half of #22 passes models)
-        pin = PinResult.from_json(Doc(pin, "sim", "sim"))
+def cell(pin: PinResult) -> str:
     text = f"{ICON.get(pin.status, '')} {pin.status_text}"
     if pin.conflict_with:
         text += f" with `{pin.conflict_with}`"
@@ -27,11 +24,9 @@ def cell(pin: PinResult | dict) -> str:
     return text
 
 
-def sim_markdown(sim: SimResult | dict, conflicts: bool = False) -> str:
+def sim_markdown(sim: SimResult, conflicts: bool = False) -> str:
     """The grid and the contract problems; with `conflicts`, why each conflict happened (the
     report lists causes itself, so it leaves them out)."""
-    if isinstance(sim, dict):   # `pinset report` while it holds sim JSON (its half of #22 passes models)
-        sim = SimResult.from_json(Doc(sim, "sim", "sim"))
     builds = sim.builds
     if not builds:
         return "_no builds_\n"
