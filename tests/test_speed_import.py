@@ -179,3 +179,17 @@ def test_real_sdists_stream_to_the_ids_of_git_add(tmp_path, sdist):
                 return mirror.import_directory(tree_dir, ref, builds._import_message("llama-cpp-python", version, upstream))
 
     assert imported("new", True) == imported("old", False)
+
+
+def test_a_blob_the_mirror_holds_loose_is_not_packed_again(tmp_path):
+    """fast-import skips only what packs hold: a second, packed copy would hide damage of the loose one."""
+    sdist = make_sdist(tmp_path / "s.tar.gz", TREE)
+    store = Store.open(tmp_path / "cache")
+    with Mirror(store.root / "mirror.git") as mirror:
+        loose = mirror.git_ok("hash-object", "-w", "--stdin", input=b"project(x)\n", binary=True).decode().strip()
+        builds._import_tree(sdist, "pkg", "1.0", "refs/pinset/pypi/pkg/1.0", store, mirror)
+        (index,) = (mirror.path / "objects" / "pack").glob("*.idx")
+        packed = mirror.git_ok("show-index", input=index.read_bytes(), binary=True).decode()
+        assert loose not in packed
+        everything = mirror.git_ok("rev-list", "--objects", "refs/pinset/pypi/pkg/1.0").split()
+        assert len(packed.splitlines()) == len([o for o in everything if len(o) == 40]) - 1  # all but the loose blob
