@@ -193,3 +193,42 @@ def test_a_blob_the_mirror_holds_loose_is_not_packed_again(tmp_path):
         assert loose not in packed
         everything = mirror.git_ok("rev-list", "--objects", "refs/pinset/pypi/pkg/1.0").split()
         assert len(packed.splitlines()) == len([o for o in everything if len(o) == 40]) - 1  # all but the loose blob
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except (OSError, IndexError):
+        return False
+
+
+def test_fast_import_dies_with_a_sigkilled_caller_and_gets_the_scrubbed_environment(tmp_path):
+    import signal
+    import sys
+    import time
+
+    repo = Path(__file__).resolve().parent.parent
+    cache, pid_file = tmp_path / "cache", tmp_path / "fi.pid"
+    code = ("import time\nfrom pathlib import Path\nfrom pinset.store import Store\nfrom pinset.upstream.mirror import Mirror\n"
+            f"store = Store.open(Path({str(cache)!r}))\nm = Mirror(store.root / 'mirror.git')\n"
+            "s = store.scratch('sdist-')\nimp = m.tree_import(s.path)\nimp.add_blob(b'x')\n"
+            f"Path({str(pid_file)!r}).write_text(str(imp._session.proc.pid))\ntime.sleep(300)\n")
+    caller = subprocess.Popen([sys.executable, "-c", code],
+                              env={**os.environ, "PYTHONPATH": str(repo), "GITHUB_TOKEN": "ghp_secret_for_the_test"})
+    deadline = time.monotonic() + 30
+    while not (pid_file.exists() and pid_file.read_text()) and caller.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert caller.poll() is None and pid_file.exists()
+    child = int(pid_file.read_text())
+    assert _alive(child) and b"fast-import" in Path(f"/proc/{child}/cmdline").read_bytes()
+    assert b"ghp_secret_for_the_test" not in Path(f"/proc/{child}/environ").read_bytes()
+    caller.send_signal(signal.SIGKILL)
+    caller.wait()
+    deadline = time.monotonic() + 30
+    while _alive(child) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(child)
+    with Mirror(Store.open(cache).root / "mirror.git") as mirror:  # the next run clears the dead run's scratch
+        assert list((mirror.path / "objects" / "pack").iterdir()) == []
+        assert not list(mirror.path.glob("fast_import_crash_*"))
+    assert [p.name for p in (cache / "tmp").iterdir() if not p.name.startswith("mirror-")] == []

@@ -310,22 +310,27 @@ class TreeImport:
     """A tree written by `git fast-import` from files handed to it one by one (an sdist read as a stream):
     one pack, no file on disk, the same tree and commit as `import_directory` of the same files.
 
-    The pack is written into a private object directory under `scratch` (reading the mirror's objects as
-    alternates, so what the mirror holds is not written twice) and moved into the mirror only by commit():
+    The pack is written into a private repository under `scratch` (reading the mirror's objects as
+    alternates, so what the mirror packs is not written twice) and moved into the mirror only by commit():
     an import that fails or is abandoned leaves nothing in the mirror, no ref is ever written by fast-import
     (its branch is reset before the end), and the ref moves under the mirror lock like every other.
     """
 
     def __init__(self, mirror: Mirror, scratch: Path):
         self.mirror = mirror
-        self.objects = scratch / "objects"
+        # fast-import's own repository in the scratch: its objects, no refs, and the place of the crash report
+        # it writes when its stream ends early (pinset killed): gone with the scratch, never in the mirror.
+        git_dir = scratch / "fast-import.git"
+        self.objects = git_dir / "objects"
         (self.objects / "pack").mkdir(parents=True)
+        (git_dir / "refs").mkdir()
+        (git_dir / "HEAD").write_text("ref: refs/heads/master\n")
         self._marks = 0
         # Loose objects are looked for only when the mirror has any (a fetched git build): hashing every
         # blob in Python too costs 0.3 s an sdist.
         self._loose = any(len(entry.name) == 2 for entry in os.scandir(mirror.path / "objects"))
         self._session = runner.Session(
-            ["git", *_CONFIG, "-c", "fastimport.unpackLimit=0", "-c", "pack.compression=1", "--git-dir", str(mirror.path),
+            ["git", *_CONFIG, "-c", "fastimport.unpackLimit=0", "-c", "pack.compression=1", "--git-dir", str(git_dir),
              "fast-import", "--quiet", "--done", "--depth=0"],
             stderr=scratch / "fast-import.err",
             env=Mirror.objects_env(self.objects, [mirror.path / "objects"]))
