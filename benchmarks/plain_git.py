@@ -37,7 +37,9 @@ def pinset_sim(cfg: Path, cache: Path, builds: list[str] | None = None, src: Pat
         if builds:
             argv += ["--builds", ",".join(builds)]
         started = time.perf_counter()
-        proc = subprocess.run(argv, env=env, capture_output=True, text=True)
+        # cwd=src: `python -m` puts the current folder before PYTHONPATH, so run from another checkout
+        # the "other" tree would be this one
+        proc = subprocess.run(argv, env=env, capture_output=True, text=True, cwd=src)
         elapsed = time.perf_counter() - started
         # exit 1 is a verdict (a required pin failed) only with a result written; else the run broke
         if proc.returncode not in (0, 1) or not out.is_file() or not out.stat().st_size:
