@@ -178,6 +178,8 @@ def test_real_sdists_stream_to_the_ids_of_git_add(tmp_path, sdist):
                 upstream = pypi.extract_vendored_tree(sdist, "llama-cpp-python", version, tree_dir)
                 return mirror.import_directory(tree_dir, ref, builds._import_message("llama-cpp-python", version, upstream))
 
+    with tarfile.open(sdist) as tar:  # the streamed path, not its fallback to the old one
+        assert pypi.plain_tree(pypi._vendored_members(tar, version)[1]) is None
     assert imported("new", True) == imported("old", False)
 
 
