@@ -190,7 +190,7 @@ def blame(cfg: Path, cache: Path, good: str, bad: str, out: Path, src: Path = RE
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     proc = subprocess.run([sys.executable, "-m", "pinset", "blame", "-c", str(cfg), "--good", good, "--bad", bad,
-                           "--json", str(out)], env=env, capture_output=True, text=True)
+                           "--json", str(out)], env=env, capture_output=True, text=True, cwd=src)  # see plain_git.pinset_sim
     elapsed = time.perf_counter() - started
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode not in (0, 1):

@@ -20,13 +20,12 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "benchmarks"))
 
-from sim_speed import GIT_ENV, plain_loop  # noqa: E402
+from plain_git import GIT_ENV, pinset_sim, plain_loop, write_pins  # noqa: E402
 
 FILES, LINES, BUILDS, PINS = 400, 120, 16, 40
 BUILD_COUNTS, PIN_COUNTS = (1, 4, 16), (1, 10, 40)
@@ -95,16 +94,6 @@ def make_pins(upstream: Path, dest: Path) -> list[Path]:
     return pins
 
 
-def sim(cfg: Path, cache: Path) -> float:
-    env = dict(os.environ, PINSET_CACHE=str(cache), PYTHONPATH=str(REPO))
-    started = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "pinset", "sim", "-c", str(cfg), "--json", os.devnull],
-                          env=env, capture_output=True, text=True)
-    if proc.returncode not in (0, 1):
-        sys.exit(f"pinset sim failed: {proc.stdout[-2000:]}{proc.stderr[-2000:]}")
-    return time.perf_counter() - started
-
-
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeat", type=int, default=3)
@@ -122,19 +111,16 @@ def main() -> None:
                               check=True).stdout.split()
 
         def cfg(nb: int, np_: int) -> Path:
-            path = work / f"pins-{nb}x{np_}.yaml"
-            path.write_text(f"upstream: {upstream}\nbuilds: [{', '.join(tags[-nb:])}]\npins:\n"
-                            + "".join(f"  - id: {p.name}\n    patches: {p}\n" for p in pins[:np_]))
-            return path
+            return write_pins(work / f"pins-{nb}x{np_}.yaml", tags[-nb:], pins[:np_], upstream)
 
-        sim(cfg(BUILDS, PINS), cache)  # fetches every build once: the rest is warm
+        pinset_sim(cfg(BUILDS, PINS), cache)  # fetches every build once: the rest is warm
         grid_sim: dict[tuple[int, int], list[float]] = {}
         grid_loop: dict[tuple[int, int], list[float]] = {}
         load = os.getloadavg()
         for _ in range(args.repeat):
             for nb in BUILD_COUNTS:
                 for np_ in PIN_COUNTS:  # interleaved: pinset, then the loop, for each cell
-                    grid_sim.setdefault((nb, np_), []).append(sim(cfg(nb, np_), cache))
+                    grid_sim.setdefault((nb, np_), []).append(pinset_sim(cfg(nb, np_), cache))
                     grid_loop.setdefault((nb, np_), []).append(plain_loop(upstream, oids[-nb:], pins[:np_]))
         s = {k: statistics.median(v) for k, v in grid_sim.items()}
         loop = {k: statistics.median(v) for k, v in grid_loop.items()}

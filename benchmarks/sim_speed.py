@@ -10,10 +10,11 @@ Two cases, both on llama.cpp trees vendored in the llama-cpp-python sdists (PyPI
 
 Per case, in the same run, warm cache, pairs interleaved (pinset, plain loop, pinset...): the median
 times and their ratio. pinset does strictly more than the loop: besides the applies it attributes
-conflicts, checks retirement (also in moved code) and each pin's contract. Then one cold pinset run
-(an empty cache given the downloaded sdists: it imports them) against the same plain loop.
+conflicts, checks retirement (also in moved code) and each pin's contract. Then cold: pinset on an empty
+cache given the downloaded sdists (it imports them) against the plain loop's own cold start from the
+same sdists (fresh repository, tar -xzf + git add -A + commit each; benchmarks/plain_git.py), interleaved.
 
-Usage: python benchmarks/sim_speed.py [--repeat N] [--work DIR] [--case real|queue|both] [--no-cold]
+Usage: python benchmarks/sim_speed.py [--repeat N] [--work DIR] [--case real|queue|both] [--no-cold] [--cold-repeat N]
        [--also OTHER_PINSET_TREE]   (times another pinset tree in the same interleaved pairs: before/after)
 """
 
@@ -26,54 +27,20 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "benchmarks"))
 sys.path.insert(0, str(REPO))  # pinset and the tests' shared helpers (tests.testing), as the tests import them
+
+from plain_git import GIT_ENV, cold_plain_loop, git, load_line, pinset_sim, plain_loop, write_pins  # noqa: E402
 
 from pinset.sim.changes import is_substantive  # noqa: E402
 from pinset.store import Store  # noqa: E402
 from tests.testing.snapshots import SNAPSHOTS, build_name, import_snapshots, make_backport_pins, sdist_cache  # noqa: E402
 
-GIT_ENV = {"GIT_AUTHOR_NAME": "b", "GIT_AUTHOR_EMAIL": "b@b", "GIT_COMMITTER_NAME": "b",
-           "GIT_COMMITTER_EMAIL": "b@b", "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_CONFIG_NOSYSTEM": "1",
-           "GIT_AUTHOR_DATE": "2026-01-01T00:00:00Z", "GIT_COMMITTER_DATE": "2026-01-01T00:00:00Z"}
 QUEUE_VERSIONS = ["0.3.33", "0.3.34", "0.3.35", "0.3.36"]
 QUEUE_BASE = "0.3.34"
-
-
-def git(repo: Path, *args: str, input: bytes | None = None) -> str:
-    return subprocess.run(["git", "--git-dir", str(repo), *args], input=input, capture_output=True, check=True,
-                          env=dict(os.environ, **GIT_ENV)).stdout.decode()
-
-
-def pinset_sim(cfg: Path, cache: Path, builds: list[str], src: Path = REPO) -> float:
-    env = dict(os.environ, PINSET_CACHE=str(cache), PYTHONPATH=str(src))
-    started = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "pinset", "sim", "-c", str(cfg), "--builds", ",".join(builds),
-                           "--json", os.devnull], env=env, capture_output=True, text=True)
-    elapsed = time.perf_counter() - started
-    if proc.returncode not in (0, 1):
-        sys.exit(f"pinset sim failed: {proc.stdout[-2000:]}{proc.stderr[-2000:]}")
-    return elapsed
-
-
-def plain_loop(mirror: Path, oids: list[str], pin_dirs: list[Path]) -> float:
-    """Per build: check out a worktree, `git am -3` every pin (abort and go on when one fails)."""
-    env = dict(os.environ, **GIT_ENV)
-    started = time.perf_counter()
-    for oid in oids:
-        with tempfile.TemporaryDirectory() as wt:
-            subprocess.run(["git", "--git-dir", str(mirror), "worktree", "add", "-q", "--detach", wt, oid],
-                           check=True, env=env)
-            for pin in pin_dirs:
-                patches = sorted(str(p) for p in pin.glob("*.patch"))
-                if subprocess.run(["git", "am", "-q", "-3", *patches], cwd=wt, env=env,
-                                  capture_output=True).returncode != 0:
-                    subprocess.run(["git", "am", "--abort"], cwd=wt, env=env, capture_output=True)
-        subprocess.run(["git", "--git-dir", str(mirror), "worktree", "prune"], check=True, env=env)
-    return time.perf_counter() - started
 
 
 def make_queue(store: Store, base_oid: str, dest: Path, count: int = 36) -> Path:
@@ -135,16 +102,37 @@ def compare(title: str, cfg: Path, store: Store, names: list[str], oids: list[st
     return s, l
 
 
-def cold(cfg: Path, work: Path, names: list[str], versions: list[str]) -> float:
-    """pinset sim on an empty cache that has only the downloaded sdists (it imports the trees)."""
-    cache = work / "cold-cache"
-    shutil.rmtree(cache, ignore_errors=True)
-    (cache / "downloads").mkdir(parents=True)
-    for version in versions:
-        shutil.copy(sdist_cache() / f"llama_cpp_python-{version}.tar.gz", cache / "downloads")
-    elapsed = pinset_sim(cfg, cache, names)
-    shutil.rmtree(cache)
-    return elapsed
+def cold(cfg: Path, work: Path, names: list[str], versions: list[str], pins: list[Path], repeat: int,
+         warm_loop: float, other: Path | None = None) -> None:
+    """pinset sim on an empty cache that has only the downloaded sdists (it imports the trees), against the
+    plain loop's own cold start from the same sdists (cold_plain_loop), interleaved pairs."""
+    sdists = [sdist_cache() / f"llama_cpp_python-{version}.tar.gz" for version in versions]
+    sims, loops, others = [], [], []
+
+    def cold_sim(src: Path) -> float:
+        cache = work / "cold-cache"
+        shutil.rmtree(cache, ignore_errors=True)
+        (cache / "downloads").mkdir(parents=True)
+        for sdist in sdists:
+            shutil.copy(sdist, cache / "downloads")
+        elapsed = pinset_sim(cfg, cache, names, src)
+        shutil.rmtree(cache)
+        return elapsed
+
+    for _ in range(repeat):
+        sims.append(cold_sim(REPO))
+        loops.append(cold_plain_loop(sdists, pins, work))
+        if other is not None:
+            others.append(cold_sim(other))
+    s, loop = statistics.median(sims), statistics.median(loops)
+    print(f"-- cold, {repeat} interleaved pairs (empty cache / fresh repository, sdists downloaded; {len(names)} trees imported)")
+    print(f"cold pinset sim (imports the trees, then sim):               median {s:6.2f} s  {sorted(round(x, 2) for x in sims)}")
+    print(f"cold plain loop (tar -xzf + git add -A + commit, then loop): median {loop:6.2f} s  {sorted(round(x, 2) for x in loops)}")
+    if other is not None:
+        o = statistics.median(others)
+        print(f"cold pinset sim of {other}: median {o:6.2f} s  {sorted(round(x, 2) for x in others)}"
+              f"  -> ratio cold plain/that: {loop / o:.2f}x")
+    print(f"ratio cold plain / cold pinset: {loop / s:.2f}x   (warm plain loop / cold pinset: {warm_loop / s:.2f}x)")
 
 
 def main() -> None:
@@ -153,13 +141,12 @@ def main() -> None:
     parser.add_argument("--work", help="work folder, kept and reused (default: a new temp folder, removed)")
     parser.add_argument("--case", choices=["real", "queue", "both"], default="both")
     parser.add_argument("--no-cold", action="store_true", help="skip the cold runs")
+    parser.add_argument("--cold-repeat", type=int, default=1, help="interleaved cold pairs per case (default 1)")
     parser.add_argument("--also", type=Path, help="another pinset source tree (e.g. an older commit) timed in the same pairs")
     args = parser.parse_args()
     work = Path(args.work) if args.work else Path(tempfile.mkdtemp(prefix="pinset-bench-"))
     work.mkdir(parents=True, exist_ok=True)
-    load = os.getloadavg()
-    print(f"cores: {os.cpu_count()}  load average (1/5/15 min) at the start: {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}"
-          " (other jobs on the machine stretch both sides alike: compare the ratios)")
+    print(f"{load_line()} at the start (other jobs on the machine stretch both sides alike: compare the ratios)")
     store = Store.open(work / "cache")
     versions = sorted(set(SNAPSHOTS) | set(QUEUE_VERSIONS))
     builds = import_snapshots(store, versions)
@@ -170,29 +157,23 @@ def main() -> None:
             (work / "pins").mkdir(exist_ok=True)
             pins = ours + make_backport_pins(store, builds["0.3.35"], builds["0.3.36"], work / "pins",
                                              count=13 - len(ours))
-            cfg = work / "pins.yaml"
             names = [build_name(v) for v in SNAPSHOTS]
-            cfg.write_text("builds: [" + ", ".join(names) + "]\npins:\n"
-                           + "".join(f"  - id: {p.name}\n    patches: {p}\n" for p in pins))
+            cfg = write_pins(work / "pins.yaml", names, pins)
             _, loop = compare("real-code pins x real snapshots", cfg, store, names, [builds[v].oid for v in SNAPSHOTS],
                               pins, args.repeat, args.also)
             if not args.no_cold:
-                c = cold(cfg, work, names, list(SNAPSHOTS))
-                print(f"cold pinset sim (empty cache, sdists downloaded; imports {len(names)} trees): {c:.2f} s "
-                      f"-> plain loop (warm mirror) / cold pinset: {loop / c:.2f}x")
+                cold(cfg, work, names, list(SNAPSHOTS), pins, args.cold_repeat, loop, args.also)
         if args.case in ("queue", "both"):
             queue = make_queue(store, builds[QUEUE_BASE].oid, work / "queue" / "patches")
-            cfg = work / "queue.yaml"
             names = [build_name(v) for v in QUEUE_VERSIONS]
+            cfg = work / "queue.yaml"
             cfg.write_text("builds: [" + ", ".join(names) + f"]\npins:\n  - id: local-queue\n    patches: {queue}\n")
             print("(the queue: 36 SYNTHETIC local patches of real files made on 0.3.34, like Ollama's llama/patches,"
                   " whose real queue cannot be fetched here)")
             _, loop = compare("patch queue x real snapshots", cfg, store, names,
                               [builds[v].oid for v in QUEUE_VERSIONS], [queue], args.repeat, args.also)
             if not args.no_cold:
-                c = cold(cfg, work, names, QUEUE_VERSIONS)
-                print(f"cold pinset sim (empty cache, sdists downloaded; imports {len(names)} trees): {c:.2f} s "
-                      f"-> plain loop (warm mirror) / cold pinset: {loop / c:.2f}x")
+                cold(cfg, work, names, QUEUE_VERSIONS, [queue], args.cold_repeat, loop, args.also)
     finally:
         if not args.work:
             shutil.rmtree(work, ignore_errors=True)

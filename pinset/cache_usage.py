@@ -15,6 +15,8 @@ import shutil
 import stat
 import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -194,15 +196,26 @@ def clean(root: Path, *, older_than_days: float | None, builds_only: bool, dry_r
 def _held(lock: Path | None) -> bool:
     if lock is None or not lock.exists():
         return False
+    with _try_lock(lock) as taken:
+        return not taken
+
+
+@contextmanager
+def _try_lock(lock: Path) -> Iterator[bool]:
+    """Take the flock on `lock` without waiting: True while we hold it (until the block ends), False when a
+    running pinset holds it."""
     with open(lock, "a") as fh:
         try:
             fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as exc:
             if exc.errno in (errno.EAGAIN, errno.EACCES):
-                return True
+                yield False
+                return
             raise
-        fcntl.flock(fh, fcntl.LOCK_UN)
-    return False
+        try:
+            yield True
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
 
 
 def _remove(entry: Entry) -> bool:
@@ -212,13 +225,9 @@ def _remove(entry: Entry) -> bool:
         _delete(entry.path)
         _delete(_marker(entry.path))
         return True
-    with open(entry.lock, "a") as fh:
-        try:
-            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as exc:
-            if exc.errno in (errno.EAGAIN, errno.EACCES):
-                return False
-            raise
+    with _try_lock(entry.lock) as taken:
+        if not taken:
+            return False
         if entry.kind == "builds":
             trash = entry.path.with_name(f".trash-{entry.path.name}-{uuid.uuid4().hex[:8]}")
             os.rename(entry.path, trash)

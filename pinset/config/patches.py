@@ -27,7 +27,9 @@ def patch_series(folder: Path, shown: str) -> tuple[Path, ...]:
     if not names:
         raise SeriesProblem(f"folder {shown} has no *.patch files")
     series = tuple(folder / name for name in names)
-    for path in series:
+    if _series_parses(folder, series):
+        return series
+    for path in series:  # which file, in the words of the check of one file
         problem = _patch_problem(path)
         if problem:
             raise SeriesProblem(f"{shown}/{path.name}: {problem}")
@@ -44,7 +46,25 @@ def single_patch(path: Path, shown: str) -> tuple[Path, ...]:
     return (path,)
 
 
-def _patch_problem(path: Path) -> str | None:
+def _series_parses(folder: Path, series: tuple[Path, ...]) -> bool:
+    """Every file of the series is a readable patch git parses, told by one `git apply --numstat` of them
+    all (git refuses the whole call when any file has no diff or does not parse): one process for a
+    36-patch queue instead of 36 on every run. False sends the caller through the files one by one."""
+    if any(_file_problem(path) for path in series):
+        return False
+    parsed = _numstat(folder, [path.name for path in series])
+    return parsed.ok and bool(parsed.stdout.strip())
+
+
+def _numstat(folder: Path, names: list[str]) -> runner.Completed:
+    # Outside any repository: inside one, `git apply` ignores the paths outside the current folder.
+    return runner.run(["git", "apply", "--numstat", "--", *names], cwd=folder, timeout=120,
+                      env={"GIT_CEILING_DIRECTORIES": str(folder.parent), "GIT_CONFIG_NOSYSTEM": "1",
+                           "GIT_CONFIG_GLOBAL": os.devnull})
+
+
+def _file_problem(path: Path) -> str | None:
+    """What makes `path` no patch file before git reads it (a broken link, unreadable, not a file, empty)."""
     try:
         st = os.stat(path)
         if stat.S_ISREG(st.st_mode):
@@ -58,10 +78,14 @@ def _patch_problem(path: Path) -> str | None:
         return "not a regular file"
     if st.st_size == 0:
         return "empty file, not a patch"
-    # Outside any repository: inside one, `git apply` ignores the paths outside the current folder.
-    parsed = runner.run(["git", "apply", "--numstat", "--", path.name], cwd=path.parent, timeout=120,
-                        env={"GIT_CEILING_DIRECTORIES": str(path.parent.parent), "GIT_CONFIG_NOSYSTEM": "1",
-                             "GIT_CONFIG_GLOBAL": os.devnull})
+    return None
+
+
+def _patch_problem(path: Path) -> str | None:
+    problem = _file_problem(path)
+    if problem:
+        return problem
+    parsed = _numstat(path.parent, [path.name])
     if parsed.returncode == 127:
         raise ToolchainError("git not found on PATH")
     if not parsed.ok or not parsed.stdout.strip():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -71,11 +72,31 @@ def _import_sdist(package: str, version: str, ref: str, store: Store, mirror: Mi
 
 
 def _import_tree(sdist: Path, package: str, version: str, ref: str, store: Store, mirror: Mirror) -> str:
-    """Unpack vendor/llama.cpp in the cache's scratch space and commit it at `ref`."""
+    """Stream vendor/llama.cpp into `git fast-import` and commit it at `ref`: the archive is read once,
+    no file is written (unpacking 3,400 files and `git add -A` of them took 6-7 s a build). A tree that
+    `git add` could store otherwise (pypi.plain_tree: a .gitattributes...) is unpacked in the cache's
+    scratch space and added from there, as before; both give the same tree and commit ids."""
+    with store.scratch("sdist-") as scratch:
+        files: list[tuple[bytes, str, bytes]] = []
+        with mirror.tree_import(scratch) as importer:
+            def send(member, tar) -> None:
+                if member.issym():
+                    files.append((os.fsencode(member.name), "120000", importer.add_blob(os.fsencode(member.linkname))))
+                    return
+                mode = "100755" if member.mode & 0o100 else "100644"  # what git add reads from the unpacked file
+                with tar.extractfile(member) as fh:
+                    files.append((os.fsencode(member.name), mode, importer.add_blob(fh.read())))
+
+            upstream_commit, members = pypi.stream_vendored_tree(sdist, package, version, send, str(mirror.path))
+            if pypi.plain_tree(members) is None:
+                return importer.commit(files, ref, _import_message(package, version, upstream_commit))
     with store.scratch("sdist-") as tree_dir:
         upstream_commit = pypi.extract_vendored_tree(sdist, package, version, tree_dir)
-        message = f"llama.cpp {upstream_commit} vendored in {package}=={version}\n\nupstream-commit: {upstream_commit}\n"
-        return mirror.import_directory(tree_dir, ref, message)
+        return mirror.import_directory(tree_dir, ref, _import_message(package, version, upstream_commit))
+
+
+def _import_message(package: str, version: str, upstream_commit: str) -> str:
+    return f"llama.cpp {upstream_commit} vendored in {package}=={version}\n\nupstream-commit: {upstream_commit}\n"
 
 
 def _trailer(message: str, key: str) -> str | None:

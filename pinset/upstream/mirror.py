@@ -14,9 +14,12 @@ imported again), else named in one line (CacheDamaged, exit 1).
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import shutil
+import signal
+import subprocess
 import threading
 from collections.abc import Iterable
 from contextlib import contextmanager
@@ -246,6 +249,11 @@ class Mirror:
         self.update_ref(ref, commit)
         return commit
 
+    def tree_import(self, scratch: Path) -> "TreeImport":
+        """A `git fast-import` that takes files one by one (see TreeImport); `scratch` holds its pack until
+        the commit moves it in."""
+        return TreeImport(self, scratch)
+
     def commit_message(self, commit: str) -> str:
         return self.git_ok("log", "-1", "--format=%B", commit)
 
@@ -290,6 +298,111 @@ class Mirror:
     def close(self) -> None:
         self._reader.close()
         self._scratch.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+class TreeImport:
+    """A tree written by `git fast-import` from files handed to it one by one (an sdist read as a stream):
+    one pack, no file on disk, the same tree and commit as `import_directory` of the same files.
+
+    The pack is written into a private repository under `scratch` (reading the mirror's objects as
+    alternates, so what the mirror packs is not written twice) and moved into the mirror only by commit():
+    an import that fails or is abandoned leaves nothing in the mirror, no ref is ever written by fast-import
+    (its branch is reset before the end), and the ref moves under the mirror lock like every other.
+    """
+
+    def __init__(self, mirror: Mirror, scratch: Path):
+        self.mirror = mirror
+        # fast-import's own repository in the scratch: its objects, no refs, and the place of the crash report
+        # it writes when its stream ends early (pinset killed): gone with the scratch, never in the mirror.
+        git_dir = scratch / "fast-import.git"
+        self.objects = git_dir / "objects"
+        (self.objects / "pack").mkdir(parents=True)
+        (git_dir / "refs").mkdir()
+        (git_dir / "HEAD").write_text("ref: refs/heads/master\n")
+        self._marks = 0
+        # Loose objects are looked for only when the mirror has any (a fetched git build): hashing every
+        # blob in Python too costs 0.3 s an sdist.
+        self._loose = any(len(entry.name) == 2 for entry in os.scandir(mirror.path / "objects"))
+        self._session = runner.Session(
+            ["git", *_CONFIG, "-c", "fastimport.unpackLimit=0", "-c", "pack.compression=1", "--git-dir", str(git_dir),
+             "fast-import", "--quiet", "--done", "--depth=0"],
+            stderr=scratch / "fast-import.err",
+            env=Mirror.objects_env(self.objects, [mirror.path / "objects"]))
+
+    def add_blob(self, data: bytes) -> bytes:
+        """Send a blob; return how the commit names it (a mark, or the id of a loose object the mirror has:
+        fast-import skips only what packs hold, and a second copy would hide a damaged loose one)."""
+        if self._loose:
+            oid = hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+            if (self.mirror.path / "objects" / oid[:2] / oid[2:]).is_file():
+                return oid.encode()
+        self._marks += 1
+        self._send(b"blob\nmark :%d\ndata %d\n" % (self._marks, len(data)))
+        self._send(data)
+        self._send(b"\n")
+        return b":%d" % self._marks
+
+    def commit(self, files: list[tuple[bytes, str, bytes]], ref: str, message: str) -> str:
+        """Commit `files` ((path, mode, what add_blob returned)) as a root commit at `ref`, with `import_directory`'s
+        identity, dates and message; return the commit id."""
+        when = b"pinset <pinset@localhost> 946684800 +0000"  # _IDENTITY's, as commit-tree writes it
+        body = message.encode()
+        lines = [b"commit refs/pinset/fast-import\nmark :%d\nauthor %s\ncommitter %s\ndata %d\n%s\n"
+                 % (self._marks + 1, when, when, len(body), body)]
+        lines += [b"M %s %s %s\n" % (mode.encode(), blob, path) for path, mode, blob in files]
+        lines.append(b"\nls :%d \"\"\nreset refs/pinset/fast-import\n\ndone\n" % (self._marks + 1))
+        self._send(b"".join(lines))
+        proc = self._session.proc
+        try:
+            self._session.stdin.close()
+            answer = self._session.stdout.read().decode(errors="replace")
+            proc.wait(timeout=900)
+        except (OSError, ValueError, subprocess.TimeoutExpired):
+            self._failed()
+        if proc.returncode != 0:
+            self._failed()
+        m = re.match(r"040000 tree ([0-9a-f]{40})\t", answer)
+        if not m:
+            raise UpstreamError(f"fast-import into {self.mirror.path}: no tree in its answer {answer[:80]!r}")
+        packs = self.objects / "pack"
+        for pack in sorted(packs.glob("*.pack")):  # the pack before its index: git sees a pack by its .idx
+            os.replace(pack, self.mirror.path / "objects" / "pack" / pack.name)
+            os.replace(pack.with_suffix(".idx"), self.mirror.path / "objects" / "pack" / pack.with_suffix(".idx").name)
+        commit = self.mirror.git_ok("commit-tree", m.group(1), "-m", message, env=_IDENTITY).strip()
+        self.mirror.update_ref(ref, commit)
+        return commit
+
+    def _send(self, data: bytes) -> None:
+        try:
+            self._session.stdin.write(data)
+        except (OSError, ValueError):  # it died (a full disk, a bad stream): what it said
+            self._failed()
+
+    def _failed(self):
+        try:
+            self._session.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            pass
+        said = self._session.stderr_text().strip()
+        check_disk(self.mirror.path, said)
+        raise UpstreamError(f"fast-import into {self.mirror.path}: "
+                            f"{said.splitlines()[-1] if said else 'exit ' + str(self._session.proc.returncode)}")
+
+    def close(self) -> None:
+        """Stop fast-import (killed first when it did not finish: an ended stream would make it write a
+        crash report into the mirror)."""
+        if self._session.proc.poll() is None:
+            try:
+                os.killpg(self._session.proc.pid, signal.SIGKILL)
+            except OSError:
+                pass
+        self._session.close()
 
     def __enter__(self):
         return self

@@ -20,6 +20,7 @@ import re
 import tarfile
 import time
 import zlib
+from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
 
 from pinset.errors import UpstreamError
@@ -257,29 +258,10 @@ def extract_vendored_tree(sdist: Path, package: str, version: str, into: Path) -
     The whole archive is read to its end, so a truncated sdist is SdistUnreadable, never a tree
     with files missing.
     """
-    commit = None
-    found_tree = False
     what = f"pypi:{package}=={version}"
-    try:
+    with _reading(sdist, what, str(into)):
         with tarfile.open(sdist, "r:*") as tar:
-            members = []
-            for member in tar:
-                parts = member.name.split("/", 1)
-                if len(parts) < 2:
-                    continue
-                rel = parts[1]
-                if rel == "CHANGELOG.md" and member.isfile():
-                    text = tar.extractfile(member).read().decode("utf-8", errors="replace")
-                    commit = changelog_commit(text, version)
-                    continue
-                if not rel.startswith(VENDOR_DIR + "/"):
-                    continue
-                inner = rel[len(VENDOR_DIR) + 1:]
-                if inner in ("", ".git") or not (member.isfile() or member.issym()):
-                    continue  # directories are made as needed; devices, fifos and hard links never
-                found_tree = True
-                member.name = inner
-                members.append(member)
+            commit, members = _vendored_members(tar, version)
             _check_members(members)
             if EXTRACTION_FILTERS:
                 tar.extractall(into, members=members, filter="data")
@@ -287,14 +269,112 @@ def extract_vendored_tree(sdist: Path, package: str, version: str, into: Path) -
                 tar.extractall(into, members=members)
             while tar.fileobj.read(1 << 20):  # the rest, to the compressed stream's checksum
                 pass
+    return _checked_commit(sdist, what, version, commit, members)
+
+
+def stream_vendored_tree(sdist: Path, package: str, version: str, on_member, dest: str) -> tuple[str, list[tarfile.TarInfo]]:
+    """Read vendor/llama.cpp of the sdist once, front to back, handing each file or symlink to
+    `on_member(member, tar)` as it passes (renamed to its path in the tree; the data is read then, no file
+    written); return the upstream commit and the members, checked as extract_vendored_tree checks them.
+
+    Written for `git fast-import`: a refusal of `_check_members` comes after the members went by, so
+    what on_member wrote must stay unused until this returns. `dest` names where they go in messages.
+    """
+    what = f"pypi:{package}=={version}"
+    with _reading(sdist, what, dest):
+        with tarfile.open(sdist, "r:*") as tar:
+            commit, members = _vendored_members(tar, version, on_member)
+            _check_members(members)
+            while tar.fileobj.read(1 << 20):  # the rest, to the compressed stream's checksum
+                pass
+    return _checked_commit(sdist, what, version, commit, members), members
+
+
+def _vendored_members(tar: tarfile.TarFile, version: str, on_member=None) -> tuple[str | None, list[tarfile.TarInfo]]:
+    """The commit the CHANGELOG names and the files and symlinks of the vendored tree, in archive order."""
+    commit = None
+    members = []
+    for member in tar:
+        parts = member.name.split("/", 1)
+        if len(parts) < 2:
+            continue
+        rel = parts[1]
+        if rel == "CHANGELOG.md" and member.isfile():
+            text = tar.extractfile(member).read().decode("utf-8", errors="replace")
+            commit = changelog_commit(text, version)
+            continue
+        if not rel.startswith(VENDOR_DIR + "/"):
+            continue
+        inner = rel[len(VENDOR_DIR) + 1:]
+        if inner in ("", ".git") or not (member.isfile() or member.issym()):
+            continue  # directories are made as needed; devices, fifos and hard links never
+        member.name = inner
+        members.append(member)
+        if on_member is not None:
+            on_member(member, tar)
+    return commit, members
+
+
+@contextmanager
+def _reading(sdist: Path, what: str, dest: str):
+    """Archive faults as SdistUnreadable (downloaded again), faults of our disk as UpstreamError."""
+    try:
+        yield
     except OSError as exc:
         if exc.errno is not None:  # our disk (full, unwritable), not the archive
-            raise UpstreamError(f"{what}: unpacking {sdist.name} into {into}: {exc.strerror}") from None
+            raise UpstreamError(f"{what}: unpacking {sdist.name} into {dest}: {exc.strerror}") from None
         raise SdistUnreadable(f"{what}: unreadable sdist {sdist} ({type(exc).__name__}: {exc})") from None
     except (tarfile.TarError, EOFError, zlib.error) as exc:
         raise SdistUnreadable(f"{what}: unreadable sdist {sdist} ({type(exc).__name__}: {exc})") from None
-    if not found_tree:
+
+
+def _checked_commit(sdist: Path, what: str, version: str, commit: str | None, members: list) -> str:
+    if not members:
         raise UpstreamError(f"{what}: sdist {sdist.name} has no vendored {VENDOR_DIR} tree")
     if commit is None:
         raise UpstreamError(f"{what}: CHANGELOG.md names no llama.cpp commit for {version}")
     return commit
+
+
+def plain_tree(members: list[tarfile.TarInfo]) -> str | None:
+    """Why `git add -A` of the unpacked members could store another tree than their names, modes and bytes
+    (None when it cannot): then the tree is imported from disk as before, not streamed into git fast-import.
+
+    A `.gitattributes` (its filters apply on add), a `.git` in any spelling git protects, a name given twice
+    or that is both a file and a folder, a path git or fast-import would read otherwise, a symlink whose
+    target passes through another symlink (the data filter resolves it on disk)."""
+    names = [m.name for m in members]
+    if len(set(names)) != len(names):
+        return "a member named twice"
+    folders = set()
+    for name in names:
+        cut = name.rfind("/")
+        while cut > 0:
+            folders.add(name[:cut])
+            cut = name.rfind("/", 0, cut)
+    if folders.intersection(names):
+        return "a name that is a file and a folder"
+    links = {m.name for m in members if m.issym()}
+    for member in members:
+        parts = member.name.split("/")
+        if any(not part or part in (".", "..") or _git_special(part) for part in parts) \
+                or any(ord(c) < 0x20 or c in '"\\' for c in member.name):
+            return f"{member.name}: a name git treats specially"
+        if member.issym() and parts[-1].lower().startswith(".git"):
+            return f"{member.name}: a symlinked git file"
+        if member.issym():
+            walked: list[str] = []
+            for part in [*parts[:-1], *member.linkname.split("/")]:
+                if walked and "/".join(walked) in links:
+                    return f"{member.name}: a symlink through a symlink"
+                if part == "..":
+                    if walked:
+                        walked.pop()
+                elif part not in ("", "."):
+                    walked.append(part)
+    return None
+
+
+def _git_special(part: str) -> bool:
+    low = part.lower()
+    return low == ".gitattributes" or low.rstrip(". ") == ".git" or low.startswith("git~")

@@ -1,0 +1,105 @@
+"""What sim_speed.py and sim_scaling.py share: the plain git loop pinset is compared with, cold and warm,
+a timed `pinset sim`, and the pins.yaml both write.
+
+The plain loop is what a person does without pinset: per build a worktree checkout, then `git am -3`
+of each pin (abort and go on when one fails). Cold, it first makes its repository the way a person would
+from the downloaded sdists: a fresh bare repository; per sdist `tar -xzf` of vendor/llama.cpp, `git add -A`
+and a commit.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+GIT_ENV = {"GIT_AUTHOR_NAME": "b", "GIT_AUTHOR_EMAIL": "b@b", "GIT_COMMITTER_NAME": "b",
+           "GIT_COMMITTER_EMAIL": "b@b", "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_CONFIG_NOSYSTEM": "1",
+           "GIT_AUTHOR_DATE": "2026-01-01T00:00:00Z", "GIT_COMMITTER_DATE": "2026-01-01T00:00:00Z"}
+
+
+def git(repo: Path, *args: str, input: bytes | None = None) -> str:
+    return subprocess.run(["git", "--git-dir", str(repo), *args], input=input, capture_output=True, check=True,
+                          env=dict(os.environ, **GIT_ENV)).stdout.decode()
+
+
+def pinset_sim(cfg: Path, cache: Path, builds: list[str] | None = None, src: Path = REPO) -> float:
+    """Seconds of one `pinset sim` (of `src`'s pinset) on `cfg` with the cache `cache`; exits on a crash."""
+    env = dict(os.environ, PINSET_CACHE=str(cache), PYTHONPATH=str(src))
+    with tempfile.TemporaryDirectory() as folder:
+        out = Path(folder) / "sim.json"
+        argv = [sys.executable, "-m", "pinset", "sim", "-c", str(cfg), "--json", str(out)]
+        if builds:
+            argv += ["--builds", ",".join(builds)]
+        started = time.perf_counter()
+        # cwd=src: `python -m` puts the current folder before PYTHONPATH, so run from another checkout
+        # the "other" tree would be this one
+        proc = subprocess.run(argv, env=env, capture_output=True, text=True, cwd=src)
+        elapsed = time.perf_counter() - started
+        # exit 1 is a verdict (a required pin failed) only with a result written; else the run broke
+        if proc.returncode not in (0, 1) or not out.is_file() or not out.stat().st_size:
+            sys.exit(f"pinset sim of {src} failed (exit {proc.returncode}, no result): "
+                     f"{proc.stdout[-2000:]}{proc.stderr[-2000:]}")
+    return elapsed
+
+
+def write_pins(path: Path, builds: list[str], pins: list[Path], upstream: Path | None = None) -> Path:
+    """A pins.yaml with `builds` and one pin per folder of `pins` (named after the folder)."""
+    path.write_text((f"upstream: {upstream}\n" if upstream else "") + "builds: [" + ", ".join(builds) + "]\npins:\n"
+                    + "".join(f"  - id: {p.name}\n    patches: {p}\n" for p in pins))
+    return path
+
+
+def plain_loop(mirror: Path, oids: list[str], pin_dirs: list[Path]) -> float:
+    """Per build: check out a worktree, `git am -3` every pin (abort and go on when one fails)."""
+    env = dict(os.environ, **GIT_ENV)
+    started = time.perf_counter()
+    for oid in oids:
+        with tempfile.TemporaryDirectory() as wt:
+            subprocess.run(["git", "--git-dir", str(mirror), "worktree", "add", "-q", "--detach", wt, oid],
+                           check=True, env=env)
+            for pin in pin_dirs:
+                patches = sorted(str(p) for p in pin.glob("*.patch"))
+                if subprocess.run(["git", "am", "-q", "-3", *patches], cwd=wt, env=env,
+                                  capture_output=True).returncode != 0:
+                    subprocess.run(["git", "am", "--abort"], cwd=wt, env=env, capture_output=True)
+        subprocess.run(["git", "--git-dir", str(mirror), "worktree", "prune"], check=True, env=env)
+    return time.perf_counter() - started
+
+
+def cold_plain_loop(sdists: list[Path], pin_dirs: list[Path], work: Path) -> float:
+    """The plain loop from nothing but the sdists: a fresh bare repository, per sdist `tar -xzf` of
+    vendor/llama.cpp + `git add -A` + a commit, then plain_loop over those commits. Seconds, all of it."""
+    env = dict(os.environ, **GIT_ENV)
+    repo = work / "cold-plain.git"
+    shutil.rmtree(repo, ignore_errors=True)
+    index = dict(env, GIT_INDEX_FILE=str(work / "cold-plain-index"))
+    started = time.perf_counter()
+    subprocess.run(["git", "init", "-q", "--bare", str(repo)], check=True, env=env)
+    oids = []
+    for sdist in sdists:
+        top = sdist.name.removesuffix(".tar.gz")
+        with tempfile.TemporaryDirectory(dir=work) as tree:
+            subprocess.run(["tar", "-xzf", str(sdist), "-C", tree, "--strip-components=3", f"{top}/vendor/llama.cpp"],
+                           check=True, env=env)
+            Path(index["GIT_INDEX_FILE"]).unlink(missing_ok=True)
+            subprocess.run(["git", "--git-dir", str(repo), "--work-tree", tree, "add", "-A", "-f", "."],
+                           cwd=tree, check=True, env=index)
+            tree_id = subprocess.run(["git", "--git-dir", str(repo), "write-tree"], check=True, env=index,
+                                     capture_output=True, text=True).stdout.strip()
+            oids.append(git(repo, "commit-tree", tree_id, "-m", sdist.name).strip())
+    plain_loop(repo, oids, pin_dirs)
+    elapsed = time.perf_counter() - started
+    shutil.rmtree(repo)
+    Path(index["GIT_INDEX_FILE"]).unlink(missing_ok=True)
+    return elapsed
+
+
+def load_line() -> str:
+    load = os.getloadavg()
+    return f"cores: {os.cpu_count()}  load average (1/5/15 min): {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}"
