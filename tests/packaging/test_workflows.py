@@ -164,7 +164,7 @@ def test_report_step_lists_a_cancelled_cell(tmp_path, python3_is_this_python):
 
 def test_matrix_step_hands_the_whole_matrix_to_the_next_job(tmp_path, python3_is_this_python):
     # the step's output line must hold the whole JSON: a multi-line file would pass "{" and break the job
-    from tests.cli.test_matrix import B36, ONE, pins, sim_json
+    from tests.matrix.test_matrix import B36, ONE, pins, sim_json
 
     cfg = pins(tmp_path, ONE + "  a100: {runs-on: gpu-a100, architectures: \"80\"}\n")
     (tmp_path / "sim").mkdir()
