@@ -15,6 +15,7 @@ from typing import TypeVar
 from pinset.cells import SAYS_NOTHING, canonical
 from pinset.checks.backend_ops import OpCount
 from pinset.errors import PinsetError
+from pinset.matrix.model import MatrixCell, MatrixResult
 from pinset.measures.bench_model import BenchResult, BenchRow
 from pinset.measures.kld_model import KldResult, KldRun
 from pinset.nightly.model import NOT_TRIED, BlameResult, BuildPick, PickResult
@@ -97,33 +98,11 @@ def models_of(files: list[ResultFile], cls: type[M]) -> list[tuple[M, str]]:
     return [(f.model, str(f.path)) for f in files if isinstance(f.model, cls)]
 
 
-@dataclass(frozen=True)
-class ExpectedCell:
-    """One cell of a `pinset matrix` the run should have delivered results for."""
-
-    cell: str
-    build: str
-    gpu: str                        # the GPU class (--gpu-class) its results are made as
-    kinds: list[str]                # of verify, kld, bench
-    pinset: str | None = None
-    architectures: str | None = None
-
-
-def expected_cells(path) -> list[ExpectedCell]:
-    """The cells a run should have delivered: `pinset matrix` JSON ({"include": [{build, gpu, kinds, ...}]})."""
+def expected_cells(path) -> list[MatrixCell]:
+    """The cells a run should have delivered, read from `pinset matrix` JSON by the matrix kind's own model."""
     from pinset.results import Doc, read_json
 
-    doc = Doc(read_json(path, "matrix")[0], path, "matrix")
-    cells = []
-    for cell in doc.objs("include"):
-        kinds = cell.strs("kinds")
-        bad = sorted(set(kinds) - {"verify", "kld", "bench"})
-        if bad or not kinds:
-            cell.fail("kinds", f"expected a non-empty list of verify, kld, bench (got {', '.join(bad) or 'none'})")
-        cells.append(ExpectedCell(cell.get("cell", str), cell.get("build", str), cell.get("gpu", str),
-                                  list(dict.fromkeys(kinds)), cell.get("pinset", str, default=None),
-                                  cell.get("architectures", str, default=None)))
-    return cells
+    return MatrixResult.from_json(Doc(read_json(path, "matrix")[0], path, "matrix")).cells
 
 
 def op_key(op: OpCount) -> tuple[str, str, str]:

@@ -10,13 +10,14 @@ from dataclasses import dataclass, field
 
 from pinset.build.settings import covers
 from pinset.errors import PinsetError
+from pinset.matrix.model import MatrixCell
 from pinset.measures.bench_model import INSUFFICIENT_DATA, SLOWER, TOO_NOISY, BenchResult, BenchRow
 from pinset.measures.bench_render import band_name
 from pinset.measures.kld_model import KldResult
 from pinset.nightly.model import PASSED_OVER, PickResult
 from pinset.report import evidence
 from pinset.report.load import EVIDENCE_KINDS, kld_delta_text
-from pinset.report.merge import BenchStudy, ExpectedCell, KldStudy, Merged, VerifyRun, models_of
+from pinset.report.merge import BenchStudy, KldStudy, Merged, VerifyRun, models_of
 from pinset.report.model import BLOCKED, NOT_ENOUGH, READY, Untested, grouped
 from pinset.sim.model import APPLIED, CONFLICT, ERROR
 from pinset.verify.model import (
@@ -384,7 +385,7 @@ def _judge_bench(m: Merged, v: Verdict) -> set[str]:
 
 
 # --- expected cells -----------------------------------------------------------------------
-def unfilled_cells(m: Merged, cells: list[ExpectedCell]) -> list[Untested]:
+def unfilled_cells(m: Merged, cells: list[MatrixCell]) -> list[Untested]:
     """One line per cell of a `pinset matrix` without, per kind it runs, a result of its build made as its GPU
     class (--gpu-class) on a GPU: a cell that failed before writing its JSON, was cancelled or never started
     (a report without these lines would simply not show it, and the columns that did arrive would look like the
@@ -392,8 +393,8 @@ def unfilled_cells(m: Merged, cells: list[ExpectedCell]) -> list[Untested]:
     evidence from the GPU class the cell stands for)."""
     out = []
     for cell in cells:
-        if m.pinset and cell.pinset and cell.pinset != m.pinset:
-            raise PinsetError(f"expected cell {cell.cell} is of pin set {cell.pinset}, the results are of "
+        if m.pinset and cell.pinset_digest and cell.pinset_digest != m.pinset:
+            raise PinsetError(f"expected cell {cell.cell} is of pin set {cell.pinset_digest}, the results are of "
                               f"{m.pinset} (a matrix of another run)")
         gone, off_gpu = [], []
         for kind in cell.kinds:
