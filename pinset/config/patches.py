@@ -49,11 +49,44 @@ def single_patch(path: Path, shown: str) -> tuple[Path, ...]:
 def _series_parses(folder: Path, series: tuple[Path, ...]) -> bool:
     """Every file of the series is a readable patch git parses, told by one `git apply --numstat` of them
     all (git refuses the whole call when any file has no diff or does not parse): one process for a
-    36-patch queue instead of 36 on every run. False sends the caller through the files one by one."""
+    36-patch queue instead of 36 on every run; a file with a traditional diff is checked alone.
+    False sends the caller through the files one by one."""
     if any(_file_problem(path) for path in series):
         return False
-    parsed = _numstat(folder, [path.name for path in series])
-    return parsed.ok and bool(parsed.stdout.strip())
+    # A traditional (non-git) diff makes git guess -p and keep the guess for the later files of the call,
+    # where it can make a file parse that alone does not: such files are checked alone.
+    alone = [path for path in series if _guesses_strip(path.read_bytes())]
+    together = [path.name for path in series if path not in alone]
+    if together:
+        parsed = _numstat(folder, together)
+        if not (parsed.ok and parsed.stdout.strip()):
+            return False
+    return not any(_patch_problem(path) for path in alone)
+
+
+# The lines of a `diff --git` header before its hunks (git's own list, apply.c): a ---/+++ pair among them
+# is the git header's, any other pair may be a traditional diff.
+_GIT_HEADER_LINES = (b"--- ", b"old mode ", b"new mode ", b"deleted file mode ", b"new file mode ", b"copy from ",
+                     b"copy to ", b"rename old ", b"rename new ", b"rename from ", b"rename to ",
+                     b"similarity index ", b"dissimilarity index ", b"index ")
+
+
+def _guesses_strip(data: bytes) -> bool:
+    """Whether git may read a traditional diff in `data` (a `---`/`+++` pair no `diff --git` header holds):
+    git then guesses how many leading path components to strip. Errs on the side of True."""
+    in_git_header = False
+    previous = b""
+    for line in data.splitlines():
+        if line.startswith(b"diff --git "):
+            in_git_header = True
+        elif line.startswith(b"+++ ") and previous.startswith(b"--- "):
+            if not in_git_header:
+                return True
+            in_git_header = False
+        elif in_git_header and not line.startswith(_GIT_HEADER_LINES):
+            in_git_header = False
+        previous = line
+    return False
 
 
 def _numstat(folder: Path, names: list[str]) -> runner.Completed:
