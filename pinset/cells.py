@@ -9,7 +9,10 @@ what those methods share: the value of a cell that says nothing, and how a machi
 from __future__ import annotations
 
 import json
-from typing import Any, Iterator, Tuple
+from typing import TYPE_CHECKING, Any, Iterator, Tuple
+
+if TYPE_CHECKING:
+    from pinset.result_parts import MachineRecord
 
 Cell = Tuple[tuple, Any]                 # (key, value)
 Cells = Iterator[Cell]
@@ -32,11 +35,10 @@ def canonical(data) -> str:
     return json.dumps(data, sort_keys=True, separators=(",", ":"))
 
 
-def machine_key(machine: dict) -> tuple:
+def machine_key(machine: MachineRecord) -> tuple:
     """(host, GPU model, visible GPU UUIDs): two GPUs of one model on one host are two machines (two cells
     of a matrix), and a file from before UUIDs were recorded keeps its old identity."""
-    gpu = machine.get("gpu")
-    return (machine["hostname"], gpu["name"] if gpu else None, tuple(machine.get("gpu_uuids") or ()))
+    return (machine.hostname, machine.gpu.name if machine.gpu else None, tuple(machine.gpu_uuids or ()))
 
 
 def device_key(host: dict | None) -> tuple:

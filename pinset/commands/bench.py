@@ -169,7 +169,7 @@ def _write(result: BenchResult, args, doc: dict | None = None) -> int:
 def bench_table(doc: BenchResult | dict) -> Table:
     result = as_result(doc)
     t = Table(title=f"pinset bench: {subject(result)} on {result.device} ({result.rounds} rounds, first = warm-up)")
-    more = (result.decision or {}).get("more_rounds")
+    more = result.decision.more_rounds if result.decision else None
     notes = [f"too noisy: the scatter so far suggests about {more} more rounds (--max-time / --max-rounds)"] if more else []
     if is_aa(result):
         notes.append("A/A check: the same programs on both sides (the machine's noise, not head's speed)")

@@ -64,8 +64,8 @@ def run(args) -> int:
     v = result.verdict
     colour = "green" if result.ok else "red"
     device = ", ".join(sorted({r.backend for r in result.runs}))
-    console.print(f"[{colour}]head is {v['text']}[/] (device: {device})" if v["sigma"] is not None
-                  else f"[red]{v['text']}[/] (device: {device})")
+    console.print(f"[{colour}]head is {v.text}[/] (device: {device})" if v.sigma is not None
+                  else f"[red]{v.text}[/] (device: {device})")
     if args.json:
         write_json(args.json, result.to_json())
     if args.markdown:
@@ -74,7 +74,7 @@ def run(args) -> int:
 
 
 def kld_table(result: KldResult) -> Table:
-    t = Table(title=f"pinset kld: {result.model['name']} (ctx {result.ctx}, {result.chunks} chunks, vs CPU)")
+    t = Table(title=f"pinset kld: {result.model.name} (ctx {result.ctx}, {result.chunks} chunks, vs CPU)")
     for h in HEADERS:
         t.add_column(h)
     for row in kld_rows(result):

@@ -10,7 +10,7 @@ from pinset import ci_annotations
 from pinset.commands.common import add_config_args, count, only_with, open_config
 from pinset.commands.verify import warn
 from pinset.nightly.markdown import pick_markdown, why_text, write_results
-from pinset.nightly.model import NOT_GREEN, NOT_TRIED, PICKED, VERIFY_FAILED
+from pinset.nightly.model import NOT_GREEN, NOT_TRIED, PICKED, VERIFY_FAILED, PickResult
 from pinset.nightly.pick import pick
 from pinset.output import check_outputs, console, err_console
 from pinset.sim.pins import carried_symbols, prepare_pins
@@ -64,8 +64,7 @@ def run(args) -> int:
 
         result = pick(pinset, mirror, prepared, list(reversed(builds)), confirm,
                       say=lambda text: err_console.print(f"[dim]{text}[/]"))
-    doc = result.to_json()
-    console.print(pick_table(doc))
+    console.print(pick_table(result))
     console.print(f"[green]picked[/] {result.picked}" if result.ok else "[red]no build is green[/]")
     if result.dropped:
         console.print(f"[yellow]dropped optional pins[/] on {result.picked}: {', '.join(r.pin for r in result.dropped)}")
@@ -74,16 +73,16 @@ def run(args) -> int:
     for r in result.dropped:   # GitHub Actions only: at the pin's line
         ci_annotations.annotate(ci_annotations.WARNING, f"optional pin dropped on {result.picked}: {r.summary()}",
                                 file=pinset.path, line=lines.get(r.pin), title="pinset pick")
-    ci_annotations.step_summary("## pinset pick\n\n" + pick_markdown(doc))
+    ci_annotations.step_summary("## pinset pick\n\n" + pick_markdown(result))
     return 0 if result.ok else 1
 
 
-def pick_table(doc: dict) -> Table:
-    """Over the pick JSON, as pick_markdown (tests/test_ci_output.py renders partial pick documents)."""
+def pick_table(result: PickResult) -> Table:
+    """Every build's verdict and reasons, newest first, as pick_markdown."""
     table = Table(title="pinset pick (newest first)")
     for column in ("build", "commit", "verdict", "why"):
         table.add_column(column)
-    for b in doc["builds"]:
-        style = STYLE[b["verdict"]]
-        table.add_row(b["build"], (b["commit"] or "")[:12], f"[{style}]{b['verdict']}[/]", why_text(b, "\n"))
+    for b in result.builds:
+        style = STYLE[b.verdict]
+        table.add_row(b.build, (b.commit or "")[:12], f"[{style}]{b.verdict}[/]", why_text(b, "\n"))
     return table

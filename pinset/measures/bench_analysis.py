@@ -16,14 +16,17 @@ from pinset.errors import PinsetError
 from pinset.measures.bench_model import (
     DECISIVE,
     FIRST_LOOK,
+    BenchModelFile,
     BenchResult,
     BenchRow,
+    BenchSide,
     Exclusion,
     recorded_speed_problem,
     run_tps,
 )
 from pinset.measures.sides import Side, same_programs
 from pinset.measures.stats import MIN_EFFECT, MIN_ROUNDS, NOISE_K, RULE, Plan, compare
+from pinset.result_parts import GpuRecord
 from pinset.results import SCHEMAS, Doc
 
 MAX_ROUNDS = 40  # default round cap, warm-up included: an A/A row noisier than 1 % needs ~20-30 kept rounds
@@ -202,11 +205,11 @@ def bench_result(models: dict[str, Path], bench_args: list[str], rounds, repetit
         if aa:
             extra["aa_noise"] = aa_noise(rows)
     return BenchResult(
-        _ok(rows, recorded), "models" if compare_models else "builds", {"path": str(model), "name": model.name},
+        _ok(rows, recorded), "models" if compare_models else "builds", BenchModelFile(str(model), model.name),
         list(bench_args), len(rounds), repetitions, 1,
-        {"build": base.build, "commit": _commit(base, rounds, "base"), "model": models["base"].name},
-        {"build": head.build, "commit": _commit(head, rounds, "head"), "model": models["head"].name},
-        {"name": snap.name, "driver": snap.driver} if snap else None, recorded, rows, extra)
+        BenchSide(base.build, _commit(base, rounds, "base"), models["base"].name),
+        BenchSide(head.build, _commit(head, rounds, "head"), models["head"].name),
+        GpuRecord(snap.name, snap.driver, keys=("name", "driver")) if snap else None, recorded, rows, extra)
 
 
 def is_aa_check(base: Side, head: Side, *, program: str, aa_flag: bool, compare_models: bool) -> bool:
@@ -314,13 +317,13 @@ def noise_from(path: Path, bench_args: list[str], *, cpu: bool, model: Path, rep
         raise PinsetError(f"--noise-from {path}: measured on host {there_host!r}, this is {socket.gethostname()!r}")
     snap = None if cpu else gpu_mod.snapshot()
     here = snap.name if snap else None
-    there = aa.gpu["name"] if aa.gpu else None
+    there = aa.gpu.name if aa.gpu else None
     if there != here:
         raise PinsetError(f"--noise-from {path}: measured on {there or 'CPU'}, this machine has {here or 'no GPU'}")
     if list(aa.llama_bench_args) != list(bench_args):
         raise PinsetError(f"--noise-from {path}: llama-bench options {' '.join(aa.llama_bench_args)!r} "
                           f"differ from {' '.join(bench_args)!r} (other tests)")
-    there_model = aa.model["name"]
+    there_model = aa.model.name
     if there_model != model.name:
         raise PinsetError(f"--noise-from {path}: measured on the model {there_model}, this bench runs {model.name}")
     if aa.repetitions != repetitions:

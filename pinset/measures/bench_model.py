@@ -16,6 +16,7 @@ from statistics import median
 from pinset.cells import BuildCommits, Cells, PinStates, canonical, device_key, device_text
 from pinset.checks.machine import read_host
 from pinset.measures.llama_bench import speed_problem
+from pinset.result_parts import GpuRecord
 from pinset.results import SCHEMAS, Doc
 
 VERDICTS = ("faster", "slower", "no change", "too noisy", "insufficient data")
@@ -163,7 +164,7 @@ class BenchRow:
                 verdict, ci, d.num("threshold", null=True, default=None))):
             d.fail("verdict", why)
         rounds = d.get("rounds", list, None, default=None)
-        return cls(d.get("test", str), d.get("params", dict), d.nums("base_tps"), d.nums("head_tps"), ratio, ci,
+        return cls(d.get("test", str), d.get("params", dict), d.nums("base_tps") or [], d.nums("head_tps") or [], ratio, ci,
                    d.num("p_value", null=True), d.num("aa_spread", null=True), verdict,
                    [Exclusion.from_text(text) for text in d.strs("excluded")],
                    rounds, d.get("ci_method", str, None, default=None), d.num("threshold", null=True, default=None),
@@ -172,18 +173,82 @@ class BenchRow:
                    d.choice("p_test", ("t", "tost"), default=None) if d.has("p_test") else None)
 
 
+@dataclass(frozen=True)
+class BenchModelFile:
+    """The model a bench ran (the head side's, for a model comparison): {"path", "name"}."""
+
+    path: str
+    name: str
+
+    def to_json(self) -> dict:
+        return {"path": self.path, "name": self.name}
+
+
+@dataclass(frozen=True)
+class BenchDecision:
+    """Schema 2's `decision` (bench_analysis.decision_record): how the verdicts were reached, as its readers
+    (the renderers, the verb) see it. The JSON object itself stays in BenchResult.extra, key for key, and is what
+    the re-analysis (bench_analysis.plan_of, noise_of) reads; a key an older file lacks reads as None."""
+
+    rule: str | None
+    alpha: float | None
+    looks: int | None
+    alpha_per_look: float | None
+    margin_min: float | None
+    noise_k: float | None
+    noise_from: str | None
+    adaptive: bool
+    max_rounds: int | None
+    max_time_s: float | None
+    elapsed_s: float | None
+    budget_ran_out: bool
+    more_rounds: int | None
+
+    @classmethod
+    def of(cls, record: dict) -> BenchDecision:
+        get = record.get
+        return cls(get("rule"), get("alpha"), get("looks"), get("alpha_per_look"), get("margin_min"), get("noise_k"),
+                   get("noise_from"), bool(get("adaptive")), get("max_rounds"), get("max_time_s"), get("elapsed_s"),
+                   bool(get("budget_ran_out")), get("more_rounds"))
+
+
+SIDE_KEYS = ("build", "commit", "model")
+
+
+@dataclass(frozen=True)
+class BenchSide:
+    """base or head of a bench: the build (a pins.yaml build or a folder), its commit, the model file's name.
+    A side read from a file writes its keys as read, in order; keys it does not name are kept (`rest`)."""
+
+    build: str
+    commit: str
+    model: str | None = None            # the model file's name; older files do not say
+    rest: dict = field(default_factory=dict, compare=False)
+    keys: tuple[str, ...] = SIDE_KEYS
+
+    def to_json(self) -> dict:
+        named = {"build": self.build, "commit": self.commit, "model": self.model}
+        return {k: named[k] if k in named else self.rest[k] for k in self.keys}
+
+    @classmethod
+    def from_json(cls, d: Doc) -> BenchSide:
+        build, commit = d.get("build", str), d.get("commit", str)
+        return cls(build, commit, d.raw.get("model"), {k: v for k, v in d.raw.items() if k not in SIDE_KEYS},
+                   tuple(d.raw))
+
+
 @dataclass
 class BenchResult:
     ok: bool
     compare: str                  # "builds" (base vs head build, one model) | "models" (two models, one build)
-    model: dict                   # {"path", "name"}
+    model: BenchModelFile
     llama_bench_args: list[str]
     rounds: int
     repetitions: int
     warmup_rounds: int
-    base: dict                    # {"build", "commit", "model"}
-    head: dict
-    gpu: dict | None              # {"name", "driver"}; None: run with the GPU hidden (device: CPU)
+    base: BenchSide
+    head: BenchSide
+    gpu: GpuRecord | None         # name and driver; None: run with the GPU hidden (device: CPU)
     round_log: list[dict]         # Round.to_json() of every round, warm-up included
     rows: list[BenchRow]
     extra: dict = field(default_factory=dict)   # method, aa_check, reanalysed_from, host, decision, aa_noise
@@ -191,7 +256,7 @@ class BenchResult:
 
     @property
     def device(self) -> str:
-        return self.gpu["name"] if self.gpu else "CPU"
+        return self.gpu.name if self.gpu else "CPU"
 
     @property
     def aa_check(self) -> bool:
@@ -215,17 +280,17 @@ class BenchResult:
 
     def cells(self) -> Cells:
         """Per model, GPU, base/head pair, test and parameters the speeds and verdict (pinset.cells)."""
-        gpu = ((self.gpu["name"] if self.gpu else "no GPU")
+        gpu = ((self.gpu.name if self.gpu else "no GPU")
                + (f" on {device_text(self.device_key)}" if self.device_key else "")
                + (f" as {self.gpu_class}" if self.gpu_class else ""))
         for r in self.rows:
-            yield (("bench", self.model["name"], gpu, f"{self.base['build']} -> {self.head['build']}", r.test,
+            yield (("bench", self.model.name, gpu, f"{self.base.build} -> {self.head.build}", r.test,
                     canonical(r.params)),
                    {"base_tps": list(r.base_tps), "head_tps": list(r.head_tps), "ratio": r.ratio, "verdict": r.verdict})
 
     def build_commits(self) -> BuildCommits:
         for side in (self.base, self.head):
-            yield side["build"], side["commit"]
+            yield side.build, side.commit
 
     def pin_states(self) -> PinStates:
         return iter(())
@@ -235,8 +300,18 @@ class BenchResult:
         that made it (schema 2 rows; schema 1 rows were made by the older A/A-band rule and are taken as recorded)."""
         if self.schema < 2:
             return []
-        decision = self.extra.get("decision")
+        decision = self.decision_record
         return [f"{row.test}: {why}" for row in self.rows if (why := row.contradiction(decision))]
+
+    @property
+    def round_orders(self) -> list[str]:
+        """Each round's order of the sides ("base,head" ...), warm-up included, as recorded."""
+        return [r["order"] for r in self.round_log]
+
+    @property
+    def gpu_clocks_mhz(self) -> list[int]:
+        """The distinct GPU clocks the rounds recorded, lowest first (none with the GPU hidden or unreadable)."""
+        return sorted({r["gpu_clock_mhz"] for r in self.round_log if r.get("gpu_clock_mhz") is not None})
 
     @staticmethod
     def failed_runs_of(round_log: list[dict]) -> list[str]:
@@ -253,9 +328,9 @@ class BenchResult:
 
     def to_json(self) -> dict:
         return {"schema": self.schema, "kind": "bench", "ok": self.ok, "compare": self.compare,
-                "model": dict(self.model), "llama_bench_args": list(self.llama_bench_args), "rounds": self.rounds,
-                "repetitions": self.repetitions, "warmup_rounds": self.warmup_rounds, "base": dict(self.base),
-                "head": dict(self.head), "gpu": self.gpu, "round_log": self.round_log,
+                "model": self.model.to_json(), "llama_bench_args": list(self.llama_bench_args), "rounds": self.rounds,
+                "repetitions": self.repetitions, "warmup_rounds": self.warmup_rounds, "base": self.base.to_json(),
+                "head": self.head.to_json(), "gpu": self.gpu.to_json() if self.gpu else None, "round_log": self.round_log,
                 "rows": [r.to_json() for r in self.rows], **self.extra}
 
     @classmethod
@@ -272,6 +347,7 @@ class BenchResult:
             r.get("gpu_clock_mhz", int, None), r.get("other_gpu_processes", bool, None)
             runs = r.obj("runs", default=None)   # report fixtures of schema 1 summarised rounds without runs
             for label in (runs.raw if runs else {}):
+                assert runs is not None
                 run = runs.obj(label)
                 run.get("ok", bool), run.get("detail", str, None, default=None)
                 for t in run.objs("tests", default=[]):
@@ -284,12 +360,11 @@ class BenchResult:
         d.get("pinset", str, None, default=None)  # the pin set's digest, like host kept in `extra`
         known = {"schema", "kind", "ok", "compare", "model", "llama_bench_args", "rounds", "repetitions",
                  "warmup_rounds", "base", "head", "gpu", "round_log", "rows"}
-        base, head = ({**s.raw, "build": s.get("build", str), "commit": s.get("commit", str)}
-                      for s in (sides["base"], sides["head"]))
+        base, head = (BenchSide.from_json(s) for s in (sides["base"], sides["head"]))
         return cls(d.get("ok", bool) and bool(rows), d.choice("compare", ("builds", "models"), default="builds"),
-                   {"path": m.get("path", str), "name": m.get("name", str)}, d.strs("llama_bench_args"),
+                   BenchModelFile(m.get("path", str), m.get("name", str)), d.strs("llama_bench_args"),
                    d.get("rounds", int), d.get("repetitions", int), d.get("warmup_rounds", int), base, head,
-                   {"name": gpu.get("name", str), "driver": gpu.get("driver", str)} if gpu else None,
+                   GpuRecord.name_driver(gpu) if gpu else None,
                    d.get("round_log", list), rows, {k: v for k, v in d.raw.items() if k not in known},
                    d.get("schema", int))
 
@@ -304,8 +379,14 @@ class BenchResult:
         return self.extra.get("method")
 
     @property
-    def decision(self) -> dict | None:
+    def decision(self) -> BenchDecision | None:
         """Schema 2: how the verdicts were reached (bench_analysis.decision_record); None in schema 1."""
+        record = self.decision_record
+        return BenchDecision.of(record) if record else None
+
+    @property
+    def decision_record(self) -> dict | None:
+        """The `decision` JSON object as recorded: what the re-analysis (bench_analysis.plan_of, noise_of) reads."""
         return self.extra.get("decision")
 
     @property

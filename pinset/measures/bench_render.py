@@ -6,6 +6,7 @@ recorded. The entry points the report and the tests call with a bench JSON docum
 from __future__ import annotations
 
 from statistics import median
+from typing import cast
 
 from pinset.markdown_table import table
 from pinset.measures.bench_model import BenchResult, BenchRow, exclusion_kind  # noqa: F401  (exclusion_kind: read by the report)
@@ -71,8 +72,8 @@ def subject(result: BenchResult) -> str:
     """What a bench measured, for titles: the model, "<model> vs <reference>" for a model comparison, and
     "(A/A check)" for an A/A bench."""
     if result.compares_models:
-        return f"{result.head['model']} vs {result.base['model']}"
-    return result.model["name"] + (" (A/A check)" if is_aa(result) else "")
+        return f"{result.head.model} vs {result.base.model}"
+    return result.model.name + (" (A/A check)" if is_aa(result) else "")
 
 
 AA_HEADERS = [*HEADERS[:3], "A t/s", "A′ t/s", "A/A difference", *HEADERS[6:]]
@@ -85,7 +86,7 @@ def headers(result: BenchResult) -> list[str]:
         return list(AA_HEADERS)
     if not result.compares_models:
         return list(HEADERS)
-    ref, new = result.base["model"], result.head["model"]
+    ref, new = result.base.model, result.head.model
     return [*HEADERS[:3], f"{ref} t/s", f"{new} t/s", "vs reference", *HEADERS[6:]]
 
 
@@ -97,7 +98,7 @@ def p_text(result: BenchResult) -> str | None:
         return None
     if None in tests:
         return "p: Wilcoxon signed-rank (recorded before pinset showed the deciding test's p), informational"
-    per_look = (result.decision or {}).get("alpha_per_look")
+    per_look = result.decision.alpha_per_look if result.decision else None
     level = f"; a test decides at p < {per_look:.2g} (alpha per look)" if per_look else ""
     return ("p: of the test behind the verdict — t test of no difference for faster/slower/too noisy, equivalence "
             f"(TOST) within the band for no change{level}")
@@ -113,19 +114,19 @@ def bench_markdown(doc: BenchResult | dict, plot_name: str | None = None) -> str
     base, head = result.base, result.head
     cols = headers(result)
     if result.compares_models:
-        title = f"### llama-bench: {head['model']} vs {base['model']} (reference), one build"
-        sides = (f"build {head['build']} ({head['commit'][:12]}) for both; "
-                 f"the reference model {base['model']} runs as \"base\"")
+        title = f"### llama-bench: {head.model} vs {base.model} (reference), one build"
+        sides = (f"build {head.build} ({head.commit[:12]}) for both; "
+                 f"the reference model {base.model} runs as \"base\"")
     elif is_aa(result):
-        title = f"### llama-bench A/A check: the base build against itself on {result.model['name']}"
-        sides = (f"A = A′ = {base['build']} ({base['commit'][:12]}), the same programs on both sides: "
+        title = f"### llama-bench A/A check: the base build against itself on {result.model.name}"
+        sides = (f"A = A′ = {base.build} ({base.commit[:12]}), the same programs on both sides: "
                  "this measures the machine's noise, not head's speed")
     else:
-        title = f"### llama-bench: head vs base on {result.model['name']}"
-        sides = (f"base {base['build']} ({base['commit'][:12]}), head {head['build']} "
-                 f"({head['commit'][:12]})")
+        title = f"### llama-bench: head vs base on {result.model.name}"
+        sides = (f"base {base.build} ({base.commit[:12]}), head {head.build} "
+                 f"({head.commit[:12]})")
     lines = [title, "",
-             f"{sides}; GPU: {result.gpu['name'] if result.gpu else 'none (CPU)'}; "
+             f"{sides}; GPU: {result.gpu.name if result.gpu else 'none (CPU)'}; "
              f"{result.rounds} interleaved rounds (first = warm-up) of `-r {result.repetitions}`; "
              f"args `{' '.join(result.llama_bench_args)}`. t/s: {speed_stat(result)}.", "",
              *_decision_lines(result),
@@ -141,17 +142,18 @@ def bench_markdown(doc: BenchResult | dict, plot_name: str | None = None) -> str
 
 
 def _decision_lines(result: BenchResult) -> list[str]:
-    """How the verdicts were reached (schema 2), in one paragraph (`decision` is a plain object of the model)."""
+    """How the verdicts were reached (schema 2), in one paragraph (BenchResult.decision)."""
     dec = result.decision
     if not dec:
         return []
-    looks = (f"stopping allowed after each of {dec['looks']} rounds (alpha {dec['alpha']:g} spread over them, "
-             f"{dec['alpha_per_look']:.2g} each)" if dec["looks"] > 1 else f"one look, {1 - dec['alpha']:.0%} CI")
-    band = f"from the A/A bench `{dec['noise_from']}`" if dec.get("noise_from") else "from this bench's own scatter"
+    alpha = cast(float, dec.alpha)   # a schema-2 decision record names them (decision_record)
+    looks = (f"stopping allowed after each of {dec.looks} rounds (alpha {alpha:g} spread over them, "
+             f"{dec.alpha_per_look:.2g} each)" if cast(int, dec.looks) > 1 else f"one look, {1 - alpha:.0%} CI")
+    band = f"from the A/A bench `{dec.noise_from}`" if dec.noise_from else "from this bench's own scatter"
     budget = ""
-    if dec.get("adaptive"):
-        budget = (f"; budget {dec['max_rounds']} rounds / {dec['max_time_s']:g} s, used {result.rounds} rounds / "
-                  f"{dec['elapsed_s']:g} s" + (" — ran out" if dec.get("budget_ran_out") else ""))
-    more = f"; the undecided rows suggest ~{dec['more_rounds']} more rounds" if dec.get("more_rounds") else ""
-    return [f"Decision ({dec['rule']}): {looks}; no-change band ±max({dec['margin_min']:.0%}, "
-            f"{dec['noise_k']:g} × per-round noise sd) {band}{budget}{more}.", ""]
+    if dec.adaptive:
+        budget = (f"; budget {dec.max_rounds} rounds / {dec.max_time_s:g} s, used {result.rounds} rounds / "
+                  f"{dec.elapsed_s:g} s" + (" — ran out" if dec.budget_ran_out else ""))
+    more = f"; the undecided rows suggest ~{dec.more_rounds} more rounds" if dec.more_rounds else ""
+    return [f"Decision ({dec.rule}): {looks}; no-change band ±max({dec.margin_min:.0%}, "
+            f"{dec.noise_k:g} × per-round noise sd) {band}{budget}{more}.", ""]

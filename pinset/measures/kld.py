@@ -21,7 +21,20 @@ from pathlib import Path
 from pinset import runner
 from pinset.checks.nvidia_smi import gpu_order_env
 from pinset.errors import RuntimeFailure
-from pinset.measures.kld_model import FURTHER, KLD_STATS, SIGMAS, VERDICTS, KldResult, KldRun, verdict_from_klds  # noqa: F401
+from pinset.measures.kld_model import (  # noqa: F401
+    FURTHER,
+    KLD_STATS,
+    SIGMAS,
+    VERDICTS,
+    KldModelFile,
+    KldReference,
+    KldResult,
+    KldRun,
+    KldStats,
+    KldText,
+    KldVerdict,
+    verdict_from_klds,
+)
 from pinset.measures.perplexity import PerplexityOutput, base_problem, chunk_counter, kld_problem, parse_perplexity
 from pinset.measures.sides import Side, with_build_identity
 from pinset.progress import SPINNER, Progress
@@ -139,12 +152,12 @@ def unlike_runs(base: DeviceRun, head: DeviceRun) -> str | None:
     return None
 
 
-def verdict(base: DeviceRun, head: DeviceRun) -> dict:
+def verdict(base: DeviceRun, head: DeviceRun) -> KldVerdict:
     """Head's mean KLD vs base's (verdict_from_klds), when both runs ran, and alike."""
     if not (base.ok and head.ok):
-        return {"text": "no verdict: a KLD run failed", "head_minus_base_kld": None, "sigma": None}
+        return KldVerdict.no_verdict("a KLD run failed")
     if unlike := unlike_runs(base, head):
-        return {"text": f"no verdict: {unlike}", "head_minus_base_kld": None, "sigma": None}
+        return KldVerdict.no_verdict(unlike)
     b, h = base.output.kld.kld_mean, head.output.kld.kld_mean
     return verdict_from_klds(b.value, b.err, h.value, h.err)
 
@@ -154,12 +167,11 @@ def run_result(run: DeviceRun) -> KldRun:
     ppl = k.ppl_q if k else run.output.final_ppl
     return KldRun(
         run.label, run.side.build, run.side.commit, run.backend, run.ok, run.problem,
-        ppl.to_json() if ppl else None,
-        ({"mean": k.kld_mean.value, "err": k.kld_mean.err, "median": k.kld_median,
-          "p99": k.kld_percentiles.get("99.0"), "p99_9": k.kld_percentiles.get("99.9"),
-          "max": k.kld_percentiles.get("max")} if k else None),
-        k.same_top_p_pct.to_json() if k else None, k.rms_dp_pct.to_json() if k else None,
-        k.ln_ppl_ratio.to_json() if k and k.ln_ppl_ratio else None, run.seconds, list(run.output.devices))
+        ppl or None,
+        (KldStats(k.kld_mean.value, k.kld_mean.err, k.kld_median, k.kld_percentiles.get("99.0"),
+                  k.kld_percentiles.get("99.9"), k.kld_percentiles.get("max")) if k else None),
+        k.same_top_p_pct if k else None, k.rms_dp_pct if k else None,
+        k.ln_ppl_ratio if k and k.ln_ppl_ratio else None, run.seconds, list(run.output.devices))
 
 
 def kld_document(model: Path, text: Path, ctx: int, chunks: int, ref: Reference, runs: list[DeviceRun],
@@ -173,12 +185,12 @@ def kld_result(model: Path, text: Path, ctx: int, chunks: int, ref: Reference, r
     base = next(r for r in runs if r.label == "base")
     head = next(r for r in runs if r.label == "head")
     v = verdict(base, head)
-    ok = base.ok and head.ok and v["sigma"] is not None and v["text"] != FURTHER
+    ok = base.ok and head.ok and v.sigma is not None and v.text != FURTHER
     return KldResult(
-        ok, {"path": str(model), "name": model.name, "size_bytes": model.stat().st_size},
-        {"path": str(text), "sha256": file_sha256(text)}, ctx, chunks,
-        {"backend": "CPU", "build": ref.build, "commit": ref.commit, "cached": ref.cached,
-         "key": ref.key, "ppl": ref.output.final_ppl.to_json() if ref.output.final_ppl else None},
+        ok, KldModelFile(str(model), model.name, model.stat().st_size), KldText(str(text), file_sha256(text)),
+        ctx, chunks,
+        KldReference("CPU", ref.build, ref.commit, ref.cached, ref.key,
+                     ref.output.final_ppl or None),
         [run_result(r) for r in runs], v, host, head.side.pinset)
 
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from pinset.cells import BuildCommits, Cells, PinStates, device_key, device_text
 from pinset.checks.machine import read_host
+from pinset.measures.perplexity import ValueErr
 from pinset.results import SCHEMAS, Doc
 
 SIGMAS = 2.0  # head is "further" when its mean KLD exceeds base's by more than 2 combined std errors
@@ -17,7 +18,69 @@ VERDICTS = ("further from the CPU result than base", "closer to the CPU result t
 FURTHER = VERDICTS[0]
 
 
-def verdict_from_klds(base_mean: float, base_err: float, head_mean: float, head_err: float) -> dict:
+@dataclass(frozen=True)
+class KldVerdict:
+    """Head's mean KLD against base's: the verdict text and its numbers (None without a verdict)."""
+
+    text: str
+    head_minus_base_kld: float | None
+    sigma: float | None                # the standard error of the difference
+    sigmas: float | None = None        # how many of them the difference is
+    sigmas_written: bool = True        # the producer's "no verdict" objects have no sigmas key
+
+    @property
+    def measured(self) -> bool:
+        return self.head_minus_base_kld is not None
+
+    def to_json(self) -> dict:
+        return {"text": self.text, "head_minus_base_kld": self.head_minus_base_kld, "sigma": self.sigma,
+                **({"sigmas": self.sigmas} if self.sigmas_written else {})}
+
+    @classmethod
+    def no_verdict(cls, why: str) -> KldVerdict:
+        return cls(f"no verdict: {why}", None, None, sigmas_written=False)
+
+
+@dataclass(frozen=True)
+class KldModelFile:
+    """The model a kld ran: {"path", "name", "size_bytes"}."""
+
+    path: str
+    name: str
+    size_bytes: int
+
+    def to_json(self) -> dict:
+        return {"path": self.path, "name": self.name, "size_bytes": self.size_bytes}
+
+
+@dataclass(frozen=True)
+class KldText:
+    """The text a kld scored: {"path", "sha256"}."""
+
+    path: str
+    sha256: str
+
+    def to_json(self) -> dict:
+        return {"path": self.path, "sha256": self.sha256}
+
+
+@dataclass(frozen=True)
+class KldReference:
+    """The CPU reference run the device runs are scored against (cached logits under `key`)."""
+
+    backend: str
+    build: str
+    commit: str
+    cached: bool
+    key: str | None
+    ppl: ValueErr | None
+
+    def to_json(self) -> dict:
+        return {"backend": self.backend, "build": self.build, "commit": self.commit, "cached": self.cached,
+                "key": self.key, "ppl": _json(self.ppl)}
+
+
+def verdict_from_klds(base_mean: float, base_err: float, head_mean: float, head_err: float) -> KldVerdict:
     """The rule: head's mean KLD vs base's, with their ± uncertainties combined in quadrature; "further"/"closer"
     beyond SIGMAS of them. The producer's verdict and the one the report re-derives from a file's per-run KLDs
     (KldResult.rederived_verdict) both come from here."""
@@ -29,20 +92,44 @@ def verdict_from_klds(base_mean: float, base_err: float, head_mean: float, head_
         text = "closer to the CPU result than base"
     else:
         text = "as close to the CPU result as base"
-    return {"text": text, "head_minus_base_kld": diff, "sigma": sigma,
-            "sigmas": (diff / sigma) if sigma > 0 else None}
+    return KldVerdict(text, diff, sigma, (diff / sigma) if sigma > 0 else None)
 
 
-def _value_err(d: Doc, key: str) -> dict | None:
+def _value_err(d: Doc, key: str) -> ValueErr | None:
     """{"value", "err"} of a statistic; null (or NaN/inf in either number) when it was not measured."""
     v = d.obj(key, null=True, default=None)
     if v is None:
         return None
     value, err = v.num("value", null=True), v.num("err", null=True)
-    return None if value is None or err is None else {"value": value, "err": err}
+    return None if value is None or err is None else ValueErr(value, err)
+
+
+def _json(part) -> dict | None:
+    return part.to_json() if part is not None else None
 
 
 KLD_STATS = ("mean", "err", "median", "p99", "p99_9", "max")
+
+
+@dataclass(frozen=True)
+class KldStats:
+    """A run's KL divergence against the CPU reference: the mean with its error, and where printed the median
+    and upper percentiles (None where llama-perplexity did not print them)."""
+
+    mean: float
+    err: float
+    median: float | None = None
+    p99: float | None = None
+    p99_9: float | None = None
+    max: float | None = None
+
+    @property
+    def mean_err(self) -> ValueErr:
+        return ValueErr(self.mean, self.err)
+
+    def to_json(self) -> dict:
+        return {"mean": self.mean, "err": self.err, "median": self.median, "p99": self.p99, "p99_9": self.p99_9,
+                "max": self.max}
 
 
 @dataclass
@@ -55,18 +142,18 @@ class KldRun:
     backend: str                 # "CPU" for a CPU-against-CPU run, else the device llama-perplexity used
     ok: bool
     detail: str | None = None
-    ppl: dict | None = None      # {"value", "err"}
-    kld: dict | None = None      # KLD_STATS; a member is None where llama-perplexity did not print it
-    same_top_p: dict | None = None
-    rms_dp: dict | None = None
-    ln_ppl_ratio: dict | None = None
+    ppl: ValueErr | None = None
+    kld: KldStats | None = None
+    same_top_p: ValueErr | None = None   # %
+    rms_dp: ValueErr | None = None       # %
+    ln_ppl_ratio: ValueErr | None = None
     seconds: float = 0.0
     devices: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict:
         return {"label": self.label, "build": self.build, "commit": self.commit, "backend": self.backend,
-                "ppl": self.ppl, "kld": self.kld, "same_top_p": self.same_top_p, "rms_dp": self.rms_dp,
-                "ln_ppl_ratio": self.ln_ppl_ratio, "units": {"same_top_p": "%", "rms_dp": "%"},
+                "ppl": _json(self.ppl), "kld": _json(self.kld), "same_top_p": _json(self.same_top_p),
+                "rms_dp": _json(self.rms_dp), "ln_ppl_ratio": _json(self.ln_ppl_ratio), "units": {"same_top_p": "%", "rms_dp": "%"},
                 "ok": self.ok, "detail": self.detail, "seconds": round(self.seconds, 1), "devices": list(self.devices)}
 
     @classmethod
@@ -74,9 +161,10 @@ class KldRun:
         k = d.obj("kld", null=True)
         kld = None
         if k is not None:
-            kld = {name: k.num(name, null=True, default=None) for name in KLD_STATS}
-            if kld["mean"] is None or kld["err"] is None:
-                kld = None  # no mean with its error: not a measurement
+            stats = {name: k.num(name, null=True, default=None) for name in KLD_STATS}
+            mean, err = stats.pop("mean"), stats.pop("err")
+            if mean is not None and err is not None:   # no mean with its error: not a measurement
+                kld = KldStats(mean, err, **stats)
         ok = d.get("ok", bool)
         return cls(d.get("label", str), d.get("build", str), d.get("commit", str), d.get("backend", str),
                    ok and kld is not None, d.get("detail", str, None) or (None if kld is not None or not ok
@@ -89,13 +177,13 @@ class KldRun:
 @dataclass
 class KldResult:
     ok: bool
-    model: dict                  # {"path", "name", "size_bytes"}
-    text: dict                   # {"path", "sha256"}
+    model: KldModelFile
+    text: KldText
     ctx: int
     chunks: int
-    reference: dict              # {"backend": "CPU", "build", "commit", "cached", "key", "ppl"}
+    reference: KldReference
     runs: list[KldRun]
-    verdict: dict                # {"text", "head_minus_base_kld", "sigma", "sigmas"}; numbers None without a verdict
+    verdict: KldVerdict          # numbers None without a verdict
     host: dict | None = None     # read_host(): host, visible GPU UUIDs, CI runner, GPU class; None in older files
     pinset: str | None = None    # the pin set's digest (built from pins.yaml); None: explicit folders, older files
 
@@ -122,16 +210,17 @@ class KldResult:
 
     def cells(self) -> Cells:
         """Per study (model, text, context, device, GPU class) each run's numbers and the verdict (pinset.cells)."""
-        study = (self.model["name"], self.text["sha256"][:12], f"ctx {self.ctx}", f"{self.chunks} chunks",
+        study = (self.model.name, self.text.sha256[:12], f"ctx {self.ctx}", f"{self.chunks} chunks",
                  *((device_text(self.device_key),) if self.device_key else ()),
                  *((f"as {self.gpu_class}",) if self.gpu_class else ()))
         for r in self.runs:
             yield (("kld", *study, r.label, r.build, r.backend),
-                   {"ppl": r.ppl, "kld": r.kld, "same_top_p": r.same_top_p, "rms_dp": r.rms_dp, "ok": r.ok})
-        yield ("kld", *study, "verdict"), self.verdict["text"]
+                   {"ppl": _json(r.ppl), "kld": _json(r.kld), "same_top_p": _json(r.same_top_p),
+                    "rms_dp": _json(r.rms_dp), "ok": r.ok})
+        yield ("kld", *study, "verdict"), self.verdict.text
 
     def build_commits(self) -> BuildCommits:
-        yield self.reference["build"], self.reference["commit"]
+        yield self.reference.build, self.reference.commit
         for r in self.runs:
             yield r.build, r.commit
 
@@ -141,37 +230,38 @@ class KldResult:
     @property
     def further(self) -> bool:
         """The verdict says head is further from the CPU result than base (a blocker)."""
-        return self.verdict["text"].startswith("further")
+        return self.verdict.text.startswith("further")
 
     def run(self, label: str) -> KldRun | None:
         return next((r for r in self.runs if r.label == label), None)
 
-    def rederived_verdict(self) -> dict | None:
+    def rederived_verdict(self) -> KldVerdict | None:
         """The verdict the rule gives on this file's own per-run KLDs (verdict_from_klds); None when base's or
         head's run has no mean KLD with its error (no verdict to re-derive)."""
         base, head = self.run("base"), self.run("head")
         if not (base and head and base.ok and head.ok and base.kld and head.kld):
             return None
-        return verdict_from_klds(base.kld["mean"], base.kld["err"], head.kld["mean"], head.kld["err"])
+        return verdict_from_klds(base.kld.mean, base.kld.err, head.kld.mean, head.kld.err)
 
     def verdict_contradiction(self) -> str | None:
         """Why the recorded verdict is not what the per-run KLDs give (an edited file: "as close" over runs whose
         KLDs say "further"); None when it is, or when there is no verdict to re-derive."""
         again = self.rederived_verdict()
-        if again is None or self.verdict.get("text", "").startswith("no verdict"):
+        if again is None or self.verdict.text.startswith("no verdict"):
             return None
-        if again["text"] != self.verdict["text"]:
-            return (f"recorded \"{self.verdict['text']}\", but the runs' mean KLDs give \"{again['text']}\" "
-                    f"(head − base {again['head_minus_base_kld']:.4g} ± {again['sigma']:.2g})")
-        diff = self.verdict.get("head_minus_base_kld")
-        if diff is None or not math.isclose(diff, again["head_minus_base_kld"], rel_tol=1e-6, abs_tol=1e-12):
-            return f"recorded head − base {diff} but the runs' mean KLDs give {again['head_minus_base_kld']:.6g}"
+        assert again.head_minus_base_kld is not None and again.sigma is not None   # verdict_from_klds measures
+        if again.text != self.verdict.text:
+            return (f"recorded \"{self.verdict.text}\", but the runs' mean KLDs give \"{again.text}\" "
+                    f"(head − base {again.head_minus_base_kld:.4g} ± {again.sigma:.2g})")
+        diff = self.verdict.head_minus_base_kld
+        if diff is None or not math.isclose(diff, again.head_minus_base_kld, rel_tol=1e-6, abs_tol=1e-12):
+            return f"recorded head − base {diff} but the runs' mean KLDs give {again.head_minus_base_kld:.6g}"
         return None
 
     def to_json(self) -> dict:
-        return {"schema": SCHEMAS["kld"], "kind": "kld", "ok": self.ok, "model": dict(self.model),
-                "text": dict(self.text), "ctx": self.ctx, "chunks": self.chunks, "reference": dict(self.reference),
-                "runs": [r.to_json() for r in self.runs], "verdict": dict(self.verdict),
+        return {"schema": SCHEMAS["kld"], "kind": "kld", "ok": self.ok, "model": self.model.to_json(),
+                "text": self.text.to_json(), "ctx": self.ctx, "chunks": self.chunks, "reference": self.reference.to_json(),
+                "runs": [r.to_json() for r in self.runs], "verdict": self.verdict.to_json(),
                 **({"host": dict(self.host)} if self.host else {}), **({"pinset": self.pinset} if self.pinset else {})}
 
     @classmethod
@@ -182,13 +272,11 @@ class KldResult:
         text = v.get("text", str)
         if diff is None and not text.startswith("no verdict"):
             text = "no verdict: the head − base difference was not measured"
-        verdict = {"text": text, "head_minus_base_kld": diff, "sigma": sigma,
-                   "sigmas": v.num("sigmas", null=True, default=None)}
+        verdict = KldVerdict(text, diff, sigma, v.num("sigmas", null=True, default=None))
         labels = {r.label for r in runs}
         ok = d.get("ok", bool) and all(r.ok for r in runs) and diff is not None and {"base", "head"} <= labels
-        return cls(ok, {"path": m.get("path", str), "name": m.get("name", str), "size_bytes": m.get("size_bytes", int)},
-                   {"path": t.get("path", str), "sha256": t.get("sha256", str)}, d.get("ctx", int), d.get("chunks", int),
-                   {"backend": ref.get("backend", str), "build": ref.get("build", str), "commit": ref.get("commit", str),
-                    "cached": ref.get("cached", bool), "key": ref.get("key", str, None, default=None),
-                    "ppl": _value_err(ref, "ppl")},
+        return cls(ok, KldModelFile(m.get("path", str), m.get("name", str), m.get("size_bytes", int)),
+                   KldText(t.get("path", str), t.get("sha256", str)), d.get("ctx", int), d.get("chunks", int),
+                   KldReference(ref.get("backend", str), ref.get("build", str), ref.get("commit", str),
+                                ref.get("cached", bool), ref.get("key", str, None, default=None), _value_err(ref, "ppl")),
                    runs, verdict, read_host(d), d.get("pinset", str, None, default=None))

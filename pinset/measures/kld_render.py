@@ -7,6 +7,7 @@ from pathlib import Path
 
 from pinset.markdown_table import table
 from pinset.measures.kld_model import KldResult
+from pinset.measures.perplexity import ValueErr
 from pinset.results import Doc
 
 
@@ -14,21 +15,21 @@ def _fmt(x, spec=".5g"):
     return "—" if x is None else format(x, spec)
 
 
-def _value(stat: dict | None):
-    """The value of a {"value", "err"} statistic of the model; None where it was not measured."""
-    return stat and stat["value"]
+def _value(stat: ValueErr | None) -> float | None:
+    """The value of a statistic of the model; None where it was not measured."""
+    return stat.value if stat else None
 
 
-def _err(stat: dict | None):
-    return stat and stat["err"]
+def _err(stat: ValueErr | None) -> float | None:
+    return stat.err if stat else None
 
 
 def kld_rows(result: KldResult):
     for r in result.runs:
-        k = r.kld or {}
+        k = r.kld
         yield [r.label, r.backend, r.commit[:12],
                f"{_fmt(_value(r.ppl), '.4f')} ± {_fmt(_err(r.ppl), '.4f')}",
-               f"{_fmt(k.get('mean'))} ± {_fmt(k.get('err'))}", _fmt(k.get("median")), _fmt(k.get("p99_9")),
+               f"{_fmt(k and k.mean)} ± {_fmt(k and k.err)}", _fmt(k and k.median), _fmt(k and k.p99_9),
                f"{_fmt(_value(r.same_top_p), '.3f')} %",
                f"{_fmt(_value(r.rms_dp), '.3f')} %", "ok" if r.ok else "FAILED"]
 
@@ -40,14 +41,14 @@ def kld_markdown(result: KldResult | dict) -> str:
     if isinstance(result, dict):   # a kld JSON document (the golden tests): read through the model
         result = KldResult.from_json(Doc(result, "kld", "kld"))
     v, ref = result.verdict, result.reference
-    lines = [f"### KL divergence vs CPU: {result.model['name']}", "",
-             f"Reference: CPU backend, {ref['build']} ({ref['commit'][:12]}); "
-             f"ctx {result.ctx}, {result.chunks} chunks of `{Path(result.text['path']).name}`.", "",
+    lines = [f"### KL divergence vs CPU: {result.model.name}", "",
+             f"Reference: CPU backend, {ref.build} ({ref.commit[:12]}); "
+             f"ctx {result.ctx}, {result.chunks} chunks of `{Path(result.text.path).name}`.", "",
              *table(HEADERS, kld_rows(result))]
     lines.append("")
-    if v["sigma"] is not None:
-        lines.append(f"**Verdict:** head is {v['text']} (head − base mean KLD = {v['head_minus_base_kld']:.3g}"
-                     f" ± {v['sigma']:.2g}; device: {result.device}).")
+    if v.sigma is not None:
+        lines.append(f"**Verdict:** head is {v.text} (head − base mean KLD = {v.head_minus_base_kld:.3g}"
+                     f" ± {v.sigma:.2g}; device: {result.device}).")
     else:
-        lines.append(f"**Verdict:** {v['text']}.")
+        lines.append(f"**Verdict:** {v.text}.")
     return "\n".join(lines) + "\n"

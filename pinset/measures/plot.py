@@ -27,7 +27,7 @@ def test_name(test: str) -> str:
 
 def _side_names(result: BenchResult) -> dict[str, str]:
     if result.compares_models:
-        return {"base": result.base["model"], "head": result.head["model"]}
+        return {"base": str(result.base.model), "head": str(result.head.model)}
     if is_aa(result):
         return {"base": "A (base)", "head": "A′ (base again)"}
     return {"base": "base", "head": "head"}
@@ -37,10 +37,10 @@ def _builds(result: BenchResult) -> str:
     sides = {"base": result.base, "head": result.head}
 
     def commit(side: str) -> str:
-        return sides[side]["commit"][:12]
+        return sides[side].commit[:12]
 
     def build(side: str) -> str:   # a folder (--base-bin/--head-bin) by its name, a pins.yaml build as it is
-        name = sides[side]["build"]
+        name = sides[side].build
         return Path(name).name if name.startswith("/") else name
 
     if result.compares_models:
@@ -74,7 +74,7 @@ def bench_figure(doc: BenchResult | dict):
     rows = result.rows
     names = _side_names(result)
     aa = is_aa(result)
-    mark = "A/A" if aa else ("vs " + result.base["model"] if result.compares_models else "head")
+    mark = "A/A" if aa else ("vs " + str(result.base.model) if result.compares_models else "head")
     n = max(1, len(rows))
     cols = min(3, n)
     nrows = math.ceil(n / cols)
@@ -101,7 +101,7 @@ def bench_figure(doc: BenchResult | dict):
     for ax in list(axes.flat):
         if not ax.has_data() and not ax.get_title():
             ax.axis("off")
-    gpu = result.gpu["name"] if result.gpu else "CPU (GPU hidden)"
+    gpu = result.gpu.name if result.gpu else "CPU (GPU hidden)"
     fig.suptitle(f"{subject(result)}\n{_builds(result)}; {gpu}; per-round t/s, warm-up round not shown", fontsize=9)
     fig.tight_layout()
     return fig

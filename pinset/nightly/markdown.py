@@ -1,11 +1,10 @@
-"""Markdown of pick and blame results; pure functions over their models (pick: still its JSON, see
-pick_markdown), so `pinset report` can reuse them.
+"""Markdown of pick and blame results; pure functions over their models, so `pinset report` can reuse them.
 `write_results` is the one tail of both verbs: their --json and --markdown files."""
 
 from __future__ import annotations
 
 from pinset.markdown_table import table
-from pinset.nightly.model import BlameResult, CommitRef, PickResult
+from pinset.nightly.model import BlameResult, BuildPick, CommitRef, PickResult
 from pinset.output import write_json, write_text
 
 
@@ -31,28 +30,26 @@ def blame_markdown(result: BlameResult) -> str:
                   for p in result.pins])
 
 
-def pick_markdown(doc: dict) -> str:
-    """Over the pick JSON still: `pinset report` passes its merged pick rows, and tests/test_markdown_table.py a
-    partial document whose reasons no `Reason` model would write."""
-    picked = doc["picked"]
+def pick_markdown(result: PickResult) -> str:
+    """The picked base and every build's verdict with its reasons (`pinset report` passes its merged pick rows)."""
+    picked = result.picked
     heading = f"Base: picked **{picked}**." if picked else "Base: **no build is green**."
-    dropped = dropped_text(doc)
+    dropped = dropped_text(result)
     if dropped:
         heading += f" It ships without the optional pins {dropped}."
     return _page(heading, ["build", "commit", "verdict", "why"],
-                 [[b["build"], f"`{(b['commit'] or '')[:12]}`", b["verdict"], why_text(b)] for b in doc["builds"]])
+                 [[b.build, f"`{(b.commit or '')[:12]}`", b.verdict, why_text(b)] for b in result.builds])
 
 
-def dropped_text(doc: dict) -> str:
+def dropped_text(result: PickResult) -> str:
     """"`a`, `b`" for the optional pins dropped on the picked build (pick JSON `dropped`)."""
-    return ", ".join(f"`{pin}`" for pin in doc.get("dropped") or [])
+    return ", ".join(f"`{r.pin}`" for r in result.dropped)
 
 
-def why_text(b: dict, sep: str = "; ") -> str:
+def why_text(b: BuildPick, sep: str = "; ") -> str:
     """A pick row's reasons, and on a green build the optional pins it drops ("dropped: pin x (optional) ...")."""
-    return sep.join([r["summary"] for r in b["reasons"]] + [f"dropped: {r['summary']}" for r in b.get("dropped") or []]
-                    + [f"pin {pin} applied by recorded resolution {', '.join(ids)}"
-                       for pin, ids in (b.get("resolved") or {}).items()])
+    return sep.join([r.summary() for r in b.reasons] + [f"dropped: {r.summary()}" for r in b.dropped]
+                    + [f"pin {pin} applied by recorded resolution {', '.join(ids)}" for pin, ids in b.resolved.items()])
 
 
 def _page(heading: str, headers: list[str], rows: list[list]) -> str:
@@ -64,5 +61,5 @@ def write_results(result: PickResult | BlameResult, json_path: str | None, markd
     if json_path:
         write_json(json_path, result.to_json())
     if markdown_path:
-        write_text(markdown_path, pick_markdown(result.to_json()) if isinstance(result, PickResult)
+        write_text(markdown_path, pick_markdown(result) if isinstance(result, PickResult)
                    else blame_markdown(result))

@@ -16,7 +16,7 @@ from typing import Any
 from pinset.cells import canonical
 from pinset.errors import PinsetError
 from pinset.measures.bench import BenchResult
-from pinset.measures.kld import KldResult
+from pinset.measures.kld import KldResult, KldVerdict
 from pinset.nightly.model import BlameResult, PickResult
 from pinset.report.rederive import check_derived
 from pinset.results import read_document
@@ -31,10 +31,10 @@ KINDS = tuple(MODELS)
 EVIDENCE_KINDS = ("sim", "verify", "kld", "bench")
 
 
-def kld_delta_text(verdict: dict) -> str:
+def kld_delta_text(verdict: KldVerdict) -> str:
     """head − base mean KLD with its standard error and how many of them it is: `sigma` in the KLD JSON is the
     standard error of the difference, not a count of them."""
-    diff, sigma = verdict["head_minus_base_kld"], verdict["sigma"]
+    diff, sigma = verdict.head_minus_base_kld, verdict.sigma
     if diff is None:
         return "head − base mean KLD unknown"
     if not sigma:

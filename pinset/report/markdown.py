@@ -11,6 +11,7 @@ from pinset.heal import modes
 from pinset.markdown_table import table
 from pinset.measures.bench_model import FASTER, INSUFFICIENT_DATA, NO_CHANGE, SLOWER, TOO_NOISY, ExclusionKind
 from pinset.measures.bench_render import band_name, row_speeds, speed_stat
+from pinset.measures.perplexity import ValueErr
 from pinset.nightly.markdown import blame_markdown, pick_markdown
 from pinset.nightly.model import PickResult
 from pinset.report.evidence import evidence_lines
@@ -29,6 +30,7 @@ from pinset.report.verdict import (
     run_label,
     verify_setup,
 )
+from pinset.result_parts import MachineRecord
 from pinset.sim.markdown import cell as sim_cell, sim_markdown
 from pinset.sim.model import APPLIED, CONFLICT, ERROR, BuildResult, PinResult, SimResult
 from pinset.verify.model import FAILED, NOT_RUN, PASSED, RAN, UNCHECKED, GateResult
@@ -123,14 +125,14 @@ def _headlines(m: Merged, pins: list[tuple[str, bool | None]], labels) -> list[s
     cpu_note = " — CPU against CPU: no evidence for a CUDA path" if cuda_pins(m) else ""
     for study in m.kld:
         v, device = study.result.verdict, study.device
-        head.append(f"**KLD vs CPU ({study.result.model['name']}; device: {device}{cpu_note if 'CPU' in device.split(', ') else ''}):** "
-                    + (f"head {v['text']} ({kld_delta_text(v)})." if v["head_minus_base_kld"] is not None
-                       else f"{v['text']}."))
+        head.append(f"**KLD vs CPU ({study.result.model.name}; device: {device}{cpu_note if 'CPU' in device.split(', ') else ''}):** "
+                    + (f"head {v.text} ({kld_delta_text(v)})." if v.head_minus_base_kld is not None
+                       else f"{v.text}."))
     for bench in m.bench:
         device = bench.device
         calls = [f"{row_label(r, bench.rows)} " + (f"{r.ratio:.3f}× " if r.ratio is not None else "")
                  + f"({r.verdict})" for r in bench.rows] or ["no result (every run failed)"]
-        head.append(f"**Speed ({bench.result.model['name']}; device: {device}"
+        head.append(f"**Speed ({bench.result.model.name}; device: {device}"
                     f"{'; A/A check: base against itself' if bench.result.aa_check else ''}"
                     f"{' — no evidence for a CUDA path' if device == 'CPU' and cpu_note else ''}):** "
                     f"head/base {', '.join(calls)}.")
@@ -291,22 +293,22 @@ def _kld(m: Merged) -> list[str]:
     for study in m.kld:
         d = study.result
         ref = d.reference
-        out += [f"**KLD vs CPU reference** — {d.model['name']}, ctx {d.ctx}, {d.chunks} chunks; "
-                f"reference: {ref['backend']} on {ref['build']} (`{ref['commit'][:9]}`)"
-                + (", cached logits" if ref["cached"] else "") + _ran_on(d.device_key, d.gpu_class), ""]
+        out += [f"**KLD vs CPU reference** — {d.model.name}, ctx {d.ctx}, {d.chunks} chunks; "
+                f"reference: {ref.backend} on {ref.build} (`{ref.commit[:9]}`)"
+                + (", cached logits" if ref.cached else "") + _ran_on(d.device_key, d.gpu_class), ""]
         rows = []
         for r in study.runs:
-            k = r.kld or {}
+            k = r.kld
             rows.append([r.label, f"{r.build} (`{r.commit[:9]}`)", r.backend, _pm(r.ppl, ".4f"),
-                         _pm(k and {"value": k["mean"], "err": k["err"]}, ".6f"),
-                         *(_num(k.get(key), ".6f") for key in ("median", "p99", "p99_9", "max")),
+                         _pm(k.mean_err if k else None, ".6f"),
+                         *(_num(x, ".6f") for x in ((k.median, k.p99, k.p99_9, k.max) if k else (None,) * 4)),
                          _pm(r.same_top_p, ".3f", " %"), _pm(r.rms_dp, ".3f", " %"),
                          "✅" if r.ok else f"❌ {r.detail or ''}".rstrip()])
         out += table(["run", "build", "backend", "PPL", "mean KLD", "median", "p99", "p99.9", "max",
                       "same top p", "RMS Δp", "ok"], rows) + [""]
         v = d.verdict
-        out += [f"Verdict: head {v['text']} ({kld_delta_text(v)})." if v["head_minus_base_kld"] is not None
-                else f"Verdict: {v['text']}.", ""]
+        out += [f"Verdict: head {v.text} ({kld_delta_text(v)})." if v.head_minus_base_kld is not None
+                else f"Verdict: {v.text}.", ""]
     return out
 
 
@@ -321,9 +323,9 @@ def _num(x, spec: str) -> str:
     return "—" if x is None else format(x, spec)
 
 
-def _pm(stat: dict | None, spec: str, unit: str = "") -> str:
+def _pm(stat: ValueErr | None, spec: str, unit: str = "") -> str:
     """value ± err of a statistic, "—" where it was not measured."""
-    return "—" if not stat else f"{stat['value']:{spec}} ± {stat['err']:{spec}}{unit}"
+    return "—" if not stat else f"{stat.value:{spec}} ± {stat.err:{spec}}{unit}"
 
 
 # --- speed ------------------------------------------------------------------------------------
@@ -340,8 +342,8 @@ def _speed(m: Merged) -> list[str]:
     for study in m.bench:
         d = study.result
         warm = d.warmup_rounds
-        out += [f"**{d.model['name']}, device: {study.device}** — base {d.base['build']} "
-                f"(`{d.base['commit'][:9]}`) vs head {d.head['build']} (`{d.head['commit'][:9]}`); "
+        out += [f"**{d.model.name}, device: {study.device}** — base {d.base.build} "
+                f"(`{d.base.commit[:9]}`) vs head {d.head.build} (`{d.head.commit[:9]}`); "
                 f"{d.rounds} rounds × {d.repetitions} repetitions, alternating order, {warm} warm-up "
                 f"round{'s' if warm != 1 else ''} discarded{_ran_on(d.device_key, d.gpu_class)}. t/s: {speed_stat(d)}; "
                 "in brackets each kept round's.", ""]
@@ -422,8 +424,8 @@ def _base_and_blame(m: Merged) -> list[str]:
     if not m.pick and not m.blame:
         return []
     out = ["### Base and blame", ""]
-    if m.pick:   # the nightly renderers' (pinset.nightly.markdown) input is the JSON form
-        out += pick_markdown(m.pick.to_json()).splitlines()[2:] + [""]
+    if m.pick:
+        out += pick_markdown(m.pick).splitlines()[2:] + [""]
     for b in m.blame:
         out += blame_markdown(b).splitlines() + [""]
     return out
@@ -437,17 +439,17 @@ def _provenance(m: Merged, labels) -> list[str]:
         out += _machines(m.verify, labels) + _builds_verified(m.verify, labels)
     for kld in m.kld:
         k = kld.result
-        out += [f"KLD: model `{k.model['name']}` ({k.model['size_bytes']} bytes), text sha256 "
-                f"`{k.text['sha256'][:16]}`, ctx {k.ctx}, {k.chunks} chunks.", ""]
+        out += [f"KLD: model `{k.model.name}` ({k.model.size_bytes} bytes), text sha256 "
+                f"`{k.text.sha256[:16]}`, ctx {k.ctx}, {k.chunks} chunks.", ""]
     for bench in m.bench:
         d = bench.result
-        gpu = f"{d.gpu['name']}, driver {d.gpu['driver']}" if d.gpu else "no GPU"
-        clocks = sorted({x["gpu_clock_mhz"] for x in d.round_log if x.get("gpu_clock_mhz") is not None})
+        gpu = f"{d.gpu.name}, driver {d.gpu.driver}" if d.gpu else "no GPU"
+        clocks = d.gpu_clocks_mhz
         clock = "" if not clocks else f"; GPU clock {clocks[0]} MHz" if len(clocks) == 1 \
             else f"; GPU clock {clocks[0]}–{clocks[-1]} MHz"
-        out += [f"Bench: model `{d.model['name']}` on {gpu}; llama-bench "
+        out += [f"Bench: model `{d.model.name}` on {gpu}; llama-bench "
                 + " ".join(f"`{a}`" for a in d.llama_bench_args)
-                + f"; round orders {' '.join(x['order'] for x in d.round_log)}{clock}.", ""]
+                + f"; round orders {' '.join(d.round_orders)}{clock}.", ""]
     out += ["Inputs:", ""]
     out += [f"- `{f.name}` ({f.kind}, sha256 `{f.sha256[:12]}`)" for f in m.files]
     out += ["", "</details>"]
@@ -455,15 +457,15 @@ def _provenance(m: Merged, labels) -> list[str]:
 
 
 def _machines(runs: list[VerifyRun], labels) -> list[str]:
-    machines: dict[tuple, dict] = {}
+    machines: dict[tuple, MachineRecord] = {}
     for r in runs:
         machines.setdefault(r.machine_key, r.machine)
     rows = []
     for key, mach in machines.items():
-        gpu = mach.get("gpu") or {}
-        rows.append([labels[key], mach["hostname"], gpu.get("name", "—"), gpu.get("compute_capability", "—"),
-                     f"{gpu['memory_mib']} MiB" if gpu else "—", gpu.get("driver", "—"),
-                     mach.get("cuda_version") or "—", mach.get("compiler") or "—", mach.get("cmake") or "—"])
+        gpu = mach.gpu
+        rows.append([labels[key], mach.hostname, gpu.name if gpu else "—", gpu.compute_capability if gpu else "—",
+                     f"{gpu.memory_mib} MiB" if gpu else "—", gpu.driver if gpu else "—",
+                     mach.cuda_version or "—", mach.compiler or "—", mach.cmake or "—"])
     return ["Machines:", "", *table(["machine", "host", "GPU", "compute capability", "memory", "driver", "CUDA",
                                      "compiler", "cmake"], rows), ""]
 

@@ -20,6 +20,7 @@ from pinset.measures.bench_model import BenchResult, BenchRow
 from pinset.measures.kld_model import KldResult, KldRun
 from pinset.nightly.model import NOT_TRIED, BlameResult, BuildPick, PickResult
 from pinset.report.load import KINDS, ResultFile
+from pinset.result_parts import GpuRecord, MachineRecord
 from pinset.sim.model import BuildResult, SimResult
 from pinset.verify.model import NOT_RUN, BuildVerification, CheckResult, GateResult, VerifyResult
 
@@ -28,7 +29,7 @@ from pinset.verify.model import NOT_RUN, BuildVerification, CheckResult, GateRes
 class VerifyRun:
     """One build verified on one machine (gates merged over every file that reported them)."""
 
-    machine: dict
+    machine: MachineRecord
     machine_key: tuple
     build: BuildVerification        # the gates, checks and not-tested items of every file, merged
     sources: list[str] = field(default_factory=list)
@@ -36,8 +37,8 @@ class VerifyRun:
     ok: bool = True                 # every file called the build ok (a run elsewhere never undoes a stop here)
 
     @property
-    def gpu(self) -> dict | None:
-        return self.machine.get("gpu")
+    def gpu(self) -> GpuRecord | None:
+        return self.machine.gpu
 
 
 @dataclass
@@ -71,7 +72,7 @@ class BenchStudy:
     def device(self) -> str:
         """The GPU llama-bench ran on; "CPU" with the GPU hidden or with every test at -ngl 0."""
         on_cpu = self.rows and all(r.params.get("n_gpu_layers") == 0 for r in self.rows)
-        return self.result.gpu["name"] if self.result.gpu and not on_cpu else "CPU"
+        return self.result.gpu.name if self.result.gpu and not on_cpu else "CPU"
 
 
 @dataclass
@@ -292,7 +293,7 @@ def _merge_verify(files: list[ResultFile]) -> list[VerifyRun]:
 def _merge_kld(files: list[ResultFile]) -> list[KldStudy]:
     studies: dict[tuple, KldStudy] = {}
     for d, path in models_of(files, KldResult):
-        key = (d.model["name"], d.text["sha256"], d.ctx, d.chunks, d.reference["build"], d.device_key, d.gpu_class)
+        key = (d.model.name, d.text.sha256, d.ctx, d.chunks, d.reference.build, d.device_key, d.gpu_class)
         study = studies.setdefault(key, KldStudy(d, [], []))
         study.sources.append(path)
         have = {(r.label, r.build, r.backend) for r in study.runs}
@@ -303,7 +304,7 @@ def _merge_kld(files: list[ResultFile]) -> list[KldStudy]:
 def _merge_bench(files: list[ResultFile]) -> list[BenchStudy]:
     studies: dict[tuple, BenchStudy] = {}
     for d, path in models_of(files, BenchResult):
-        key = (d.model["name"], d.gpu["name"] if d.gpu else None, d.base["build"], d.head["build"], d.device_key,
+        key = (d.model.name, d.gpu.name if d.gpu else None, d.base.build, d.head.build, d.device_key,
                d.gpu_class)
         study = studies.setdefault(key, BenchStudy(d, [], []))
         study.sources.append(path)

@@ -30,13 +30,13 @@ def kld_contradiction(result: KldResult) -> str | None:
     no verdict to check: a run failed, runs missing)."""
     stated = result.verdict
     derived = result.rederived_verdict()
-    if derived is None or stated["text"].startswith("no verdict"):
+    if derived is None or stated.text.startswith("no verdict"):
         return None
-    if _KLD_RANK.get(derived["text"], 0) > _KLD_RANK.get(stated["text"], 0):   # the label claims more
+    if _KLD_RANK.get(derived.text, 0) > _KLD_RANK.get(stated.text, 0):   # the label claims more
         base, head = result.run("base"), result.run("head")
         assert base is not None and head is not None and base.kld and head.kld   # rederived_verdict needs them
-        return (f"verdict {stated['text']!r} but its runs' mean KLDs (base {base.kld['mean']:.6g} ± {base.kld['err']:.2g},"
-                f" head {head.kld['mean']:.6g} ± {head.kld['err']:.2g}) say {derived['text']!r}")
+        return (f"verdict {stated.text!r} but its runs' mean KLDs (base {base.kld.mean:.6g} ± {base.kld.err:.2g},"
+                f" head {head.kld.mean:.6g} ± {head.kld.err:.2g}) say {derived.text!r}")
     return None  # the stated difference and sigma are shown as recorded (the shaped report fixtures round them)
 
 
@@ -47,7 +47,7 @@ def bench_contradictions(result: BenchResult) -> list[tuple[int, str]]:
     runs) a verdict, ratio or CI other than the producer's own rule gives on the row's kept speeds
     (BenchRow.contradiction: measures.bench_analysis.row_from_speeds)."""
     out = []
-    decision = result.extra.get("decision")
+    decision = result.decision_record
     for i, row in enumerate(result.rows):
         n_base, n_head = len(row.base_tps), len(row.head_tps)
         if n_base != n_head:

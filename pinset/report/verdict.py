@@ -83,14 +83,14 @@ def verify_setup(run: VerifyRun) -> str:
     """What verify ran, on what: for the Summary."""
     if ran_on_gpu(run):
         assert run.gpu is not None
-        return f"device: {run.gpu['name']}, CPU and GPU gates"
+        return f"device: {run.gpu.name}, CPU and GPU gates"
     return "device: CPU, GPU gates not run"
 
 
 def checks_where(run: VerifyRun) -> str:
     """Where the feature checks ran: verify's own `where` when it says, else by the GPU gates."""
     gate = next((g for g in run.build.gates if g.name == "feature-checks"), None)
-    where = gate.extra.get("where") if gate else None
+    where = gate.where if gate else None
     return f"on {where}" if where in ("GPU", "CPU") else ("on GPU" if ran_on_gpu(run) else "on CPU")
 
 
@@ -100,7 +100,7 @@ def machine_labels(runs: list[VerifyRun]) -> dict[tuple, str]:
     GPU's UUID only where two GPUs of one model share a host (two cells on one machine)."""
     base: dict[tuple, str] = {}
     for run in runs:
-        base[run.machine_key] = run.gpu["name"] if run.gpu else "CPU only"
+        base[run.machine_key] = run.gpu.name if run.gpu else "CPU only"
     for widen in (lambda key, label: f"{label} @{key[0]}",
                   lambda key, label: f"{label} {', '.join(u[:12] for u in key[2]) or 'GPU unknown'}"):
         counts: dict[str, int] = {}
@@ -221,7 +221,7 @@ def _speed_evidence_missing(m: Merged) -> list[str]:
         empty = [row_label(r, study.rows) for r in study.rows if r.verdict == INSUFFICIENT_DATA]
         if empty or not study.rows:
             what = ", ".join(empty) if empty else "every test"
-            out.append(f"speed of {what} on {study.device} ({study.result.model['name']}): {INSUFFICIENT_DATA}")
+            out.append(f"speed of {what} on {study.device} ({study.result.model.name}): {INSUFFICIENT_DATA}")
     return out
 
 
@@ -346,7 +346,7 @@ def _judge_pick(m: Merged, v: Verdict) -> bool:
 def _judge_kld(m: Merged, v: Verdict) -> bool:
     blocked = False
     for study in m.kld:
-        model = study.result.model["name"]
+        model = study.result.model.name
         for r in study.runs:
             if not r.ok:
                 blocked = True
@@ -355,7 +355,7 @@ def _judge_kld(m: Merged, v: Verdict) -> bool:
         if study.result.further:
             blocked = True
             verdict = study.result.verdict
-            v.blockers.append(f"KLD on {model}: head {verdict['text']} ({kld_delta_text(verdict)})")
+            v.blockers.append(f"KLD on {model}: head {verdict.text} ({kld_delta_text(verdict)})")
     return blocked
 
 
@@ -376,7 +376,7 @@ def _judge_bench(m: Merged, v: Verdict) -> set[str]:
             if runs or not result.rows or any(r.verdict in (SLOWER, TOO_NOISY, INSUFFICIENT_DATA) for r in result.rows):
                 explained.add(path)
         if failed:
-            v.blockers.append(f"llama-bench failed on {gpu} ({study.result.model['name']}): {failed[0]}"
+            v.blockers.append(f"llama-bench failed on {gpu} ({study.result.model.name}): {failed[0]}"
                               + (f" (and {len(failed) - 1} more failed runs)" if len(failed) > 1 else ""))
         for row in study.rows:
             if row.verdict == SLOWER:
@@ -422,7 +422,7 @@ def _cell_results(m: Merged, kind: str, build: str, gpu_class: str, architecture
                 and any(r.label == "head" and r.build == build for r in d.runs)]
         return [None if KldStudy(d, d.runs).on_device else "ran on the CPU" for d in klds]
     benches = [d for d, _ in models_of(m.files, BenchResult) if d.gpu_class == gpu_class
-               and build in (d.base["build"], d.head["build"])]
+               and build in (d.base.build, d.head.build)]
     return [None if BenchStudy(d, d.rows).device != "CPU" else "ran on the CPU" for d in benches]
 
 
@@ -432,9 +432,9 @@ def _verify_off_gpu(run: VerifyRun, architectures: str | None) -> str | None:
         return "ran on a machine without a GPU"
     if not ran_on_gpu(run):
         return "ran no GPU gate"
-    cc = str(gpu.get("compute_capability") or "").replace(".", "")
+    cc = str(gpu.compute_capability or "").replace(".", "")
     if architectures and cc and not covers(architectures, [cc]):
-        return f"ran on {gpu['name']}, compute capability {gpu['compute_capability']}, outside architectures {architectures}"
+        return f"ran on {gpu.name}, compute capability {gpu.compute_capability}, outside architectures {architectures}"
     return None
 
 
@@ -513,7 +513,7 @@ def _hardware_not_covered(m: Merged) -> list[Untested]:
     """Hardware coverage: the GPUs, backends and CUDA architectures the results do not show."""
     out = []
     gpus = [run.gpu for run in m.verify if run.gpu and ran_on_gpu(run)]
-    names = [g["name"] for g in gpus] + [s.device for s in m.bench if s.result.gpu]
+    names = [g.name for g in gpus] + [s.device for s in m.bench if s.result.gpu]
     if m.verify and not gpus:
         out.append(Untested("GPU", "no result (no verify ran its GPU gates)"))
     if names:
@@ -521,7 +521,7 @@ def _hardware_not_covered(m: Merged) -> list[Untested]:
             out.append(Untested("AMD/ROCm", "no result"))
         if all(n.upper().startswith("NVIDIA") for n in names):
             out.append(Untested("Vulkan, Metal, SYCL backends", "no result"))
-    ccs = sorted({g["compute_capability"] for g in gpus})
+    ccs = sorted({g.compute_capability for g in gpus if g.compute_capability is not None})
     if ccs:
         archs = sorted({run.build.cuda_architectures for run in m.verify
                         if ran_on_gpu(run) and run.build.cuda_architectures})
@@ -539,7 +539,7 @@ def _speeds_not_called(m: Merged) -> list[Untested]:
             if row.verdict in (TOO_NOISY, INSUFFICIENT_DATA):
                 spread = f", {band} ±{row.aa_spread:.1%}" if row.aa_spread is not None else ""
                 ub = row.params.get("n_ubatch")
-                where = f"{study.result.model['name']}, {study.device}" + (f", ub {ub}" if ub else "")
+                where = f"{study.result.model.name}, {study.device}" + (f", ub {ub}" if ub else "")
                 out.append(Untested(f"Speed of {row.test} ({where})", f"{row.verdict}{spread}"))
     return out
 

@@ -15,15 +15,15 @@ def verify_markdown(result: VerifyResult | dict) -> str:
         from pinset.results import Doc
 
         result = VerifyResult.from_json(Doc(result, "verify", "verify"))
-    m = result.machine or {}   # the machine is a plain object of the model (checks/machine.py Machine.to_json)
-    gpu = m.get("gpu")
+    m = result.machine
+    gpu = m.gpu
     lines = [f"# pinset verify: {'ok' if result.ok else 'RED'}: {result.summary()}", ""]
     lines.append(f"- pin set `{result.pinset_digest}`, {'with' if result.cuda else 'without'} `--cuda`")
-    where = f"{gpu['name']} (driver {gpu['driver']}, compute capability {gpu['compute_capability']}, " \
-            f"{gpu['memory_mib']} MiB)" if gpu else "no GPU"
-    lines.append(f"- machine `{m.get('hostname')}`: {where}; CUDA {m.get('cuda_version') or '-'}; "
-                 f"{m.get('compiler') or 'compiler ?'}; CMake {m.get('cmake') or '?'}; ninja {m.get('ninja') or '?'}; "
-                 f"ccache {'yes' if m.get('ccache') else 'no'}")
+    where = f"{gpu.name} (driver {gpu.driver}, compute capability {gpu.compute_capability}, " \
+            f"{gpu.memory_mib} MiB)" if gpu else "no GPU"
+    lines.append(f"- machine `{m.hostname}`: {where}; CUDA {m.cuda_version or '-'}; "
+                 f"{m.compiler or 'compiler ?'}; CMake {m.cmake or '?'}; ninja {m.ninja or '?'}; "
+                 f"ccache {'yes' if m.ccache else 'no'}")
     for b in result.builds:
         lines += _build_lines(b)
     return "\n".join(lines) + "\n"

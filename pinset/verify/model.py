@@ -8,6 +8,7 @@ from typing import Final, Literal, cast
 
 from pinset.cells import SAYS_NOTHING, BuildCommits, Cells, PinStates, device_text, machine_key
 from pinset.checks.backend_ops import OpCount
+from pinset.result_parts import MachineRecord
 from pinset.results import SCHEMAS, Doc
 
 GATES = ("cpu-build", "cpu-backend-ops", "cpu-test-chat", "cuda-build", "test-chat", "backend-ops", "feature-checks")
@@ -222,10 +223,14 @@ class BuildVerification:
 @dataclass
 class VerifyResult:
     pinset_digest: str
-    machine: dict
+    machine: MachineRecord          # a producer may give its JSON object (Machine.to_json()): read as given
     builds: list[BuildVerification]
     cuda: bool
     options: dict = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if isinstance(self.machine, dict):
+            self.machine = MachineRecord.of(self.machine)
 
     @property
     def ok(self) -> bool:
@@ -291,22 +296,14 @@ class VerifyResult:
     @classmethod
     def from_json(cls, d: Doc) -> VerifyResult:
         d.get("ok", bool)
-        m = d.obj("machine")
-        m.get("hostname", str)
-        gpu = m.obj("gpu", null=True)
-        if gpu is not None:
-            for key, kind in (("name", str), ("driver", str), ("compute_capability", str), ("memory_mib", int)):
-                gpu.get(key, kind)
-        for key in ("cuda_version", "compiler", "cmake"):
-            m.get(key, str, None)
-        m.strs("gpu_uuids", default=None)  # with the host, what tells two cells apart: text, or absent (older)
+        machine = MachineRecord.from_json(d.obj("machine"))
         options = d.obj("options", default=None)
         if options is not None:
             options.get("gpu_class", str, None, default=None)  # the matrix cell it fills
-        return cls(d.get("pinset", str), m.raw, [BuildVerification.from_json(b) for b in d.objs("builds")],
+        return cls(d.get("pinset", str), machine, [BuildVerification.from_json(b) for b in d.objs("builds")],
                    d.get("cuda", bool, default=False), dict(options.raw) if options else {})
 
     def to_json(self) -> dict:
         return {"schema": SCHEMAS["verify"], "kind": "verify", "pinset": self.pinset_digest, "ok": self.ok,
-                "summary": self.summary(), "cuda": self.cuda, "options": dict(self.options), "machine": self.machine,
+                "summary": self.summary(), "cuda": self.cuda, "options": dict(self.options), "machine": self.machine.to_json(),
                 "builds": [b.to_json() for b in self.builds]}

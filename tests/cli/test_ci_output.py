@@ -14,6 +14,7 @@ from pathlib import Path
 from pinset import ci_annotations
 from pinset.cli import main
 from pinset.commands.pick import pick_table
+from pinset.nightly.model import NOT_GREEN, PICKED, BuildPick, PickResult, Reason
 from pinset.output import UNLIMITED_WIDTH, _Console
 from tests.nightly.test_pick import world  # noqa: F401  (fixture)
 from tests.testing import ROOT
@@ -22,11 +23,11 @@ LONG = ["pypi:llama-cpp-python==0.3.36+cu124.a-long-local-version-label",
         "pypi:llama-cpp-python==0.3.35+cu124.a-long-local-version-label"]
 
 
-def pick_doc() -> dict:
-    return {"picked": LONG[1], "builds": [
-        {"build": LONG[0], "commit": "a" * 40, "verdict": "not green",
-         "reasons": [{"summary": "pin feat conflicts with upstream in ggml/src/ggml-cuda/mmq.cu"}]},
-        {"build": LONG[1], "commit": "b" * 40, "verdict": "picked", "reasons": []}]}
+def pick_doc() -> PickResult:
+    """Two builds with long names, the newer passed over ("pin feat conflicts with upstream in ...mmq.cu")."""
+    return PickResult("d", LONG[1], [
+        BuildPick(LONG[0], "a" * 40, NOT_GREEN, [Reason("feat", "conflict", files=["ggml/src/ggml-cuda/mmq.cu"])]),
+        BuildPick(LONG[1], "b" * 40, PICKED)])
 
 
 def render(table, environ: dict) -> str:

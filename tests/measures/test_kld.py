@@ -33,15 +33,15 @@ def _shifted(run: DeviceRun, delta: float) -> DeviceRun:
 def test_same_kld_is_as_close_as_base():
     base = _run("base", "kld-iq1m-vs-f16")
     v = verdict(base, _shifted(base, 0.0))
-    assert v["text"] == "as close to the CPU result as base"
-    assert v["sigma"] == pytest.approx(2 ** 0.5 * 0.067744)
+    assert v.text == "as close to the CPU result as base"
+    assert v.sigma == pytest.approx(2 ** 0.5 * 0.067744)
 
 
 def test_head_further_by_more_than_two_sigma():
     base = _run("base", "kld-iq1m-vs-f16")
-    assert verdict(base, _shifted(base, 0.2))["text"] == "further from the CPU result than base"
-    assert verdict(base, _shifted(base, 0.05))["text"] == "as close to the CPU result as base"
-    assert verdict(base, _shifted(base, -0.2))["text"] == "closer to the CPU result than base"
+    assert verdict(base, _shifted(base, 0.2)).text == "further from the CPU result than base"
+    assert verdict(base, _shifted(base, 0.05)).text == "as close to the CPU result as base"
+    assert verdict(base, _shifted(base, -0.2)).text == "closer to the CPU result than base"
 
 
 def test_failed_kld_step_with_exit_0_is_a_failed_run(tmp_path):

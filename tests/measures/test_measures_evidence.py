@@ -206,9 +206,9 @@ def test_a_kld_verdict_is_rederived_from_its_runs():
     head = next(r for r in raw["runs"] if r["label"] == "head")
     head["kld"]["mean"] += 10 * max(head["kld"]["err"], 1e-3)   # the runs now say "further"; the verdict does not
     edited = KldResult.from_json(Doc(raw, path, ""))
-    assert edited.rederived_verdict()["text"] == "further from the CPU result than base"
+    assert edited.rederived_verdict().text == "further from the CPU result than base"
     assert "but the runs' mean KLDs give \"further" in edited.verdict_contradiction()
-    assert verdict_from_klds(0.1, 0.01, 0.1, 0.01)["text"] == "as close to the CPU result as base"
+    assert verdict_from_klds(0.1, 0.01, 0.1, 0.01).text == "as close to the CPU result as base"
 
 
 # --- typed exclusions -------------------------------------------------------------------------------------

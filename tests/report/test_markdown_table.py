@@ -4,6 +4,7 @@ from hypothesis import given, strategies as st
 
 from pinset.markdown_table import cell, table
 from pinset.nightly.markdown import pick_markdown
+from pinset.nightly.model import VERIFY_FAILED, BuildPick, PickResult, Reason
 from pinset.verify.markdown import verify_markdown
 from tests.testing import FIXTURES
 
@@ -30,10 +31,10 @@ def test_cell_is_single_line():
 
 
 def test_pick_reasons_with_a_pipe_stay_in_their_column():
-    doc = {"picked": None, "builds": [{"build": "b1", "commit": "0123456789abcdef", "verdict": "red",
-                                       "reasons": [{"summary": "MUL_MAT | 1/4 failed\nsee log"}]}]}
-    row = pick_markdown(doc).splitlines()[-1]
-    assert row == "| b1 | `0123456789ab` | red | MUL_MAT \\| 1/4 failed see log |"
+    result = PickResult("d", None, [BuildPick("b1", "0123456789abcdef", VERIFY_FAILED,
+                                              [Reason(None, "verify", detail="MUL_MAT | 1/4 failed\nsee log")])])
+    row = pick_markdown(result).splitlines()[-1]
+    assert row == "| b1 | `0123456789ab` | verify failed | verify failed: MUL_MAT \\| 1/4 failed see log |"
 
 
 def test_verify_gate_detail_with_a_pipe_and_newline_stays_in_its_row():

@@ -393,9 +393,10 @@ def test_cmake_architecture_spellings_cover_their_gpu(two_gpus, arch):
     ps = PinSet(Path("pins.yaml"), None, ("v1",), (), None, gpus=(GpuClass("h200", ("h200",), arch),))
     settings = build_settings(ps, cuda=True, gpu_hint="x", gpu_class="h200")
     assert settings.coverage_warning() is None
+    from pinset.result_parts import GpuRecord, MachineRecord
     from pinset.verify.model import BuildVerification, GateResult
 
-    assert _verify_off_gpu(VerifyRun({"gpu": {"name": "NVIDIA H200", "compute_capability": "9.0"}}, (),
+    assert _verify_off_gpu(VerifyRun(MachineRecord("h", GpuRecord("NVIDIA H200", "", "9.0")), (),
                                      BuildVerification("b", "c", [], [GateResult("backend-ops", "passed")]), []),
                            arch) is None
 
