@@ -13,7 +13,7 @@ from pinset.config.schema import PinSet
 from pinset.errors import PinsetError
 from pinset.nightly.bisect import bisect_pins
 from pinset.nightly.history import Commit, first_parent_line, merged_pr, pr_number
-from pinset.nightly.model import BROKEN, FINE, BlameResult, BuildRef, CommitRef, PinBlame, pin_state
+from pinset.nightly.model import BROKEN, CONTRACT, FINE, UPSTREAM, BlameResult, BuildRef, CommitRef, PinBlame, pin_state
 from pinset.sim.engine import Simulator
 from pinset.sim.model import PinResult
 from pinset.sim.pins import PreparedPin
@@ -49,24 +49,24 @@ def blame(pinset: PinSet, mirror: Mirror, prepared: dict[str, PreparedPin], good
     good_states = {pin: pin_state(at_good[pin]) for pin in chosen}
     bad_states = {pin: pin_state(at_bad[pin]) for pin in chosen}
     to_bisect = {pin: s for pin, s in good_states.items()   # fine on good; broken, or newly landed, on bad
-                 if s in FINE and bad_states[pin] != s and bad_states[pin] in ("upstream", *BROKEN)}
+                 if s in FINE and bad_states[pin] != s and bad_states[pin] in (UPSTREAM, *BROKEN)}
     if to_bisect:
         say(f"bisecting {', '.join(to_bisect)}")
     # What is bisected is the change that matters on --bad: a pin upstream there is looked for where it
     # landed (a conflict on the way, resolved by the landing, is no cause); a pin broken there, where it
     # stopped being fine (a landing later undone is no cause either). Other states count as the good one.
-    landed = {pin for pin in to_bisect if bad_states[pin] == "upstream"}
+    landed = {pin for pin in to_bisect if bad_states[pin] == UPSTREAM}
 
     def bisect_state(pin: str, result: PinResult) -> str:
         state = pin_state(result)
-        hit = state == "upstream" if pin in landed else state in BROKEN
+        hit = state == UPSTREAM if pin in landed else state in BROKEN
         return state if hit else good_states[pin]
 
     # A probe needs each pin's state only: who a conflict is with does not change it, so conflicts are
     # not attributed. The (whole-tree) search for moved code is needed only for the pins that may be
     # found there (good state `upstream`, or bisected for where they landed), and runs only when such
     # a pin does not apply. The two ends and the reported first bad commits get the full sim.
-    moved_in_probes = {pin for pin, s in to_bisect.items() if pin in landed or s == "upstream"}
+    moved_in_probes = {pin for pin, s in to_bisect.items() if pin in landed or s == UPSTREAM}
     found = bisect_pins(len(line), to_bisect,
                         lambda i: {pin: bisect_state(pin, r) for pin, r in results(i, False).items()
                                    if pin in to_bisect}) if to_bisect else {}
@@ -79,7 +79,7 @@ def blame(pinset: PinSet, mirror: Mirror, prepared: dict[str, PreparedPin], good
             continue
         f = found[pin]
         at = results(f.first_bad)[pin]
-        problems = list(at.contract.problems) if pin_state(at) == "contract" else []
+        problems = list(at.contract.problems) if pin_state(at) == CONTRACT else []
         files = sorted({p.split(":", 1)[0] for p in problems}) if problems else list(at.files)
         pins.append(PinBlame(pin, pin_state(at), good_states[pin], bad_states[pin],
                              _ref(mirror, line[f.last_good]), _ref(mirror, line[f.first_bad]), files, problems,

@@ -14,8 +14,9 @@ from pinset.sim.model import PinResult
 
 # A pin's state on one build: sim's status, an applied pin whose contract broke told apart as `contract`.
 PIN_STATES = ("applied", "upstream", "conflict", "contract", "error", "skipped")
-FINE = ("applied", "upstream")
-BROKEN = ("conflict", "contract", "error", "skipped")
+APPLIED, UPSTREAM, CONFLICT, CONTRACT, ERROR, SKIPPED = PIN_STATES
+FINE = (APPLIED, UPSTREAM)
+BROKEN = (CONFLICT, CONTRACT, ERROR, SKIPPED)
 
 
 def pin_state(pin: PinResult) -> str:
