@@ -44,6 +44,9 @@ _DAMAGE_RE = re.compile(r"^(?:error|fatal): .*(?:is corrupt|object file .* is em
                         r"bad object|missing (?:blob|tree|commit|object)|inflate: data stream error|"
                         r"packfile .* cannot be accessed|bad packed object|not a git repository|"
                         r"invalid (?:sha1|object) pointer|sha1 mismatch|hash mismatch)", re.M | re.I)
+# git's words for a loose object it could not read: also what it says of one that did not exist when it looked
+# and that a concurrent run (a fetch into the mirror) wrote a moment later (it stats the file after the read failed).
+_LOOSE_UNREADABLE_RE = re.compile(r"loose object ([0-9a-f]{40,64}) \(stored in .*\) is corrupt")
 # Its own settings for every call: git's background gc would outlive (and race) the run; a user's
 # apply.ignoreWhitespace would let `git apply` take a patch whose context upstream re-indented (a verdict
 # that depends on whose ~/.gitconfig ran it).
@@ -124,15 +127,26 @@ class Mirror:
         prefix = ["git", *_CONFIG, "--git-dir", str(self.path)]
         if work_tree is not None:
             prefix += ["--work-tree", str(work_tree)]
-        result = runner.run([*prefix, *args], env=full_env or None, input=input, timeout=timeout,
-                            cwd=work_tree, binary=binary)
-        if not result.ok:  # a full disk is no conflict, no missing tag and no damage: exit 1 naming the cache
-            check_disk(self.path if work_tree is None else f"{work_tree} (or {self.path})", result.stderr)
-        if check_damage and not result.ok:
+        for attempt in (1, 2):
+            result = runner.run([*prefix, *args], env=full_env or None, input=input, timeout=timeout,
+                                cwd=work_tree, binary=binary)
+            if not result.ok:  # a full disk is no conflict, no missing tag and no damage: exit 1 naming the cache
+                check_disk(self.path if work_tree is None else f"{work_tree} (or {self.path})", result.stderr)
+            if not check_damage or result.ok:
+                return result
             damage = _DAMAGE_RE.search(result.stderr)
-            if damage:
-                raise CacheDamaged(self.path, damage.group(0).strip())
+            if not damage:
+                return result
+            if attempt == 1 and self._appeared_meanwhile(result.stderr):
+                continue  # git failed before the object was there, not on a damaged one: the same call again
+            raise CacheDamaged(self.path, damage.group(0).strip())
         return result
+
+    def _appeared_meanwhile(self, stderr: str) -> bool:
+        """git's "loose object X is corrupt" of an X that reads whole now: a concurrent run wrote X while this
+        call looked for it (concurrent runs on one cache must agree, not call it damaged)."""
+        m = _LOOSE_UNREADABLE_RE.search(stderr)
+        return bool(m) and self.git("cat-file", "-p", m.group(1), check_damage=False, binary=True).ok
 
     def git_ok(self, *args: str, **kw) -> str:
         result = self.git(*args, **kw)
