@@ -201,7 +201,10 @@ def _new_held_dir(parent: Path, prefix: str) -> tuple[Path, int]:
     while True:
         path = parent / f"{prefix}{os.getpid()}-{uuid.uuid4().hex[:8]}"
         path.mkdir()
-        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+        except FileNotFoundError:
+            continue  # another run's cleaner took it between mkdir and open (not yet held): a new name
         fcntl.flock(fd, fcntl.LOCK_EX)
         if _same_file(fd, path):  # not removed by a cleaner between mkdir and flock
             return path, fd
