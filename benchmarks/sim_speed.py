@@ -78,17 +78,26 @@ def make_queue(store: Store, base_oid: str, dest: Path, count: int = 36) -> Path
     return dest
 
 
+def interleaved(repeat: int, pinset, plain, other=None) -> tuple[list[float], list[float], list[float]]:
+    """`repeat` rounds of pinset, the plain loop (and another pinset tree) one after the other, in the same run:
+    each side's times (other jobs on the machine then stretch every side alike)."""
+    sims, loops, others = [], [], []
+    for _ in range(repeat):
+        sims.append(pinset())
+        loops.append(plain())
+        if other is not None:
+            others.append(other())
+    return sims, loops, others
+
+
 def compare(title: str, cfg: Path, store: Store, names: list[str], oids: list[str], pins: list[Path],
             repeat: int, other: Path | None = None) -> tuple[float, float]:
     pinset_sim(cfg, store.root, names)  # warm-up: PR/patch caches, stored indexes, page cache
     if other is not None:
         pinset_sim(cfg, store.root, names, other)
-    sims, loops, others = [], [], []
-    for _ in range(repeat):  # interleaved, same run
-        sims.append(pinset_sim(cfg, store.root, names))
-        loops.append(plain_loop(store.mirror, oids, pins))
-        if other is not None:
-            others.append(pinset_sim(cfg, store.root, names, other))
+    sims, loops, others = interleaved(repeat, lambda: pinset_sim(cfg, store.root, names),
+                                      lambda: plain_loop(store.mirror, oids, pins),
+                                      None if other is None else lambda: pinset_sim(cfg, store.root, names, other))
     s, l = statistics.median(sims), statistics.median(loops)
     patches = sum(len(list(p.glob("*.patch"))) for p in pins)
     print(f"== {title}: {len(pins)} pins ({patches} patches) x {len(names)} builds, warm, {repeat} interleaved pairs")
@@ -107,8 +116,6 @@ def cold(cfg: Path, work: Path, names: list[str], versions: list[str], pins: lis
     """pinset sim on an empty cache that has only the downloaded sdists (it imports the trees), against the
     plain loop's own cold start from the same sdists (cold_plain_loop), interleaved pairs."""
     sdists = [sdist_cache() / f"llama_cpp_python-{version}.tar.gz" for version in versions]
-    sims, loops, others = [], [], []
-
     def cold_sim(src: Path) -> float:
         cache = work / "cold-cache"
         shutil.rmtree(cache, ignore_errors=True)
@@ -119,11 +126,8 @@ def cold(cfg: Path, work: Path, names: list[str], versions: list[str], pins: lis
         shutil.rmtree(cache)
         return elapsed
 
-    for _ in range(repeat):
-        sims.append(cold_sim(REPO))
-        loops.append(cold_plain_loop(sdists, pins, work))
-        if other is not None:
-            others.append(cold_sim(other))
+    sims, loops, others = interleaved(repeat, lambda: cold_sim(REPO), lambda: cold_plain_loop(sdists, pins, work),
+                                      None if other is None else lambda: cold_sim(other))
     s, loop = statistics.median(sims), statistics.median(loops)
     print(f"-- cold, {repeat} interleaved pairs (empty cache / fresh repository, sdists downloaded; {len(names)} trees imported)")
     print(f"cold pinset sim (imports the trees, then sim):               median {s:6.2f} s  {sorted(round(x, 2) for x in sims)}")
