@@ -35,12 +35,23 @@ from pinset.measures.kld_model import (  # noqa: F401
     KldVerdict,
     verdict_from_klds,
 )
-from pinset.measures.perplexity import PerplexityOutput, base_problem, chunk_counter, kld_problem, parse_perplexity
+from pinset.measures.perplexity import (
+    CUT_WHY,
+    PerplexityOutput,
+    base_problem,
+    chunk_counter,
+    cut_short,
+    kld_problem,
+    parse_perplexity,
+)
 from pinset.measures.sides import Side, with_build_identity
 from pinset.progress import SPINNER, Progress
 from pinset.store import file_sha256
 
 CPU_ENV = {"CUDA_VISIBLE_DEVICES": ""}
+# runs of one step while its output was cut short at exit (perplexity.cut_short): the computation is the same
+# each time, only what llama.cpp's log thread wrote before the process ended differs
+ATTEMPTS = 3
 # llama.cpp prints its `using device CUDA0 (NVIDIA H200)` line only at log verbosity 4 (common/log.h:
 # llama's INFO messages are TRACE to the tool); without it a run cannot show which device it used.
 DEVICE_LOG = ["-lv", "4"]
@@ -77,8 +88,23 @@ class DeviceRun:
         return self.problem is None
 
 
+def _until_whole(run_once, *, reference: bool, on_retry=None) -> tuple[runner.Completed, PerplexityOutput]:
+    """run_once() made again, up to ATTEMPTS times, while its output was cut short at exit; the last run and its
+    parsed output (a run cut every time stays what it is: a run without a result). on_retry(attempt, why):
+    before each new run."""
+    attempt = 1
+    while True:
+        done = run_once()
+        out = parse_perplexity(done.stdout, done.stderr)
+        if attempt == ATTEMPTS or not cut_short(out, done.returncode, reference=reference):
+            return done, out
+        attempt += 1
+        if on_retry:
+            on_retry(attempt, f"the output ended before its result (exit 0): {CUT_WHY}")
+
+
 def reference(side: Side, model: Path, text: Path, ctx: int, chunks: int, store, *, threads: int | None = None,
-              extra: list[str] = (), log_dir: Path | None = None) -> Reference:
+              extra: list[str] = (), log_dir: Path | None = None, on_retry=None) -> Reference:
     key_parts = [model_identity(model), file_sha256(text), str(ctx), str(chunks), side.commit,
                  str(side.bin_dir) if side.pinset is None else "", " ".join(extra)]   # a folder: any local build
     key = hashlib.sha256("\0".join(key_parts).encode()).hexdigest()[:16]
@@ -92,11 +118,15 @@ def reference(side: Side, model: Path, text: Path, ctx: int, chunks: int, store,
     if threads:
         argv += ["-t", str(threads)]
     log = (log_dir / "kld-reference.log") if log_dir else folder / "reference.log"
-    # llama-perplexity writes its `[1]…,[2]…` chunk values on one line, ended only after the last chunk:
-    # the elapsed time is what can be shown while it runs.
-    with Progress(f"KLD reference on CPU ({chunks} chunks of {ctx})", kind=SPINNER):
-        done = runner.run(argv, env=CPU_ENV, timeout=7200, log=log)
-    out = parse_perplexity(done.stdout, done.stderr)
+
+    def run_once() -> runner.Completed:
+        tmp.unlink(missing_ok=True)
+        # llama-perplexity writes its `[1]…,[2]…` chunk values on one line, ended only after the last chunk:
+        # the elapsed time is what can be shown while it runs.
+        with Progress(f"KLD reference on CPU ({chunks} chunks of {ctx})", kind=SPINNER):
+            return runner.run(argv, env=CPU_ENV, timeout=7200, log=log)
+
+    done, out = _until_whole(run_once, reference=True, on_retry=on_retry and (lambda n, why: on_retry(None, n, why)))
     problem = base_problem(out, done.returncode)
     if problem is None and not tmp.is_file():
         problem = "no logits file written"
@@ -124,17 +154,19 @@ def _cached_reference(logits: Path, meta: Path) -> PerplexityOutput | None:
 
 def device_run(side: Side, model: Path, ref: Reference, ctx: int, chunks: int, *, cpu: bool,
                gpu_layers: int = 99, threads: int | None = None, extra: list[str] = (),
-               log_dir: Path | None = None) -> DeviceRun:
+               log_dir: Path | None = None, on_retry=None) -> DeviceRun:
     ngl = "0" if cpu else str(gpu_layers)
     argv = [side.exe("llama-perplexity"), "-m", model, "-c", str(ctx), "--chunks", str(chunks), "-ngl", ngl,
             "--kl-divergence-base", ref.logits, "--kl-divergence", *DEVICE_LOG, *extra]
     if threads:
         argv += ["-t", str(threads)]
-    with Progress(f"KLD {side.label} on {'CPU' if cpu else 'GPU'}", unit="chunks", total=chunks) as shown:
-        done = runner.run_streaming(argv, env=CPU_ENV if cpu else gpu_order_env(), timeout=7200, merge_stderr=False,
-                                    on_line=chunk_counter(shown),
-                                    log=(log_dir / f"kld-{side.label}.log") if log_dir else None)
-    out = parse_perplexity(done.stdout, done.stderr)
+    def run_once() -> runner.Completed:
+        with Progress(f"KLD {side.label} on {'CPU' if cpu else 'GPU'}", unit="chunks", total=chunks) as shown:
+            return runner.run_streaming(argv, env=CPU_ENV if cpu else gpu_order_env(), timeout=7200,
+                                        merge_stderr=False, on_line=chunk_counter(shown),
+                                        log=(log_dir / f"kld-{side.label}.log") if log_dir else None)
+
+    done, out = _until_whole(run_once, reference=False, on_retry=on_retry and (lambda n, why: on_retry(side, n, why)))
     backend = "CPU" if cpu else (out.devices[0].split()[0] if out.devices else "unknown")
     return DeviceRun(side.label, side, backend, out, done.returncode, kld_problem(out, done.returncode, gpu=not cpu),
                      done.seconds)
@@ -196,19 +228,20 @@ def kld_result(model: Path, text: Path, ctx: int, chunks: int, ref: Reference, r
 
 def run_kld(base: Side, head: Side, model: Path, text: Path, *, ctx: int, chunks: int, store, cpu: bool,
             gpu_layers: int = 99, threads: int | None = None, log_dir: Path | None = None, host: dict | None = None,
-            on_reference=None, on_run=None) -> KldResult:
+            on_reference=None, on_run=None, on_retry=None) -> KldResult:
     """The whole kld: the CPU reference (cached), base's and head's device runs against it, and the kld result.
     Explicit folders without --*-commit record the commit their llama-perplexity reports (--version): the build
     identity bench records from llama-bench, so kld and bench of the same folders merge in the report.
-    on_reference(side) / on_run(side): progress, before each step."""
+    on_reference(side) / on_run(side): progress, before each step; on_retry(side or None for the reference,
+    attempt, why): before a step is run again (its output was cut short at exit)."""
     base, head = (with_build_identity(side, "llama-perplexity") for side in (base, head))
     if on_reference:
         on_reference(base)
-    ref = reference(base, model, text, ctx, chunks, store, threads=threads, log_dir=log_dir)
+    ref = reference(base, model, text, ctx, chunks, store, threads=threads, log_dir=log_dir, on_retry=on_retry)
     runs = []
     for side in (base, head):
         if on_run:
             on_run(side, ref)
         runs.append(device_run(side, model, ref, ctx, chunks, cpu=cpu, gpu_layers=gpu_layers, threads=threads,
-                               log_dir=log_dir))
+                               log_dir=log_dir, on_retry=on_retry))
     return kld_result(model, text, ctx, chunks, ref, runs, host=host)

@@ -6,6 +6,11 @@ LOG_INF/LOG_WRN/LOG_ERR to stderr. So the per-chunk "[1]12.3,[2]..." line and th
 every error are on stderr. The program returns 0 even when the KLD step gave up (bad base file,
 fewer than 100 tokens, ...), so a missing block is how a failure shows: `KldRun.problem` says so.
 
+The common log writes from a thread of its own that the program does not wait for at exit (common/log.cpp
+leaks the logger on purpose, upstream issue 22142): the last lines can be lost, exit status 0. Usually that is
+only the closing timings (the captured stderr files end at "ETA "); on a loaded machine it can be the
+statistics too (kld-cut-at-exit, caught in CI). `cut_short` tells such a run from a real refusal.
+
 Odd output never passes: a value that is not a finite number in its range (KLD < 0, PPL <= 0,
 a percentage outside [0, 100], nan, inf), a statistic printed twice, or a run that does not show
 the device it ran on (llama.cpp's `using device CUDA0 (...)` line, printed at `-lv 4`) is a problem.
@@ -41,6 +46,10 @@ ERROR_WORDS_RE = re.compile(r"^.*(?:error:|failed|does not look like|you need at
                             r"Increase it with -c|unable to load).*$", re.M)
 
 KLD_HEADER = "====== KL divergence statistics ======"
+KLD_CHUNK_RE = re.compile(r"^\s*(?P<chunk>\d+)\s+\d")  # "   3    2218312.7433 ± ..." in the --kl-divergence table
+# a whole row of that table: chunk number and five "value ± value" columns (the last two in %), ended by a newline
+# (a row cut inside its last number has no newline yet: not a row)
+KLD_ROW_RE = re.compile(rf"^[ \t]*\d+(?:[ \t]+{NUM}[ \t]*±[ \t]*{NUM}(?:[ \t]*%)?){{5}}[ \t]*(?=\r?\n)", re.M)
 PPL_HEADER = "====== Perplexity statistics ======"
 TOKEN_HEADER = "====== Token probability statistics ======"
 
@@ -88,6 +97,7 @@ class PerplexityOutput:
     errors: list[str] = field(default_factory=list)
     offloaded: tuple[int, int] | None = None              # "offloaded 5/5 layers to GPU"
     anomalies: list[str] = field(default_factory=list)    # what llama-perplexity never prints (a value twice...)
+    kld_rows: int = 0                                     # rows of the --kl-divergence chunk table on stdout
 
 
 def _f(text: str) -> float:
@@ -159,7 +169,6 @@ def parse_kld_block(text: str, anomalies: list[str] | None = None) -> KldStats |
     )
 
 
-KLD_CHUNK_RE = re.compile(r"^\s*(?P<chunk>\d+)\s+\d")  # "   3    2218312.7433 ± ..." in the --kl-divergence table
 
 
 def chunk_counter(progress):
@@ -212,6 +221,7 @@ def parse_perplexity(stdout: str, stderr: str) -> PerplexityOutput:
         errors=errors,
         offloaded=(int(offloaded[-1][0]), int(offloaded[-1][1])) if offloaded else None,
         anomalies=anomalies,
+        kld_rows=len(KLD_ROW_RE.findall(stdout)),
     )
 
 
@@ -283,11 +293,44 @@ def kld_problem(out: PerplexityOutput, returncode: int | None, *, gpu: bool = Fa
     if problem := _exit_problem(out, returncode):
         return problem
     if out.kld is None:
-        why = out.errors[-1] if out.errors else "no error printed (fewer than 100 evaluated tokens?)"
+        if out.errors:
+            why = out.errors[-1]
+        elif cut_short(out, returncode):
+            why = f"the output ended early ({_rows_seen(out)}, no statistics): {CUT_WHY}"
+        else:
+            why = "no error printed (fewer than 100 evaluated tokens)"
         return f"no KL divergence block in the output although the program exited 0: {why}"
     if problems := _stats_problems(out.kld):
         return "impossible statistics: " + "; ".join(problems)
     return device_problem(out, gpu=gpu)
+
+
+# evaluated tokens per chunk of a --kl-divergence run: the second half of the context, less the last token
+def _tokens(n_chunks: int, n_ctx: int) -> int:
+    return n_chunks * (n_ctx - 1 - n_ctx // 2)
+
+
+CUT_WHY = "llama.cpp's log thread loses the last lines when the program exits first"
+
+
+def cut_short(out: PerplexityOutput, returncode: int | None, *, reference: bool = False) -> bool:
+    """Whether a run that exited 0 stopped printing before its result (see the module docstring): nothing was
+    measured that can be read, so the run is made again. Not cut: a printed error, odd output, or a whole
+    chunk table of fewer than 100 tokens (llama.cpp's own refusal to do statistics, also exit 0).
+    reference: a --kl-divergence-base run, whose result is the final estimate."""
+    if returncode != 0 or out.errors or out.anomalies:
+        return False
+    if reference:
+        return out.final_ppl is None
+    if out.kld is not None:
+        return False
+    whole_table = out.n_chunks is not None and out.kld_rows == out.n_chunks
+    return not (whole_table and out.n_ctx is not None and _tokens(out.n_chunks, out.n_ctx) < 100)
+
+
+def _rows_seen(out: PerplexityOutput) -> str:
+    of = f" of {out.n_chunks}" if out.n_chunks is not None else ""
+    return f"{out.kld_rows}{of} chunk rows"
 
 
 def base_problem(out: PerplexityOutput, returncode: int | None) -> str | None:
@@ -295,7 +338,7 @@ def base_problem(out: PerplexityOutput, returncode: int | None) -> str | None:
     if problem := _exit_problem(out, returncode):
         return problem
     if out.final_ppl is None:
-        why = out.errors[-1] if out.errors else "no error printed"
+        why = out.errors[-1] if out.errors else f"no error printed: the output ended early ({CUT_WHY})"
         return f"no final perplexity estimate in the output: {why}"
     problem = _bad("PPL", out.final_ppl.value, 0, low_open=True) or _bad("PPL ±", out.final_ppl.err, 0) \
         or next((p for i, v in enumerate(out.chunk_ppls, 1) if (p := _bad(f"chunk {i} PPL", v, 0, low_open=True))), None)

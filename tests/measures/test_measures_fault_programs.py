@@ -34,6 +34,41 @@ def test_kld_with_the_device_line_passes(tmp_path):
     assert doc["runs"][0]["devices"] == ["CUDA0 (NVIDIA H200)"]
 
 
+def test_a_run_whose_output_was_cut_at_exit_is_made_again(tmp_path, capsys):
+    """Run 2 (base's KLD run) ends after chunk 1 with exit 0: base runs again and the result is whole."""
+    fake_perplexity(tmp_path / "bin", cut=(2,))
+    code, doc = run_kld(tmp_path, "--log-dir", str(tmp_path / "logs"))
+    assert code == 0 and doc["ok"] and all(r["ok"] for r in doc["runs"])
+    assert (tmp_path / "bin" / "runs").read_text() == "4"          # reference, base twice, head
+    said = capsys.readouterr().out
+    assert "base: the output ended before its result (exit 0)" in said and "run 2 of 3" in said
+    log = (tmp_path / "logs" / "kld-base.log").read_text().splitlines()
+    assert sum(line.startswith("$ ") for line in log) == 2                    # both runs in its log
+
+
+def test_a_run_cut_every_time_fails_after_three_runs(tmp_path):
+    fake_perplexity(tmp_path / "bin", cut=(3, 4, 5))
+    code, doc = run_kld(tmp_path)
+    assert code == 1 and not doc["ok"] and doc["verdict"]["sigma"] is None
+    base, head = doc["runs"]
+    assert base["ok"] and not head["ok"]
+    assert "the output ended early (1 of 2 chunk rows, no statistics)" in head["detail"]
+    assert (tmp_path / "bin" / "runs").read_text() == "5"          # reference, base, head three times
+
+
+def test_a_reference_cut_at_exit_is_made_again_and_one_cut_every_time_is_refused(tmp_path, capsys):
+    fake_perplexity(tmp_path / "bin", cut=(1,))
+    code, doc = run_kld(tmp_path)
+    assert code == 0 and doc["ok"] and "reference: the output ended before its result" in capsys.readouterr().out
+    other = tmp_path / "other"
+    fake_perplexity(other / "bin", cut=(1, 2, 3))
+    code, doc = run_kld(other)
+    assert code == 1 and doc is None
+    assert "CPU reference run failed: no final perplexity estimate" in capsys.readouterr().err
+    assert (other / "bin" / "runs").read_text() == "3"
+    assert not list((other / "cache").rglob("logits.bin"))          # nothing cached from a run without a result
+
+
 def _kld(value: str) -> str:
     return KLD_OUT.replace("Mean    KLD:   3.544505 ±   0.067744", f"Mean    KLD:   {value} ±   0.067744")
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pinset.measures.perplexity import base_problem, kld_problem, parse_perplexity
+from pinset.measures.perplexity import base_problem, cut_short, kld_problem, parse_perplexity
 from tests.testing import FIXTURES
 
 FIX = FIXTURES / "perplexity"
@@ -56,6 +56,37 @@ def test_too_few_tokens_exits_0_without_statistics():
     out = load("kld-too-few-tokens")
     assert out.kld is None and out.errors == []
     assert "no KL divergence block" in kld_problem(out, 0, gpu=False)
+
+
+def test_output_cut_at_exit_is_told_from_a_refusal():
+    """kld-cut-at-exit: a real run that exited 0 after chunk 1 of 2 (llama.cpp's log thread had not written the
+    rest when the process ended); the refusals and the whole runs are not cut."""
+    cut = load("kld-cut-at-exit")
+    assert (cut.kld_rows, cut.n_chunks, cut.n_ctx) == (1, 2, 256) and cut.kld is None and cut.errors == []
+    assert cut_short(cut, 0)
+    assert "the output ended early (1 of 2 chunk rows, no statistics)" in kld_problem(cut, 0)
+    assert not cut_short(cut, 1) and not cut_short(cut, None)       # a failed or timed-out run is what it is
+    few = load("kld-too-few-tokens")                                 # a whole table of 63 tokens: upstream's refusal
+    assert few.kld_rows == few.n_chunks == 1 and not cut_short(few, 0)
+    assert "fewer than 100 evaluated tokens" in kld_problem(few, 0)
+    assert not cut_short(load("kld-bad-base-file"), 0)               # an error was printed
+    assert not cut_short(load("kld-iq1m-vs-f16"), 0)                 # whole (its timings lost, as is usual)
+    assert load("kld-iq1m-vs-f16").kld_rows == 3
+    # the same rows with a whole table of >= 100 tokens but no statistics: cut between the table and the block
+    whole_table = (FIX / "kld-iq1m-vs-f16.stdout").read_text().split("====== Perplexity")[0]
+    assert cut_short(parse_perplexity(whole_table, (FIX / "kld-iq1m-vs-f16.stderr").read_text()), 0)
+    # a row cut inside its last column is not a row
+    row_cut = (FIX / "kld-cut-at-exit.stdout").read_text().rstrip("\n")[:-3]
+    assert parse_perplexity(row_cut, "").kld_rows == 0
+
+
+def test_a_reference_cut_before_its_final_estimate():
+    err = (FIX / "ref-cpu-f16.stderr").read_text()
+    cut = parse_perplexity((FIX / "ref-cpu-f16.stdout").read_text(), err[: err.index("Final estimate")])
+    assert cut_short(cut, 0, reference=True) and "ended early" in base_problem(cut, 0)
+    assert not cut_short(load("ref-cpu-f16"), 0, reference=True)
+    refused = parse_perplexity("", err.replace("perplexity: tokenizing", "perplexity: error: you need at least"))
+    assert not cut_short(refused, 0, reference=True)
 
 
 def test_nonzero_exit_is_a_problem_even_with_a_block():

@@ -71,6 +71,7 @@ def test_unknown_size_and_bad_shape_are_usage_errors():
 # --- models written directly in the target quantization (no F16, no imatrix) -------------------------------
 
 from hypothesis import (  # noqa: E402
+    example,
     given,
     settings,
     strategies as st,  # noqa: E402
@@ -99,6 +100,7 @@ def test_block_layouts_are_ggmls():
 @settings(max_examples=25, deadline=None)
 @given(qtype=st.sampled_from(blocks.TYPES), log_std=st.floats(0, 1), n_rows=st.integers(1, 40),
        seed=st.integers(0, 2**32 - 1))
+@example(qtype="IQ1_S", log_std=0.0, n_rows=1, seed=34)   # a sample mean of 0.062 std, within 1.7 standard errors
 def test_random_blocks_are_valid_and_dequantize_to_the_intended_std(qtype, log_std, n_rows, seed):
     lowest = 2.0**-14 * blocks.unit_rms(qtype) * 1.001  # d at fp16's smallest normal number
     std = lowest * (2.0 / lowest) ** log_std
@@ -109,9 +111,12 @@ def test_random_blocks_are_valid_and_dequantize_to_the_intended_std(qtype, log_s
     w = dequantize(raw, qtype)
     assert w.size == n and np.all(np.isfinite(w))
     # 32 values share a (sub-block) scale, so the sample std's error shrinks with the number of such groups:
-    # ~4 of its standard errors (measured over 60 seeds per type and size), never looser than 2 % at large n
+    # ~4 of its standard errors (measured over 60 seeds per type and size), never looser than 2 % at large n.
+    # The sample mean's standard error is ~0.24 tol for every type and size (60 seeds each: 0.030 std for IQ1_S
+    # at 2,048 values, 0.0046 at 81,920), so tol bounds it at ~4 of them too (a fixed 0.05 std was 1.7 of them
+    # for IQ1_S at one row: hypothesis found seed 34 at 0.062)
     tol = max(0.02, (n / 32) ** -0.5)
-    assert abs(w.std() / std - 1) < tol and abs(w.mean()) < 0.05 * std
+    assert abs(w.std() / std - 1) < tol and abs(w.mean()) < tol * std
     d_expected = np.float16(std / blocks.unit_rms(qtype))
     if qtype in ("Q8_0", "Q4_0", "IQ1_S"):
         assert np.all(raw[:, :2].copy().view(np.float16) == d_expected)

@@ -68,6 +68,13 @@ KLD_OUT = (FIXTURES / "perplexity" / "kld-iq1m-vs-f16.stdout").read_text()
 KLD_ERR = (FIXTURES / "perplexity" / "kld-iq1m-vs-f16.stderr").read_text()
 
 
+# a real --kl-divergence run whose output ended after chunk 1 of 2 (llama.cpp's log thread lost the rest at exit)
+CUT_OUT = (FIXTURES / "perplexity" / "kld-cut-at-exit.stdout").read_text()
+CUT_ERR = (FIXTURES / "perplexity" / "kld-cut-at-exit.stderr").read_text()
+# the reference run's stderr as that loss ends it: before its final estimate
+REF_CUT_ERR = REF_ERR[: REF_ERR.index("Final estimate")]
+
+
 # what llama.cpp prints at -lv 4 when it loads the model onto an H200 (src/llama.cpp, src/llama-model.cpp)
 DEVICE_LINES = ("0.00.412.100 I llama_model_load_from_file_impl: using device CUDA0 (NVIDIA H200) (0000:19:00.0)"
                 " - 142629 MiB free\n0.00.512.300 I load_tensors: offloaded 5/5 layers to GPU\n")
@@ -90,14 +97,24 @@ def visible_gpu(tmp_path, monkeypatch):
 
 
 def fake_perplexity(bin_dir: Path, kld_stdout: str = KLD_OUT, device_lines: str = DEVICE_LINES,
-                    ref_stderr: str = REF_ERR) -> None:
+                    ref_stderr: str = REF_ERR, cut: tuple[int, ...] = ()) -> None:
     """llama-perplexity: the reference run writes its logits file; a --kl-divergence run prints the KLD
-    blocks, and the device lines only when asked for -lv 4 (as llama.cpp does)."""
+    blocks, and the device lines only when asked for -lv 4 (as llama.cpp does). cut: the runs (1 = the first
+    reference or KLD run of this program, counted in bin_dir/runs) whose output ends early, exit 0, as
+    llama.cpp's log thread leaves it when the process exits first."""
     write_script(bin_dir / "llama-perplexity", f"""
+from pathlib import Path
 args = sys.argv[1:]
+if "--kl-divergence-base" in args:
+    runs = Path(__file__).with_name("runs")
+    n = int(runs.read_text()) + 1 if runs.exists() else 1
+    runs.write_text(str(n))
+    cut = n in {tuple(cut)!r}
 if "--kl-divergence" not in args:
     open(args[args.index("--kl-divergence-base") + 1], "wb").write(b"logits")
-    sys.stdout.write({REF_OUT!r}); sys.stderr.write({ref_stderr!r})
+    sys.stdout.write({REF_OUT!r}); sys.stderr.write({REF_CUT_ERR!r} if cut else {ref_stderr!r})
+elif cut:
+    sys.stdout.write({CUT_OUT!r}); sys.stderr.write({CUT_ERR!r})
 else:
     verbose = "-lv" in args and int(args[args.index("-lv") + 1]) >= 4
     sys.stdout.write({kld_stdout!r}); sys.stderr.write({KLD_ERR!r} + ({device_lines!r} if verbose else ""))
