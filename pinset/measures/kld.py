@@ -88,10 +88,11 @@ class DeviceRun:
         return self.problem is None
 
 
-def _until_whole(run_once, *, reference: bool, on_retry=None) -> tuple[runner.Completed, PerplexityOutput]:
-    """run_once() made again, up to ATTEMPTS times, while its output was cut short at exit; the last run and its
-    parsed output (a run cut every time stays what it is: a run without a result). on_retry(attempt, why):
-    before each new run."""
+def run_until_whole(run_once, *, reference: bool, on_retry=None) -> tuple[runner.Completed, PerplexityOutput]:
+    """run_once() (a llama-perplexity run) made again, up to ATTEMPTS times, while its output was cut short at
+    exit; the last run and its parsed output (a run cut every time stays what it is: a run without a result).
+    reference: a run whose result is the final estimate (--kl-divergence-base, plain perplexity).
+    on_retry(attempt, why): before each new run."""
     attempt = 1
     while True:
         done = run_once()
@@ -126,7 +127,7 @@ def reference(side: Side, model: Path, text: Path, ctx: int, chunks: int, store,
         with Progress(f"KLD reference on CPU ({chunks} chunks of {ctx})", kind=SPINNER):
             return runner.run(argv, env=CPU_ENV, timeout=7200, log=log)
 
-    done, out = _until_whole(run_once, reference=True, on_retry=on_retry and (lambda n, why: on_retry(None, n, why)))
+    done, out = run_until_whole(run_once, reference=True, on_retry=on_retry and (lambda n, why: on_retry(None, n, why)))
     problem = base_problem(out, done.returncode)
     if problem is None and not tmp.is_file():
         problem = "no logits file written"
@@ -166,7 +167,7 @@ def device_run(side: Side, model: Path, ref: Reference, ctx: int, chunks: int, *
                                         merge_stderr=False, on_line=chunk_counter(shown),
                                         log=(log_dir / f"kld-{side.label}.log") if log_dir else None)
 
-    done, out = _until_whole(run_once, reference=False, on_retry=on_retry and (lambda n, why: on_retry(side, n, why)))
+    done, out = run_until_whole(run_once, reference=False, on_retry=on_retry and (lambda n, why: on_retry(side, n, why)))
     backend = "CPU" if cpu else (out.devices[0].split()[0] if out.devices else "unknown")
     return DeviceRun(side.label, side, backend, out, done.returncode, kld_problem(out, done.returncode, gpu=not cpu),
                      done.seconds)

@@ -317,7 +317,7 @@ def cut_short(out: PerplexityOutput, returncode: int | None, *, reference: bool 
     """Whether a run that exited 0 stopped printing before its result (see the module docstring): nothing was
     measured that can be read, so the run is made again. Not cut: a printed error, odd output, or a whole
     chunk table of fewer than 100 tokens (llama.cpp's own refusal to do statistics, also exit 0).
-    reference: a --kl-divergence-base run, whose result is the final estimate."""
+    reference: a run whose result is the final estimate (--kl-divergence-base, or plain perplexity)."""
     if returncode != 0 or out.errors or out.anomalies:
         return False
     if reference:

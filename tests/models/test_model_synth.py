@@ -253,12 +253,13 @@ needs_llama = pytest.mark.skipif(not LLAMA_BIN or gguf is None or not os.environ
 def _perplexity(model: Path, tmp_path: Path) -> tuple[float, int]:
     """(final PPL, n_vocab) of llama-perplexity on the CPU over pinset's prose."""
     from pinset import runner
-    from pinset.measures.perplexity import parse_perplexity
+    from pinset.measures.kld import run_until_whole
     from pinset.models.pipeline import DEFAULT_TEXT
 
-    done = runner.run([Path(LLAMA_BIN) / "llama-perplexity", "-m", model, "-f", DEFAULT_TEXT, "-c", "128",
-                       "--chunks", "3", "-t", "2"], timeout=600, log=tmp_path / "ppl.log")
-    out = parse_perplexity(done.stdout, done.stderr)
+    # run as pinset runs it: again when llama.cpp's log thread lost the final estimate at exit
+    done, out = run_until_whole(lambda: runner.run([Path(LLAMA_BIN) / "llama-perplexity", "-m", model, "-f", DEFAULT_TEXT,
+                                                    "-c", "128", "--chunks", "3", "-t", "2"],
+                                                   timeout=600, log=tmp_path / "ppl.log"), reference=True)
     assert done.ok and out.final_ppl is not None, (tmp_path / "ppl.log").read_text()[-3000:]
     n_vocab = len(gguf.GGUFReader(str(model)).fields["tokenizer.ggml.tokens"].contents())
     return out.final_ppl.value, n_vocab
