@@ -11,6 +11,9 @@ import os
 import sys
 from pathlib import Path
 
+from pinset.sim import model as sim
+from pinset.verify.model import FAILED
+
 ERROR, WARNING, NOTICE = "error", "warning", "notice"
 MAX_ANNOTATIONS = 50   # GitHub shows 10 per step and 50 per job; more are dropped by GitHub, not by pinset
 
@@ -124,17 +127,17 @@ def sim_annotations(pinset, sim_result, rebase=True) -> int:
                 continue
             spec = specs.get(p.id)
             level = ERROR if p.required else WARNING
-            what = {"conflict": f"conflicts with {p.conflict_with or 'upstream'}"
+            what = {sim.CONFLICT: f"conflicts with {p.conflict_with or sim.UPSTREAM}"
                                 + (f" in {', '.join(p.files)}" if p.files else ""),
-                    "error": f"could not be applied: {p.detail or 'error'}",
-                    "skipped": f"changes nothing: {p.detail or 'skipped'}"}.get(
+                    sim.ERROR: f"could not be applied: {p.detail or 'error'}",
+                    sim.SKIPPED: f"changes nothing: {p.detail or 'skipped'}"}.get(
                 p.status, f"contract broken: {(p.contract.problems or ['contract broken'])[0]}")
-            fix = f" (start fixing: pinset rebase {p.id} --onto {b.build})" if rebase and p.status == "conflict" else ""
+            fix = f" (start fixing: pinset rebase {p.id} --onto {b.build})" if rebase and p.status == sim.CONFLICT else ""
             message = f"pin {p.id} {what} on {b.build}{fix}"
             title = f"pinset: {p.id} on {b.build}"
             annotate(level, message, file=pinset.path, line=spec.line if spec else None, title=title)
             printed += 1
-            if spec is not None and p.status == "conflict":
+            if spec is not None and p.status == sim.CONFLICT:
                 patch, line = patch_line(spec, list(p.files))
                 if patch is not None:
                     annotate(level, message, file=patch, line=line, title=title)
@@ -142,25 +145,25 @@ def sim_annotations(pinset, sim_result, rebase=True) -> int:
     return printed
 
 
-def verify_annotations(pinset, doc: dict) -> int:
+def verify_annotations(pinset, result) -> int:
     """A red gate per build as an error (on pins.yaml: the pin set is what failed; a feature check at its own
-    line). Returns how many were printed."""
+    line). result: the VerifyResult. Returns how many were printed."""
     if not under_actions():
         return 0
     checks = {(p.id, c.describe()): c.line for p in pinset.pins for c in p.checks}
     printed = 0
-    for b in doc["builds"]:
-        for g in b["gates"]:
-            if g["status"] != "failed" or printed >= MAX_ANNOTATIONS:
+    for b in result.builds:
+        for g in b.gates:
+            if g.status != FAILED or printed >= MAX_ANNOTATIONS:
                 continue
-            failed = [c for c in g.get("checks") or [] if c["status"] == "failed"]
+            failed = [c for c in g.checks or [] if c.status == FAILED]
             for c in failed:
-                annotate(ERROR, f"feature check {c['check']} of pin {c['pin']} failed on {b['build']}"
-                         + (f": {c['detail']}" if c.get("detail") else ""),
-                         file=pinset.path, line=checks.get((c["pin"], c["check"])), title=f"pinset verify: {b['build']}")
+                annotate(ERROR, f"feature check {c.check} of pin {c.pin} failed on {b.build}"
+                         + (f": {c.detail}" if c.detail else ""),
+                         file=pinset.path, line=checks.get((c.pin, c.check)), title=f"pinset verify: {b.build}")
                 printed += 1
             if not failed:
-                annotate(ERROR, f"gate {g['name']} failed on {b['build']}" + (f": {g['detail']}" if g.get("detail") else ""),
-                         file=pinset.path, title=f"pinset verify: {b['build']}")
+                annotate(ERROR, f"gate {g.name} failed on {b.build}" + (f": {g.detail}" if g.detail else ""),
+                         file=pinset.path, title=f"pinset verify: {b.build}")
                 printed += 1
     return printed

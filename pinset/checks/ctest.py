@@ -74,19 +74,23 @@ class CtestOutput:
     summaries: int = 0   # closing count lines read (one in a real run)
 
 
+# a test's result as ctest printed it (its own vocabulary, not the gates' statuses), spelled here once
+PASSED, SKIPPED, TIMEOUT, NOT_RUN, CRASHED, FAILED = "passed", "skipped", "timeout", "not-run", "crashed", "failed"
+
+
 def _status(raw: str) -> str:
     text = raw.strip()
     if text == "Passed":
-        return "passed"
+        return PASSED
     if "Skipped" in text:
-        return "skipped"
+        return SKIPPED
     if "Timeout" in text:
-        return "timeout"
+        return TIMEOUT
     if "Not Run" in text or "Unable to find" in text:
-        return "not-run"
+        return NOT_RUN
     if "Exception" in text or "aborted" in text.lower() or "SegFault" in text:
-        return "crashed"
-    return "failed"
+        return CRASHED
+    return FAILED
 
 
 def parse_ctest(text: str) -> CtestOutput:
@@ -146,7 +150,7 @@ def judge_ctest(output: CtestOutput, *, returncode: int | None, timed_out: bool 
     if expected and output.cases and not any(c.name == expected for c in output.cases):
         problems.append(f"test {expected!r} did not run (ran: {', '.join(c.name for c in output.cases)})")
     for case in output.cases:
-        if case.status != "passed":
+        if case.status != PASSED:
             problems.append(f"{case.name}: {case.raw_status} ({case.status})")
         elif require_output and not case.printed:
             problems.append(f"{case.name} passed but printed nothing (exit 0 without output: no test seen to run)")

@@ -98,7 +98,7 @@ def run(args) -> int:
         write_json(args.json, result.to_json())
     if args.markdown:
         write_text(args.markdown, verify_markdown(result))
-    ci_annotations.verify_annotations(pinset, result.to_json())   # GitHub Actions only
+    ci_annotations.verify_annotations(pinset, result)   # GitHub Actions only
     ci_annotations.step_summary("## pinset verify\n\n" + verify_markdown(result))
     if interrupted:
         raise interrupted

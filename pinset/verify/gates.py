@@ -25,12 +25,16 @@ from pinset.checks.text import last_lines, strip_ansi
 from pinset.config.schema import FeatureCheck, PinSet
 from pinset.errors import PinsetError, ToolchainError
 from pinset.progress import Progress
+from pinset.sim.model import APPLIED, UPSTREAM
 from pinset.verify import plan
 from pinset.verify.model import (
+    FAILED,
     GATES,
     GPU_GATES,
     INTERRUPTED,
     NOT_RUN,
+    PASSED,
+    UNCHECKED,
     BuildVerification,
     CheckResult,
     GateResult,
@@ -158,7 +162,7 @@ class Gates:
             style = {"passed": "green", "failed": "red"}.get(gate.status, "yellow")
             self.say(f"[bold]{item.name}[/]: {name} [{style}]{gate.status}[/] ({gate.seconds:.0f} s)"
                      + (f" — {gate.detail}" if gate.detail else ""))
-            if gate.status == "failed":
+            if gate.status == FAILED:
                 failed_at = name
         return result
 
@@ -320,16 +324,16 @@ class Gates:
                 continue
             status = item.pin_status.get(pin.id)
             for check in pin.checks:
-                if status not in ("applied", "upstream"):
+                if status not in (APPLIED, UPSTREAM):
                     gate.checks.append(CheckResult(pin.id, check.describe(), NOT_RUN, 0, f"pin is {status} on this build"))
                     continue
                 started = time.monotonic()
                 result = self._run_check(pin.id, check, built, backend, log)
                 result.seconds = time.monotonic() - started
                 gate.checks.append(result)
-        ran = [c for c in gate.checks if c.status != "unchecked"]
-        passed = [c for c in ran if c.status == "passed"]
-        unchecked = [c for c in gate.checks if c.status == "unchecked"]
+        ran = [c for c in gate.checks if c.status != UNCHECKED]
+        passed = [c for c in ran if c.status == PASSED]
+        unchecked = [c for c in gate.checks if c.status == UNCHECKED]
         gate.extra.update({"where": where, "backend": backend, "log": str(log)})
         if not ran:
             gate.status, gate.extra["not_requested"] = NOT_RUN, True
@@ -340,7 +344,7 @@ class Gates:
         gate.detail = f"{len(passed)}/{len(ran)} feature checks on {where}"
         if unchecked:
             gate.detail += f"; {len(unchecked)} pin(s) unchecked: " + ", ".join(f"{c.pin} ({c.detail})" for c in unchecked)
-        bad = [c for c in ran if c.status != "passed"]
+        bad = [c for c in ran if c.status != PASSED]
         if bad:
             gate.detail += " — " + "; ".join(f"{c.pin} {c.check}: {c.detail}" for c in bad)
 

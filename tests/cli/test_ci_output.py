@@ -151,7 +151,9 @@ def test_verify_failed_check_is_an_annotation_at_the_checks_line(tmp_path, capsy
     from pinset.config.schema import load_pinset
     fixtures = ROOT / "tests" / "fixtures" / "report"
     pinset = load_pinset(fixtures / "pins" / "pins-blocked.yaml", require_pins=False)
-    doc = json.loads((fixtures / "blocked" / "verify-h200.json").read_text())
+    from pinset.results import read_document
+    from pinset.verify.model import VerifyResult
+    doc = VerifyResult.from_json(read_document(fixtures / "blocked" / "verify-h200.json")[0])
     monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
     assert ci_annotations.verify_annotations(pinset, doc) == 0
     monkeypatch.setenv("GITHUB_ACTIONS", "true")
