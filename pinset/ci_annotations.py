@@ -127,7 +127,7 @@ def sim_annotations(pinset, sim_result, rebase=True) -> int:
                 continue
             spec = specs.get(p.id)
             level = ERROR if p.required else WARNING
-            what = {sim.CONFLICT: f"conflicts with {p.conflict_with or sim.UPSTREAM}"
+            what = {sim.CONFLICT: f"conflicts with {p.conflict_with or 'upstream'}"
                                 + (f" in {', '.join(p.files)}" if p.files else ""),
                     sim.ERROR: f"could not be applied: {p.detail or 'error'}",
                     sim.SKIPPED: f"changes nothing: {p.detail or 'skipped'}"}.get(

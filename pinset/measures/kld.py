@@ -82,23 +82,25 @@ class DeviceRun:
     returncode: int | None
     problem: str | None
     seconds: float
+    runs: int = 1        # llama-perplexity runs made (run_until_whole)
 
     @property
     def ok(self) -> bool:
         return self.problem is None
 
 
-def run_until_whole(run_once, *, reference: bool, on_retry=None) -> tuple[runner.Completed, PerplexityOutput]:
+def run_until_whole(run_once, *, reference: bool, gpu: bool = False,
+                    on_retry=None) -> tuple[runner.Completed, PerplexityOutput, int]:
     """run_once() (a llama-perplexity run) made again, up to ATTEMPTS times, while its output was cut short at
-    exit; the last run and its parsed output (a run cut every time stays what it is: a run without a result).
-    reference: a run whose result is the final estimate (--kl-divergence-base, plain perplexity).
-    on_retry(attempt, why): before each new run."""
+    exit; the last run, its parsed output and the number of runs made (a run cut every time stays what it is: a
+    run without a result). reference: a run whose result is the final estimate (--kl-divergence-base, plain
+    perplexity); gpu: the run claims a GPU (perplexity.cut_short). on_retry(attempt, why): before each new run."""
     attempt = 1
     while True:
         done = run_once()
         out = parse_perplexity(done.stdout, done.stderr)
-        if attempt == ATTEMPTS or not cut_short(out, done.returncode, reference=reference):
-            return done, out
+        if attempt == ATTEMPTS or not cut_short(out, done.returncode, reference=reference, gpu=gpu):
+            return done, out, attempt
         attempt += 1
         if on_retry:
             on_retry(attempt, f"the output ended before its result (exit 0): {CUT_WHY}")
@@ -127,7 +129,8 @@ def reference(side: Side, model: Path, text: Path, ctx: int, chunks: int, store,
         with Progress(f"KLD reference on CPU ({chunks} chunks of {ctx})", kind=SPINNER):
             return runner.run(argv, env=CPU_ENV, timeout=7200, log=log)
 
-    done, out = run_until_whole(run_once, reference=True, on_retry=on_retry and (lambda n, why: on_retry(None, n, why)))
+    done, out, _ = run_until_whole(run_once, reference=True,
+                                   on_retry=on_retry and (lambda n, why: on_retry(None, n, why)))
     problem = base_problem(out, done.returncode)
     if problem is None and not tmp.is_file():
         problem = "no logits file written"
@@ -161,16 +164,18 @@ def device_run(side: Side, model: Path, ref: Reference, ctx: int, chunks: int, *
             "--kl-divergence-base", ref.logits, "--kl-divergence", *DEVICE_LOG, *extra]
     if threads:
         argv += ["-t", str(threads)]
+
     def run_once() -> runner.Completed:
         with Progress(f"KLD {side.label} on {'CPU' if cpu else 'GPU'}", unit="chunks", total=chunks) as shown:
             return runner.run_streaming(argv, env=CPU_ENV if cpu else gpu_order_env(), timeout=7200,
                                         merge_stderr=False, on_line=chunk_counter(shown),
                                         log=(log_dir / f"kld-{side.label}.log") if log_dir else None)
 
-    done, out = run_until_whole(run_once, reference=False, on_retry=on_retry and (lambda n, why: on_retry(side, n, why)))
+    done, out, runs = run_until_whole(run_once, reference=False, gpu=not cpu,
+                                      on_retry=on_retry and (lambda n, why: on_retry(side, n, why)))
     backend = "CPU" if cpu else (out.devices[0].split()[0] if out.devices else "unknown")
     return DeviceRun(side.label, side, backend, out, done.returncode, kld_problem(out, done.returncode, gpu=not cpu),
-                     done.seconds)
+                     done.seconds, runs)
 
 
 def unlike_runs(base: DeviceRun, head: DeviceRun) -> str | None:
@@ -204,7 +209,7 @@ def run_result(run: DeviceRun) -> KldRun:
         (KldStats(k.kld_mean.value, k.kld_mean.err, k.kld_median, k.kld_percentiles.get("99.0"),
                   k.kld_percentiles.get("99.9"), k.kld_percentiles.get("max")) if k else None),
         k.same_top_p_pct if k else None, k.rms_dp_pct if k else None,
-        k.ln_ppl_ratio if k and k.ln_ppl_ratio else None, run.seconds, list(run.output.devices))
+        k.ln_ppl_ratio if k and k.ln_ppl_ratio else None, run.seconds, list(run.output.devices), run.runs)
 
 
 def kld_document(model: Path, text: Path, ctx: int, chunks: int, ref: Reference, runs: list[DeviceRun],

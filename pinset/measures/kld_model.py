@@ -149,12 +149,16 @@ class KldRun:
     ln_ppl_ratio: ValueErr | None = None
     seconds: float = 0.0
     devices: list[str] = field(default_factory=list)
+    runs: int = 1                # llama-perplexity runs made: more than 1 when the output was cut at exit
 
     def to_json(self) -> dict:
-        return {"label": self.label, "build": self.build, "commit": self.commit, "backend": self.backend,
-                "ppl": _json(self.ppl), "kld": _json(self.kld), "same_top_p": _json(self.same_top_p),
-                "rms_dp": _json(self.rms_dp), "ln_ppl_ratio": _json(self.ln_ppl_ratio), "units": {"same_top_p": "%", "rms_dp": "%"},
-                "ok": self.ok, "detail": self.detail, "seconds": round(self.seconds, 1), "devices": list(self.devices)}
+        out = {"label": self.label, "build": self.build, "commit": self.commit, "backend": self.backend,
+               "ppl": _json(self.ppl), "kld": _json(self.kld), "same_top_p": _json(self.same_top_p),
+               "rms_dp": _json(self.rms_dp), "ln_ppl_ratio": _json(self.ln_ppl_ratio), "units": {"same_top_p": "%", "rms_dp": "%"},
+               "ok": self.ok, "detail": self.detail, "seconds": round(self.seconds, 1), "devices": list(self.devices)}
+        if self.runs != 1:   # written only when the step was run again: files of one run each keep their bytes
+            out["runs"] = self.runs
+        return out
 
     @classmethod
     def from_json(cls, d: Doc) -> KldRun:
@@ -166,12 +170,15 @@ class KldRun:
             if mean is not None and err is not None:   # no mean with its error: not a measurement
                 kld = KldStats(mean, err, **stats)
         ok = d.get("ok", bool)
+        runs = d.get("runs", int, default=1)
+        if runs < 1:
+            d.fail("runs", f"{runs}: a run is made at least once")
         return cls(d.get("label", str), d.get("build", str), d.get("commit", str), d.get("backend", str),
                    ok and kld is not None, d.get("detail", str, None) or (None if kld is not None or not ok
                                                                           else "no mean KLD in the result"),
                    _value_err(d, "ppl"), kld, _value_err(d, "same_top_p"), _value_err(d, "rms_dp"),
                    _value_err(d, "ln_ppl_ratio"), d.num("seconds", null=True, default=0.0) or 0.0,
-                   d.strs("devices", default=[]))
+                   d.strs("devices", default=[]), runs)
 
 
 @dataclass

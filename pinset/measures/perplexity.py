@@ -42,6 +42,9 @@ NON_FINITE_RE = re.compile(r"(?<![\w.])[-+]?(?:nan|inf(?:inity)?)(?!\w)", re.I)
 # Errors: LOG_ERR lines carry level "E" after the timestamp ("0.00.623.546 E kl_divergence: ...");
 # without log prefixes they are recognised by their wording.
 ERROR_LEVEL_RE = re.compile(r"^(?:\d+\.\d+\.\d+\.\d+ )?E (.+)$", re.M)
+# what a CUDA build prints when pinset hides the GPUs on purpose (CUDA_VISIBLE_DEVICES= for the CPU reference and
+# --cpu runs): an error line of ggml's, but no sign that the run failed; for a run that claims a GPU it is one
+HIDDEN_GPU_RE = re.compile(r"ggml_cuda_init: failed to initialize CUDA")
 ERROR_WORDS_RE = re.compile(r"^.*(?:error:|failed|does not look like|you need at least|inconsistent vocabulary|"
                             r"Increase it with -c|unable to load).*$", re.M)
 
@@ -293,10 +296,10 @@ def kld_problem(out: PerplexityOutput, returncode: int | None, *, gpu: bool = Fa
     if problem := _exit_problem(out, returncode):
         return problem
     if out.kld is None:
-        if out.errors:
-            why = out.errors[-1]
-        elif cut_short(out, returncode):
+        if cut_short(out, returncode, gpu=gpu):
             why = f"the output ended early ({_rows_seen(out)}, no statistics): {CUT_WHY}"
+        elif errors := _errors(out, gpu=gpu):
+            why = errors[-1]
         else:
             why = "no error printed (fewer than 100 evaluated tokens)"
         return f"no KL divergence block in the output although the program exited 0: {why}"
@@ -313,12 +316,13 @@ def _tokens(n_chunks: int, n_ctx: int) -> int:
 CUT_WHY = "llama.cpp's log thread loses the last lines when the program exits first"
 
 
-def cut_short(out: PerplexityOutput, returncode: int | None, *, reference: bool = False) -> bool:
+def cut_short(out: PerplexityOutput, returncode: int | None, *, reference: bool = False, gpu: bool = False) -> bool:
     """Whether a run that exited 0 stopped printing before its result (see the module docstring): nothing was
     measured that can be read, so the run is made again. Not cut: a printed error, odd output, or a whole
     chunk table of fewer than 100 tokens (llama.cpp's own refusal to do statistics, also exit 0).
-    reference: a run whose result is the final estimate (--kl-divergence-base, or plain perplexity)."""
-    if returncode != 0 or out.errors or out.anomalies:
+    reference: a run whose result is the final estimate (--kl-divergence-base, or plain perplexity).
+    gpu: the run claims a GPU; else CUDA's "failed to initialize" (the GPUs hidden on purpose) is no error."""
+    if returncode != 0 or _errors(out, gpu=gpu) or out.anomalies:
         return False
     if reference:
         return out.final_ppl is None
@@ -326,6 +330,12 @@ def cut_short(out: PerplexityOutput, returncode: int | None, *, reference: bool 
         return False
     whole_table = out.n_chunks is not None and out.kld_rows == out.n_chunks
     return not (whole_table and out.n_ctx is not None and _tokens(out.n_chunks, out.n_ctx) < 100)
+
+
+def _errors(out: PerplexityOutput, *, gpu: bool) -> list[str]:
+    """The errors that say why a run failed: a CPU run's (CUDA hidden on purpose) without CUDA's "failed to
+    initialize", which every CUDA build prints then."""
+    return out.errors if gpu else [e for e in out.errors if not HIDDEN_GPU_RE.search(e)]
 
 
 def _rows_seen(out: PerplexityOutput) -> str:
@@ -338,7 +348,10 @@ def base_problem(out: PerplexityOutput, returncode: int | None) -> str | None:
     if problem := _exit_problem(out, returncode):
         return problem
     if out.final_ppl is None:
-        why = out.errors[-1] if out.errors else f"no error printed: the output ended early ({CUT_WHY})"
+        if cut_short(out, returncode, reference=True):
+            why = f"no error printed: the output ended early ({CUT_WHY})"
+        else:
+            why = (_errors(out, gpu=False) or ["no error printed"])[-1]
         return f"no final perplexity estimate in the output: {why}"
     problem = _bad("PPL", out.final_ppl.value, 0, low_open=True) or _bad("PPL ±", out.final_ppl.err, 0) \
         or next((p for i, v in enumerate(out.chunk_ppls, 1) if (p := _bad(f"chunk {i} PPL", v, 0, low_open=True))), None)

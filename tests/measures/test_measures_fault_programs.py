@@ -40,6 +40,7 @@ def test_a_run_whose_output_was_cut_at_exit_is_made_again(tmp_path, capsys):
     code, doc = run_kld(tmp_path, "--log-dir", str(tmp_path / "logs"))
     assert code == 0 and doc["ok"] and all(r["ok"] for r in doc["runs"])
     assert (tmp_path / "bin" / "runs").read_text() == "4"          # reference, base twice, head
+    assert doc["runs"][0]["runs"] == 2 and "runs" not in doc["runs"][1]   # the file says base ran twice
     said = capsys.readouterr().out
     assert "base: the output ended before its result (exit 0)" in said and "run 2 of 3" in said
     log = (tmp_path / "logs" / "kld-base.log").read_text().splitlines()
@@ -53,7 +54,46 @@ def test_a_run_cut_every_time_fails_after_three_runs(tmp_path):
     base, head = doc["runs"]
     assert base["ok"] and not head["ok"]
     assert "the output ended early (1 of 2 chunk rows, no statistics)" in head["detail"]
-    assert (tmp_path / "bin" / "runs").read_text() == "5"          # reference, base, head three times
+    assert (tmp_path / "bin" / "runs").read_text() == "5" and head["runs"] == 3   # reference, base, head 3 times
+
+
+# what ggml_cuda_init prints on a CUDA build when the GPUs are hidden (CUDA_VISIBLE_DEVICES=, as for every CPU run)
+HIDDEN = "ggml_cuda_init: failed to initialize CUDA: no CUDA-capable device is detected\n"
+
+
+def test_a_cut_cpu_run_of_a_cuda_build_is_made_again_too(tmp_path, capsys):
+    """CUDA's "failed to initialize" with the GPUs hidden on purpose is no error of the run: the cut reference
+    and the cut base run are made again, as on a CPU build."""
+    fake_perplexity(tmp_path / "bin", cut=(1, 3), device_lines="", stderr_first=HIDDEN)   # reference and base once
+    code, doc = run_kld(tmp_path, "--cpu")
+    assert code == 0 and doc["ok"] and doc["runs"][0]["runs"] == 2
+    assert (tmp_path / "bin" / "runs").read_text() == "5"          # reference twice, base twice, head
+    said = capsys.readouterr().out
+    assert "reference: the output ended before its result" in said and "base: the output ended" in said
+
+
+def test_a_cut_gpu_run_that_could_not_start_cuda_is_not_made_again(tmp_path):
+    """A device run that printed CUDA's "failed to initialize" failed for that reason: it is not a cut run."""
+    fake_perplexity(tmp_path / "bin", cut=(2,), stderr_first=HIDDEN)
+    code, doc = run_kld(tmp_path)
+    assert code == 1 and "runs" not in doc["runs"][0]
+    assert "failed to initialize CUDA" in doc["runs"][0]["detail"]
+    assert (tmp_path / "bin" / "runs").read_text() == "3"
+
+
+def test_a_file_with_an_impossible_run_count_is_refused(tmp_path):
+    from pinset.errors import PinsetError
+    from pinset.measures.kld_model import KldResult
+    from pinset.results import read_document
+
+    fake_perplexity(tmp_path / "bin", cut=(2,))
+    code, doc = run_kld(tmp_path)
+    assert code == 0 and KldResult.from_json(read_document(tmp_path / "kld.json")[0]).runs[0].runs == 2
+    for bad in (0, -1, True, 1.5):
+        doc["runs"][0]["runs"] = bad
+        (tmp_path / "bad.json").write_text(json.dumps(doc))
+        with pytest.raises(PinsetError, match="runs"):
+            KldResult.from_json(read_document(tmp_path / "bad.json")[0])
 
 
 def test_a_reference_cut_at_exit_is_made_again_and_one_cut_every_time_is_refused(tmp_path, capsys):

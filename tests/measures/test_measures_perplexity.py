@@ -80,6 +80,20 @@ def test_output_cut_at_exit_is_told_from_a_refusal():
     assert parse_perplexity(row_cut, "").kld_rows == 0
 
 
+def test_cudas_failed_init_with_hidden_gpus_is_no_error_of_a_cpu_run():
+    """A CUDA build run with CUDA_VISIBLE_DEVICES= (the reference, --cpu) prints ggml_cuda_init's error line; a cut
+    CPU run is still cut, and its reason is the cut, not that line. For a run that claims a GPU it is the reason."""
+    hidden = "ggml_cuda_init: failed to initialize CUDA: no CUDA-capable device is detected\n"
+    cut = parse_perplexity((FIX / "kld-cut-at-exit.stdout").read_text(), hidden + (FIX / "kld-cut-at-exit.stderr").read_text())
+    assert cut.errors and cut_short(cut, 0) and not cut_short(cut, 0, gpu=True)
+    assert "the output ended early" in kld_problem(cut, 0) and "failed to initialize CUDA" in kld_problem(cut, 0, gpu=True)
+    err = (FIX / "ref-cpu-f16.stderr").read_text()
+    ref = parse_perplexity((FIX / "ref-cpu-f16.stdout").read_text(), hidden + err[: err.index("Final estimate")])
+    assert cut_short(ref, 0, reference=True) and "ended early" in base_problem(ref, 0)
+    few = parse_perplexity((FIX / "kld-too-few-tokens.stdout").read_text(), hidden + (FIX / "kld-too-few-tokens.stderr").read_text())
+    assert not cut_short(few, 0) and "fewer than 100 evaluated tokens" in kld_problem(few, 0)
+
+
 def test_a_reference_cut_before_its_final_estimate():
     err = (FIX / "ref-cpu-f16.stderr").read_text()
     cut = parse_perplexity((FIX / "ref-cpu-f16.stdout").read_text(), err[: err.index("Final estimate")])

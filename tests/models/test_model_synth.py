@@ -257,9 +257,9 @@ def _perplexity(model: Path, tmp_path: Path) -> tuple[float, int]:
     from pinset.models.pipeline import DEFAULT_TEXT
 
     # run as pinset runs it: again when llama.cpp's log thread lost the final estimate at exit
-    done, out = run_until_whole(lambda: runner.run([Path(LLAMA_BIN) / "llama-perplexity", "-m", model, "-f", DEFAULT_TEXT,
-                                                    "-c", "128", "--chunks", "3", "-t", "2"],
-                                                   timeout=600, log=tmp_path / "ppl.log"), reference=True)
+    done, out, _ = run_until_whole(lambda: runner.run([Path(LLAMA_BIN) / "llama-perplexity", "-m", model, "-f", DEFAULT_TEXT,
+                                                       "-c", "128", "--chunks", "3", "-t", "2"],
+                                                      timeout=600, log=tmp_path / "ppl.log"), reference=True)
     assert done.ok and out.final_ppl is not None, (tmp_path / "ppl.log").read_text()[-3000:]
     n_vocab = len(gguf.GGUFReader(str(model)).fields["tokenizer.ggml.tokens"].contents())
     return out.final_ppl.value, n_vocab

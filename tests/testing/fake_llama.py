@@ -97,14 +97,15 @@ def visible_gpu(tmp_path, monkeypatch):
 
 
 def fake_perplexity(bin_dir: Path, kld_stdout: str = KLD_OUT, device_lines: str = DEVICE_LINES,
-                    ref_stderr: str = REF_ERR, cut: tuple[int, ...] = ()) -> None:
+                    ref_stderr: str = REF_ERR, cut: tuple[int, ...] = (), stderr_first: str = "") -> None:
     """llama-perplexity: the reference run writes its logits file; a --kl-divergence run prints the KLD
     blocks, and the device lines only when asked for -lv 4 (as llama.cpp does). cut: the runs (1 = the first
     reference or KLD run of this program, counted in bin_dir/runs) whose output ends early, exit 0, as
-    llama.cpp's log thread leaves it when the process exits first."""
+    llama.cpp's log thread leaves it when the process exits first. stderr_first: a line every run prints first."""
     write_script(bin_dir / "llama-perplexity", f"""
 from pathlib import Path
 args = sys.argv[1:]
+sys.stderr.write({stderr_first!r})
 if "--kl-divergence-base" in args:
     runs = Path(__file__).with_name("runs")
     n = int(runs.read_text()) + 1 if runs.exists() else 1
