@@ -172,8 +172,6 @@ def parse_kld_block(text: str, anomalies: list[str] | None = None) -> KldStats |
     )
 
 
-
-
 def chunk_counter(progress):
     """An on_line callback for a streamed --kl-divergence run: the chunk number of each table row."""
     def on_line(line: str) -> None:

@@ -100,7 +100,7 @@ def test_block_layouts_are_ggmls():
 @settings(max_examples=25, deadline=None)
 @given(qtype=st.sampled_from(blocks.TYPES), log_std=st.floats(0, 1), n_rows=st.integers(1, 40),
        seed=st.integers(0, 2**32 - 1))
-@example(qtype="IQ1_S", log_std=0.0, n_rows=1, seed=34)   # a sample mean of 0.062 std, within 1.7 standard errors
+@example(qtype="IQ1_S", log_std=0.0, n_rows=1, seed=34)   # a mean of 0.062 std (~2 standard errors): failed 0.05 std
 def test_random_blocks_are_valid_and_dequantize_to_the_intended_std(qtype, log_std, n_rows, seed):
     lowest = 2.0**-14 * blocks.unit_rms(qtype) * 1.001  # d at fp16's smallest normal number
     std = lowest * (2.0 / lowest) ** log_std
