@@ -1,4 +1,5 @@
-"""Posting the report as one PR comment per pin set (found again by its hidden marker), via the REST API.
+"""Posting the report as one PR comment per pin set (found again by its hidden marker), and opening or
+updating the one pull request of a branch (`pinset bump`), via the REST API.
 
 The token goes only to the API origin (scheme, host and port of the API URL): a pagination link or a
 redirect to anywhere else is refused, since following it would either leak the token or let another
@@ -37,6 +38,7 @@ from pinset.errors import PinsetError, PostError
 from pinset.redact import redact
 
 DEFAULT_API_URL = "https://api.github.com"
+REPO_RE = re.compile(r"^(?P<owner>[A-Za-z0-9_.-]+)/(?P<repo>[A-Za-z0-9_.-]+)$")
 TARGET_RE = re.compile(r"^(?P<owner>[A-Za-z0-9_.-]+)/(?P<repo>[A-Za-z0-9_.-]+)#(?P<number>[1-9][0-9]*)$")
 REDACTED = "***"
 MAX_BODY = 65536  # GitHub refuses longer comment bodies (422)
@@ -70,6 +72,22 @@ class Target:
 
     def __str__(self) -> str:
         return f"{self.owner}/{self.repo}#{self.number}"
+
+
+@dataclass(frozen=True)
+class Repo:
+    owner: str
+    repo: str
+
+    def __str__(self) -> str:
+        return f"{self.owner}/{self.repo}"
+
+
+def parse_repo(text: str, flag: str = "--repo") -> Repo:
+    m = REPO_RE.match(text.strip())
+    if not m or m["repo"] in (".", ".."):
+        raise PinsetError(f"{flag}: {text!r} is not OWNER/NAME (e.g. unslothai/llama.cpp)")
+    return Repo(m["owner"], m["repo"])
 
 
 def clean_token(raw: str | None) -> str | None:
@@ -227,6 +245,9 @@ class GitHub:
 
     def comment_url(self, t: Target, comment_id: int) -> str:
         return f"{self.api_url}/repos/{t.owner}/{t.repo}/issues/comments/{comment_id}"
+
+    def pulls_url(self, r: Repo) -> str:
+        return f"{self.api_url}/repos/{r.owner}/{r.repo}/pulls"
 
     # --- HTTP ---------------------------------------------------------------------------------
     def _call(self, method: str, url: str, json_body: dict | None = None, params: dict | None = None,
@@ -397,29 +418,33 @@ class GitHub:
         login = self.whoami()
         return user.get("login") == login if login is not None else user.get("type") == "Bot"
 
+    def _pages(self, url: str, params: dict | None, what: str):
+        """The items of a listing, every page (next links followed within the API origin, a loop refused)."""
+        next_url: str | None = url
+        seen: set[str] = set()
+        while next_url:
+            if next_url in seen or len(seen) >= MAX_PAGES:
+                raise PostError(f"GET {self._clean(next_url)}: the {what} pages do not end (a next link seen before, "
+                                f"or more than {MAX_PAGES} pages)")
+            seen.add(next_url)
+            answer = self._call("GET", next_url, params=params)
+            items = self._json(answer)
+            if not isinstance(items, list):
+                raise PostError(f"GET {answer.url}: expected a list of {what}s, GitHub answered {_kind(items)}")
+            for item in items:
+                yield answer, item
+            next_url = answer.next_url
+            params = None  # the next link carries its own query
+
     def find_comment(self, t: Target, mark: str) -> dict | None:
         """The first comment on the PR by this token's user whose body contains the marker (every page is read)."""
-        url: str | None = self.comments_url(t)
-        params: dict | None = {"per_page": 100}
-        seen: set[str] = set()
-        while url:
-            if url in seen or len(seen) >= MAX_PAGES:
-                raise PostError(f"GET {self._clean(url)}: the comment pages do not end (a next link seen before, "
-                                f"or more than {MAX_PAGES} pages)")
-            seen.add(url)
-            answer = self._call("GET", url, params=params)
-            comments = self._json(answer)
-            if not isinstance(comments, list):
-                raise PostError(f"GET {answer.url}: expected a list of comments, GitHub answered {_kind(comments)}")
-            for comment in comments:
-                if not (isinstance(comment, dict) and _is_id(comment.get("id"))
-                        and isinstance(comment.get("body") or "", str)):
-                    raise PostError(f"GET {answer.url}: expected comments (objects with an id and a body), "
-                                    f"GitHub answered {_kind(comment)} in the list")
-                if mark in (comment.get("body") or "") and self._ours(comment):
-                    return comment
-            url = answer.next_url
-            params = None  # the next link carries its own query
+        for answer, comment in self._pages(self.comments_url(t), {"per_page": 100}, "comment"):
+            if not (isinstance(comment, dict) and _is_id(comment.get("id"))
+                    and isinstance(comment.get("body") or "", str)):
+                raise PostError(f"GET {answer.url}: expected comments (objects with an id and a body), "
+                                f"GitHub answered {_kind(comment)} in the list")
+            if mark in (comment.get("body") or "") and self._ours(comment):
+                return comment
         return None
 
     def plan(self, t: Target, body: str) -> list[Request]:
@@ -468,6 +493,81 @@ class GitHub:
             raise PostError(f"{answer.method} {answer.url}: HTTP {answer.status} but GitHub answered "
                             f"{_kind(data)} that is no comment (no id or html_url); the comment may have been "
                             f"{action}, check the PR")
+        return Posted(action, self._clean(url))
+
+    # --- pull requests (`pinset bump`) -----------------------------------------------------------------
+    def find_pull(self, r: Repo, branch: str) -> dict | None:
+        """The open pull request whose head is `branch` of `r` (GitHub filters by head; checked here again, so a
+        server that ignores the filter cannot make us edit another branch's PR)."""
+        params = {"head": f"{r.owner}:{branch}", "state": "open", "per_page": 100}
+        for answer, pull in self._pages(self.pulls_url(r), params, "pull request"):
+            if not (isinstance(pull, dict) and _is_id(pull.get("number"))):
+                raise PostError(f"GET {answer.url}: expected pull requests (objects with a number), GitHub answered "
+                                f"{_kind(pull)} in the list")
+            head = pull.get("head")
+            if isinstance(head, dict) and head.get("ref") == branch and pull.get("state", "open") == "open" \
+                    and head.get("label", f"{r.owner}:{branch}") == f"{r.owner}:{branch}":
+                return pull
+        return None
+
+    def default_branch(self, r: Repo) -> str:
+        """The repository's default branch (the base of a bump PR when the checkout is on no branch)."""
+        answer = self._call("GET", f"{self.api_url}/repos/{r.owner}/{r.repo}")
+        data = self._json(answer)
+        name = data.get("default_branch") if isinstance(data, dict) else None
+        if not (isinstance(name, str) and name):
+            raise PostError(f"GET {answer.url}: expected a repository with a default_branch, GitHub answered {_kind(data)}")
+        return name
+
+    def plan_pull(self, r: Repo, branch: str, base: str, title: str, body: str) -> list[Request]:
+        """The requests open_pull makes, for --dry-run (the POST becomes a PATCH when a PR is open already)."""
+        return [Request("GET", f"{self.pulls_url(r)}?head={r.owner}:{branch}&state=open&per_page=100"),
+                Request("POST", self.pulls_url(r), {"title": self._body(title), "head": branch, "base": base,
+                                                    "body": self._body(body)})]
+
+    def open_pull(self, r: Repo, branch: str, base: str, title: str, body: str) -> Posted:
+        """Open the pull request of `branch`, or update the one open already (title, body): never a second.
+        A POST answered 422 "already exists" (another run opened it since the listing) or whose answer was lost
+        (5xx, dropped) is followed by a listing, and the PR found there is updated."""
+        title, body = self._body(title), self._body(body)
+        if len(body) > MAX_BODY:
+            raise PostError(f"the pull request body is {len(body)} characters, more than GitHub's {MAX_BODY}")
+        existing = self.find_pull(r, branch)
+        if existing:
+            return self._update_pull(r, existing, title, body)
+        tried = False
+
+        def create() -> Posted:
+            nonlocal tried
+            if tried and (found := self.find_pull(r, branch)):
+                updated = self._update_pull(r, found, title, body)
+                return Posted("created", updated.url) if updated.action == "unchanged" else updated
+            tried = True
+            answer = self._once("POST", self.pulls_url(r), {"title": title, "head": branch, "base": base, "body": body},
+                                None, accept=(422,))
+            if answer.status == 422:
+                data = _loads(answer.content)
+                said = self._clean(json.dumps(data) if data is not None else answer.content[:300].decode("utf-8", "replace"))
+                if "already exists" in said.lower() and (found := self.find_pull(r, branch)):
+                    return self._update_pull(r, found, title, body)
+                raise PostError(f"POST {answer.url}: HTTP 422: GitHub rejected the pull request ({said})")
+            return self._pull_posted("created", answer)
+
+        return self._retrying(create)
+
+    def _update_pull(self, r: Repo, pull: dict, title: str, body: str) -> Posted:
+        if pull.get("title") == title and (pull.get("body") or "") == body:
+            url = pull.get("html_url")
+            return Posted("unchanged", self._clean(url) if isinstance(url, str) else f"{self.pulls_url(r)}/{pull['number']}")
+        return self._pull_posted("updated", self._call("PATCH", f"{self.pulls_url(r)}/{pull['number']}",
+                                                        {"title": title, "body": body}))
+
+    def _pull_posted(self, action: str, answer: Answer) -> Posted:
+        data = self._json(answer)
+        url = data.get("html_url") or data.get("url") if isinstance(data, dict) else None
+        if not (isinstance(data, dict) and _is_id(data.get("number")) and isinstance(url, str)):
+            raise PostError(f"{answer.method} {answer.url}: HTTP {answer.status} but GitHub answered {_kind(data)} that "
+                            f"is no pull request (no number or html_url); it may have been {action}, check the repository")
         return Posted(action, self._clean(url))
 
 
