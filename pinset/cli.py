@@ -26,6 +26,7 @@ COMMANDS = {
     "apply": "materialise the pinned tree of one build into a folder",
     "refresh": "rewrite series so they apply exactly on a build (same commits, moved context)",
     "rebase": "resolve a series' conflict on a build in a worktree; record the resolution",
+    "bump": "move the pin set to a newer build: one commit on a branch, pushed, kept as one pull request",
     "verify": "build the pinned tree and prove it: CPU gate, CUDA build, tests, feature checks",
     "kld": "KL divergence of base and head device paths against the CPU reference",
     "bench": "interleaved llama-bench of base vs head with statistics",

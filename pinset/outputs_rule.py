@@ -36,6 +36,7 @@ NOT_PATHS = frozenset({
     "force", "drop_f16", "gpus", "kld_model", "bench_model", "bench_args", "verify_args", "results_dir",
     "pinset_command", "post", "dry_run", "api_url", "command", "model_command", "version",
     "older_than", "format", "upstream", "abort", "cont", "onto", "pins", "write",
+    "branch", "push", "repo",
 })
 DECLARED = OUTPUT_FILES | OUTPUT_FOLDERS | INPUT_FILES | INPUT_FOLDERS | NOT_PATHS
 # An option whose dest means something else in one verb (an `--out` that is a file) says so on its action:
