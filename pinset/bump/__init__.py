@@ -31,7 +31,7 @@ from pinset.heal.series import write_folders
 from pinset.nightly.pick import pick
 from pinset.output import write_json
 from pinset.report import build_report
-from pinset.report.github import MAX_BODY, GitHub, Posted, Repo, describe_dry_run
+from pinset.report.github import MAX_BODY, PULL_NOTE, REDACTED, GitHub, Posted, Repo, describe_dry_run
 from pinset.sim.pins import prepare_pins
 from pinset.sim.run import simulate
 from pinset.store import Store, cache_tmp, scratch_dir
@@ -135,6 +135,11 @@ def _bump(repository: Repository, tree: Path, rel: str, store: Store, options: B
         if result.failing:
             result.outcome = BLOCKED
             return result
+        # the report of the pin set as the evidence was made with (its digest covers the patch files, which
+        # the refresh rewrites; the tree they give is proven the same)
+        sim_json = scratch / "sim.json"
+        write_json(sim_json, sim.result.to_json())
+        report = build_report([str(sim_json), *options.results], pinset)
         loose = [p for p in sim_result.pins if specs[p.id].patches is not None and p.status == "applied"
                  and p.apply_mode in (modes.OFFSET, modes.THREE_WAY)]
         if loose:
@@ -147,9 +152,6 @@ def _bump(repository: Repository, tree: Path, rel: str, store: Store, options: B
                                              [_rel_in(tree, r.folder / f.name) if r.folder.is_dir()
                                               else _rel_in(tree, r.folder) for f in r.new], r.range_diff)
                                 for r in refreshed]
-        sim_json = scratch / "sim.json"
-        write_json(sim_json, sim.result.to_json())
-        report = build_report([str(sim_json), *options.results], pinset)
     _edit_builds(tree / rel, pinset, target.name)
     result.title = f"pinset: ship {target.name} (was {shipped.name})"
     result.body = pull_body(result, report.markdown)
@@ -170,9 +172,10 @@ def _bump(repository: Repository, tree: Path, rel: str, store: Store, options: B
         result.outcome = DRY_RUN
         result.diff = repository.git_ok("show", "--no-color", "--stat", "--patch", "--format=%B", commit, "--", rel)
         if options.repo and github is not None:
-            base = repository.current_branch() or "DEFAULT-BRANCH"
+            base = repository.current_branch() or "<the default branch>"
             result.requests = describe_dry_run(github.plan_pull(options.repo, options.branch, base, result.title,
-                                                                result.body), None)
+                                                                result.body),
+                                             REDACTED if github.has_token else None, PULL_NOTE)
         return result
     if options.remote:
         if remote_tip != commit:

@@ -211,8 +211,14 @@ class Posted:
     url: str     # html_url of the comment (or the API url when GitHub gave none)
 
 
-def describe_dry_run(requests_planned: list[Request], token: str | None) -> str:
-    """What --dry-run prints: method, URL, headers (token redacted) and JSON body of each request."""
+COMMENT_NOTE = ("(or PATCH .../issues/comments/ID when a comment of the token's user with the marker exists; "
+                "GET .../user first tells whose comments those are)")
+PULL_NOTE = "(or PATCH .../pulls/N of title and body when the listing finds the branch's open pull request)"
+
+
+def describe_dry_run(requests_planned: list[Request], token: str | None, note: str = COMMENT_NOTE) -> str:
+    """What --dry-run prints: method, URL, headers (token redacted) and JSON body of each request; `note`
+    after the POST says what it may become."""
     out = []
     for req in requests_planned:
         out.append(f"{req.method} {req.url}")
@@ -220,8 +226,7 @@ def describe_dry_run(requests_planned: list[Request], token: str | None) -> str:
         if req.body is not None:
             out += ["", json.dumps(req.body, indent=2, ensure_ascii=False)]
         if req.method == "POST":
-            out.append("(or PATCH .../issues/comments/ID when a comment of the token's user with the marker exists; "
-                       "GET .../user first tells whose comments those are)")
+            out.append(note)
         out.append("")
     return "\n".join(out)
 
@@ -245,6 +250,10 @@ class GitHub:
 
     def comment_url(self, t: Target, comment_id: int) -> str:
         return f"{self.api_url}/repos/{t.owner}/{t.repo}/issues/comments/{comment_id}"
+
+    @property
+    def has_token(self) -> bool:
+        return bool(self._token)
 
     def pulls_url(self, r: Repo) -> str:
         return f"{self.api_url}/repos/{r.owner}/{r.repo}/pulls"

@@ -1,4 +1,5 @@
-"""A fake GitHub on 127.0.0.1: the issue-comment endpoints `pinset report --post` uses, in memory, with
+"""A fake GitHub on 127.0.0.1: the issue-comment endpoints `pinset report --post` uses and the pull-request
+endpoints of `pinset bump` (list by head, create, update; 422 for a second PR of a head), in memory, with
 canned answers to inject faults (errors, dropped connections, lost replies)."""
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ class FakeGitHub:
         self.fail: tuple[int, dict, dict] | None = None
         self.script: list[dict] = []
         self.next_id = 1000
+        self.pulls: list[dict] = []   # of repository o/r: number, title, body, head {ref, label}, base, state
+        self.default_branch = "master"
         self.login: str | None = None  # the token's user (a PAT); None: GET /user answers 403 like GITHUB_TOKEN
         self.author = {"login": "github-actions[bot]", "type": "Bot"}  # who the token's comments are by
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
@@ -41,6 +44,12 @@ class FakeGitHub:
              "user": user or self.author}
         self.comments.append(c)
         return c
+
+    def add_pull(self, head: str, title: str = "t", body: str = "", state: str = "open") -> dict:
+        pull = {"number": len(self.pulls) + 1, "title": title, "body": body, "state": state, "base": {"ref": "master"},
+                "head": {"ref": head, "label": f"o:{head}"}, "html_url": f"https://github.test/o/r/pull/{len(self.pulls) + 1}"}
+        self.pulls.append(pull)
+        return pull
 
     def _handler(self):
         fake = self
@@ -98,6 +107,30 @@ class FakeGitHub:
                         if not body or not body.get("body"):
                             return send(422, {"message": "Validation Failed"})
                         return send(201, fake.add(body["body"]))
+                if parts.path == "/repos/o/r" and method == "GET":
+                    return send(200, {"full_name": "o/r", "default_branch": fake.default_branch})
+                if parts.path == "/repos/o/r/pulls":
+                    if method == "GET":
+                        q = parse_qs(parts.query)
+                        head, state = q.get("head", [None])[0], q.get("state", ["open"])[0]
+                        return send(200, [p for p in fake.pulls if (head is None or p["head"]["label"] == head)
+                                          and (state == "all" or p["state"] == state)])
+                    if method == "POST":
+                        if not body or not body.get("head") or not body.get("base") or not body.get("title"):
+                            return send(422, {"message": "Validation Failed"})
+                        if any(p["head"]["ref"] == body["head"] and p["state"] == "open" for p in fake.pulls):
+                            return send(422, {"message": "Validation Failed", "errors": [
+                                {"resource": "PullRequest", "code": "custom",
+                                 "message": f"A pull request already exists for o:{body['head']}."}]})
+                        pull = fake.add_pull(body["head"], body["title"], body.get("body") or "")
+                        pull["base"] = {"ref": body["base"]}
+                        return send(201, pull)
+                m = re.fullmatch(r"/repos/o/r/pulls/(\d+)", parts.path)
+                if m and method == "PATCH":
+                    for pull in fake.pulls:
+                        if pull["number"] == int(m[1]):
+                            pull.update({k: v for k, v in (body or {}).items() if k in ("title", "body")})
+                            return send(200, pull)
                 m = re.fullmatch(r"/repos/o/r/issues/comments/(\d+)", parts.path)
                 if m and method == "PATCH":
                     for c in fake.comments:
