@@ -96,6 +96,26 @@ def test_token_permissions_are_minimal():
     nightly = yaml.safe_load((ROOT / "examples" / "nightly.yml").read_text())
     assert nightly["permissions"] == {"contents": "read"}
     assert set(nightly[True]) == {"schedule", "workflow_dispatch"}  # YAML 1.1 reads `on` as true
+    writes = {name: j.get("permissions") for name, j in nightly["jobs"].items()
+              if "write" in (j.get("permissions") or {}).values()}
+    assert writes["bump"] == {"contents": "write", "pull-requests": "write"}
+    assert [name for name, p in writes.items() if p.get("contents") == "write"] == ["bump"]
+
+
+def test_the_nightly_bump_comes_after_the_report_and_keeps_one_pr():
+    """examples/nightly.yml: the bump job runs after sim/verify/report (the reusable workflow's job), hands it
+    every result, pushes its own branch and names the repository for the pull request; the token comes from
+    the job (never a secret written into a file)."""
+    nightly = yaml.safe_load((ROOT / "examples" / "nightly.yml").read_text())
+    job = nightly["jobs"]["bump"]
+    assert job["needs"] == "pinset" and "cancelled()" in job["if"]
+    assert nightly["jobs"]["pinset"]["uses"].endswith("/.github/workflows/pinset.yml@REF")
+    run = next(s for s in job["steps"] if s.get("name") == "pinset bump")
+    assert run["env"]["GITHUB_TOKEN"] == "${{ github.token }}" and run["shell"] == "bash"
+    assert 'pinset bump -c pins.yaml "${results[@]}" --push origin --repo "$REPO"' in run["run"]
+    assert "--branch" not in run["run"]   # the default pinset/bump: one branch, one PR, night after night
+    download = next(s for s in job["steps"] if str(s.get("uses", "")).startswith("actions/download-artifact"))
+    assert download["with"]["pattern"] == "pinset-*"
 
 
 # how Actions runs a `run:` script, by the shell the workflow names (GitHub's docs, "defaults.run.shell")
