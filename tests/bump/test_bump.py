@@ -307,3 +307,15 @@ def test_no_token_for_a_pr_is_bad_input(project, monkeypatch, capsys):
     monkeypatch.delenv("GITHUB_TOKEN", raising=False)
     assert push(dist) == 2
     assert "needs a token in GITHUB_TOKEN" in capsys.readouterr().err
+
+
+def test_the_workflows_results_go_into_the_pr_body(project, github, tmp_path, capsys):
+    """RESULTS (the nightly's sim over every build, made in the checkout) merge with the bump's own sim of BUILD."""
+    _, dist, _ = project
+    sim_json = tmp_path / "sim.json"
+    assert main(["sim", "-c", str(dist.path / "pins.yaml"), "--json", str(sim_json)]) == 1   # b4 conflicts
+    capsys.readouterr()
+    assert push(dist, str(sim_json)) == 0
+    capsys.readouterr()
+    body = github.pulls[0]["body"]
+    assert "b4" in body and "b3" in body and "range-diff of the refreshed pins" in body
