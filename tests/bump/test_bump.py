@@ -319,3 +319,19 @@ def test_the_workflows_results_go_into_the_pr_body(project, github, tmp_path, ca
     capsys.readouterr()
     body = github.pulls[0]["body"]
     assert "b4" in body and "b3" in body and "range-diff of the refreshed pins" in body
+
+
+def test_a_failed_pr_update_leaves_the_earlier_local_branch(project, github, tmp_path, capsys):
+    """A later bump whose pull request step fails: the local branch stays at the earlier bump's commit."""
+    _, dist, origin = project
+    assert push(dist) == 0
+    first = local_branch(dist)
+    dist.commit("unrelated", {"README": "hello\n"})
+    github.fail = (503, {"message": "unavailable"}, {})
+    assert push(dist) == 1
+    no_token_anywhere(capsys, tmp_path, dist.path, origin)
+    assert local_branch(dist) == first
+    assert remote_branch(origin) != first   # pushed before the API failed: the next run reuses that commit
+    github.fail = None
+    assert push(dist) == 0
+    assert local_branch(dist) == remote_branch(origin) and "on the remote is up to date" in capsys.readouterr().out
