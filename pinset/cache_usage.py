@@ -252,7 +252,8 @@ def _delete(root: Path, path: Path) -> None:
     safe_remove(root, path)
 
 
-def human(n: int) -> str:
+def human(size: int) -> str:
+    n = float(size)
     for unit in ("B", "KB", "MB", "GB"):
         if n < 1024 or unit == "GB":
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"

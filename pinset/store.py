@@ -46,9 +46,9 @@ class Store:
         except OSError as exc:  # a regular file there, a read-only parent...
             problem = "exists and is not a folder" if path.exists() else (exc.strerror or str(exc)).lower()
             raise PinsetError(f"cache {path}: {problem}") from None
-        problem = write_problem(path)
-        if problem:  # a read-only cache would fail half-way through the first entry it writes
-            raise PinsetError(f"cache {path}: cannot write in it ({problem}); give a writable --cache or $PINSET_CACHE")
+        refused = write_problem(path)
+        if refused:  # a read-only cache would fail half-way through the first entry it writes
+            raise PinsetError(f"cache {path}: cannot write in it ({refused}); give a writable --cache or $PINSET_CACHE")
         return cls(path.resolve())
 
     @property
@@ -195,8 +195,10 @@ def safe_remove(root: Path, path: Path, ignore_errors: bool = False) -> bool:
         except FileNotFoundError:
             return False
         try:
-            if stat.S_ISDIR(st.st_mode):
-                shutil.rmtree(parts[-1], dir_fd=fd)  # fd-based: never follows a link inside the tree
+            if stat.S_ISDIR(st.st_mode) and sys.version_info >= (3, 11):
+                shutil.rmtree(parts[-1], dir_fd=fd)  # type: ignore[call-arg]  # fd-based: no link inside is followed
+            elif stat.S_ISDIR(st.st_mode):
+                shutil.rmtree(target)  # 3.10: the path just walked without links; rmtree follows none inside
             else:
                 os.unlink(parts[-1], dir_fd=fd)      # a link goes as a link
         except FileNotFoundError:
@@ -225,6 +227,7 @@ class scratch_dir:
 
     def __init__(self, parent: Path, prefix: str):
         clean_scratch(parent, prefix)
+        self._fd: int | None
         self.path, self._fd = _new_held_dir(Path(parent), prefix)
 
     def close(self) -> None:
