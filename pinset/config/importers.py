@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from pinset.config.schema import FULL_SHA_RE, PIN_ID_RE, PR_COMMIT_URL_RE, PR_URL_RE
+from pinset.config.schema import FULL_SHA_RE, PIN_ID_RE, PIN_ID_RULE, PR_COMMIT_URL_RE, PR_URL_RE
 from pinset.errors import PinsetError
 
 DEFAULT_UPSTREAM = "https://github.com/ggml-org/llama.cpp"
@@ -132,7 +132,7 @@ def _pr_entry(path: Path, key: str, entry) -> dict:
                             "(.../pull/N/commits/SHA, or a \"commit\" key)")
     pin = {"id": fields.get("id") or f"{pr['owner']}#{pr['number']}", "pr": pr_url, "commit": commit, "_url": url}
     if not isinstance(pin["id"], str) or not PIN_ID_RE.match(pin["id"]):
-        raise ImportProblem(f"{path}: {key}.id: malformed id {pin['id']!r} (letters, digits and _.#/+-)")
+        raise ImportProblem(f"{path}: {key}.id: malformed id {pin['id']!r} ({PIN_ID_RULE})")
     if "required" in fields:
         if not isinstance(fields["required"], bool):
             raise ImportProblem(f"{path}: {key}.required: must be true or false, got {fields['required']!r}")
@@ -186,7 +186,7 @@ def from_ollama(checkout: Path, out: Path, upstream: str | None, builds: list[st
     for name in names:
         pin_id = f"ollama/{name.removesuffix('.patch')}"
         if not PIN_ID_RE.match(pin_id):
-            raise ImportProblem(f"{folder / name}: makes a malformed pin id {pin_id!r} (letters, digits and _.#/+-)")
+            raise ImportProblem(f"{folder / name}: makes a malformed pin id {pin_id!r} ({PIN_ID_RULE})")
         rel = os.path.relpath(folder / name, out.parent)
         pins.append({"id": pin_id, "patches": rel, "_from": f"{checkout.name}/llama/patches/{name}"
                                                              f" (Makefile.sync FETCH_HEAD {sha[:12]})"})
