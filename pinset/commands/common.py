@@ -6,6 +6,7 @@ import argparse
 import math
 import os
 import stat
+import sys
 from pathlib import Path
 
 from pinset.config.schema import ARCH_RE, load_pinset
@@ -23,8 +24,20 @@ def add_config_args(parser: argparse.ArgumentParser, builds: bool = True) -> Non
 
 
 def open_config(args, require_pins: bool = True):
+    recover_pin_folders(args.config)
     pinset = load_pinset(args.config, require_pins=require_pins)
     return pinset, Store.open(args.cache)
+
+
+def recover_pin_folders(config) -> None:
+    """Finish or undo a pin folder's replacement that a killed `refresh --write`/`rebase --continue` left half-way
+    (pinset/heal/series.py), before pins.yaml is read: a pin's folder may be missing until then. Said on stderr."""
+    from pinset.heal.series import recover
+    from pinset.outputs_rule import pin_paths
+
+    for parent in sorted({Path(p).parent for p in pin_paths(config)}):
+        for line in recover(parent):
+            print(f"pinset: {line}", file=sys.stderr)
 
 
 # Counts go to llama.cpp programs (-j, -t, -r, -c, --chunks, -ngl) as C ints: a larger one is a
