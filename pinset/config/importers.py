@@ -71,6 +71,8 @@ def from_pr_set(path: Path, upstream: str | None, builds: list[str] | None) -> I
         doc = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
         raise ImportProblem(f"{path}:{exc.lineno}: not valid JSON: {exc.msg}") from None
+    except RecursionError:
+        raise ImportProblem(f"{path}: nested too deeply to be a pr-set.json (a list of PR commit URLs)") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ImportProblem(f"{path}: cannot read: {exc}") from None
     description = None

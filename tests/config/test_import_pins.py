@@ -185,3 +185,12 @@ def test_two_commits_of_one_pr_get_their_own_ids_and_it_is_said(tmp_path, capsys
     err = capsys.readouterr().err
     assert "prs[1]" in err and "ggml-org#107-2" in err and "prs[0]" in err
     assert [p.id for p in load_pinset(out).pins] == ["ggml-org#107", "ggml-org#107-2"]
+
+
+def test_a_deeply_nested_pr_set_is_one_line_exit_2(tmp_path, capsys):
+    src = tmp_path / "pr-set.json"
+    for text in ("[" * 200_000 + "]" * 200_000, '{"prs": ' + "[" * 50_000 + "]" * 50_000 + "}"):
+        src.write_text(text)
+        assert main(["import", str(src), "-o", str(tmp_path / "pins.yaml")]) == 2
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and str(src) in err and not (tmp_path / "pins.yaml").exists()
