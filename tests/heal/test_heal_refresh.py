@@ -270,3 +270,44 @@ def test_a_live_runs_staging_is_left_alone(moved, tmp_path, capsys):
     live.mkdir()
     assert main(["sim", "-c", str(pins_yaml), "--json", str(tmp_path / "s.json")]) in (0, 1)
     assert live.is_dir()
+
+
+def test_a_full_disk_while_writing_the_series_is_one_line_naming_the_path_exit_1(moved, tmp_path, capsys):
+    import shutil as _shutil
+
+    _, pins_yaml, folder = moved
+    tiny = tmp_path / "tiny"
+    tiny.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(tiny)], capture_output=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here ({mounted.stderr.decode().strip()}); "
+                    "test_a_tree_copy_failure_reads_as_one_line covers the message")
+    try:
+        _shutil.copytree(folder, tiny / "p")
+        pins_yaml.write_text(pins_yaml.read_text().replace("patches: patches/p", "patches: tiny/p"))
+        with open(tiny / "filler", "wb", buffering=0) as fh:   # the rest of the disk taken
+            try:
+                while True:
+                    fh.write(b"x" * 4096)
+                    fh.flush()
+            except OSError:
+                pass
+        before = {p.name: p.read_bytes() for p in (tiny / "p").iterdir()}
+        assert main(["refresh", "p", "-c", str(pins_yaml), "--onto", "b3", "--write"]) == 1
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and "no space left on device" in err and str(tiny) in err, err
+        assert "[(" not in err and "Errno" not in err
+        assert {p.name: p.read_bytes() for p in (tiny / "p").iterdir()} == before
+        assert sorted(p.name for p in tiny.iterdir()) == ["filler", "p"]   # no half copy left
+    finally:
+        subprocess.run(["umount", "-l", str(tiny)], check=False)
+
+
+def test_a_tree_copy_failure_reads_as_one_line():
+    import shutil as _shutil
+
+    from pinset.cli import os_error_line
+
+    exc = _shutil.Error([("/a/x.patch", "/b/x.patch", "[Errno 28] No space left on device: '/b/x.patch'"),
+                         ("/a/y.patch", "/b/y.patch", "[Errno 28] No space left on device: '/b/y.patch'")])
+    assert os_error_line(exc) == "no space left on device: /b/x.patch (and 1 more)"
