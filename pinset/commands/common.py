@@ -26,6 +26,7 @@ def add_config_args(parser: argparse.ArgumentParser, builds: bool = True) -> Non
 def open_config(args, require_pins: bool = True):
     recover_pin_folders(args.config)
     pinset = load_pinset(args.config, require_pins=require_pins)
+    warn_damaged_ledgers(pinset)
     return pinset, Store.open(args.cache)
 
 
@@ -38,6 +39,21 @@ def recover_pin_folders(config) -> None:
     for parent in sorted({Path(p).parent for p in pin_paths(config)}):
         for line in recover(parent):
             print(f"pinset: {line}", file=sys.stderr)
+
+
+def warn_damaged_ledgers(pinset) -> None:
+    """A resolution ledger that does not read is only an error where a build needs it (a conflict it would
+    resolve); everywhere else it would go unnoticed, so it is said once on stderr when pins.yaml is read."""
+    from pinset.heal import ledger
+
+    for spec in pinset.pins:
+        if spec.patches is None or not Path(spec.patches).is_dir():
+            continue
+        try:
+            ledger.load(spec.patches)
+        except (ledger.LedgerProblem, OSError) as exc:
+            print(f"pinset: warning: pin {spec.id}: resolution ledger: {exc}; not used: a build where the pin "
+                  "applies without it is not affected, one where it conflicts stops with this error", file=sys.stderr)
 
 
 # Counts go to llama.cpp programs (-j, -t, -r, -c, --chunks, -ngl) as C ints: a larger one is a

@@ -311,3 +311,20 @@ def test_a_tree_copy_failure_reads_as_one_line():
     exc = _shutil.Error([("/a/x.patch", "/b/x.patch", "[Errno 28] No space left on device: '/b/x.patch'"),
                          ("/a/y.patch", "/b/y.patch", "[Errno 28] No space left on device: '/b/y.patch'")])
     assert os_error_line(exc) == "no space left on device: /b/x.patch (and 1 more)"
+
+
+@pytest.mark.parametrize("damage", [b"path: a.txt\nhunk 1: 1 build line, 1 pin line, 1 resolved line\n\xff\xfe\n",
+                                    b"path: a.txt\nnot a hunk\n"])
+def test_a_damaged_ledger_is_named_and_said_even_where_no_build_needs_it(moved, tmp_path, capsys, damage):
+    _, pins_yaml, folder = moved
+    (folder / "resolutions").mkdir()
+    bad = folder / "resolutions" / "0001-a.txt.txt"
+    bad.write_bytes(damage)
+    rc, doc = sim_json(tmp_path, pins_yaml, "--builds", "b1")          # applies exactly: the ledger is not needed
+    err = capsys.readouterr().err
+    assert modes_of(doc)["b1"] == ("applied", "exact")
+    assert "warning" in err and str(bad) in err and "resolution ledger" in err, err
+    rc = main(["sim", "-c", str(pins_yaml), "--builds", "b4"])           # conflicts: the ledger is needed
+    err = capsys.readouterr().err
+    assert rc == 2 and str(bad) in err and "Traceback" not in err
+    assert ("not UTF-8" in err) == (b"\xff" in damage)
