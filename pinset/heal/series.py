@@ -2,7 +2,8 @@
 
 The new folder is made beside the old one under a name that says it is unfinished (`.NAME.pinset-part-PID-R`: a
 copy of everything in it but the `*.patch` files, then the new series and new ledger files), renamed to
-`.NAME.pinset-new-PID-R` once whole, and the two are swapped by one `renameat2(RENAME_EXCHANGE)`: a reader, or a
+`.NAME.pinset-new-PID-R` once whole (PID is HOST-PID: a pid is asked only on its own host; another host's
+entries count as dead after a day), and the two are swapped by one `renameat2(RENAME_EXCHANGE)`: a reader, or a
 run killed at any moment, sees the old folder or the new one, never a mix. Where the system has no exchange (NFS,
 CIFS, vfat), two renames: the old folder to `.NAME.pinset-old-PID-R`, the new one to NAME. The names are the
 journal: the next run (`recover`, from every verb that reads pins.yaml, and before every write) finds what a dead
@@ -19,6 +20,8 @@ import ctypes
 import os
 import re
 import shutil
+import socket
+import time
 import uuid
 from pathlib import Path
 
@@ -27,11 +30,29 @@ from pinset.heal.ledger import RESOLUTIONS_DIR
 
 _RENAME_EXCHANGE = 2
 _AT_FDCWD = -100
-_STAGED_RE = re.compile(r"^\.(?P<name>.+)\.pinset-(?P<state>part|new|old)-(?P<pid>\d+)-(?P<tag>[0-9a-f]{8})$")
+_STAGED_RE = re.compile(r"^\.(?P<name>.+)\.pinset-(?P<state>part|new|old)-(?P<host>[A-Za-z0-9]+)-(?P<pid>\d+)"
+                        r"-(?P<tag>[0-9a-f]{8})$")
+# Another machine's run (a folder on NFS) cannot be asked whether it lives: its entries count as dead this late.
+OTHER_HOST_STALE_S = 86400.0
+
+
+def host_tag() -> str:
+    """This machine in a staged name (letters and digits only): a pid means something only on its own host."""
+    return re.sub(r"[^A-Za-z0-9]", "", socket.gethostname())[:32] or "host"
 
 
 def _staged_name(target: Path, state: str, tag: str) -> Path:
-    return target.parent / f".{target.name}.pinset-{state}-{os.getpid()}-{tag}"
+    return target.parent / f".{target.name}.pinset-{state}-{host_tag()}-{os.getpid()}-{tag}"
+
+
+def _dead(m: re.Match, path: Path) -> bool:
+    """Whether the run that made the staged entry `path` (its name matched as `m`) is over."""
+    if m["host"] != host_tag():
+        try:
+            return time.time() - os.lstat(path).st_mtime > OTHER_HOST_STALE_S
+        except OSError:
+            return False
+    return not _pid_alive(int(m["pid"]))
 
 
 def _pid_alive(pid: int) -> bool:
@@ -63,7 +84,7 @@ def recover(folder: Path) -> list[str]:
     runs: dict[tuple[str, str, str], dict[str, Path]] = {}
     for name in names:
         m = _STAGED_RE.match(name)
-        if m and not _pid_alive(int(m["pid"])):
+        if m and _dead(m, Path(folder) / name):
             runs.setdefault((m["name"], m["pid"], m["tag"]), {})[m["state"]] = Path(folder) / name
     done = []
     for (name, pid, _), found in sorted(runs.items()):

@@ -255,21 +255,30 @@ def test_killed_after_moving_the_old_folder_away_only_the_old_folder_goes_back(m
     old = {p.name: p.read_bytes() for p in folder.iterdir()}
     dead = subprocess.Popen(["true"])
     dead.wait()
-    folder.rename(folder.parent / f".p.pinset-old-{dead.pid}-0123abcd")
-    (folder.parent / f".p.pinset-part-{dead.pid}-0123abcd").mkdir()
+    from pinset.heal.series import host_tag
+
+    folder.rename(folder.parent / f".p.pinset-old-{host_tag()}-{dead.pid}-0123abcd")
+    (folder.parent / f".p.pinset-part-{host_tag()}-{dead.pid}-0123abcd").mkdir()
     assert main(["sim", "-c", str(pins_yaml), "--json", str(tmp_path / "s.json")]) in (0, 1)
     assert "rolled back" in capsys.readouterr().err and _hidden(folder) == []
     assert {p.name: p.read_bytes() for p in folder.iterdir()} == old
 
 
-def test_a_live_runs_staging_is_left_alone(moved, tmp_path, capsys):
+def test_a_live_runs_staging_is_left_alone_and_another_hosts_for_a_day(moved, tmp_path, capsys):
     import os
 
+    from pinset.heal.series import host_tag
+
     _, pins_yaml, folder = moved
-    live = folder.parent / f".p.pinset-new-{os.getppid()}-0123abcd"   # pytest's parent: alive
+    live = folder.parent / f".p.pinset-new-{host_tag()}-{os.getppid()}-0123abcd"   # pytest's parent: alive
     live.mkdir()
+    elsewhere = folder.parent / ".p.pinset-part-otherhost-1-0123abcd"             # another host's run: not asked
+    elsewhere.mkdir()
+    stale = folder.parent / ".p.pinset-part-otherhost-2-0123abcd"                 # ... unless a day old
+    stale.mkdir()
+    os.utime(stale, (0, 0))
     assert main(["sim", "-c", str(pins_yaml), "--json", str(tmp_path / "s.json")]) in (0, 1)
-    assert live.is_dir()
+    assert live.is_dir() and elsewhere.is_dir() and not stale.exists()
 
 
 def test_a_full_disk_while_writing_the_series_is_one_line_naming_the_path_exit_1(moved, tmp_path, capsys):
