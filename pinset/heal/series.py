@@ -17,6 +17,7 @@ run (PID no longer running) left and finishes it or undoes it:
 from __future__ import annotations
 
 import ctypes
+import errno
 import os
 import re
 import shutil
@@ -25,6 +26,7 @@ import time
 import uuid
 from pathlib import Path
 
+from pinset.disk import DiskFull, disk_refusal
 from pinset.errors import PinsetError
 from pinset.heal.ledger import RESOLUTIONS_DIR
 
@@ -123,10 +125,23 @@ def stage_folder(folder: Path, patches: list[Path], resolutions: dict[str, str] 
                 (part / RESOLUTIONS_DIR / name).write_text(text, encoding="utf-8")
         new = _staged_name(folder, "new", tag)
         os.rename(part, new)
-    except BaseException:
+    except BaseException as exc:
         shutil.rmtree(part, ignore_errors=True)
+        _refused_write(exc, folder)
         raise
     return new
+
+
+def _refused_write(exc: BaseException, folder: Path) -> None:
+    """A full disk (quota, read-only) while staging: disk.DiskFull naming the path (exit 1), whether it came as
+    one OSError or as copytree's list of them (shutil.Error)."""
+    failures = exc.args[0] if isinstance(exc, shutil.Error) and exc.args and isinstance(exc.args[0], list) else None
+    if failures:
+        for item in failures:
+            if isinstance(item, tuple) and len(item) == 3 and disk_refusal(str(item[2])):
+                raise DiskFull(item[1], str(item[2]).split("] ", 1)[-1].split(":")[0].lower()) from None
+    elif isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EROFS):
+        raise DiskFull(exc.filename or folder, (exc.strerror or str(exc)).lower()) from None
 
 
 def swap_in(staged: Path, folder: Path) -> None:
@@ -196,7 +211,8 @@ def stage_file(path: Path, patches: list[Path], resolutions) -> Path:
     try:
         shutil.copyfile(patches[0], part)
         os.rename(part, new)
-    except BaseException:
+    except BaseException as exc:
         part.unlink(missing_ok=True)
+        _refused_write(exc, path)
         raise
     return new
