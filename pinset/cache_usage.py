@@ -3,7 +3,8 @@
 Build folders are the bulk (a llama.cpp CPU or CUDA build is hundreds of MB). Removal respects the locks
 running pinsets hold (store.py): a build folder whose `lock` is held, a download whose lock is held, a
 scratch folder of a live run are left alone and said to be in use. Only entries of the cache's own layout
-are touched; symbolic links are removed as links, never followed, so nothing outside the cache goes.
+are touched; symbolic links are removed as links, never followed (a kind folder that is a link included: the
+link goes, what it names stays), so nothing outside the cache goes (store.safe_remove does every removal).
 """
 
 from __future__ import annotations
@@ -11,7 +12,6 @@ from __future__ import annotations
 import errno
 import fcntl
 import os
-import shutil
 import stat
 import time
 import uuid
@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from pinset.store import clean_scratch
+from pinset.store import clean_scratch, safe_remove
 
 # top-level entry -> kind (anything else is "other")
 KINDS = {"mirror.git": "mirror", "downloads": "sdists", "builds": "builds", "ccache": "ccache",
@@ -119,17 +119,25 @@ def removable(root: Path, builds_only: bool) -> list[Entry]:
     references and logs. Never the mirror (refetching upstream's history is the slow part) nor ccache
     (ccache bounds its own size)."""
     out: list[Entry] = []
+    kinds = ("builds",) if builds_only else ("builds", "downloads", "pins", "kld-ref", "logs", "tmp")
 
     def children(folder: str):
+        if folder not in kinds or (root / folder).is_symlink():
+            return []  # a kind folder that is a link: the link is the entry (below), what it names is not the cache's
         try:
             return sorted(Path(e.path) for e in os.scandir(root / folder))
         except OSError:
             return []
 
+    for folder in kinds:
+        if (root / folder).is_symlink():
+            out.append(Entry(KINDS[folder], root / folder, tree_size(root / folder)[0], 0.0))
     for path in children("builds"):
         if path.name.startswith(".trash-"):  # a clean that died half-way
             out.append(Entry("builds", path, tree_size(path)[0], 0.0))
-        elif path.is_dir() and not path.is_symlink():
+        elif path.is_symlink():  # a "build folder" that is a link: removed as a link
+            out.append(Entry("builds", path, tree_size(path)[0], 0.0))
+        elif path.is_dir():
             out.append(Entry("builds", path, tree_size(path)[0], _last_use(path), path / "lock"))
     if builds_only:
         return out
@@ -185,7 +193,7 @@ def clean(root: Path, *, older_than_days: float | None, builds_only: bool, dry_r
             else:
                 removed.append(entry)
             continue
-        if _remove(entry):
+        if _remove(root, entry):
             removed.append(entry)
         else:
             in_use.append(entry)
@@ -194,7 +202,7 @@ def clean(root: Path, *, older_than_days: float | None, builds_only: bool, dry_r
 
 
 def _held(lock: Path | None) -> bool:
-    if lock is None or not lock.exists():
+    if lock is None or not lock.exists() or lock.is_symlink():
         return False
     with _try_lock(lock) as taken:
         return not taken
@@ -204,7 +212,7 @@ def _held(lock: Path | None) -> bool:
 def _try_lock(lock: Path) -> Iterator[bool]:
     """Take the flock on `lock` without waiting: True while we hold it (until the block ends), False when a
     running pinset holds it."""
-    with open(lock, "a") as fh:
+    with open(os.open(lock, os.O_RDONLY | os.O_NOFOLLOW)) as fh:  # a lock file is never a link (see _remove)
         try:
             fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as exc:
@@ -218,12 +226,12 @@ def _try_lock(lock: Path) -> Iterator[bool]:
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
-def _remove(entry: Entry) -> bool:
+def _remove(root: Path, entry: Entry) -> bool:
     """Remove the entry unless a run holds its lock; False when it is in use. A locked entry is renamed
     away while the lock is held (a run that comes next finds no folder, and makes a new one), then deleted."""
-    if entry.lock is None or not entry.lock.exists():
-        _delete(entry.path)
-        _delete(_marker(entry.path))
+    if entry.lock is None or not entry.lock.exists() or entry.lock.is_symlink():
+        _delete(root, entry.path)
+        _delete(root, _marker(entry.path))
         return True
     with _try_lock(entry.lock) as taken:
         if not taken:
@@ -233,24 +241,19 @@ def _remove(entry: Entry) -> bool:
             os.rename(entry.path, trash)
         else:
             trash = entry.path
-            _delete(_marker(entry.path))
-            _delete(entry.path)
-    _delete(trash)
+            _delete(root, _marker(entry.path))
+            _delete(root, entry.path)
+    _delete(root, trash)
     return True
 
 
-def _delete(path: Path) -> None:
-    try:
-        st = os.lstat(path)
-    except FileNotFoundError:
-        return
-    if stat.S_ISDIR(st.st_mode):
-        shutil.rmtree(path)  # rmtree never follows a link inside the tree
-    else:
-        path.unlink(missing_ok=True)
+def _delete(root: Path, path: Path) -> None:
+    """store.safe_remove: a link goes as a link, nothing reached through a link goes."""
+    safe_remove(root, path)
 
 
-def human(n: int) -> str:
+def human(size: int) -> str:
+    n = float(size)
     for unit in ("B", "KB", "MB", "GB"):
         if n < 1024 or unit == "GB":
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"

@@ -9,6 +9,7 @@ import argparse
 import importlib
 import importlib.util
 import os
+import re
 import sys
 import textwrap
 
@@ -155,7 +156,17 @@ def _main(argv: list[str]) -> int:
 
 
 def os_error_line(exc: OSError) -> str:
-    """'no space left on device: /path' -- what the system said, and where."""
+    """'no space left on device: /path' -- what the system said, and where. A copy of a tree (shutil.Error: a list
+    of (source, destination, reason)) says its first failure, and how many more, not the list."""
+    import shutil
+
+    failures = exc.args[0] if isinstance(exc, shutil.Error) and exc.args else None
+    if isinstance(failures, list) and failures and all(isinstance(f, tuple) and len(f) == 3 for f in failures):
+        _, dst, why = failures[0]
+        m = re.match(r"^\[Errno \d+\] (.*?)(?:: '.*')?$", str(why), re.S)
+        what = (m.group(1) if m else str(why)).splitlines()[0].lower()
+        more = f" (and {len(failures) - 1} more)" if len(failures) > 1 else ""
+        return f"{what}: {dst}{more}"
     where = ": ".join(str(f) for f in (exc.filename, exc.filename2) if f is not None)
     what = (exc.strerror or str(exc)).lower()
     return f"{what}: {where}" if where else what

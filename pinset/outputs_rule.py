@@ -12,6 +12,9 @@ What is checked, before any work (bad input, exit 2, nothing changed):
   inode), so a symbolic or a hard link to an input counts as the input; no output is an input folder, and
   no `*.patch` output is written into a patch folder (it would join the series);
 - no two outputs of the same command are the same path.
+`pinset import` reads its source: a pr-set.json, or an Ollama-style checkout's Makefile.sync and patch queue
+(`llama/patches/`, whose files become the pins' patch files): none of them is an output, and no new `*.patch`
+output goes into the queue.
 """
 
 from __future__ import annotations
@@ -83,12 +86,19 @@ def check_arguments(args, flags: dict[str, str] | None = None, kinds: dict[str, 
     for dest in named("input-folder"):
         for value in _as_list(values[dest]):
             input_dirs[str(value)] = f"{_flag(flags, dest)} {value}"
+    sealed = set()
+    if values.get("command") == "import" and values.get("source") is not None:
+        for path, what in import_inputs(values["source"]).items():
+            if os.path.isdir(path):
+                input_dirs[path] = what
+                sealed.add(path)
+            else:
+                inputs[path] = what
     config = values.get("config")
     if config is None and "build" in values and not any(values.get(d) for d in INPUT_FOLDERS):
         config = "pins.yaml"  # kld, bench, model synth read it when no program folder is given
         if os.path.isfile(config):
             inputs[config] = config
-    sealed = set()
     if config is not None:
         for path in pin_paths(config):
             if os.path.isdir(path):
@@ -124,6 +134,20 @@ def pin_paths(config: str | os.PathLike) -> list[str]:
         for item in _as_list(patches):
             if isinstance(item, str) and item:
                 found.append(str(path.parent / Path(item).expanduser()))
+    return found
+
+
+def import_inputs(source: str | os.PathLike) -> dict[str, str]:
+    """What `pinset import` reads from `source` (path -> what it is): a pr-set.json itself; of an Ollama-style
+    checkout its Makefile.sync, its patch folder (a sealed input folder: no new `*.patch` in it) and so every patch
+    file in it, the pins' patch files of the pins.yaml it writes."""
+    path = Path(source).expanduser()
+    if not path.is_dir():
+        return {str(path): str(path)}
+    found = {str(path / "Makefile.sync"): f"Makefile.sync of the checkout {source}"}
+    queue = path / "llama" / "patches"
+    if queue.is_dir():
+        found[str(queue)] = f"the patch queue of the checkout {source}"
     return found
 
 

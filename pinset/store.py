@@ -13,6 +13,7 @@ import fcntl
 import hashlib
 import os
 import shutil
+import stat
 import sys
 import tempfile
 import uuid
@@ -45,9 +46,9 @@ class Store:
         except OSError as exc:  # a regular file there, a read-only parent...
             problem = "exists and is not a folder" if path.exists() else (exc.strerror or str(exc)).lower()
             raise PinsetError(f"cache {path}: {problem}") from None
-        problem = write_problem(path)
-        if problem:  # a read-only cache would fail half-way through the first entry it writes
-            raise PinsetError(f"cache {path}: cannot write in it ({problem}); give a writable --cache or $PINSET_CACHE")
+        refused = write_problem(path)
+        if refused:  # a read-only cache would fail half-way through the first entry it writes
+            raise PinsetError(f"cache {path}: cannot write in it ({refused}); give a writable --cache or $PINSET_CACHE")
         return cls(path.resolve())
 
     @property
@@ -165,6 +166,51 @@ def read_checked(path: Path) -> bytes | None:
     return data if hashlib.sha256(data).hexdigest() == expected else None
 
 
+# --- removing inside the cache ----------------------------------------------------------------
+
+def safe_remove(root: Path, path: Path, ignore_errors: bool = False) -> bool:
+    """Remove `path` (a file, a folder's whole tree, or a symbolic link) that lies inside `root`, never following a
+    link: a link is removed as a link, and an entry reached through a linked folder (`root/builds` a link to
+    elsewhere) is not removed at all, since it is not in the cache. Walked with folder descriptors opened without
+    following links, so a link swapped in mid-way is not followed either. True when something was removed.
+    The one remover of every cache cleaner (cache clean, dead runs' scratch)."""
+    root_abs, target = Path(os.path.abspath(root)), Path(os.path.abspath(path))
+    try:
+        parts = target.relative_to(root_abs).parts
+    except ValueError:
+        raise ValueError(f"{path} is not inside {root}") from None
+    if not parts or ".." in parts:
+        raise ValueError(f"{path} is not an entry inside {root}")
+    fd = os.open(root_abs, os.O_RDONLY | os.O_DIRECTORY)  # the cache itself may be reached through a link
+    try:
+        for name in parts[:-1]:
+            try:
+                inner = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
+            except OSError:  # missing, not a folder, or a link (ELOOP): nothing of the cache to remove there
+                return False
+            os.close(fd)
+            fd = inner
+        try:
+            st = os.lstat(parts[-1], dir_fd=fd)
+        except FileNotFoundError:
+            return False
+        try:
+            if stat.S_ISDIR(st.st_mode) and sys.version_info >= (3, 11):
+                shutil.rmtree(parts[-1], dir_fd=fd)  # type: ignore[call-arg]  # fd-based: no link inside is followed
+            elif stat.S_ISDIR(st.st_mode):
+                shutil.rmtree(target)  # 3.10: the path just walked without links; rmtree follows none inside
+            else:
+                os.unlink(parts[-1], dir_fd=fd)      # a link goes as a link
+        except FileNotFoundError:
+            return False
+        except OSError:
+            if not ignore_errors:
+                raise
+        return True
+    finally:
+        os.close(fd)
+
+
 # --- scratch folders ------------------------------------------------------------------------
 
 def cache_tmp(root: Path) -> Path:
@@ -181,11 +227,12 @@ class scratch_dir:
 
     def __init__(self, parent: Path, prefix: str):
         clean_scratch(parent, prefix)
+        self._fd: int | None
         self.path, self._fd = _new_held_dir(Path(parent), prefix)
 
     def close(self) -> None:
         if self._fd is not None:
-            shutil.rmtree(self.path, ignore_errors=True)
+            safe_remove(self.path.parent, self.path, ignore_errors=True)
             os.close(self._fd)
             self._fd = None
 
@@ -221,8 +268,11 @@ def _same_file(fd: int, path: Path) -> bool:
 
 
 def clean_scratch(parent: Path, prefix: str = "") -> list[Path]:
-    """Remove the scratch folders (names starting with `prefix`) that dead runs left in `parent`."""
-    removed = []
+    """Remove the scratch folders (names starting with `prefix`) that dead runs left in `parent`. A `parent` that
+    is a symbolic link is not followed (everything in the folder it names would read as dead scratch)."""
+    removed: list[Path] = []
+    if os.path.islink(parent):
+        return removed
     try:
         entries = list(Path(parent).iterdir())
     except OSError:
@@ -240,8 +290,7 @@ def clean_scratch(parent: Path, prefix: str = "") -> list[Path]:
             os.close(fd)
             continue  # a live run holds it
         try:
-            if _same_file(fd, path):
-                shutil.rmtree(path, ignore_errors=True)
+            if _same_file(fd, path) and safe_remove(parent, path, ignore_errors=True):
                 removed.append(path)
         finally:
             os.close(fd)

@@ -6,6 +6,7 @@ import argparse
 import math
 import os
 import stat
+import sys
 from pathlib import Path
 
 from pinset.config.schema import ARCH_RE, load_pinset
@@ -23,8 +24,36 @@ def add_config_args(parser: argparse.ArgumentParser, builds: bool = True) -> Non
 
 
 def open_config(args, require_pins: bool = True):
+    recover_pin_folders(args.config)
     pinset = load_pinset(args.config, require_pins=require_pins)
+    warn_damaged_ledgers(pinset)
     return pinset, Store.open(args.cache)
+
+
+def recover_pin_folders(config) -> None:
+    """Finish or undo a pin folder's replacement that a killed `refresh --write`/`rebase --continue` left half-way
+    (pinset/heal/series.py), before pins.yaml is read: a pin's folder may be missing until then. Said on stderr."""
+    from pinset.heal.series import recover
+    from pinset.outputs_rule import pin_paths
+
+    for parent in sorted({Path(p).parent for p in pin_paths(config)}):
+        for line in recover(parent):
+            print(f"pinset: {line}", file=sys.stderr)
+
+
+def warn_damaged_ledgers(pinset) -> None:
+    """A resolution ledger that does not read is only an error where a build needs it (a conflict it would
+    resolve); everywhere else it would go unnoticed, so it is said once on stderr when pins.yaml is read."""
+    from pinset.heal import ledger
+
+    for spec in pinset.pins:
+        if spec.patches is None or not Path(spec.patches).is_dir():
+            continue
+        try:
+            ledger.load(spec.patches)
+        except (ledger.LedgerProblem, OSError) as exc:
+            print(f"pinset: warning: pin {spec.id}: resolution ledger: {exc}; not used: a build where the pin "
+                  "applies without it is not affected, one where it conflicts stops with this error", file=sys.stderr)
 
 
 # Counts go to llama.cpp programs (-j, -t, -r, -c, --chunks, -ngl) as C ints: a larger one is a

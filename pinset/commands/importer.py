@@ -62,6 +62,8 @@ def run(args) -> int:
                                        "(edit freely: every pin keeps a comment naming its source)")
     _check(text, out)
     write_text(out, text)
+    for note in imported.notes:
+        print(f"pinset import: note: {note}", file=sys.stderr)
     print(f"pinset import: {len(imported.pins)} pins from {source} written to {out}", file=sys.stderr)
     return 0
 

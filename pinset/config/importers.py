@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from pinset.config.schema import FULL_SHA_RE, PIN_ID_RE, PR_COMMIT_URL_RE, PR_URL_RE
+from pinset.config.schema import FULL_SHA_RE, PIN_ID_RE, PIN_ID_RULE, PR_COMMIT_URL_RE, PR_URL_RE
 from pinset.errors import PinsetError
 
 DEFAULT_UPSTREAM = "https://github.com/ggml-org/llama.cpp"
@@ -36,6 +36,7 @@ class Imported:
     builds: tuple[str, ...]
     pins: tuple[dict, ...]  # pins.yaml pin mappings, plus "_from": the comment naming the source
     description: str | None = None
+    notes: tuple[str, ...] = ()  # what the import decided that the user should hear (the command says it)
 
 
 def _q(value) -> str:
@@ -70,6 +71,8 @@ def from_pr_set(path: Path, upstream: str | None, builds: list[str] | None) -> I
         doc = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
         raise ImportProblem(f"{path}:{exc.lineno}: not valid JSON: {exc.msg}") from None
+    except RecursionError:
+        raise ImportProblem(f"{path}: nested too deeply to be a pr-set.json (a list of PR commit URLs)") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ImportProblem(f"{path}: cannot read: {exc}") from None
     description = None
@@ -90,13 +93,44 @@ def from_pr_set(path: Path, upstream: str | None, builds: list[str] | None) -> I
         entries = doc
     if not isinstance(entries, list) or not entries:
         raise ImportProblem(f"{path}: prs: must be a non-empty list of PR commit URLs or mappings")
-    pins, ids = [], set()
-    for index, entry in enumerate(entries):
-        pin = _pr_entry(path, f"prs[{index}]", entry)
-        pin["id"] = _unique(pin["id"], ids)
+    read = [_pr_entry(path, f"prs[{index}]", entry) for index, entry in enumerate(entries)]
+    notes = _duplicates(path, read)
+    pins, ids = [], {p["id"] for p in read if p["_explicit"]}
+    derived = [p["_derived"] for p in read]
+    for index, pin in enumerate(read):
+        if not pin.pop("_explicit"):
+            wanted, pin["id"] = pin["id"], _unique(pin["id"], ids)
+            if pin["id"] != wanted:
+                first = derived.index(wanted)
+                notes.append(f"{path.name}: prs[{index}] is a second commit of the PR of prs[{first}] "
+                             f"({wanted}): pin id {pin['id']}")
+        pin.pop("_derived")
         pin["_from"] = f"{path.name} prs[{index}]: {pin.pop('_url')}"
         pins.append(pin)
-    return Imported(upstream or DEFAULT_UPSTREAM, tuple(builds or [DEFAULT_BUILDS]), tuple(pins), description)
+    return Imported(upstream or DEFAULT_UPSTREAM, tuple(builds or [DEFAULT_BUILDS]), tuple(pins), description,
+                    tuple(notes))
+
+
+def _duplicates(path: Path, read: list[dict]) -> list[str]:
+    """Refuse what would silently become two pins of one thing: the same commit twice, an id given twice (or given
+    to one entry and made from another's PR). Two commits of one PR are two pins (`owner#N`, `owner#N-2`), said."""
+    commits: dict[str, int] = {}
+    explicit: dict[str, int] = {}
+    for index, pin in enumerate(read):
+        if pin["commit"] in commits:
+            raise ImportProblem(f"{path}: prs[{commits[pin['commit']]}] and prs[{index}] both name commit "
+                                f"{pin['commit'][:12]}: one pin per commit (remove one of them)")
+        commits[pin["commit"]] = index
+        if pin["_explicit"]:
+            if pin["id"] in explicit:
+                raise ImportProblem(f"{path}: prs[{explicit[pin['id']]}] and prs[{index}] both have id {pin['id']!r}: "
+                                    "ids must be unique")
+            explicit[pin["id"]] = index
+    for index, pin in enumerate(read):
+        if not pin["_explicit"] and pin["id"] in explicit:
+            raise ImportProblem(f"{path}: prs[{explicit[pin['id']]}].id {pin['id']!r} is the id prs[{index}] gets "
+                                "from its PR: give one of them another id")
+    return []
 
 
 def _string(path: Path, key: str, value, optional: bool = False) -> str | None:
@@ -107,6 +141,13 @@ def _string(path: Path, key: str, value, optional: bool = False) -> str | None:
     return value
 
 
+def _text(path: Path, key: str, value) -> str:
+    """A required non-empty string (`_string` without the optional case)."""
+    text = _string(path, key, value)
+    assert text is not None  # noqa: S101 - _string raises rather than return None when not optional
+    return text
+
+
 def _pr_entry(path: Path, key: str, entry) -> dict:
     fields = {"url": entry} if isinstance(entry, str) else entry
     if not isinstance(fields, dict):
@@ -114,14 +155,14 @@ def _pr_entry(path: Path, key: str, entry) -> dict:
     unknown = sorted(set(fields) - PR_SET_ENTRY_KEYS)
     if unknown:
         raise ImportProblem(f"{path}: {key}.{unknown[0]}: unknown key (allowed: {', '.join(sorted(PR_SET_ENTRY_KEYS))})")
-    url = _string(path, f"{key}.url", fields.get("url") or fields.get("pr"))
+    url = _text(path, f"{key}.url", fields.get("url") or fields.get("pr"))
     m = PR_COMMIT_URL_RE.match(url)
     pr_url, commit = (m["pr"], m["commit"].lower()) if m else (url.rstrip("/"), None)
     pr = PR_URL_RE.match(pr_url)
     if not pr:
         raise ImportProblem(f"{path}: {key}: {url!r} is not a PR URL (https://HOST/OWNER/REPO/pull/N/commits/SHA)")
     if "commit" in fields:
-        given = _string(path, f"{key}.commit", fields["commit"]).lower()
+        given = _text(path, f"{key}.commit", fields["commit"]).lower()
         if not FULL_SHA_RE.match(given):
             raise ImportProblem(f"{path}: {key}.commit: malformed sha {given!r} (need 40 hex digits)")
         if commit is not None and given != commit:
@@ -130,9 +171,11 @@ def _pr_entry(path: Path, key: str, entry) -> dict:
     if commit is None:
         raise ImportProblem(f"{path}: {key}: {url!r} names no commit: a pin is an exact commit "
                             "(.../pull/N/commits/SHA, or a \"commit\" key)")
-    pin = {"id": fields.get("id") or f"{pr['owner']}#{pr['number']}", "pr": pr_url, "commit": commit, "_url": url}
+    derived = f"{pr['owner']}#{pr['number']}"
+    pin = {"id": fields.get("id") or derived, "pr": pr_url, "commit": commit, "_url": url,
+           "_explicit": bool(fields.get("id")), "_derived": derived}
     if not isinstance(pin["id"], str) or not PIN_ID_RE.match(pin["id"]):
-        raise ImportProblem(f"{path}: {key}.id: malformed id {pin['id']!r} (letters, digits and _.#/+-)")
+        raise ImportProblem(f"{path}: {key}.id: malformed id {pin['id']!r} ({PIN_ID_RULE})")
     if "required" in fields:
         if not isinstance(fields["required"], bool):
             raise ImportProblem(f"{path}: {key}.required: must be true or false, got {fields['required']!r}")
@@ -186,7 +229,7 @@ def from_ollama(checkout: Path, out: Path, upstream: str | None, builds: list[st
     for name in names:
         pin_id = f"ollama/{name.removesuffix('.patch')}"
         if not PIN_ID_RE.match(pin_id):
-            raise ImportProblem(f"{folder / name}: makes a malformed pin id {pin_id!r} (letters, digits and _.#/+-)")
+            raise ImportProblem(f"{folder / name}: makes a malformed pin id {pin_id!r} ({PIN_ID_RULE})")
         rel = os.path.relpath(folder / name, out.parent)
         pins.append({"id": pin_id, "patches": rel, "_from": f"{checkout.name}/llama/patches/{name}"
                                                              f" (Makefile.sync FETCH_HEAD {sha[:12]})"})

@@ -29,7 +29,10 @@ PR_URL_RE = re.compile(r"^https?://[^/]+/(?P<owner>[\w.-]+)/(?P<repo>[\w.-]+)/pu
 # a PR's commit as GitHub links it: the PR and the exact commit in one URL
 PR_COMMIT_URL_RE = re.compile(r"^(?P<pr>https?://[^/]+/[\w.-]+/[\w.-]+/pull/\d+)/commits/(?P<commit>[0-9a-fA-F]{40})/?$")
 PYPI_BUILD_RE = re.compile(r"^pypi:(?P<package>[A-Za-z0-9_.-]+)==(?P<version>[A-Za-z0-9_.+-]+)$")
-PIN_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.#/+-]*$")
+# Ids name folders (refresh's scratch, rebase's worktree, `each: true` sub-pins): parts split by single `/`,
+# none starting with `.` (so no `..`, `.`, empty or hidden part), the first character a letter or digit.
+PIN_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.#+-]*(?:/[A-Za-z0-9_#+-][A-Za-z0-9_.#+-]*)*$")
+PIN_ID_RULE = "letters, digits and _.#+-, parts split by single `/`, none starting with `.`"
 BUILD_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_./+-]*$")
 
 TOP_KEYS = {"upstream", "builds", "pins", "cuda", "description", "gpus"}
@@ -455,7 +458,7 @@ def _read_pin(r: _Reader, node, key: str, base: Path, upstream: str | None) -> l
         r.fail(node, f"{key}.id", "missing")
     pin_id = r.string(fields["id"], f"{key}.id")
     if not PIN_ID_RE.match(pin_id):
-        r.fail(fields["id"], f"{key}.id", f"malformed id {pin_id!r} (letters, digits and _.#/+-)")
+        r.fail(fields["id"], f"{key}.id", f"malformed id {pin_id!r} ({PIN_ID_RULE})")
     line = node.start_mark.line + 1
     has_patches, has_pr = "patches" in fields, "pr" in fields
     if has_patches == has_pr:
@@ -518,7 +521,7 @@ def _read_pin(r: _Reader, node, key: str, base: Path, upstream: str | None) -> l
             sub_id = f"{pin_id}/{patch.name.removesuffix('.patch')}"
             if not PIN_ID_RE.match(sub_id):
                 r.fail(fields["patches"], f"{key}.patches", f"patch {patch.name!r} makes a malformed pin id {sub_id!r} "
-                                                            "(letters, digits and _.#/+-)")
+                                                            f"({PIN_ID_RULE})")
             pins.append(PinSpec(sub_id, patch, None, None, required, checks, unchecked, description, line, (patch,),
                                 evidence=evidence))
         return pins

@@ -25,6 +25,7 @@ import difflib
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NoReturn
 
 RESOLUTIONS_DIR = "resolutions"
 OURS, BASE, THEIRS = "ours", "base", "theirs"   # the labels `git merge-file -L` is given
@@ -60,7 +61,17 @@ def resolution_files(folder: Path | None) -> list[Path]:
 
 
 def load(folder: Path | None) -> list[Resolution]:
-    return [parse(p.read_text(encoding="utf-8"), p) for p in resolution_files(folder)]
+    """Every resolution of the folder; a file that is not UTF-8 text is a LedgerProblem naming it."""
+    out = []
+    for path in resolution_files(folder):
+        data = path.read_bytes()
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            line = data[:exc.start].count(b"\n") + 1
+            raise LedgerProblem(f"{path}:{line}: not UTF-8 text (byte {exc.start}: {data[exc.start]:#04x})") from None
+        out.append(parse(text, path))
+    return out
 
 
 def parse(text: str, source: Path | None = None) -> Resolution:
@@ -72,7 +83,7 @@ def parse(text: str, source: Path | None = None) -> Resolution:
     while pos < len(lines) and lines[pos].startswith("#"):
         pos += 1
 
-    def fail(message: str):
+    def fail(message: str) -> NoReturn:
         raise LedgerProblem(f"{source or name}:{pos + 1}: {message}")
 
     if pos >= len(lines) or not lines[pos].startswith("path: "):
@@ -127,7 +138,9 @@ Segment = "list[str] | Hunk"
 def split_conflicts(marked: str) -> list:
     """`git merge-file -p -L ours -L base -L theirs` output as segments: lists of common lines and Hunks."""
     segments: list = [[]]
-    state, build, pin = None, [], []
+    state: str | None = None
+    build: list[str] = []
+    pin: list[str] = []
     for line in marked.split("\n"):
         if state is None and line == f"<<<<<<< {OURS}":
             state, build, pin = "build", [], []
@@ -192,7 +205,7 @@ def record(path: str, marked: str, resolved: str) -> dict[Hunk, tuple[str, ...]]
         lo = max((b + 1 for a, b in pairs if a < start), default=0)
         hi = min((b for a, b in pairs if a >= end), default=len(target))
         out[hunk] = tuple(target[lo:hi])
-    replay = []
+    replay: list[str] = []
     for seg in segments:
         replay += list(out[seg]) if isinstance(seg, Hunk) else seg
     return out if "\n".join(replay) == resolved else None

@@ -18,6 +18,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from pinset.errors import PinsetError
 from pinset.heal import ledger
 
 STATE = "pinset-rebase.json"
@@ -48,9 +49,20 @@ class State:
         path = git_dir / STATE
         if not path.is_file():
             return None
-        raw = json.loads(path.read_text(encoding="utf-8"))
-        raw["stops"] = [Stop(**s) for s in raw.get("stops", [])]
-        return cls(**raw)
+        try:
+            raw = json.loads(path.read_text(encoding="utf-8"))
+            raw["stops"] = [Stop(**s) for s in raw.get("stops", [])]
+            state = cls(**raw)
+            if not (isinstance(state.pin, str) and isinstance(state.names, list) and isinstance(state.recorded, dict)
+                    and all(isinstance(n, str) for n in state.names) and isinstance(state.start, str)
+                    and isinstance(state.build_oid, str) and isinstance(state.config, str)
+                    and all(isinstance(s.files, dict) for s in state.stops)):
+                raise TypeError("a field of the wrong type")
+        except (OSError, UnicodeDecodeError, ValueError, TypeError, AttributeError, KeyError, RecursionError) as exc:
+            raise PinsetError(f"{path}: damaged `pinset rebase` state ({str(exc).splitlines()[0] if str(exc) else type(exc).__name__}); "
+                              f"nothing changed: remove the worktree by hand (`git worktree remove --force` "
+                              f"it, or delete it) and start again with --onto") from None
+        return state
 
 
 def unmerged(tree) -> dict[str, dict[int, str]]:

@@ -174,3 +174,81 @@ def test_older_than_must_be_a_positive_number(cache, days, capsys):
 def test_a_file_as_the_cache_is_bad_input(tmp_path, capsys):
     f = _file(tmp_path / "file", 10)
     assert cli.main(["cache", "clean", "--cache", str(f)]) == 2 and f.exists()
+
+
+def _outside(tmp_path: Path) -> dict[str, Path]:
+    """A folder outside the cache laid out as each kind folder would be, every entry old (what clean would take)."""
+    out = tmp_path / "outside"
+    made = {
+        "builds": _build(out, "k1", 1000, 30).parent,
+        "downloads": _file(out / "downloads" / "llama_cpp_python-0.3.1.tar.gz", 1000, 30).parent,
+        "pins": _file(out / "pins" / "o-r-1-a-b.diff", 100, 30).parent,
+        "logs": _file(out / "logs" / "verify" / "x.log", 100, 30).parent.parent,
+        "tmp": (out / "tmp"),
+    }
+    (out / "tmp" / "precious-folder").mkdir(parents=True)  # no pinset lock on it: reads as a dead run's scratch
+    _file(out / "tmp" / "precious-folder" / "data", 100, 30)
+    return made
+
+
+def _tree(folder: Path) -> list[str]:
+    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*"))
+
+
+def test_a_kind_folder_that_is_a_link_is_removed_as_a_link_never_followed(tmp_path, capsys):
+    root = Store.open(tmp_path / "cache").root
+    targets = _outside(tmp_path)
+    for kind, target in targets.items():
+        (root / kind).symlink_to(target, target_is_directory=True)
+    before = _tree(tmp_path / "outside")
+    code, out = _cli(capsys, "cache", "clean", "--cache", str(root))
+    assert code == 0, out
+    assert _tree(tmp_path / "outside") == before and len(before) > 10  # nothing it points at went
+    assert not any((root / kind).is_symlink() or (root / kind).exists() for kind in targets)  # the links went
+    code, out = _cli(capsys, "cache", "clean", "--cache", str(root))
+    assert code == 0 and _tree(tmp_path / "outside") == before
+
+
+def test_builds_only_and_dry_run_never_follow_a_linked_kind_folder(tmp_path, capsys):
+    root = Store.open(tmp_path / "cache").root
+    targets = _outside(tmp_path)
+    (root / "builds").symlink_to(targets["builds"])
+    before = _tree(tmp_path / "outside")
+    code, out = _cli(capsys, "cache", "clean", "--cache", str(root), "--dry-run")
+    assert code == 0 and "k1" not in out and (root / "builds").is_symlink()
+    code, out = _cli(capsys, "cache", "clean", "--cache", str(root), "--builds")
+    assert code == 0 and "k1" not in out and not (root / "builds").is_symlink()
+    assert _tree(tmp_path / "outside") == before
+
+
+def test_links_deeper_in_the_cache_are_removed_as_links(cache, tmp_path, capsys):
+    targets = _outside(tmp_path)
+    sdist = targets["downloads"] / "llama_cpp_python-0.3.1.tar.gz"
+    (cache / "downloads" / "llama_cpp_python-0.3.2.tar.gz").symlink_to(sdist)          # an sdist that is a link
+    (cache / "pins" / "o-r-2-a-b.diff").symlink_to(targets["pins"] / "o-r-1-a-b.diff")  # a PR diff that is a link
+    (cache / "builds" / "linked").symlink_to(targets["builds"] / "k1")                  # a build that is a link
+    (cache / "builds" / "old" / "build" / "out").symlink_to(targets["builds"])          # a link inside a build
+    (cache / "tmp").mkdir()
+    (cache / "tmp" / "refresh-1-dead").symlink_to(targets["tmp"])                       # a scratch "folder"
+    for link in ("downloads/llama_cpp_python-0.3.2.tar.gz", "pins/o-r-2-a-b.diff", "builds/linked"):
+        _age(cache / link, 30)
+    before = _tree(tmp_path / "outside")
+    code, out = _cli(capsys, "cache", "clean", "--cache", str(cache))
+    assert code == 0 and _tree(tmp_path / "outside") == before
+    for link in ("downloads/llama_cpp_python-0.3.2.tar.gz", "pins/o-r-2-a-b.diff", "builds/linked", "builds/old"):
+        assert not os.path.lexists(cache / link), link
+
+
+def test_safe_remove_never_goes_through_a_link(tmp_path):
+    from pinset.store import safe_remove
+
+    root = tmp_path / "cache"
+    outside = _file(tmp_path / "outside" / "keep" / "file", 10).parent
+    root.mkdir()
+    (root / "kind").symlink_to(outside.parent)
+    assert safe_remove(root, root / "kind" / "keep") is False and outside.is_dir()   # reached through a link
+    with pytest.raises(ValueError):
+        safe_remove(root, outside)                                                   # not inside the cache
+    with pytest.raises(ValueError):
+        safe_remove(root, root / "kind" / ".." / ".." / "outside")
+    assert safe_remove(root, root / "kind") is True and outside.is_dir() and not os.path.lexists(root / "kind")

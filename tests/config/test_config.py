@@ -160,3 +160,46 @@ def test_sdist_without_vendored_tree(tmp_path, patch_dir, capsys, isolated_cache
         tar.addfile(info, io.BytesIO(data))
     err = fails(tmp_path, "builds: [pypi:llama-cpp-python==9.9.9]\npins:\n  - id: a\n    patches: patches/series\n", capsys)
     assert "pypi:llama-cpp-python==9.9.9: sdist llama_cpp_python-9.9.9.tar.gz has no vendored vendor/llama.cpp tree" in err
+
+
+# Pin ids become paths (refresh's scratch folder, rebase's worktree name): an id that climbs out is refused.
+UNSAFE_IDS = ["a/../../x", "a/..", "x/./y", "a//b", "a/", "a/.hidden", "fork#9/../../../etc", "..", "./a", "a\\b"]
+SAFE_IDS = ["ggml-org#25731", "fork#9", "mine", "ollama/0001-fix-cuda", "a.b", "v1.2+local", "x/y_z", "cuda-mmq-iq1m",
+            "a..b", "A/B/C"]
+
+
+@pytest.mark.parametrize("pin_id", UNSAFE_IDS)
+def test_a_pin_id_that_could_escape_as_a_path_is_refused_naming_the_line(tmp_path, patch_dir, capsys, pin_id):
+    err = fails(tmp_path, f"""
+        upstream: https://github.com/ggml-org/llama.cpp
+        builds: [b11756]
+        pins:
+          - id: "{pin_id.replace(chr(92), chr(92) * 2)}"
+            patches: patches/series
+    """, capsys)
+    assert "pins.yaml:4: pins[0].id: malformed id" in err and "pinset sim: error:" in err
+
+
+@pytest.mark.parametrize("pin_id", SAFE_IDS)
+def test_every_id_of_the_examples_still_reads(tmp_path, patch_dir, pin_id):
+    cfg = write_pins(tmp_path / "pins.yaml", f"""
+        upstream: https://github.com/ggml-org/llama.cpp
+        builds: [b11756]
+        pins:
+          - id: "{pin_id}"
+            patches: patches/series
+    """)
+    assert [p.id for p in load_pinset(cfg).pins] == [pin_id]
+
+
+def test_the_ids_of_the_shipped_examples_all_read():
+    import re
+
+    from pinset.config.schema import PIN_ID_RE
+    from tests.testing import ROOT
+
+    found = set()
+    for path in [ROOT / "pins.yaml", *(ROOT / "examples").rglob("*.yaml"), *(ROOT / "tests").rglob("*.py")]:
+        found |= set(re.findall(r"^\s*- id: \"?([^\"\s]+)\"?\s*$", path.read_text(errors="replace"), re.M))
+    found = {i for i in found if "{" not in i and i not in UNSAFE_IDS}
+    assert len(found) > 20 and not [i for i in found if not PIN_ID_RE.match(i)]

@@ -126,3 +126,71 @@ def test_an_ollama_checkout_without_fetch_head_or_patches_is_bad_input(tmp_path,
     make.unlink()
     assert main(["import", str(tmp_path / "ollama"), "-o", str(out)]) == 2
     assert "not an Ollama-style checkout" in capsys.readouterr().err and not out.exists()
+
+
+def _snapshot(folder) -> dict:
+    return {str(p.relative_to(folder)): (p.read_bytes() if p.is_file() else None)
+            for p in sorted(folder.rglob("*"))}
+
+
+def test_import_never_writes_over_or_into_its_own_inputs(tmp_path, capsys):
+    _ollama_checkout(tmp_path)
+    checkout = tmp_path / "ollama"
+    queue = checkout / "llama" / "patches"
+    (queue / "README").write_text("the queue's own notes\n")       # a file inside the queue that is no patch
+    first = sorted(queue.glob("*.patch"))[0]
+    (tmp_path / "queue-link").symlink_to(queue, target_is_directory=True)
+    (tmp_path / "patch-link.patch").symlink_to(first)
+    (tmp_path / "checkout-link").symlink_to(checkout, target_is_directory=True)
+    before = _snapshot(tmp_path)
+    for source in (checkout, tmp_path / "checkout-link"):
+        for out in (first, queue / "README", checkout / "Makefile.sync", queue / "0009-new.patch",
+                    tmp_path / "queue-link" / first.name, tmp_path / "queue-link" / "0009-new.patch",
+                    tmp_path / "patch-link.patch"):
+            assert main(["import", str(source), "-o", str(out), "--force"]) == 2, out
+            err = capsys.readouterr().err.strip()
+            assert len(err.splitlines()) == 1 and "input" in err and "--out" in err, err
+            assert _snapshot(tmp_path) == before, out
+    # beside the queue, not in it, is fine
+    assert main(["import", str(checkout), "-o", str(checkout / "pins.yaml")]) == 0
+
+
+def test_a_pr_set_through_a_link_is_an_input_too(tmp_path, capsys):
+    src = _pr_set(tmp_path, [f"{UP}/pull/1/commits/{SHA1}"])
+    (tmp_path / "link.json").symlink_to(src)
+    before = (tmp_path / "pr-set.json").read_bytes()
+    assert main(["import", src, "-o", str(tmp_path / "link.json"), "--force"]) == 2
+    assert "input" in capsys.readouterr().err and (tmp_path / "pr-set.json").read_bytes() == before
+
+
+def test_the_same_commit_twice_or_one_id_twice_is_refused_naming_both_entries(tmp_path, capsys):
+    out = tmp_path / "pins.yaml"
+    for doc, said in (([f"{UP}/pull/107/commits/{SHA1}", f"{UP}/pull/20/commits/{SHA2}",
+                        {"pr": f"{UP}/pull/107", "commit": SHA1.upper()}], ("prs[0]", "prs[2]", SHA1[:12])),
+                      ([{"url": f"{UP}/pull/1/commits/{SHA1}", "id": "mine"},
+                        {"url": f"{UP}/pull/2/commits/{SHA2}", "id": "mine"}], ("prs[0]", "prs[1]", "'mine'")),
+                      ([f"{UP}/pull/1/commits/{SHA1}",
+                        {"url": f"{UP}/pull/2/commits/{SHA2}", "id": "ggml-org#1"}], ("prs[0]", "prs[1]", "ggml-org#1"))):
+        src = _pr_set(tmp_path, doc)
+        assert main(["import", src, "-o", str(out)]) == 2, doc
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and all(s in err for s in said), err
+        assert not out.exists()
+
+
+def test_two_commits_of_one_pr_get_their_own_ids_and_it_is_said(tmp_path, capsys):
+    src = _pr_set(tmp_path, [f"{UP}/pull/107/commits/{SHA1}", {"pr": f"{UP}/pull/107", "commit": SHA3}])
+    out = tmp_path / "pins.yaml"
+    assert main(["import", src, "-o", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert "prs[1]" in err and "ggml-org#107-2" in err and "prs[0]" in err
+    assert [p.id for p in load_pinset(out).pins] == ["ggml-org#107", "ggml-org#107-2"]
+
+
+def test_a_deeply_nested_pr_set_is_one_line_exit_2(tmp_path, capsys):
+    src = tmp_path / "pr-set.json"
+    for text in ("[" * 200_000 + "]" * 200_000, '{"prs": ' + "[" * 50_000 + "]" * 50_000 + "}"):
+        src.write_text(text)
+        assert main(["import", str(src), "-o", str(tmp_path / "pins.yaml")]) == 2
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and str(src) in err and not (tmp_path / "pins.yaml").exists()

@@ -138,3 +138,22 @@ def test_pin_that_applies_needs_no_rebase(moved, tmp_path, capsys):
     assert start(pins_yaml, tmp_path / "wt", build="b2") == 0
     assert "nothing to rebase" in capsys.readouterr().out
     assert not (tmp_path / "wt").exists()
+
+
+def test_a_damaged_rebase_state_is_one_line_exit_2_for_continue_and_abort(moved, tmp_path, capsys, isolated_cache):
+    _, pins_yaml, folder = moved
+    before = {p.name: p.read_bytes() for p in folder.iterdir()}
+    wt = tmp_path / "wt"
+    assert start(pins_yaml, wt) == 1
+    state = next((isolated_cache / "mirror.git" / "worktrees").glob("*/pinset-rebase.json"))
+    good = state.read_text()
+    capsys.readouterr()
+    for damaged in ("{not json", "[1, 2]", json.dumps({"pin": "p"}), good.replace('"stops": [', '"stops": [7, '),
+                    "[" * 100_000 + "]" * 100_000, b"\xff\xfe{".decode("latin-1"), json.dumps({**json.loads(good),
+                                                                                                "names": 5})):
+        state.write_text(damaged, encoding="latin-1")
+        for verb in ("--continue", "--abort"):
+            assert main(["rebase", "p", "-c", str(pins_yaml), verb, "--worktree", str(wt)]) == 2, (damaged[:30], verb)
+            err = capsys.readouterr().err.strip()
+            assert len(err.splitlines()) == 1 and "damaged `pinset rebase` state" in err and str(state) in err, err
+            assert wt.is_dir() and {p.name: p.read_bytes() for p in folder.iterdir()} == before

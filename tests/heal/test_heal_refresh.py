@@ -154,3 +154,186 @@ def test_interrupted_write_leaves_the_patches_untouched(moved, tmp_path, capsys,
     assert main(["refresh", "p", "-c", str(pins_yaml), "--onto", "b2", "--write"]) == 130
     assert {p.name: p.read_bytes() for p in folder.iterdir()} == before
     assert not list(folder.parent.glob(".p.pinset-*"))
+
+
+# --- a file system without RENAME_EXCHANGE, and a run killed in the middle of the swap --------------------------
+
+SHIM = r"""
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* No RENAME_EXCHANGE here (as on NFS, CIFS, vfat): renameat2 fails with EINVAL. */
+int renameat2(int olddirfd, const char *oldpath, int newdirfd, const char *newpath, unsigned int flags) {
+    (void)olddirfd; (void)oldpath; (void)newdirfd; (void)newpath; (void)flags;
+    errno = EINVAL;
+    return -1;
+}
+
+/* SHIM_KILL_FROM=TEXT: the process is SIGKILLed at the rename whose source contains TEXT, before it happens. */
+int rename(const char *oldpath, const char *newpath) {
+    static int (*real)(const char *, const char *);
+    const char *kill_from = getenv("SHIM_KILL_FROM");
+    if (!real) real = (int (*)(const char *, const char *))dlsym(RTLD_NEXT, "rename");
+    if (kill_from && *kill_from && strstr(oldpath, kill_from)) raise(SIGKILL);
+    return real(oldpath, newpath);
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def no_exchange(tmp_path_factory):
+    import shutil as _shutil
+
+    gcc = _shutil.which("gcc")
+    if gcc is None:
+        pytest.skip("gcc is not installed: the LD_PRELOAD shim that refuses renameat2 cannot be built")
+    folder = tmp_path_factory.mktemp("shim")
+    (folder / "shim.c").write_text(SHIM)
+    subprocess.run([gcc, "-shared", "-fPIC", "-o", str(folder / "shim.so"), str(folder / "shim.c"), "-ldl"], check=True)
+    return folder / "shim.so"
+
+
+def _refresh_child(tmp_path, pins_yaml, shim, kill_from: str) -> subprocess.CompletedProcess:
+    import sys
+
+    from tests.testing import child_env
+
+    env = child_env(LD_PRELOAD=str(shim), SHIM_KILL_FROM=kill_from, PINSET_CACHE=str(tmp_path / "cache"))
+    return subprocess.run([sys.executable, "-m", "pinset", "refresh", "p", "-c", str(pins_yaml), "--onto", "b3",
+                           "--write"], env=env, capture_output=True, text=True, timeout=300)
+
+
+def _hidden(folder):
+    return sorted(p.name for p in folder.parent.iterdir() if p.name.startswith("."))
+
+
+def test_without_rename_exchange_the_write_takes_two_renames_and_leaves_nothing(moved, tmp_path, no_exchange, capsys):
+    _, pins_yaml, folder = moved
+    done = _refresh_child(tmp_path, pins_yaml, no_exchange, "")
+    assert done.returncode == 0, done.stderr
+    assert "base-commit: " in (folder / "0001-change-line-20.patch").read_text() and _hidden(folder) == []
+    rc, doc = sim_json(tmp_path, pins_yaml)
+    assert modes_of(doc)["b3"] == ("applied", "exact")
+
+
+def test_killed_between_the_two_renames_the_next_run_completes_the_swap(moved, tmp_path, no_exchange, capsys):
+    _, pins_yaml, folder = moved
+    old = {p.name: p.read_bytes() for p in folder.iterdir()}
+    killed = _refresh_child(tmp_path, pins_yaml, no_exchange, ".pinset-new-")   # after `p` -> .p.pinset-old-*
+    assert killed.returncode == -9, killed.stderr
+    assert not folder.exists()                                                  # what a kill there leaves
+    hidden = _hidden(folder)
+    assert [n.split("-")[1] for n in hidden] == ["new", "old"], hidden
+    rc, doc = sim_json(tmp_path, pins_yaml)                                     # the next run, any verb
+    err = capsys.readouterr().err
+    assert "completed the replacement a killed run" in err and str(folder) in err
+    assert _hidden(folder) == [] and folder.is_dir()
+    new = {p.name: p.read_bytes() for p in folder.iterdir()}
+    assert sorted(new) == sorted(old) and new != old                            # the refreshed series, whole
+    assert modes_of(doc)["b3"] == ("applied", "exact")
+
+
+def test_killed_before_the_first_rename_the_next_run_rolls_back(moved, tmp_path, no_exchange, capsys):
+    _, pins_yaml, folder = moved
+    old = {p.name: p.read_bytes() for p in folder.iterdir()}
+    # killed while promoting the staged copy (the half copy a kill while copying leaves looks the same)
+    killed = _refresh_child(tmp_path, pins_yaml, no_exchange, ".pinset-part-")
+    assert killed.returncode == -9 and [n.split("-")[1] for n in _hidden(folder)] == ["part"]
+    assert {p.name: p.read_bytes() for p in folder.iterdir()} == old
+    rc, doc = sim_json(tmp_path, pins_yaml)
+    assert "removed what a killed run" in capsys.readouterr().err and _hidden(folder) == []
+    assert {p.name: p.read_bytes() for p in folder.iterdir()} == old
+
+
+def test_killed_after_moving_the_old_folder_away_only_the_old_folder_goes_back(moved, tmp_path, capsys):
+    """The journal's other state: the pin's folder renamed to `old`, no whole `new` (removed by hand, say)."""
+    _, pins_yaml, folder = moved
+    old = {p.name: p.read_bytes() for p in folder.iterdir()}
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    from pinset.heal.series import host_tag
+
+    folder.rename(folder.parent / f".p.pinset-old-{host_tag()}-{dead.pid}-0123abcd")
+    (folder.parent / f".p.pinset-part-{host_tag()}-{dead.pid}-0123abcd").mkdir()
+    assert main(["sim", "-c", str(pins_yaml), "--json", str(tmp_path / "s.json")]) in (0, 1)
+    assert "rolled back" in capsys.readouterr().err and _hidden(folder) == []
+    assert {p.name: p.read_bytes() for p in folder.iterdir()} == old
+
+
+def test_a_live_runs_staging_is_left_alone_and_another_hosts_for_a_day(moved, tmp_path, capsys):
+    import os
+
+    from pinset.heal.series import host_tag
+
+    _, pins_yaml, folder = moved
+    live = folder.parent / f".p.pinset-new-{host_tag()}-{os.getppid()}-0123abcd"   # pytest's parent: alive
+    live.mkdir()
+    elsewhere = folder.parent / ".p.pinset-part-otherhost-1-0123abcd"             # another host's run: not asked
+    elsewhere.mkdir()
+    stale = folder.parent / ".p.pinset-part-otherhost-2-0123abcd"                 # ... unless a day old
+    stale.mkdir()
+    os.utime(stale, (0, 0))
+    assert main(["sim", "-c", str(pins_yaml), "--json", str(tmp_path / "s.json")]) in (0, 1)
+    assert live.is_dir() and elsewhere.is_dir() and not stale.exists()
+
+
+def test_a_full_disk_while_writing_the_series_is_one_line_naming_the_path_exit_1(moved, tmp_path, capsys):
+    import shutil as _shutil
+
+    _, pins_yaml, folder = moved
+    tiny = tmp_path / "tiny"
+    tiny.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(tiny)], capture_output=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here ({mounted.stderr.decode().strip()}); "
+                    "test_a_tree_copy_failure_reads_as_one_line covers the message")
+    try:
+        _shutil.copytree(folder, tiny / "p")
+        pins_yaml.write_text(pins_yaml.read_text().replace("patches: patches/p", "patches: tiny/p"))
+        with open(tiny / "filler", "wb", buffering=0) as fh:   # the rest of the disk taken
+            try:
+                while True:
+                    fh.write(b"x" * 4096)
+                    fh.flush()
+            except OSError:
+                pass
+        before = {p.name: p.read_bytes() for p in (tiny / "p").iterdir()}
+        assert main(["refresh", "p", "-c", str(pins_yaml), "--onto", "b3", "--write"]) == 1
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and "no space left on device" in err and str(tiny) in err, err
+        assert "[(" not in err and "Errno" not in err and "free space there" in err
+        assert {p.name: p.read_bytes() for p in (tiny / "p").iterdir()} == before
+        assert sorted(p.name for p in tiny.iterdir()) == ["filler", "p"]   # no half copy left
+    finally:
+        subprocess.run(["umount", "-l", str(tiny)], check=False)
+
+
+def test_a_tree_copy_failure_reads_as_one_line():
+    import shutil as _shutil
+
+    from pinset.cli import os_error_line
+
+    exc = _shutil.Error([("/a/x.patch", "/b/x.patch", "[Errno 28] No space left on device: '/b/x.patch'"),
+                         ("/a/y.patch", "/b/y.patch", "[Errno 28] No space left on device: '/b/y.patch'")])
+    assert os_error_line(exc) == "no space left on device: /b/x.patch (and 1 more)"
+
+
+@pytest.mark.parametrize("damage", [b"path: a.txt\nhunk 1: 1 build line, 1 pin line, 1 resolved line\n\xff\xfe\n",
+                                    b"path: a.txt\nnot a hunk\n"])
+def test_a_damaged_ledger_is_named_and_said_even_where_no_build_needs_it(moved, tmp_path, capsys, damage):
+    _, pins_yaml, folder = moved
+    (folder / "resolutions").mkdir()
+    bad = folder / "resolutions" / "0001-a.txt.txt"
+    bad.write_bytes(damage)
+    rc, doc = sim_json(tmp_path, pins_yaml, "--builds", "b1")          # applies exactly: the ledger is not needed
+    err = capsys.readouterr().err
+    assert modes_of(doc)["b1"] == ("applied", "exact")
+    assert "warning" in err and str(bad) in err and "resolution ledger" in err, err
+    rc = main(["sim", "-c", str(pins_yaml), "--builds", "b4"])           # conflicts: the ledger is needed
+    err = capsys.readouterr().err
+    assert rc == 2 and str(bad) in err and "Traceback" not in err
+    assert ("not UTF-8" in err) == (b"\xff" in damage)
