@@ -15,6 +15,7 @@ from pinset.commands.common import add_config_args, open_config, pin_named
 from pinset.commands.refresh import one_build, write_folders
 from pinset.config.schema import load_pinset
 from pinset.errors import PinsetError
+from pinset.heal.ledger import LedgerProblem
 from pinset.heal.rebase import State, Stop, current_patch, has_markers, record_stop, start_rebase, unmerged
 from pinset.heal.worktree import Worktree, check_outside_cache, safe_name
 from pinset.output import console
@@ -139,7 +140,13 @@ def _continue(args, store, spec, where: Path, state: State) -> int:
             return 1
         folder = spec.patches
         with scratch_dir(cache_tmp(store.root), "rebase-") as scratch:
-            for note in record_stop(tree, state, stop, folder, scratch):
+            try:
+                notes = record_stop(tree, state, stop, folder, scratch)
+            except LedgerProblem as exc:   # a marker the whole-file check let through: nothing recorded
+                console.print(f"[red]conflict markers left in:[/] {exc} (`git add` the resolved text, then "
+                              f"--continue); nothing changed", soft_wrap=True)
+                return 1
+            for note in notes:
                 console.print(f"[yellow]note:[/] {note}")
         state.save(tree.git_dir())
         done = tree.git("am", "--continue", env={"GIT_EDITOR": "true"})
