@@ -30,6 +30,7 @@ import difflib
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NoReturn
 
 RESOLUTIONS_DIR = "resolutions"
 OURS, BASE, THEIRS = "ours", "base", "theirs"   # the labels `git merge-file -L` is given
@@ -91,7 +92,7 @@ def parse(text: str, source: Path | None = None) -> Resolution:
     while pos < len(lines) and lines[pos].startswith("#"):
         pos += 1
 
-    def fail(message: str):
+    def fail(message: str) -> NoReturn:
         raise LedgerProblem(f"{source or name}:{pos + 1}: {message}")
 
     if pos >= len(lines) or not lines[pos].startswith("path: "):
@@ -155,7 +156,9 @@ Segment = "list[str] | Hunk"
 def split_conflicts(marked: str) -> list:
     """`git merge-file -p -L ours -L base -L theirs` output as segments: lists of common lines and Hunks."""
     segments: list = [[]]
-    state, build, pin = None, [], []
+    state: str | None = None
+    build: list[str] = []
+    pin: list[str] = []
     for line in marked.split("\n"):
         if state is None and line == f"<<<<<<< {OURS}":
             state, build, pin = "build", [], []
@@ -225,7 +228,7 @@ def record(path: str, marked: str, resolved: str) -> dict[Hunk, tuple[str, ...]]
         bad = leftover_marker(hunk, lines)
         if bad is not None:
             raise LedgerProblem(f"{path}: {_marker_problem(lines[bad])}")
-    replay = []
+    replay: list[str] = []
     for seg in segments:
         replay += list(out[seg]) if isinstance(seg, Hunk) else seg
     return out if "\n".join(replay) == resolved else None
