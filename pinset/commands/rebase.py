@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from pinset.commands.common import add_config_args, open_config, pin_named
-from pinset.commands.refresh import one_build, write_folders
+from pinset.commands.refresh import one_build, the_build, write_folders
 from pinset.config.schema import load_pinset
 from pinset.errors import PinsetError
 from pinset.heal.ledger import LedgerProblem
@@ -90,7 +90,7 @@ def _start(args, pinset, store, spec, where: Path) -> int:
         raise PinsetError(f"--worktree {where}: already exists (a rebase in progress? `pinset rebase {spec.id} "
                           f"--continue` or `--abort`; else remove it); nothing changed")
     with simulate(pinset, one_build(pinset, args.onto, "--onto"), store) as sim:
-        build, result = sim.build(sim.builds[0].name)
+        build, result = the_build(sim, args.onto, "--onto")
         pin = next(p for p in result.pins if p.id == spec.id)
         if pin.status != "conflict":
             hint = " (`pinset refresh` makes it apply exactly)" if pin.status == "applied" and pin.apply_mode != "exact" else ""

@@ -154,3 +154,34 @@ def test_interrupted_write_leaves_the_patches_untouched(moved, tmp_path, capsys,
     assert main(["refresh", "p", "-c", str(pins_yaml), "--onto", "b2", "--write"]) == 130
     assert {p.name: p.read_bytes() for p in folder.iterdir()} == before
     assert not list(folder.parent.glob(".p.pinset-*"))
+
+
+def test_refresh_when_a_required_pin_conflicts_exits_1_with_the_truth(moved, tmp_path, capsys):
+    """Trust III: `refresh --write` with no pin named said "applies exactly" and exited 0 while the required
+    pin conflicted on the build."""
+    _, pins_yaml, folder = moved
+    before = {p.name: p.read_bytes() for p in folder.iterdir()}
+    for extra in ([], ["--write"]):
+        assert main(["refresh", "-c", str(pins_yaml), "--onto", "b4", *extra]) == 1
+        out = capsys.readouterr().out
+        assert "applies exactly" not in out, out
+        assert "p (required) on b4: conflict" in out and "pinset rebase p --onto b4" in out, out
+        assert "nothing written" in out
+        assert {p.name: p.read_bytes() for p in folder.iterdir()} == before
+
+
+@pytest.mark.parametrize("verb", [["refresh"], ["rebase", "p"]])
+def test_onto_a_selector_naming_two_builds_is_refused(moved, tmp_path, capsys, verb):
+    """Trust III: `--onto tags:b*:2` refreshed onto one of the two silently; refused like `--onto b2,b3`."""
+    _, pins_yaml, folder = moved
+    before = {p.name: p.read_bytes() for p in folder.iterdir()}
+    wt = ["--worktree", str(tmp_path / "wt")] if verb[0] == "rebase" else []
+    for onto in ("b2,b3", "tags:b*:2"):
+        assert main([*verb, "-c", str(pins_yaml), "--onto", onto, *wt]) == 2
+        err = capsys.readouterr().err
+        assert f"--onto {onto!r}: names 2 builds" in err and "give one" in err, err
+    assert main([*verb, "-c", str(pins_yaml), "--onto", "tags:b*:1", *wt]) in (0, 1)   # one build: fine
+    capsys.readouterr()
+    assert not (tmp_path / "wt").exists() or verb[0] == "rebase"
+    if verb[0] == "refresh":
+        assert {p.name: p.read_bytes() for p in folder.iterdir()} == before
