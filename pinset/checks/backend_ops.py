@@ -133,7 +133,7 @@ class BackendOpsOutput:
 
 def _perf_ok(text: str) -> bool:
     m = PERF_RE.match(text)
-    return bool(m) and int(m["runs"]) > 0 and float(m["us"]) > 0
+    return m is not None and int(m["runs"]) > 0 and float(m["us"]) > 0
 
 
 def _classify(result: str, prefix: str) -> tuple[str, str]:
