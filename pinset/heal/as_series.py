@@ -42,6 +42,8 @@ def as_series(args) -> int:
         if prep.error:
             raise PinsetError(f"pin {spec.id}: {prep.error}")
         fork, commit = prep.fork_point, spec.commit
+        if fork is None or commit is None:
+            raise PinsetError(f"pin {spec.id}: no fork point or commit known; nothing changed")
         tip = commit
         if mirror.git_ok("rev-list", "--merges", f"{fork}..{commit}").strip():
             message = f"{spec.pr.url} at {commit[:12]} (its diff from the fork point: the PR has merges)\n"

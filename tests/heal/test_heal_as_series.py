@@ -100,8 +100,9 @@ def test_a_fork_pr_pin_becomes_a_series_fetched_from_the_fork(make_repo, tmp_pat
     up.tag("b1")
     fork = tmp_path / "fork"
     subprocess.run(["git", "clone", "-q", str(up.path), str(fork)], check=True)
-    from tests.testing import GIT_ENV
     import os
+
+    from tests.testing import GIT_ENV
     env = dict(os.environ, **GIT_ENV)
     (fork / "a.c").write_text("int a(void) { return 2; }\n")
     subprocess.run(["git", "-C", str(fork), "commit", "-qam", "pr: from a fork"], check=True, env=env)
