@@ -218,9 +218,12 @@ class _Parser:
         """The result of the last case, pushed to this line by a log message."""
         if not (self.awaiting_result and self.current is not None and self.current.cases):
             return False
-        if _is_result(line.strip(" \t")):
+        ahead, rest = _error_text(line.strip(" \t"))   # (another worker's error text first, with -j N)
+        if _is_result(rest.strip(" \t")):
             case = self.current.cases[-1]
             case.status, case.detail = _classify(line, "")
+            if ahead and case.status == "passed":
+                self.out.stray_errors.append(line.strip())
             self.awaiting_result = False
             return True
         self.awaiting_result = bool(LOG_INTERRUPTION_RE.match(line.strip()))

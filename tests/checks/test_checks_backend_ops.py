@@ -357,6 +357,10 @@ def test_j4_failures_whose_error_text_lands_in_other_cases_lines_count_as_the_pr
     ("  MUL_MAT(type_a=q4_0,m=1): [MUL_MAT] ERR = 0.1 > 0.0005 FAIL", "failed"),
     ("garbage   MUL_MAT(type_a=q4_0,m=1): OK", "unreadable"),            # other text ahead: still refused
     ("  MUL_MAT(type_a=q4_0,m=1): [MUL_MAT] ERR = 0.1 > 0.0005 OK now", "unreadable"),
+    ("  MUL_MAT(type_a=q4_0,m=1): ggml_backend_cuda_graph_compute: CUDA graph warmup reset\n"
+     "[MUL_MAT] ERR = 0.1 > 0.0005 \x1b[1;32mOK\x1b[0m", "passed"),       # pushed to the next line, text ahead
+    ("  MUL_MAT(type_a=q4_0,m=1): ggml_backend_cuda_graph_compute: CUDA graph warmup reset\n"
+     "[MUL_MAT] ERR = 0.1 > 0.0005 FAIL", "failed"),
 ])
 def test_a_case_line_carrying_another_cases_error_text(line, status):
     text = f"Testing 1 devices\n\nBackend 1/1: CUDA0\n  Device description: x\n\n{line}\n"
