@@ -95,21 +95,31 @@ def step_summary(markdown: str) -> bool:
 
 
 # --- what sim / pick / verify say -------------------------------------------------------------
-def patch_line(spec, files: list[str]) -> tuple[Path | None, int | None]:
-    """The patch file of a patch pin and the line of its first `diff --git` of one of `files` (the first
-    patch and line 1 when none names them); (None, None) for PR pins."""
+def patch_line(spec, files: list[str], pin=None) -> tuple[Path | None, int | None]:
+    """The patch file of a patch pin and its line for a conflict: the patch that conflicted (sim's detail
+    begins with its file name) at the failing hunk's `@@` line (sim's `hunk`), else that patch's `diff --git` of
+    one of `files`; with no patch named, the first `diff --git` of one of `files` in the series (the first patch
+    and line 1 when none names them); (None, None) for PR pins. `pin`: the PinResult, when there is one."""
     series = list(getattr(spec, "series", ()) or ())
     if not series:
         return None, None
+    detail = getattr(pin, "detail", None) or ""
+    named = next((patch for patch in series if detail.startswith(f"{patch.name}: ")), None)
     wanted = [f"diff --git a/{f} " for f in files]
-    for patch in series:
+    hunk = (getattr(pin, "hunk", None) or [None])[0]
+    for patch in [named] if named is not None else series:
         try:
             lines = patch.read_text(encoding="utf-8", errors="replace").splitlines()
         except OSError:
             continue
-        for i, text in enumerate(lines, 1):
-            if any(text.startswith(w) for w in wanted):
-                return patch, i
+        at = next((i for i, text in enumerate(lines, 1) if any(text.startswith(w) for w in wanted)), None)
+        if at is not None and hunk and hunk.startswith("@@"):
+            header = hunk.split(" @@")[0] + " @@"
+            at = next((i for i, text in enumerate(lines[at:], at + 1) if text.startswith(header)), at)
+        if at is not None:
+            return patch, at
+        if named is not None:
+            return named, 1
     return series[0], 1
 
 
@@ -138,7 +148,7 @@ def sim_annotations(pinset, sim_result, rebase=True) -> int:
             annotate(level, message, file=pinset.path, line=spec.line if spec else None, title=title)
             printed += 1
             if spec is not None and p.status == sim.CONFLICT:
-                patch, line = patch_line(spec, list(p.files))
+                patch, line = patch_line(spec, list(p.files), p)
                 if patch is not None:
                     annotate(level, message, file=patch, line=line, title=title)
                     printed += 1

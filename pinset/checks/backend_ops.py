@@ -43,6 +43,20 @@ ERROR_TEXT_RE = re.compile(r"\[[A-Z0-9_]+\] (?:ERR|NMSE|MAA) = \S+ > \S+|\[[A-Z0
                            r"\[[A-Z0-9_]+\] inf (?:sign )?mismatch: \S+ \S+|sentinel mismatch: \S+|compare failed")
 
 
+# Error text alone (one or more of the comparison callback's printf chunks, each ending in a blank). With `-j N`
+# the callback prints outside the lock the case printer holds (tests/test-backend-ops.cpp: eval()'s callback vs
+# print_test_result_locked), so a failing case's text lands between any two printf calls of another worker:
+# ahead of a passing case's name, or between its flushed "  OP(...): " and its "OK\n". Only a case's own
+# marker (OK / FAIL, printed in one call under the lock) says how it ended, as the program counts it.
+_ERRORS_ONLY_RE = re.compile(rf"(?:\s*(?:{ERROR_TEXT_RE.pattern}))+\s*")
+
+
+def _error_text(text: str) -> tuple[str, str]:
+    """(the comparison error text at the start of `text`, the rest)."""
+    m = _ERRORS_ONLY_RE.match(text)
+    return (m.group(0).strip(), text[m.end():]) if m else ("", text)
+
+
 @dataclass(frozen=True)
 class CaseMatch:
     op: str
@@ -62,7 +76,7 @@ def match_case(line: str) -> CaseMatch | None:
     if m is None:
         return None
     result = line[end + 2:]
-    return CaseMatch(m["op"], line[m.end():end], result[1:] if result.startswith(" ") else result, m.start())
+    return CaseMatch(m.group("op"), line[m.end():end], result[1:] if result.startswith(" ") else result, m.start())
 
 
 @dataclass
@@ -103,6 +117,8 @@ class BackendOpsOutput:
     cuda_devices: list[dict] = field(default_factory=list)
     error_lines: list[str] = field(default_factory=list)
     anomalies: list[str] = field(default_factory=list)   # what real output never shows (a second status line...)
+    # passing case lines carrying a comparison's error text (another worker's, with -j N): some case must fail
+    stray_errors: list[str] = field(default_factory=list)
 
     def backend(self, name: str) -> BackendSection | None:
         for section in self.backends:
@@ -117,7 +133,7 @@ class BackendOpsOutput:
 
 def _perf_ok(text: str) -> bool:
     m = PERF_RE.match(text)
-    return bool(m) and int(m["runs"]) > 0 and float(m["us"]) > 0
+    return m is not None and int(m["runs"]) > 0 and float(m["us"]) > 0
 
 
 def _classify(result: str, prefix: str) -> tuple[str, str]:
@@ -128,6 +144,17 @@ def _classify(result: str, prefix: str) -> tuple[str, str]:
     else the program could not have printed for a finished case is "unreadable" (red).
     """
     text, prefix = result.strip(" \t"), prefix.strip(" \t")   # a \r or other control character is not blank
+    ahead, rest = _error_text(prefix)
+    inside, marker = _error_text(text)
+    if (ahead and not rest) or inside:
+        # another worker's error text (or, with -j 1, this case's own ahead of a FAIL): the marker decides
+        if marker.strip(" \t") in ("OK", "SUPPORTED") and not rest:
+            return "passed", marker.strip(" \t")
+        if marker.endswith("FAIL") and not marker[:-4].strip(" \t"):
+            first = ERROR_TEXT_RE.search(" ".join(s for s in (prefix, text) if s))
+            return "failed", first.group(0) if first else ""
+        if not marker.strip(" \t") and not rest:
+            return "incomplete", " ".join(s for s in (ahead, inside) if s)
     if text.startswith("not supported") or text == "NOT SUPPORTED":
         return "not-supported", text
     if text.startswith("skipping"):
@@ -136,8 +163,6 @@ def _classify(result: str, prefix: str) -> tuple[str, str]:
         detail = " ".join(s for s in (prefix, text[:-4].strip()) if s)
         first = ERROR_TEXT_RE.search(detail)  # the callback prints one per compared node: keep the first
         return "failed", first.group(0) if first else detail[:200]
-    if prefix and ERROR_TEXT_RE.search(prefix):
-        return "failed", ERROR_TEXT_RE.search(prefix).group(0)
     if text in ("OK", "SUPPORTED"):
         return ("passed", text) if not prefix else ("unreadable", f"{prefix!r} ahead of the case name")
     if _perf_ok(text):
@@ -193,9 +218,12 @@ class _Parser:
         """The result of the last case, pushed to this line by a log message."""
         if not (self.awaiting_result and self.current is not None and self.current.cases):
             return False
-        if _is_result(line.strip(" \t")):
+        ahead, rest = _error_text(line.strip(" \t"))   # (another worker's error text first, with -j N)
+        if _is_result(rest.strip(" \t")):
             case = self.current.cases[-1]
             case.status, case.detail = _classify(line, "")
+            if ahead and case.status == "passed":
+                self.out.stray_errors.append(line.strip())
             self.awaiting_result = False
             return True
         self.awaiting_result = bool(LOG_INTERRUPTION_RE.match(line.strip()))
@@ -279,6 +307,9 @@ class _Parser:
         current.cases.append(Case(case.op, case.params, status, current.name, detail))
         self.awaiting_result = status == "incomplete"
         if status == "failed" and detail:
+            self.out.error_lines.append(line.strip())
+        elif status == "passed" and ERROR_TEXT_RE.search(line):
+            self.out.stray_errors.append(line.strip())
             self.out.error_lines.append(line.strip())
         return True
 
@@ -527,7 +558,8 @@ def _select(cases: list[Case], op: str | None, params: str | None) -> _Chosen:
     # one pass each, no membership test in a list (a 100,000-case log was quadratic: Case compares by value)
     foreign = [c for c in cases if op is not None and c.op != op]
     accepts = case_filter(params)
-    selected, outside = [], []
+    selected: list[Case] = []
+    outside: list[Case] = []
     for c in cases:
         if op is None or c.op == op:
             (selected if accepts(c.params) else outside).append(c)
@@ -594,6 +626,9 @@ def _result_problems(output: BackendOpsOutput, section: BackendSection, mode: st
             problems.append("no `N/M tests passed` summary")
     if failed or output.failing_tests:
         problems.append(f"{max(failed, len(output.failing_tests))} failing tests")
+    elif output.stray_errors:   # error text is printed only for a case that fails: here none did
+        problems.append(f"comparison error text on {len(output.stray_errors)} passing case line(s) but no case "
+                        f"failed: {output.stray_errors[0][:120]}")
     unreadable = [c for c in cases if c.status == "unreadable"]
     if unreadable:
         problems.append(f"{len(unreadable)} case line(s) without a valid result: {unreadable[0].name[:120]}: "

@@ -12,9 +12,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from pinset.commands.common import add_config_args, open_config, pin_named
-from pinset.commands.refresh import one_build, write_folders
+from pinset.commands.refresh import one_build, the_build, write_folders
 from pinset.config.schema import load_pinset
 from pinset.errors import PinsetError
+from pinset.heal.ledger import LedgerProblem
 from pinset.heal.rebase import State, Stop, current_patch, has_markers, record_stop, start_rebase, unmerged
 from pinset.heal.worktree import Worktree, check_outside_cache, safe_name
 from pinset.output import console
@@ -89,7 +90,7 @@ def _start(args, pinset, store, spec, where: Path) -> int:
         raise PinsetError(f"--worktree {where}: already exists (a rebase in progress? `pinset rebase {spec.id} "
                           f"--continue` or `--abort`; else remove it); nothing changed")
     with simulate(pinset, one_build(pinset, args.onto, "--onto"), store) as sim:
-        build, result = sim.build(sim.builds[0].name)
+        build, result = the_build(sim, args.onto, "--onto")
         pin = next(p for p in result.pins if p.id == spec.id)
         if pin.status != "conflict":
             hint = " (`pinset refresh` makes it apply exactly)" if pin.status == "applied" and pin.apply_mode != "exact" else ""
@@ -139,7 +140,13 @@ def _continue(args, store, spec, where: Path, state: State) -> int:
             return 1
         folder = spec.patches
         with scratch_dir(cache_tmp(store.root), "rebase-") as scratch:
-            for note in record_stop(tree, state, stop, folder, scratch):
+            try:
+                notes = record_stop(tree, state, stop, folder, scratch)
+            except LedgerProblem as exc:   # a marker the whole-file check let through: nothing recorded
+                console.print(f"[red]conflict markers left in:[/] {exc} (`git add` the resolved text, then "
+                              f"--continue); nothing changed", soft_wrap=True)
+                return 1
+            for note in notes:
                 console.print(f"[yellow]note:[/] {note}")
         state.save(tree.git_dir())
         done = tree.git("am", "--continue", env={"GIT_EDITOR": "true"})

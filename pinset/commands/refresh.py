@@ -42,6 +42,26 @@ def one_build(pinset, selection: str, flag: str) -> list[str]:
     return names
 
 
+def the_build(sim, selection: str, flag: str):
+    """(build, result) of the one build `selection` names, once resolved: a selector (`tags:b*:2`, a pypi
+    range) naming several builds is refused as a comma list is, never narrowed to one of them."""
+    if len(sim.builds) != 1:
+        shown = ", ".join(b.name for b in sim.builds) or "none"
+        raise PinsetError(f"{flag} {selection!r}: names {len(sim.builds)} builds ({shown}); give one")
+    return sim.build(sim.builds[0].name)
+
+
+def not_applied(pinset, result) -> list[str]:
+    """Lines for the required pins that do not apply on the build (or broke their contract): no pin of the
+    set fits a build on which a required one does not."""
+    lines = []
+    for spec, pin in zip(pinset.pins, result.pins):
+        if spec.required and not pin.ok:
+            what = pin.status_text if pin.status != "applied" else "applied, contract broken"
+            hint = (f"`pinset rebase {pin.id} --onto {result.build}` resolves it" if pin.status == "conflict"
+                    else pin.detail or "see `pinset sim`")
+            lines.append(f"{pin.id} (required) on {result.build}: {what}: {hint}")
+    return lines
 
 
 def run(args) -> int:
@@ -52,8 +72,14 @@ def run(args) -> int:
             raise PinsetError(f"pin {pin_id} is a PR pin: its commits cannot be rewritten "
                               f"(`pinset rebase {pin_id} --as-series patches/NAME` makes it a local series)")
     with simulate(pinset, one_build(pinset, args.onto, "--onto"), store) as sim:
-        build, result = sim.build(sim.builds[0].name)
+        build, result = the_build(sim, args.onto, "--onto")
         by_id = {p.id: p for p in result.pins}
+        broken = not_applied(pinset, result)
+        if broken:   # the series would be fitted to a tree the pin set does not give: nothing to call exact
+            for line in broken:
+                console.print(f"[red]{line}[/]", soft_wrap=True)
+            console.print(f"{build.name} is not a build the pin set applies on; nothing refreshed, nothing written")
+            return 1
         for pin_id in args.pins:
             if by_id[pin_id].status != "applied":
                 console.print(f"[red]{pin_id}[/] on {build.name}: {by_id[pin_id].status_text}, not applied: "

@@ -42,6 +42,8 @@ def as_series(args) -> int:
         if prep.error:
             raise PinsetError(f"pin {spec.id}: {prep.error}")
         fork, commit = prep.fork_point, spec.commit
+        if fork is None or commit is None:
+            raise PinsetError(f"pin {spec.id}: no fork point or commit known; nothing changed")
         tip = commit
         if mirror.git_ok("rev-list", "--merges", f"{fork}..{commit}").strip():
             message = f"{spec.pr.url} at {commit[:12]} (its diff from the fork point: the PR has merges)\n"
@@ -64,12 +66,14 @@ def as_series(args) -> int:
         text = edit_pin(pinset.path, pinset.text, spec, rel, fork)
         staged = folder.parent / f".{folder.name}.pinset-new"
         shutil.rmtree(staged, ignore_errors=True)
+        made = [d for d in (folder.parent, *folder.parent.parents) if not d.exists()]   # removed again on failure
         try:
             staged.mkdir(parents=True)
             for patch in patches:
                 shutil.copyfile(patch, staged / patch.name)
         except BaseException:   # Ctrl-C while copying: nothing left beside the user's folders
             shutil.rmtree(staged, ignore_errors=True)
+            _remove_empty(made)
             raise
         created = not folder.exists()
         if not created:
@@ -80,6 +84,9 @@ def as_series(args) -> int:
             trial.write_text(text, encoding="utf-8")
             try:
                 load_pinset(trial)
+            except PinsetError as exc:   # pinset's own edit does not read: say so of pins.yaml, not the trial file
+                raise RuntimeFailure(f"{pinset.path.name}: the edited pin set does not read "
+                                     f"({str(exc).replace(str(trial), pinset.path.name)}); nothing changed") from None
             finally:
                 trial.unlink(missing_ok=True)
             atomic_write(pinset.path, text.encode("utf-8"))
@@ -87,10 +94,20 @@ def as_series(args) -> int:
             shutil.rmtree(folder, ignore_errors=True)
             if not created:
                 folder.mkdir()
+            _remove_empty(made)
             raise
     console.print(f"{spec.id}: {len(patches)} patches in {rel} (base {fork[:12]}, the PR's fork point); "
                   f"{pinset.path.name} now names the folder. Next: pinset rebase {spec.id} --onto BUILD")
     return 0
+
+
+def _remove_empty(folders: list[Path]) -> None:
+    """The folders this run created above the new series folder, innermost first, if still empty."""
+    for d in folders:
+        try:
+            d.rmdir()
+        except OSError:
+            return
 
 
 def edit_pin(path: Path, text: str, spec, rel: str, fork: str) -> str:
@@ -100,14 +117,16 @@ def edit_pin(path: Path, text: str, spec, rel: str, fork: str) -> str:
     node = next(n for n in pins.value if any(k.value == "id" and v.value == spec.id for k, v in n.value))
     keys = {k.value: (k, v) for k, v in node.value}
     (pr_key, pr_val) = keys["pr"]
-    # no `commit:` when the PR URL names the commit (.../pull/N/commits/SHA)
-    c_key, c_val = keys.get("commit", (None, None))
-    comment = f"# was {spec.pr.url} at {spec.commit} (pinset rebase --as-series; base: its fork point {fork[:12]})"
+    # no `commit:` when the PR URL names the commit (.../pull/N/commits/SHA); `repo:` (a fork's PR) only with pr:
+    gone = [keys[k] for k in ("commit", "repo") if k in keys]
+    source = f" from {spec.repo}" if getattr(spec, "repo", None) else ""
+    comment = (f"# was {spec.pr.url} at {spec.commit}{source} (pinset rebase --as-series; base: its fork point "
+               f"{fork[:12]})")
     edits = []   # (start, end, replacement), applied from the end
     value = rel if yaml.safe_load(rel) == rel and ":" not in rel and "#" not in rel else repr(rel)
     if node.flow_style:
         edits.append((pr_key.start_mark.index, pr_val.end_mark.index, f"patches: {value}"))
-        if c_key is not None:
+        for c_key, c_val in gone:
             start = text.rfind(",", 0, c_key.start_mark.index)
             edits.append((start if start > pr_val.end_mark.index - 1 else c_key.start_mark.index,
                           c_val.end_mark.index, ""))
@@ -121,7 +140,7 @@ def edit_pin(path: Path, text: str, spec, rel: str, fork: str) -> str:
         rest = text[pr_val.end_mark.index:pr_line_end]
         edits.append((pr_key.start_mark.index, pr_line_end, f"patches: {value}   {comment}"
                       + (f"  {rest.strip()}" if rest.strip().startswith("#") else "")))
-        if c_key is not None:
+        for c_key, c_val in gone:
             line_start = text.rfind("\n", 0, c_key.start_mark.index) + 1
             line_end = text.find("\n", c_val.end_mark.index)
             line_end = len(text) if line_end < 0 else line_end

@@ -17,6 +17,11 @@ it. A pin's folder holds them in `resolutions/NNNN-<file>.txt`, plain files a re
 The counts make the file unambiguous whatever the lines hold. A conflict is resolved only when every
 hunk of the file is found, exactly, among the pin's recorded hunks for that path; otherwise the
 resolution is not used (never forced) and the caller says so.
+
+A resolved side is the resolved text: a line of it that is a conflict marker (`<<<<<<<`, `|||||||`,
+`=======`, `>>>>>>>` as git writes them) and is not a line of that hunk's build or pin side is a
+leftover of the conflict, refused when recorded (record, render) and when read (parse), so that no
+verb ever writes markers into a tree.
 """
 
 from __future__ import annotations
@@ -30,6 +35,8 @@ from typing import NoReturn
 RESOLUTIONS_DIR = "resolutions"
 OURS, BASE, THEIRS = "ours", "base", "theirs"   # the labels `git merge-file -L` is given
 _HUNK_RE = re.compile(r"^hunk (\d+): (\d+) build lines?, (\d+) pin lines?, (\d+) resolved lines?$")
+# git's conflict markers (merge, diff3 and zdiff3 styles; a CRLF file keeps its \r), with or without a label
+MARKER_RE = re.compile(r"(?:<{7}|\|{7}|>{7})(?:[ \t].*)?\r?|={7}\r?")
 
 
 class LedgerProblem(Exception):
@@ -48,6 +55,18 @@ class Resolution:
     path: str                # the file of the tree it resolves
     hunks: dict[Hunk, tuple[str, ...]] = field(default_factory=dict)
     source: Path | None = None
+
+
+def leftover_marker(hunk: Hunk, resolved: tuple[str, ...]) -> int | None:
+    """The index of the first resolved line that is a conflict marker the hunk's own sides do not hold (a line
+    the build or the pin has, an rst underline say, is text); None when there is none."""
+    sides = set(hunk.build) | set(hunk.pin)
+    return next((i for i, line in enumerate(resolved) if MARKER_RE.fullmatch(line) and line not in sides), None)
+
+
+def _marker_problem(line: str) -> str:
+    return (f"the resolved lines hold a conflict marker ({line.rstrip(chr(13))!r}): a resolution must be the "
+            f"resolved text; resolve the conflict (or delete this resolution)")
 
 
 def resolution_files(folder: Path | None) -> list[Path]:
@@ -116,7 +135,13 @@ def parse(text: str, source: Path | None = None) -> Resolution:
         marker("=======")
         pin = take(n_pin)
         marker(">>>>>>> pin")
-        res.hunks[Hunk(build, pin)] = take(n_res)
+        at = pos
+        resolved = take(n_res)
+        bad = leftover_marker(Hunk(build, pin), resolved)
+        if bad is not None:
+            pos = at + bad
+            fail(f"hunk {m[1]}: {_marker_problem(resolved[bad])}")
+        res.hunks[Hunk(build, pin)] = resolved
     if not res.hunks:
         fail("no hunks")
     return res
@@ -125,6 +150,9 @@ def parse(text: str, source: Path | None = None) -> Resolution:
 def render(res: Resolution, comment: str) -> str:
     out = [f"# {line}" for line in comment.splitlines()] + [f"path: {res.path}"]
     for i, (hunk, resolved) in enumerate(res.hunks.items(), 1):
+        bad = leftover_marker(hunk, resolved)
+        if bad is not None:
+            raise LedgerProblem(f"{res.path}: hunk {i}: {_marker_problem(resolved[bad])}")
         out.append(f"hunk {i}: {len(hunk.build)} build lines, {len(hunk.pin)} pin lines, {len(resolved)} resolved lines")
         out += ["<<<<<<< build", *hunk.build, "=======", *hunk.pin, ">>>>>>> pin", *resolved]
     return "\n".join(out) + "\n"
@@ -184,7 +212,8 @@ def resolve(path: str, marked: str, ledger: list[Resolution]) -> tuple[str | Non
 
 def record(path: str, marked: str, resolved: str) -> dict[Hunk, tuple[str, ...]] | None:
     """The resolution of each hunk of `marked` that turns it into `resolved`; None when replaying them
-    does not give `resolved` exactly (the text was also changed outside the conflict hunks)."""
+    does not give `resolved` exactly (the text was also changed outside the conflict hunks). LedgerProblem
+    when a hunk's resolution holds a conflict marker (leftover_marker)."""
     segments = split_conflicts(marked)
     hunks = hunks_of(segments)
     if not hunks:
@@ -205,6 +234,10 @@ def record(path: str, marked: str, resolved: str) -> dict[Hunk, tuple[str, ...]]
         lo = max((b + 1 for a, b in pairs if a < start), default=0)
         hi = min((b for a, b in pairs if a >= end), default=len(target))
         out[hunk] = tuple(target[lo:hi])
+    for hunk, lines in out.items():
+        bad = leftover_marker(hunk, lines)
+        if bad is not None:
+            raise LedgerProblem(f"{path}: {_marker_problem(lines[bad])}")
     replay: list[str] = []
     for seg in segments:
         replay += list(out[seg]) if isinstance(seg, Hunk) else seg

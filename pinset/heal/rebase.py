@@ -86,7 +86,8 @@ def current_patch(tree, names: list[str]) -> str:
 
 
 def has_markers(text: str) -> bool:
-    return any(line.startswith(("<<<<<<< ", ">>>>>>> ")) or line == "=======" for line in text.split("\n"))
+    """A staged resolution still holding a conflict marker of any style git writes (ledger.MARKER_RE)."""
+    return any(ledger.MARKER_RE.fullmatch(line) for line in text.split("\n"))
 
 
 def blob(tree, oid: str) -> bytes:

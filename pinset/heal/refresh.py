@@ -58,13 +58,24 @@ def refresh_series(sim, build, result, chosen: list[str], scratch: Path) -> list
             tree.apply_pin(spec, sim.prepared[spec.id])
             if spec.id in chosen:
                 old = spec.patch_files()
-                new = tree.export(start, build.oid, scratch / "new" / spec.id, [p.name for p in old])
+                where = scratch / "new" / str(len(out))   # (never the pin's id as a path)
+                new = tree.export(start, build.oid, where, [p.name for p in old])
+                if not spec.patches.is_dir() and len(new) != 1:
+                    new = [one_file(new, where / "one" / old[0].name)]
                 out.append(Refreshed(spec.id, spec.patches, old, new, start, tree.head()))
         for item in out:
             item.range_diff = range_diff(tree, item)
     finally:
         tree.remove()
     return out
+
+
+def one_file(patches: list[Path], path: Path) -> Path:
+    """A one-file pin (`patches: x.patch`) of several commits stays one file: the refreshed commits as one mbox
+    (what `git format-patch --stdout` writes), so the proof simulates the very file --write puts there."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(b"".join(p.read_bytes() for p in patches))
+    return path
 
 
 def range_diff(tree: Worktree, item: Refreshed) -> str:

@@ -5,14 +5,15 @@ A pin that only rewords an error message in `common/` has nothing a KLD or a ben
 "The evidence a pin needs"), the strongest class among a pin's files deciding:
 
     CUDA code (ggml/src/ggml-cuda/**, *.cu, *.cuh)      -> verify, gpu-verify, kld (on a device), bench
+    build files anywhere (CMakeLists.txt, *.cmake, ...), any other file -> every kind
     other ggml compute code (ggml/**), llama compute    -> verify, kld
     llama's other src/ and include/ code                 -> verify, kld (src/llama-chat* -> verify)
     tools, common, docs, examples, tests                -> verify
-    build files anywhere (CMakeLists.txt, *.cmake, ...), any other file -> every kind
     files unknown (touched missing/null/empty)           -> every kind (never "touches nothing")
 
 pins.yaml `evidence: [...]` replaces the derived kinds of one pin, except that it cannot take `gpu-verify` from
-a pin that changes CUDA code (or whose files are unknown). Pure functions, no I/O.
+a pin that changes CUDA code (or whose files are unknown): that is read from the pin's CUDA files themselves,
+whatever else the pin touches and whichever class decides its rule (cuda_reason). Pure functions, no I/O.
 """
 
 from __future__ import annotations
@@ -56,7 +57,9 @@ RULE_KINDS = {
     VERIFY_ONLY: (VERIFY,),
     TESTS: (VERIFY,),
 }
-_STRENGTH = (UNKNOWN, OTHER, CUDA, GGML, VERIFY_ONLY, TESTS)
+# CUDA before OTHER: both ask for every kind, but a pin changing CUDA code and a CMakeLists is CUDA code (its
+# missing-evidence line names the CUDA file)
+_STRENGTH = (UNKNOWN, CUDA, OTHER, GGML, VERIFY_ONLY, TESTS)
 
 
 @dataclass(frozen=True)
@@ -121,11 +124,12 @@ def pin_needs(pin: str, touched: list[str] | None, declared: list[str] | tuple[s
     """The evidence of one pin: `declared` (pins.yaml `evidence:`) when given, else by the rules."""
     kinds = tuple(k for k in KINDS if k in (declared or ()))
     if kinds:
-        derived = pin_needs(pin, touched)
-        if derived.rule in (CUDA, UNKNOWN) and GPU_VERIFY not in kinds:
-            # a label cannot stand in for a device: CUDA code (or files unknown) keeps its GPU verify
+        device = cuda_reason(touched)
+        if device and GPU_VERIFY not in kinds:
+            # a label cannot stand in for a device: CUDA code (or files unknown) keeps its GPU verify, whatever
+            # else the pin touches
             kinds = tuple(k for k in KINDS if k in kinds or k in (VERIFY, GPU_VERIFY))
-            return Need(pin, kinds, DECLARED, f"gpu-verify kept: {derived.why()}")
+            return Need(pin, kinds, DECLARED, f"gpu-verify kept: {device}")
         return Need(pin, kinds, DECLARED)
     if not touched:
         # None, or an applied pin whose files were not read (a plain `diff -u` without `diff --git`): unknown
@@ -136,6 +140,17 @@ def pin_needs(pin: str, touched: list[str] | None, declared: list[str] | tuple[s
     rule = next(c for c in _STRENGTH if c in by_class)
     files = sorted(by_class[rule])
     return Need(pin, RULE_KINDS[rule], rule, files[0], len(files) - 1)
+
+
+def cuda_reason(touched: list[str] | None) -> str | None:
+    """Why a pin's GPU verify can never be dropped (its CUDA files, or files unknown); None when it changes no
+    CUDA code. Read from every file, never from the rule that decided: a build file beside a .cu is still CUDA."""
+    if not touched:
+        return "may change CUDA code (the files it touches are unknown)"
+    cuda = sorted(f for f in touched if is_cuda_path(f))
+    if not cuda:
+        return None
+    return f"changes CUDA code ({cuda[0]}" + (f" and {len(cuda) - 1} more" if len(cuda) > 1 else "") + ")"
 
 
 def union(needs) -> set[str]:

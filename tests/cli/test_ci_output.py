@@ -119,8 +119,10 @@ def test_sim_conflict_annotates_pins_yaml_and_the_patch_line(world, tmp_path):  
     assert errors[0].startswith(f"::error file=pins.yaml,line={line},title=pinset%3A feat on b12::pin feat conflicts "
                                 "with upstream in src/mmq.cu on b12 (start fixing: pinset rebase feat --onto b12)")
     patch = next((tmp_path / "patches" / "feat").glob("*.patch"))
-    diff_line = next(i for i, text in enumerate(patch.read_text().splitlines(), 1) if text.startswith("diff --git a/src/mmq.cu"))
-    assert errors[1].startswith(f"::error file=patches/feat/{patch.name},line={diff_line},")
+    text = patch.read_text().splitlines()
+    diff_line = next(i for i, t in enumerate(text, 1) if t.startswith("diff --git a/src/mmq.cu"))
+    hunk_line = next(i for i, t in enumerate(text[diff_line:], diff_line + 1) if t.startswith("@@"))  # the failing hunk
+    assert errors[1].startswith(f"::error file=patches/feat/{patch.name},line={hunk_line},")
     assert "## pinset sim" in summary.read_text() and "❌ conflict" in summary.read_text()
 
 
@@ -163,3 +165,33 @@ def test_verify_failed_check_is_an_annotation_at_the_checks_line(tmp_path, capsy
     (err,) = capsys.readouterr().err.splitlines()
     assert err.startswith(f"::error file=pins/pins-blocked.yaml,line={line},title=pinset verify%3A pypi%3Allama-cpp-python==0.3.36::"
                           "feature check backend-op MUL_MAT_ID /type_a=iq1_m/ of pin cuda-mmq-iq1m failed on pypi:llama-cpp-python==0.3.36")
+
+
+def test_a_conflict_in_the_second_patch_of_a_series_is_annotated_at_that_patch(make_repo, tmp_path, capsys,
+                                                                               monkeypatch):
+    """Trust III: the `::error` pointed at the first patch of a series (the first `diff --git` of any file the
+    pin touches) when the conflict was in another."""
+    from tests.testing import series, write_pins
+
+    lines = "".join(f"line {i}\n" for i in range(1, 41))
+    up = make_repo("upstream")
+    b1 = up.commit("base", {"a.txt": lines})
+    up.tag("b1")
+    folder = series(up, b1, [("change line 5", {"a.txt": lines.replace("line 5\n", "line 5 pinned\n")}),
+                             ("change line 30", {"a.txt": lines.replace("line 5\n", "line 5 pinned\n")
+                                                 .replace("line 30\n", "line 30 pinned\n")})],
+                    tmp_path / "patches" / "p", f"--base={b1}")
+    up.commit("clash", {"a.txt": lines.replace("line 30\n", "line 30 upstream\n")})
+    up.tag("b2")
+    cfg = write_pins(tmp_path / "pins.yaml", f"upstream: {up.path}\nbuilds: [b2]\npins:\n  - id: p\n"
+                                             f"    patches: patches/p\n    unchecked: test\n")
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    monkeypatch.setenv("GITHUB_WORKSPACE", str(tmp_path))
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+    assert main(["sim", "-c", str(cfg)]) == 1
+    errors = [x for x in capsys.readouterr().err.splitlines() if x.startswith("::error ")]
+    second = sorted(folder.glob("*.patch"))[1]
+    text = second.read_text().splitlines()
+    hunk_line = next(i for i, t in enumerate(text, 1) if t.startswith("@@") and "line 30" in "".join(text[i:i + 6]))
+    at_patch = [e for e in errors if "file=patches/p/" in e]
+    assert at_patch and at_patch[0].startswith(f"::error file=patches/p/{second.name},line={hunk_line},"), errors

@@ -88,3 +88,38 @@ def test_as_series_refuses_a_series_pin_and_a_used_folder(make_repo, tmp_path, c
     assert main(["rebase", "ggml-org#7", "-c", str(cfg), "--as-series", "patches/first"]) == 2
     assert "not an empty folder" in capsys.readouterr().err
     assert cfg.read_bytes() == before
+
+
+def test_a_fork_pr_pin_becomes_a_series_fetched_from_the_fork(make_repo, tmp_path, capsys):
+    """Trust III: a `repo:` pin (a PR from a fork, its commits not in upstream) failed naming a temporary file and
+    left an empty folder. It is fetched from the fork as sim does; a failure leaves nothing behind."""
+    import subprocess
+
+    up = make_repo("upstream")
+    up.commit("base", {"a.c": "int a(void) { return 1; }\n"})
+    up.tag("b1")
+    fork = tmp_path / "fork"
+    subprocess.run(["git", "clone", "-q", str(up.path), str(fork)], check=True)
+    import os
+
+    from tests.testing import GIT_ENV
+    env = dict(os.environ, **GIT_ENV)
+    (fork / "a.c").write_text("int a(void) { return 2; }\n")
+    subprocess.run(["git", "-C", str(fork), "commit", "-qam", "pr: from a fork"], check=True, env=env)
+    head = subprocess.run(["git", "-C", str(fork), "rev-parse", "HEAD"], check=True, capture_output=True,
+                          text=True).stdout.strip()
+    cfg = tmp_path / "pins.yaml"
+    cfg.write_text(f"upstream: {up.path}\nbuilds: [b1]\npins:\n  - id: ggml-org#9\n"
+                   f"    pr: https://github.com/ggml-org/llama.cpp/pull/9\n    commit: {head}\n"
+                   f"    repo: {fork}\n    unchecked: none\n")
+    before = cfg.read_text()
+    assert main(["rebase", "ggml-org#9", "-c", str(cfg), "--as-series", "patches/nine"]) == 0, capsys.readouterr()
+    assert "patches: patches/nine" in cfg.read_text() and f"repo: {fork}" not in cfg.read_text().split("# was")[0]
+    [patch] = sorted((tmp_path / "patches" / "nine").glob("*.patch"))
+    assert "pr: from a fork" in patch.read_text()
+    # a fork that is gone: bad input, nothing left behind (no folder, pins.yaml as it was)
+    cfg.write_text(before.replace(str(fork), str(tmp_path / "gone")).replace(head, "1" * 40))
+    kept = cfg.read_text()
+    assert main(["rebase", "ggml-org#9", "-c", str(cfg), "--as-series", "patches/ten"]) in (1, 2)
+    assert not (tmp_path / "patches" / "ten").exists() and cfg.read_text() == kept
+    assert not [p for p in (tmp_path / "patches").iterdir() if p.name.startswith(".")]

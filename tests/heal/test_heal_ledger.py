@@ -16,8 +16,10 @@ MARKED = "a\n<<<<<<< ours\nB1\n=======\nP1\n>>>>>>> theirs\nc\n<<<<<<< ours\n===
 
 
 def test_render_and_parse_round_trip_whatever_the_lines_hold():
-    hunks = {ledger.Hunk(("=======", "<<<<<<< build"), ("hunk 1: 1 build lines, 1 pin lines, 1 resolved lines",)):
-             (">>>>>>> pin", ""), ledger.Hunk((), ("x",)): ()}
+    # (marker-like lines in a resolution only where the file itself holds them: leftover_marker)
+    hunks = {ledger.Hunk(("=======", "<<<<<<< build"), ("hunk 1: 1 build lines, 1 pin lines, 1 resolved lines",
+                                                         ">>>>>>> pin")):
+             (">>>>>>> pin", "", "======="), ledger.Hunk((), ("x",)): ()}
     res = ledger.Resolution("0001-a", "src/a.c", hunks)
     back = ledger.parse(ledger.render(res, "two\nlines"))
     assert back.path == "src/a.c" and back.hunks == hunks
@@ -81,3 +83,25 @@ def test_grid_and_report_say_resolution_and_refresh():
                                                         resolutions=["0001-a"])])])
     assert refresh_lines(sim) == ["- `p` needs a refresh: applies but not exactly on b1 (offset) "
                                   "(`pinset refresh p --onto BUILD`)", ""]
+
+
+@pytest.mark.parametrize("marker", ["<<<<<<< ours", "=======", ">>>>>>> theirs", "||||||| base", "<<<<<<<", ">>>>>>> HEAD\r"])
+def test_a_resolution_holding_conflict_markers_is_refused_when_recorded_and_read(tmp_path, marker):
+    """Trust III: the resolved side of a hunk is the resolved text: a conflict marker there is a leftover."""
+    resolved = f"a\nB1\n{marker}\nP1\nc\nP2 too\nd\n"
+    with pytest.raises(ledger.LedgerProblem, match="conflict marker"):
+        ledger.record("f", MARKED, resolved)
+    hunks = {ledger.Hunk(("B1",), ("P1",)): ("B1", marker, "P1")}
+    with pytest.raises(ledger.LedgerProblem, match="conflict marker"):
+        ledger.render(ledger.Resolution("0001-f", "f", hunks), "c")
+    text = ("path: f\nhunk 1: 1 build lines, 1 pin lines, 3 resolved lines\n<<<<<<< build\nB1\n=======\nP1\n"
+            f">>>>>>> pin\nB1\n{marker}\nP1\n")
+    with pytest.raises(ledger.LedgerProblem, match=r"0001-f.txt:9: .*conflict marker"):
+        ledger.parse(text, tmp_path / "0001-f.txt")
+
+
+def test_marker_like_lines_of_the_file_itself_are_no_leftover():
+    """A line the build or the pin holds (an rst underline, a test of git's markers) may stay in a resolution."""
+    hunks = {ledger.Hunk(("Title", "======="), ("New title", "=======")): ("New title", "=======")}
+    res = ledger.Resolution("0001-f", "f", hunks)
+    assert ledger.parse(ledger.render(res, "c")).hunks == hunks

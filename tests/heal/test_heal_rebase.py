@@ -157,3 +157,43 @@ def test_a_damaged_rebase_state_is_one_line_exit_2_for_continue_and_abort(moved,
             err = capsys.readouterr().err.strip()
             assert len(err.splitlines()) == 1 and "damaged `pinset rebase` state" in err and str(state) in err, err
             assert wt.is_dir() and {p.name: p.read_bytes() for p in folder.iterdir()} == before
+def test_a_resolution_holding_conflict_markers_is_refused_when_read(moved, tmp_path, capsys):
+    """Trust III: a ledger file whose resolved side holds conflict markers was applied and `apply` wrote them."""
+    _, pins_yaml, folder = moved
+    wt = tmp_path / "wt"
+    assert start(pins_yaml, wt) == 1
+    resolve_line_20(wt)
+    assert main(["rebase", "p", "-c", str(pins_yaml), "--continue", "--worktree", str(wt)]) == 0
+    [path] = sorted((folder / "resolutions").iterdir())
+    lines = path.read_text().rstrip("\n").split("\n")
+    # hunk 2 is the way back, the one b1 uses: its one resolved line becomes a leftover conflict
+    assert lines[-2:] == [">>>>>>> pin", "line 20 pinned"] and lines[-7].startswith("hunk 2:")
+    lines[-7] = lines[-7].replace("1 resolved lines", "5 resolved lines")
+    resolved_at = len(lines)
+    lines[-1:] = ["<<<<<<< ours", "line 20", "=======", "line 20 pinned", ">>>>>>> theirs"]
+    path.write_text("\n".join(lines) + "\n")
+    capsys.readouterr()
+    out = tmp_path / "tree"
+    assert main(["apply", "-c", str(pins_yaml), "--build", "b1", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert f"{path}:{resolved_at}:" in err and "conflict marker" in err and "<<<<<<< ours" in err, err
+    assert not out.exists()
+    rc = main(["sim", "-c", str(pins_yaml), "--json", str(tmp_path / "s.json")])
+    assert rc == 2 and "conflict marker" in capsys.readouterr().err
+
+
+def test_continue_refuses_a_leftover_diff3_marker_and_records_nothing(moved, tmp_path, capsys):
+    """Every marker style git writes (diff3's `|||||||` too) is a leftover; --continue records nothing."""
+    _, pins_yaml, folder = moved
+    wt = tmp_path / "wt"
+    before = {p.name: p.read_bytes() for p in folder.iterdir()}
+    assert start(pins_yaml, wt) == 1
+    text = (wt / "a.txt").read_text()
+    start_at, end = text.index("<<<<<<<"), text.index(">>>>>>>")
+    end = text.index("\n", end) + 1
+    (wt / "a.txt").write_text(text[:start_at] + "line 20 upstream pinned\n||||||| base\n" + text[end:])
+    git(wt, "add", "a.txt")
+    assert main(["rebase", "p", "-c", str(pins_yaml), "--continue", "--worktree", str(wt)]) == 1
+    assert "conflict markers left in: a.txt" in capsys.readouterr().out
+    assert {p.name: p.read_bytes() for p in folder.iterdir()} == before
+    assert main(["rebase", "p", "-c", str(pins_yaml), "--abort", "--worktree", str(wt)]) == 0

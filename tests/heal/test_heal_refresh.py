@@ -337,3 +337,60 @@ def test_a_damaged_ledger_is_named_and_said_even_where_no_build_needs_it(moved, 
     err = capsys.readouterr().err
     assert rc == 2 and str(bad) in err and "Traceback" not in err
     assert ("not UTF-8" in err) == (b"\xff" in damage)
+def test_refresh_when_a_required_pin_conflicts_exits_1_with_the_truth(moved, tmp_path, capsys):
+    """Trust III: `refresh --write` with no pin named said "applies exactly" and exited 0 while the required
+    pin conflicted on the build."""
+    _, pins_yaml, folder = moved
+    before = {p.name: p.read_bytes() for p in folder.iterdir()}
+    for extra in ([], ["--write"]):
+        assert main(["refresh", "-c", str(pins_yaml), "--onto", "b4", *extra]) == 1
+        out = capsys.readouterr().out
+        assert "applies exactly" not in out, out
+        assert "p (required) on b4: conflict" in out and "pinset rebase p --onto b4" in out, out
+        assert "nothing written" in out
+        assert {p.name: p.read_bytes() for p in folder.iterdir()} == before
+
+
+@pytest.mark.parametrize("verb", [["refresh"], ["rebase", "p"]])
+def test_onto_a_selector_naming_two_builds_is_refused(moved, tmp_path, capsys, verb):
+    """Trust III: `--onto tags:b*:2` refreshed onto one of the two silently; refused like `--onto b2,b3`."""
+    _, pins_yaml, folder = moved
+    before = {p.name: p.read_bytes() for p in folder.iterdir()}
+    wt = ["--worktree", str(tmp_path / "wt")] if verb[0] == "rebase" else []
+    for onto in ("b2,b3", "tags:b*:2"):
+        assert main([*verb, "-c", str(pins_yaml), "--onto", onto, *wt]) == 2
+        err = capsys.readouterr().err
+        assert f"--onto {onto!r}: names 2 builds" in err and "give one" in err, err
+    assert main([*verb, "-c", str(pins_yaml), "--onto", "tags:b*:1", *wt]) in (0, 1)   # one build: fine
+    capsys.readouterr()
+    assert not (tmp_path / "wt").exists() or verb[0] == "rebase"
+    if verb[0] == "refresh":
+        assert {p.name: p.read_bytes() for p in folder.iterdir()} == before
+
+
+def test_a_one_file_pin_holding_an_mbox_of_two_commits_is_refreshed_as_its_commits(moved, tmp_path, capsys):
+    """Trust III: `patches: p-series.patch` of two commits passed the dry run and failed --write (two patches made for
+    one file). It is written back as one mbox of its refreshed commits; dry run and --write agree."""
+    up, pins_yaml, folder = moved
+    mbox = tmp_path / "patches" / "p-series.patch"
+    mbox.write_bytes(b"".join(p.read_bytes() for p in sorted(folder.glob("*.patch"))))
+    for p in folder.iterdir():
+        p.unlink()
+    folder.rmdir()
+    pins_yaml.write_text(pins_yaml.read_text().replace("patches: patches/p ", "patches: patches/p-series.patch "))
+    assert "patches/p-series.patch" in pins_yaml.read_text()
+    assert main(["apply", "-c", str(pins_yaml), "--build", "b3", "--out", str(tmp_path / "before")]) == 0
+    before = mbox.read_bytes()
+    assert main(["refresh", "-c", str(pins_yaml), "--onto", "b3"]) == 0
+    assert "3-way -> exact on b3" in capsys.readouterr().out and mbox.read_bytes() == before
+    assert main(["refresh", "-c", str(pins_yaml), "--onto", "b3", "--write"]) == 0
+    out = capsys.readouterr().out
+    assert "wrote" in out, out
+    text = mbox.read_text()
+    assert text.count("\nSubject: [PATCH") + text.startswith("Subject:") == 2 and text != before.decode()
+    assert sorted(p.name for p in (tmp_path / "patches").iterdir()) == ["p-series.patch"]   # nothing left beside it
+    rc, doc = sim_json(tmp_path, pins_yaml)
+    assert modes_of(doc)["b3"] == ("applied", "exact")
+    assert main(["apply", "-c", str(pins_yaml), "--build", "b3", "--out", str(tmp_path / "after")]) == 0
+    assert subprocess.run(["git", "diff", "--no-index", "--quiet", str(tmp_path / "before"),
+                           str(tmp_path / "after")]).returncode == 0

@@ -61,3 +61,20 @@ def test_cpu_gate_scope_runs_the_matmuls_for_a_build_file():
     from pinset.verify import plan
 
     assert plan.cpu_gate_scope([["ggml/src/CMakeLists.txt"]], set())[0] == list(plan.CPU_GATE_OPS)
+
+
+# --- Trust III: the GPU verify of a CUDA pin holds whatever else the pin touches ---------------------------
+@pytest.mark.parametrize("other", [["CMakeLists.txt"], ["ggml/CMakeLists.txt", "cmake/x.cmake"], ["weird/file.bin"],
+                                   ["common/arg.cpp", "Makefile"], ["tests/test-chat.cpp"]])
+@pytest.mark.parametrize("declared", [["verify"], ["verify", "kld"], ["kld", "bench"], ["bench"]])
+def test_a_cuda_pin_keeps_its_gpu_verify_whatever_else_it_touches(other, declared):
+    need = ev.pin_needs("p", [*other, "ggml/src/ggml-cuda/mmq.cu"], declared)
+    assert ev.GPU_VERIFY in need.kinds and ev.VERIFY in need.kinds and need.on_device, need
+    assert set(declared) <= set(need.kinds)
+    assert "changes CUDA code (ggml/src/ggml-cuda/mmq.cu)" in need.why()
+
+
+def test_a_cuda_pin_with_a_build_file_is_decided_by_its_cuda_code():
+    need = ev.pin_needs("p", ["CMakeLists.txt", "ggml/src/ggml-cuda/mmq.cu", "ggml/src/ggml-cuda/mmq.cuh"])
+    assert (need.rule, need.file, need.more, need.kinds) == (ev.CUDA, "ggml/src/ggml-cuda/mmq.cu", 1, ev.KINDS)
+    assert need.why() == "changes CUDA code (ggml/src/ggml-cuda/mmq.cu and 1 more)"

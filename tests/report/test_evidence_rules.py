@@ -154,3 +154,13 @@ def test_override_asks_for_more_than_the_rules(tmp_path):
 def test_no_sim_result_needs_every_kind(tmp_path):
     rc, doc, _ = report(tmp_path, sorted(GREEN.glob("verify-*.json")))
     assert rc == 1 and doc["verdict"]["missing"][0] == "no sim, kld, bench result"
+
+
+def test_a_cuda_pin_touching_a_cmakelists_is_not_ready_on_cpu_evidence(tmp_path):
+    """Trust III: `evidence: [verify]` on a pin changing CUDA code and a CMakeLists read "ready" on CPU verifies."""
+    files = scenario(tmp_path, ["CMakeLists.txt", "ggml/src/ggml-cuda/mmq.cu"], ["verify"])[:1] + [GREEN / "verify-cpu.json"]
+    rc, doc, md = report(tmp_path, files)
+    assert rc == 1 and doc["outcome"] != "ready", doc["verdict"]
+    assert any("changes CUDA code (ggml/src/ggml-cuda/mmq.cu)" in item and "GPU gates" in item
+               for item in doc["verdict"]["missing"]), doc["verdict"]["missing"]
+    assert "gpu-verify kept: changes CUDA code (ggml/src/ggml-cuda/mmq.cu)" in md
