@@ -19,11 +19,9 @@ from pinset.errors import PinsetError, RuntimeFailure
 IDENTITY = {"GIT_COMMITTER_NAME": "pinset", "GIT_COMMITTER_EMAIL": "pinset@localhost"}
 _PR_COMMIT = {**IDENTITY, "GIT_AUTHOR_NAME": "pinset", "GIT_AUTHOR_EMAIL": "pinset@localhost",
               "GIT_AUTHOR_DATE": "2000-01-01T00:00:00Z", "GIT_COMMITTER_DATE": "2000-01-01T00:00:00Z"}
-# Settings of the user's that would change what git am / format-patch write.
-_NEUTRAL = ["-c", "core.autocrlf=false", "-c", "am.threeWay=false",
-            "-c", "format.numbered=auto", "-c", "commit.gpgSign=false", "-c", "core.hooksPath=/dev/null",
-            "-c", "rerere.enabled=false", "-c", "apply.whitespace=nowarn", "-c", "am.keepcr=false",
-           "-c", "apply.ignoreWhitespace=no"]
+# The user's settings never reach git here (pinset.runner.NEUTRAL_CONFIG); am and apply in a worktree
+# keep quiet about whitespace, as the sim's applies do.
+_NEUTRAL = ["-c", "apply.whitespace=nowarn"]
 
 
 class Worktree:

@@ -47,10 +47,9 @@ _DAMAGE_RE = re.compile(r"^(?:error|fatal): .*(?:is corrupt|object file .* is em
 # git's words for a loose object it could not read: also what it says of one that did not exist when it looked
 # and that a concurrent run (a fetch into the mirror) wrote a moment later (it stats the file after the read failed).
 _LOOSE_UNREADABLE_RE = re.compile(r"loose object ([0-9a-f]{40,64}) \(stored in .*\) is corrupt")
-# Its own settings for every call: git's background gc would outlive (and race) the run; a user's
-# apply.ignoreWhitespace would let `git apply` take a patch whose context upstream re-indented (a verdict
-# that depends on whose ~/.gitconfig ran it).
-_CONFIG = ["-c", "gc.autoDetach=false", "-c", "maintenance.autoDetach=false", "-c", "apply.ignoreWhitespace=no"]
+# Its own settings for every call: git's background gc would outlive (and race) the run. (No setting of
+# the user's reaches git at all: pinset.runner.NEUTRAL_CONFIG.)
+_CONFIG = ["-c", "gc.autoDetach=false", "-c", "maintenance.autoDetach=false"]
 
 
 class Mirror:

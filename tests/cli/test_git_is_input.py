@@ -121,12 +121,14 @@ def test_every_git_child_gets_cs_locale_and_no_repository_of_the_caller(monkeypa
     monkeypatch.setenv("GIT_CONFIG_KEY_3", "x.y")
     env = runner.child_env({"GIT_INDEX_FILE": "/mine/index"}, ["git", "apply"])
     assert env["LC_ALL"] == "C" and env["LANG"] == "C" and "LANGUAGE" not in env
-    assert "GIT_DIR" not in env and "GIT_CONFIG_KEY_3" not in env and env["GIT_INDEX_FILE"] == "/mine/index"
+    assert "GIT_DIR" not in env and env.get("GIT_CONFIG_KEY_3") != "x.y" and env["GIT_INDEX_FILE"] == "/mine/index"
     assert env["GIT_CONFIG_GLOBAL"] == os.devnull and env["GIT_CONFIG_NOSYSTEM"] == "1"
     build = runner.child_env(None, ["cmake", "--build", "."])   # other programs: no repository either
-    assert "GIT_DIR" not in build and build["LANGUAGE"] == "de"
+    assert "GIT_DIR" not in build and "GIT_CONFIG_KEY_3" not in build and build["LANGUAGE"] == "de"
     said = runner.run(["git", "rev-parse", "--git-dir"], cwd="/")
     assert "not a git repository" in said.stderr
+    said = runner.run(["git", "config", "--list", "--show-scope"], cwd="/")
+    assert said.ok and {line.split("\t")[0] for line in said.stdout.splitlines()} == {"command"}
 
 
 BAD_GITCONFIG = """\
@@ -174,6 +176,8 @@ BAD_GITCONFIG = """\
 [user]
 \tname = Someone Else
 \temail = else@example.com
+[url "https://example.invalid/"]
+\tinsteadOf = kept:
 """
 
 
@@ -195,4 +199,6 @@ def test_the_users_gitconfig_changes_nothing(make_repo, tmp_path, monkeypatch, c
     monkeypatch.setenv("PINSET_CACHE", str(tmp_path / "cache-bad"))
     got = _verbs(project, tmp_path / "out-bad")
     assert got == expected
+    said = runner.run(["git", "config", "--get-regexp", r"^(url\..*|format\.signoff|user\.name)$"], cwd="/")
+    assert said.stdout.splitlines() == ["url.https://example.invalid/.insteadof kept:", "format.signoff false"]
     assert b"Signed-off-by" not in b"".join(got["patches"].values())
