@@ -55,14 +55,15 @@ class Worktree:
     def git_dir(self) -> Path:
         return Path(self.git_ok("rev-parse", "--absolute-git-dir").strip())
 
-    def am(self, patches, three_way: bool = True) -> runner.Completed:
-        return self.git("am", "-q", *(["-3"] if three_way else []), "--committer-date-is-author-date",
-                        *[str(Path(p).absolute()) for p in patches])
+    def am(self, patches, three_way: bool = True, keep_cr: bool = False) -> runner.Completed:
+        return self.git("am", "-q", *(["-3"] if three_way else []), *(["--keep-cr"] if keep_cr else []),
+                        "--committer-date-is-author-date", *[str(Path(p).absolute()) for p in patches])
 
     def apply_pin(self, spec, prep) -> None:
         """One earlier pin as commits: a series by `git am -3`, a PR's diff as one commit."""
         if spec.patches is not None:
-            result = self.am(prep.change.patches)
+            # the patches as the sim applied them (pinset.sim.pins.as_git_am_reads): CRs left are the files'
+            result = self.am(prep.change.patches, keep_cr=True)
             if not result.ok:
                 self.git("am", "--abort")
                 raise RuntimeFailure(f"pin {spec.id} does not apply by `git am -3` in {self.path} although "
