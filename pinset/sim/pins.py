@@ -94,12 +94,17 @@ def _prepare_pr(spec: PinSpec, url: str, store: Store, mirror: Mirror) -> Prepar
         fork = fork_point(mirror, spec.commit)
     except UpstreamError as exc:
         return PreparedPin(spec, error=str(exc))
-    diff_path = store.dir("pins") / f"{spec.pr.owner}-{spec.pr.repo}-{spec.pr.number}-{spec.commit[:12]}-{fork[:12]}.diff"
+    # "-bytes": the diff as git wrote it (earlier runs stored it decoded, a non-UTF-8 line's bytes lost)
+    diff_path = (store.dir("pins")
+                 / f"{spec.pr.owner}-{spec.pr.repo}-{spec.pr.number}-{spec.commit[:12]}-{fork[:12]}-bytes.diff")
     cached = read_checked(diff_path)  # None: missing, half-written or damaged -> made again
     if cached is None:
-        cached = mirror.git_ok("diff", "--binary", "--full-index", "--no-color", fork, spec.commit).encode()
+        made = mirror.git("diff", "--binary", "--full-index", "--no-color", fork, spec.commit, binary=True)
+        if not made.ok:
+            raise UpstreamError(f"git diff --binary --full-index: {made.tail(3) or made.describe()}")   # as git_ok
+        cached = made.stdout if isinstance(made.stdout, bytes) else made.stdout.encode()
         write_checked(diff_path, cached)
-    text = cached.decode("utf-8", errors="replace")
+    text = patch_text(cached)
     try:
         change = read_change([diff_path] if text.strip() else [], [(f"the diff of {spec.pr.url}", text)])
     except PinProblem as exc:

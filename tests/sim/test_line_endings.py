@@ -117,3 +117,24 @@ def test_lines_compare_as_bytes():
     """Two ISO-8859-1 lines that differ are two lines, not one U+FFFD line; only a newline ends a line."""
     assert line_counts(patch_text(b"caf\xe9\ncaf\xe8\n")) == {patch_text(b"caf\xe9"): 1, patch_text(b"caf\xe8"): 1}
     assert line_counts(patch_text(b"a \xc2\x85 b\x0c c\r\n")) == {"a \x85 b\x0c c": 1}
+
+
+def test_a_pr_pins_non_utf8_lines_reach_the_tree_as_bytes(upstream, tmp_path, capsys):
+    """A PR pin's diff is kept as git wrote it: its ISO-8859-1 line is in the applied tree byte for byte."""
+    up, b1 = upstream
+    up.git("checkout", "-q", "-b", "pr", b1)
+    changed = LATIN1.replace(b"ligne 10 caf\xe9\n", b"ligne 10 caf\xe9 cr\xe8me\n")
+    pr_head = _commit(up, "pr", {"latin1.txt": changed})
+    up.git("update-ref", "refs/pull/9/head", pr_head)
+    up.git("checkout", "-q", "master")
+    pins_yaml = write_pins(tmp_path / "pins.yaml", f"""
+        upstream: {up.path}
+        builds: [b1]
+        pins:
+          - id: pr9
+            pr: https://github.com/ggml-org/llama.cpp/pull/9
+            commit: {pr_head}
+            unchecked: test
+        """)
+    assert main(["apply", "-c", str(pins_yaml), "--build", "b1", "--out", str(tmp_path / "tree")]) == 0
+    assert (tmp_path / "tree" / "latin1.txt").read_bytes() == changed
