@@ -115,12 +115,15 @@ def child_env(env: Mapping[str, str] | None = None, argv: Sequence[str] = ()) ->
     a git hook would otherwise read and write the user's index and objects), and a git child also gets
     git's own words (LC_ALL=C) and a neutral configuration (git_env) whatever the user's gitconfig says.
     The caller's `env` is pinset's own word and goes on top."""
-    inherited = {k: v for k, v in os.environ.items() if not _repository_local(k)}
+    inherited = {k: v for k, v in os.environ.items() if not (k.startswith("GIT_") and _repository_local(k))}
     if argv and _is_git(argv[0]):
         inherited.pop("LANGUAGE", None)
         inherited.pop("LC_MESSAGES", None)
-        inherited.update(git_env())
-    return {k: v for k, v in {**inherited, **(env or {})}.items() if k not in SECRET_ENV}
+        inherited.update(_git_env(tuple(os.environ.get(k) for k in _CONFIG_PLACES)))
+    inherited.update(env or {})
+    for secret in SECRET_ENV:
+        inherited.pop(secret, None)
+    return inherited
 
 
 # What ties a git to one repository, or changes how it reads one, when set in its environment: `git rev-parse
@@ -188,12 +191,17 @@ _CONFIG_PLACES = ("HOME", "XDG_CONFIG_HOME", "GIT_CONFIG_GLOBAL", "GIT_CONFIG_SY
 
 def git_env() -> dict[str, str]:
     """The variables a git child gets on top of the inherited ones (see NEUTRAL_CONFIG)."""
-    settings = [*_kept_config(tuple(os.environ.get(k) for k in _CONFIG_PLACES)), *NEUTRAL_CONFIG]
+    return dict(_git_env(tuple(os.environ.get(k) for k in _CONFIG_PLACES)))
+
+
+@functools.lru_cache(maxsize=8)
+def _git_env(places: tuple[str | None, ...]) -> tuple[tuple[str, str], ...]:
+    settings = [*_kept_config(places), *NEUTRAL_CONFIG]
     env = {"LC_ALL": "C", "LANG": "C", "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull,
            "GIT_ATTR_NOSYSTEM": "1", "GIT_CONFIG_COUNT": str(len(settings))}
     for n, (key, value) in enumerate(settings):
         env[f"GIT_CONFIG_KEY_{n}"], env[f"GIT_CONFIG_VALUE_{n}"] = key, value
-    return env
+    return tuple(env.items())
 
 
 @functools.lru_cache(maxsize=8)
