@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -68,7 +69,7 @@ def run(
 
     binary: `input` and stdout are bytes (object contents from git); stderr is still text."""
     args = tuple(str(a) for a in argv)
-    full_env = child_env(env)
+    full_env = child_env(env, args)
     started = time.monotonic()
     text = {} if binary else {"text": True, "errors": "replace"}
     try:
@@ -107,9 +108,129 @@ def _text(output: str | bytes | None) -> str:
 SECRET_ENV = ("GITHUB_TOKEN", "GH_TOKEN", "GITHUB_PAT", "GH_ENTERPRISE_TOKEN", "GITHUB_ENTERPRISE_TOKEN")
 
 
-def child_env(env: Mapping[str, str] | None = None) -> dict[str, str]:
-    """Our environment with the caller's variables on top, minus SECRET_ENV: every child gets this."""
-    return {k: v for k, v in {**os.environ, **(env or {})}.items() if k not in SECRET_ENV}
+def child_env(env: Mapping[str, str] | None = None, argv: Sequence[str] = ()) -> dict[str, str]:
+    """Our environment with the caller's variables on top, minus SECRET_ENV: every child gets this.
+
+    Git is an input too: no child inherits a repository of the caller's (REPOSITORY_ENV: pinset started by
+    a git hook would otherwise read and write the user's index and objects), and a git child also gets
+    git's own words (LC_ALL=C) and a neutral configuration (git_env) whatever the user's gitconfig says.
+    The caller's `env` is pinset's own word and goes on top."""
+    inherited = {k: v for k, v in os.environ.items() if not (k.startswith("GIT_") and _repository_local(k))}
+    if argv and _is_git(argv[0]):
+        inherited.pop("LANGUAGE", None)
+        inherited.pop("LC_MESSAGES", None)
+        inherited.update(_git_env(tuple(os.environ.get(k) for k in _CONFIG_PLACES)))
+    inherited.update(env or {})
+    for secret in SECRET_ENV:
+        inherited.pop(secret, None)
+    return inherited
+
+
+# What ties a git to one repository, or changes how it reads one, when set in its environment: `git rev-parse
+# --local-env-vars` (what git itself clears for a command run in another repository) and their kin. A git
+# hook sets some (GIT_DIR, GIT_INDEX_FILE, GIT_PREFIX...), a user's shell others.
+REPOSITORY_ENV = frozenset({
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_CONFIG", "GIT_CONFIG_PARAMETERS", "GIT_CONFIG_COUNT",
+    "GIT_OBJECT_DIRECTORY", "GIT_DIR", "GIT_WORK_TREE", "GIT_IMPLICIT_WORK_TREE", "GIT_GRAFT_FILE",
+    "GIT_INDEX_FILE", "GIT_NO_REPLACE_OBJECTS", "GIT_REPLACE_REF_BASE", "GIT_PREFIX", "GIT_INTERNAL_SUPER_PREFIX",
+    "GIT_SHALLOW_FILE", "GIT_COMMON_DIR", "GIT_NAMESPACE", "GIT_QUARANTINE_PATH", "GIT_INDEX_VERSION",
+    "GIT_LITERAL_PATHSPECS", "GIT_GLOB_PATHSPECS", "GIT_NOGLOB_PATHSPECS", "GIT_ICASE_PATHSPECS",
+    "GIT_DEFAULT_HASH", "GIT_ATTR_SOURCE", "GIT_TEMPLATE_DIR", "GIT_DIFF_OPTS", "GIT_EXTERNAL_DIFF",
+    "GIT_REFLOG_ACTION",
+})
+
+
+def _repository_local(name: str) -> bool:
+    return name in REPOSITORY_ENV or name.startswith(("GIT_CONFIG_KEY_", "GIT_CONFIG_VALUE_"))
+
+
+def _is_git(program: str) -> bool:
+    return os.path.basename(str(program)) == "git"
+
+
+# The configuration every git child runs with. Neither the system nor the global gitconfig is read
+# (GIT_CONFIG_NOSYSTEM, GIT_CONFIG_GLOBAL=/dev/null, nor the global attributes file), so nothing in them
+# changes what git writes (format.signOff, diff.noprefix, diff.context, format.coverLetter, core.autocrlf,
+# i18n.commitEncoding...) or how it reads (apply.ignoreWhitespace, merge.conflictStyle, rerere.enabled...).
+# What only lets git reach a repository is kept (KEPT_CONFIG: credentials, url.insteadOf, proxies,
+# safe.directory). Every git also gets these values as command-line settings (GIT_CONFIG_COUNT): they hold
+# over a repository's own config too (a user checkout `import` reads); an explicit `-c` still goes first.
+# Where pinset commits, it sets identity and dates itself (no user.name is needed, none is read).
+NEUTRAL_CONFIG: tuple[tuple[str, str], ...] = (
+    ("core.autocrlf", "false"), ("core.eol", "lf"), ("core.safecrlf", "false"), ("core.quotePath", "true"),
+    ("core.attributesFile", os.devnull), ("core.hooksPath", os.devnull), ("core.fsmonitor", "false"),
+    ("core.whitespace", "blank-at-eol,space-before-tab,blank-at-eof"), ("core.abbrev", "auto"),
+    ("core.commentChar", "#"),
+    ("diff.noprefix", "false"), ("diff.mnemonicPrefix", "false"), ("diff.context", "3"),
+    ("diff.interHunkContext", "0"), ("diff.relative", "false"), ("diff.renames", "true"),
+    ("diff.algorithm", "myers"), ("diff.indentHeuristic", "true"), ("diff.suppressBlankEmpty", "false"),
+    ("diff.srcPrefix", "a/"), ("diff.dstPrefix", "b/"), ("diff.submodule", "short"), ("diff.colorMoved", "false"),
+    ("diff.orderFile", os.devnull),
+    ("format.signOff", "false"), ("format.coverLetter", "false"), ("format.numbered", "auto"),
+    ("format.suffix", ".patch"), ("format.useAutoBase", "false"), ("format.notes", "false"),
+    ("format.thread", "false"), ("format.from", "false"), ("format.forceInBodyFrom", "false"),
+    ("format.encodeEmailHeaders", "true"), ("format.subjectPrefix", "PATCH"), ("format.noprefix", "false"),
+    ("format.pretty", "medium"), ("format.filenameMaxLength", "64"),
+    ("am.threeWay", "false"), ("am.keepcr", "false"), ("am.messageId", "false"), ("mailinfo.scissors", "false"),
+    ("apply.whitespace", "warn"), ("apply.ignoreWhitespace", "no"),
+    ("commit.gpgSign", "false"), ("tag.gpgSign", "false"), ("commit.cleanup", "default"), ("commit.verbose", "false"),
+    ("log.showSignature", "false"), ("log.decorate", "no"), ("log.abbrevCommit", "false"), ("log.showRoot", "true"),
+    ("log.follow", "false"), ("log.mailmap", "false"), ("log.date", "default"),
+    ("color.ui", "false"), ("color.diff", "false"),
+    ("i18n.commitEncoding", "UTF-8"), ("i18n.logOutputEncoding", "UTF-8"),
+    ("merge.conflictStyle", "merge"), ("merge.renormalize", "false"),
+    ("rerere.enabled", "false"), ("rerere.autoUpdate", "false"), ("submodule.recurse", "false"),
+    ("init.defaultBranch", "master"),
+)
+# Settings of the user's system and global gitconfig that git children keep: what reaching a remote or
+# trusting a folder needs, nothing that changes what git reads or writes.
+KEPT_CONFIG = re.compile(r"safe\.directory|credential\..*|url\..*\.(?:insteadof|pushinsteadof)|http\..*|"
+                         r"core\.(?:sshcommand|askpass|gitproxy)|ssh\.variant|protocol\..*")
+_CONFIG_PLACES = ("HOME", "XDG_CONFIG_HOME", "GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM", "GIT_CONFIG_NOSYSTEM", "PATH")
+
+
+def git_env() -> dict[str, str]:
+    """The variables a git child gets on top of the inherited ones (see NEUTRAL_CONFIG)."""
+    return dict(_git_env(tuple(os.environ.get(k) for k in _CONFIG_PLACES)))
+
+
+@functools.lru_cache(maxsize=8)
+def _git_env(places: tuple[str | None, ...]) -> tuple[tuple[str, str], ...]:
+    settings = [*_kept_config(places), *NEUTRAL_CONFIG]
+    env = {"LC_ALL": "C", "LANG": "C", "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull,
+           "GIT_ATTR_NOSYSTEM": "1", "GIT_CONFIG_COUNT": str(len(settings))}
+    for n, (key, value) in enumerate(settings):
+        env[f"GIT_CONFIG_KEY_{n}"], env[f"GIT_CONFIG_VALUE_{n}"] = key, value
+    return tuple(env.items())
+
+
+@functools.lru_cache(maxsize=8)
+def _kept_config(places: tuple[str | None, ...]) -> tuple[tuple[str, str], ...]:
+    """KEPT_CONFIG entries of the user's system and global gitconfig (includes followed), in git's order;
+    read once per place. Run here, not by run(): run() asks for this."""
+    env = {k: v for k, v in os.environ.items() if not _repository_local(k) and k not in SECRET_ENV}
+    env.update(LC_ALL="C", LANG="C")
+    args = ("git", "config", "--list", "--show-scope", "--includes", "-z")
+    try:   # started and owned as any program (its group dies with pinset), only not through run()
+        proc = _start(args, cwd="/", env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                      stderr=subprocess.DEVNULL)
+    except OSError:
+        return ()
+    with _owned(proc):
+        try:
+            out, _ = proc.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            _kill_group(proc)
+            return ()
+    if proc.returncode != 0:
+        return ()
+    fields = out.decode(errors="surrogateescape").split("\0")
+    kept = []
+    for scope, entry in zip(fields[0::2], fields[1::2]):
+        key, _, value = entry.partition("\n")
+        if scope in ("system", "global") and KEPT_CONFIG.fullmatch(key.lower()):
+            kept.append((key, value))
+    return tuple(kept)
 
 
 # --- process lifetime -----------------------------------------------------------------------
@@ -253,7 +374,7 @@ class Session:
         self._stderr_path = stderr
         self._stderr = stderr.open("w+b")
         try:
-            self.proc = _start(self.argv, cwd=cwd, env=child_env(env), stdin=subprocess.PIPE,
+            self.proc = _start(self.argv, cwd=cwd, env=child_env(env, self.argv), stdin=subprocess.PIPE,
                                stdout=subprocess.PIPE, stderr=self._stderr)
         except BaseException:
             self._stderr.close()
@@ -324,7 +445,7 @@ def run_streaming(
     is killed, so compilers started by ninja go too.
     """
     args = tuple(str(a) for a in argv)
-    full_env = child_env(env)
+    full_env = child_env(env, args)
     started = time.monotonic()
     try:
         proc = _start(args, cwd=cwd, env=full_env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,

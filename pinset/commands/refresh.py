@@ -103,7 +103,7 @@ def run(args) -> int:
             return 0
         with scratch_dir(cache_tmp(store.root), "refresh-") as scratch:
             refreshed = refresh_series(sim, build, result, chosen, scratch)
-            prove(sim, build, result, refreshed)
+            prove(sim, build, result, refreshed, scratch)
             for item in refreshed:
                 console.print(f"[bold]{item.pin_id}[/]: {by_id[item.pin_id].apply_mode} -> exact on {build.name} "
                               f"({len(item.new)} patches, base {build.oid[:12]}; same tree {str(result.tree)[:12]})")

@@ -138,7 +138,10 @@ def start_rebase(sim, where, build, pinset, result, spec):
         replay(tree, pinset, sim.prepared, result, until=spec.id)
         state = State(spec.id, build.name, build.oid, str(pinset.path), tree.head(),
                       [p.name for p in spec.patch_files()])
-        applied = tree.am(spec.patch_files())
+        prepared = sim.prepared.get(spec.id)
+        # the patches as the sim read them (pinset.sim.pins.as_git_am_reads), so am meets what the sim met
+        patches = prepared.change.patches if prepared is not None and prepared.change is not None else spec.patch_files()
+        applied = tree.am(patches, keep_cr=True)
     except BaseException:
         tree.remove()
         raise

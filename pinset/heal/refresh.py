@@ -4,14 +4,18 @@ The series of each chosen pin is `git am -3`'d in a worktree of the mirror at th
 earlier pins, and exported with `git format-patch --base=<build>`: messages, authors, dates and order
 are the series' own, only context and line numbers move. The proof is the sim's: the pin set with the
 refreshed series must give, on that build, the very tree (same tree id) it gave before, with every
-refreshed pin applying exactly; anything else is an error and nothing is written.
+refreshed pin applying exactly; and each new patch must be the same commit as the old one as `git am`
+reads it (author, e-mail, author date, subject and message: a sign-off or a re-encoded message is no
+refresh). Anything else is an error and nothing is written.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import email.utils
 from pathlib import Path
 
+from pinset import runner
 from pinset.errors import RuntimeFailure
 from pinset.heal import modes
 from pinset.heal.worktree import Worktree
@@ -94,8 +98,9 @@ def range_diff(tree: Worktree, item: Refreshed) -> str:
     return "".join(shown)
 
 
-def prove(sim, build, result, refreshed: list[Refreshed]) -> None:
-    """The refreshed pin set gives the same tree on `build`, every refreshed pin exactly."""
+def prove(sim, build, result, refreshed: list[Refreshed], scratch: Path) -> None:
+    """The refreshed pin set gives the same tree on `build`, every refreshed pin exactly, and every new
+    series holds the same commits (same_commits)."""
     again = resimulate(sim, build, {r.pin_id: r.new for r in refreshed})
     by_id = {p.id: p for p in again.pins}
     for r in refreshed:
@@ -106,3 +111,86 @@ def prove(sim, build, result, refreshed: list[Refreshed]) -> None:
     if again.tree != result.tree:
         raise RuntimeFailure(f"refresh on {build.name}: the refreshed series give tree {str(again.tree)[:12]}, "
                              f"not the tree {str(result.tree)[:12]} `pinset apply` writes now; nothing written")
+    for n, r in enumerate(refreshed):
+        differs = same_commits(r.old, r.new, scratch / f"mail-{n}")
+        if differs:
+            raise RuntimeFailure(f"refresh of {r.pin_id} on {build.name}: {differs}; nothing written")
+
+
+_FIELDS = ("Author", "Email", "Date", "Subject")
+
+
+def same_commits(old: list[Path], new: list[Path], scratch: Path) -> str | None:
+    """None when the two series are the same commits as `git am` reads them (`git mailsplit` and
+    `git mailinfo`, as am runs them): author, e-mail, author date (the instant and its zone, however the
+    header spells it), subject and message, in order; else what differs, in one line. A commit the old
+    series gives no date is not compared on it (am gave it one)."""
+    first, second = _mails(old, scratch / "old"), _mails(new, scratch / "new")
+    if len(first) != len(second):
+        return f"the new series has {len(second)} commits, the old one {len(first)}"
+    for n, (was, now) in enumerate(zip(first, second), 1):
+        for key in (*_FIELDS, "message"):
+            a: object = was.get(key)
+            b: object = now.get(key)
+            if key == "Date":
+                if a is None:
+                    continue
+                a, b = _instant(was[key]), _instant(now[key])
+            if a != b:
+                return (f"commit {n} of the series ({now.get('Subject') or was.get('Subject') or '?'}) would change "
+                        f"its {key.lower()}: {_shown(a)} before, {_shown(b)} after")
+    return None
+
+
+def _mails(patches: list[Path], folder: Path) -> list[dict[str, str | None]]:
+    folder.mkdir(parents=True, exist_ok=True)
+    split = runner.run(["git", "mailsplit", "-b", f"-o{folder}", "--", *[str(p) for p in patches]], timeout=120)
+    if not split.ok:
+        raise RuntimeFailure(f"git mailsplit of {patches[0].parent}: {split.tail(1) or split.describe()}")
+    out = []
+    for mail in sorted(p for p in folder.iterdir() if p.name.isdigit()):
+        info = runner.run(["git", "mailinfo", "-u", str(folder / "msg"), str(folder / "patch")],
+                          input=mail.read_bytes(), binary=True, timeout=120)
+        if not info.ok:
+            raise RuntimeFailure(f"git mailinfo of {mail}: {info.tail(1) or info.describe()}")
+        raw = info.stdout   # bytes: a binary run
+        header = raw.decode(errors="surrogateescape") if isinstance(raw, bytes) else raw
+        fields: dict[str, str | None] = {key: None for key in _FIELDS}
+        for line in header.splitlines():
+            key, sep, value = line.partition(": ")
+            if sep and key in fields:
+                fields[key] = value
+        fields["message"] = _stripspace((folder / "msg").read_bytes().decode(errors="surrogateescape"))
+        out.append(fields)
+    return out
+
+
+def _instant(date: str | None) -> tuple[float, object] | str | None:
+    """An author date as an instant and its zone; the text itself when it cannot be read."""
+    if date is None:
+        return None
+    try:
+        when = email.utils.parsedate_to_datetime(date)
+    except (TypeError, ValueError):
+        return date
+    return when.timestamp(), when.utcoffset()
+
+
+def _stripspace(text: str) -> str:
+    """The message as a commit keeps it (`git stripspace`): no trailing blanks, no blank lines at either
+    end, runs of blank lines made one."""
+    lines = [line.rstrip() for line in text.split("\n")]
+    kept: list[str] = []
+    for line in lines:
+        if line or (kept and kept[-1]):
+            kept.append(line)
+    while kept and not kept[-1]:
+        kept.pop()
+    return "\n".join(kept)
+
+
+def _shown(value) -> str:
+    if isinstance(value, tuple):
+        return f"{value[0]:.0f} s ({value[1]})"
+    text = repr(value)
+    return text if len(text) <= 100 else text[:97] + "..."

@@ -19,11 +19,9 @@ from pinset.errors import PinsetError, RuntimeFailure
 IDENTITY = {"GIT_COMMITTER_NAME": "pinset", "GIT_COMMITTER_EMAIL": "pinset@localhost"}
 _PR_COMMIT = {**IDENTITY, "GIT_AUTHOR_NAME": "pinset", "GIT_AUTHOR_EMAIL": "pinset@localhost",
               "GIT_AUTHOR_DATE": "2000-01-01T00:00:00Z", "GIT_COMMITTER_DATE": "2000-01-01T00:00:00Z"}
-# Settings of the user's that would change what git am / format-patch write.
-_NEUTRAL = ["-c", "core.autocrlf=false", "-c", "am.threeWay=false",
-            "-c", "format.numbered=auto", "-c", "commit.gpgSign=false", "-c", "core.hooksPath=/dev/null",
-            "-c", "rerere.enabled=false", "-c", "apply.whitespace=nowarn", "-c", "am.keepcr=false",
-           "-c", "apply.ignoreWhitespace=no"]
+# The user's settings never reach git here (pinset.runner.NEUTRAL_CONFIG); am and apply in a worktree
+# keep quiet about whitespace, as the sim's applies do.
+_NEUTRAL = ["-c", "apply.whitespace=nowarn"]
 
 
 class Worktree:
@@ -57,14 +55,15 @@ class Worktree:
     def git_dir(self) -> Path:
         return Path(self.git_ok("rev-parse", "--absolute-git-dir").strip())
 
-    def am(self, patches, three_way: bool = True) -> runner.Completed:
-        return self.git("am", "-q", *(["-3"] if three_way else []), "--committer-date-is-author-date",
-                        *[str(Path(p).absolute()) for p in patches])
+    def am(self, patches, three_way: bool = True, keep_cr: bool = False) -> runner.Completed:
+        return self.git("am", "-q", *(["-3"] if three_way else []), *(["--keep-cr"] if keep_cr else []),
+                        "--committer-date-is-author-date", *[str(Path(p).absolute()) for p in patches])
 
     def apply_pin(self, spec, prep) -> None:
         """One earlier pin as commits: a series by `git am -3`, a PR's diff as one commit."""
         if spec.patches is not None:
-            result = self.am(prep.change.patches)
+            # the patches as the sim applied them (pinset.sim.pins.as_git_am_reads): CRs left are the files'
+            result = self.am(prep.change.patches, keep_cr=True)
             if not result.ok:
                 self.git("am", "--abort")
                 raise RuntimeFailure(f"pin {spec.id} does not apply by `git am -3` in {self.path} although "

@@ -125,10 +125,18 @@ def combine(series: list[dict[str, FileChange]]) -> dict[str, FileChange]:
     return net
 
 
+def patch_text(data: bytes) -> str:
+    """Bytes as text that keeps every byte (surrogateescape): a pin's lines and a tree's compare as bytes,
+    never as decoded text (two ISO-8859-1 lines are not one U+FFFD line)."""
+    return data.decode("utf-8", "surrogateescape")
+
+
 def line_counts(text: str | None) -> dict[str, int]:
+    """Copies of each stripped line; only a newline ends a line, as in read_diffs (a form feed, a lone CR or
+    U+0085 inside a line is part of it)."""
     counts: dict[str, int] = {}
     if text:
-        for line in text.splitlines():
+        for line in text.split("\n"):
             s = line.strip()
             if s:
                 counts[s] = counts.get(s, 0) + 1

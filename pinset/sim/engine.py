@@ -261,7 +261,7 @@ class Simulator:
 
     def _read_counts(self, keys) -> None:
         """Line counts of many (tree, path) files, read in one exchange with the mirror's reader."""
-        texts = self.mirror.read_blobs(key for key in keys if key not in self._blob_cache)
+        texts = self.mirror.read_blobs((key for key in keys if key not in self._blob_cache), exact=True)
         for key, text in texts.items():
             self._blob_cache[key] = line_counts(text)
 
@@ -401,7 +401,8 @@ class Simulator:
         problems: list[str] = []
         paths = sorted(entry.change.files)
         texts = self.mirror.read_blobs([(final_tree, path) for path in paths]
-                                       + [(base_tree, path) for path in paths if not entry.change.files[path].deleted])
+                                       + [(base_tree, path) for path in paths if not entry.change.files[path].deleted],
+                                       exact=True)   # bytes against the pin's bytes (changes.patch_text)
         for path, fc in sorted(entry.change.files.items()):
             final_text = texts[final_tree, path]
             suspects = [a.pin_id for a in later if path in a.change.files]

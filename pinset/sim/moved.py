@@ -29,7 +29,7 @@ Locations = dict[str, dict[str, int]]   # needle -> {path: count}
 class TreeLines:
     def __init__(self, mirror: Mirror, needles: set[str]):
         self.mirror = mirror
-        self._needles = {n.encode() for n in needles}
+        self._needles = {n.encode(errors="surrogateescape") for n in needles}   # the bytes (changes.patch_text)
         self._blobs: dict[str, dict[str, int]] = {}   # blob -> {needle: count}
         self._trees: dict[str, Locations] = {}        # tree or folder -> locations relative to it
         self._listed: dict[str, list[tuple[bytes, str, str]]] = {}   # tree or folder -> its entries
@@ -128,7 +128,7 @@ class TreeLines:
                 if b"\0" not in data[:8000]:   # text only
                     lines = [line.strip() for line in data.splitlines()]
                     for needle in self._needles.intersection(lines):
-                        counts[needle.decode()] = lines.count(needle)
+                        counts[needle.decode(errors="surrogateescape")] = lines.count(needle)
             self._blobs[oid] = counts
 
     def match(self, tree: str, added: dict[str, int], preimage: dict[str, int] | None = None) -> MovedMatch:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from pinset.config.schema import PinSet, PinSpec
 from pinset.errors import UpstreamError
-from pinset.sim.changes import PinChange, combine, file_changes
+from pinset.sim.changes import PinChange, combine, file_changes, patch_text
 from pinset.sim.diffs import DiffError, path_problem, read_diffs
 from pinset.sim.model import APPLIED, UPSTREAM, BuildResult
 from pinset.store import Store, read_checked, write_checked
@@ -41,9 +41,13 @@ def prepare_pins(pinset: PinSet, store: Store, mirror: Mirror) -> dict[str, Prep
     head_fetched = False
     for spec in pinset.pins:
         if spec.patches is not None:
-            files = spec.patch_files()
+            files, texts = [], []
+            for f in spec.patch_files():
+                data = as_git_am_reads(f.read_bytes())
+                texts.append((f.name, patch_text(data)))
+                files.append(f if data == f.read_bytes() else _copy(mirror, f, data))
             try:
-                change = read_change(files, [(f.name, f.read_text(encoding="utf-8", errors="replace")) for f in files])
+                change = read_change(files, texts)
             except PinProblem as exc:  # git can never apply it: no build is to blame (not a conflict with upstream)
                 prepared[spec.id] = PreparedPin(spec, error=str(exc))
                 continue
@@ -55,6 +59,23 @@ def prepare_pins(pinset: PinSet, store: Store, mirror: Mirror) -> dict[str, Prep
             head_fetched = True
         prepared[spec.id] = _prepare_pr(spec, url, store, mirror)
     return prepared
+
+
+def as_git_am_reads(data: bytes) -> bytes:
+    """A series' patch as `git am` hands it to `git apply` when the patch was saved with CRLF line ends (a
+    Windows editor or mailer: its first line ends in CRLF): mailsplit takes the CR off every line that ends
+    in CRLF. A patch of LF lines whose diff lines end in CRLF (format-patch of a CRLF file) is kept as it is:
+    its CRs are the file's, as `git am --keep-cr` keeps them (pinset's worktrees run am so)."""
+    first = data.split(b"\n", 1)[0]
+    return data.replace(b"\r\n", b"\n") if first.endswith(b"\r") else data
+
+
+def _copy(mirror: Mirror, patch: Path, data: bytes) -> Path:
+    """The patch as git am reads it, in the mirror's temporary folder under its own name (messages name it)."""
+    folder = mirror.fresh_path("patch")
+    folder.mkdir()
+    (folder / patch.name).write_bytes(data)
+    return folder / patch.name
 
 
 def _prepare_pr(spec: PinSpec, url: str, store: Store, mirror: Mirror) -> PreparedPin:
@@ -73,12 +94,17 @@ def _prepare_pr(spec: PinSpec, url: str, store: Store, mirror: Mirror) -> Prepar
         fork = fork_point(mirror, spec.commit)
     except UpstreamError as exc:
         return PreparedPin(spec, error=str(exc))
-    diff_path = store.dir("pins") / f"{spec.pr.owner}-{spec.pr.repo}-{spec.pr.number}-{spec.commit[:12]}-{fork[:12]}.diff"
+    # "-bytes": the diff as git wrote it (earlier runs stored it decoded, a non-UTF-8 line's bytes lost)
+    diff_path = (store.dir("pins")
+                 / f"{spec.pr.owner}-{spec.pr.repo}-{spec.pr.number}-{spec.commit[:12]}-{fork[:12]}-bytes.diff")
     cached = read_checked(diff_path)  # None: missing, half-written or damaged -> made again
     if cached is None:
-        cached = mirror.git_ok("diff", "--binary", "--full-index", "--no-color", fork, spec.commit).encode()
+        made = mirror.git("diff", "--binary", "--full-index", "--no-color", fork, spec.commit, binary=True)
+        if not made.ok:
+            raise UpstreamError(f"git diff --binary --full-index: {made.tail(3) or made.describe()}")   # as git_ok
+        cached = made.stdout if isinstance(made.stdout, bytes) else made.stdout.encode()
         write_checked(diff_path, cached)
-    text = cached.decode("utf-8", errors="replace")
+    text = patch_text(cached)
     try:
         change = read_change([diff_path] if text.strip() else [], [(f"the diff of {spec.pr.url}", text)])
     except PinProblem as exc:

@@ -47,10 +47,9 @@ _DAMAGE_RE = re.compile(r"^(?:error|fatal): .*(?:is corrupt|object file .* is em
 # git's words for a loose object it could not read: also what it says of one that did not exist when it looked
 # and that a concurrent run (a fetch into the mirror) wrote a moment later (it stats the file after the read failed).
 _LOOSE_UNREADABLE_RE = re.compile(r"loose object ([0-9a-f]{40,64}) \(stored in .*\) is corrupt")
-# Its own settings for every call: git's background gc would outlive (and race) the run; a user's
-# apply.ignoreWhitespace would let `git apply` take a patch whose context upstream re-indented (a verdict
-# that depends on whose ~/.gitconfig ran it).
-_CONFIG = ["-c", "gc.autoDetach=false", "-c", "maintenance.autoDetach=false", "-c", "apply.ignoreWhitespace=no"]
+# Its own settings for every call: git's background gc would outlive (and race) the run. (No setting of
+# the user's reaches git at all: pinset.runner.NEUTRAL_CONFIG.)
+_CONFIG = ["-c", "gc.autoDetach=false", "-c", "maintenance.autoDetach=false"]
 
 
 class Mirror:
@@ -193,20 +192,21 @@ class Mirror:
         """Text of `path` in `tree`, or None when absent or not a file."""
         return self.read_blobs([(tree, path)])[tree, path]
 
-    def read_blobs(self, wanted: Iterable[tuple[str, str]]) -> dict[tuple[str, str], str | None]:
-        """read_blob of many (tree, path) pairs in one exchange with the object reader."""
+    def read_blobs(self, wanted: Iterable[tuple[str, str]], exact: bool = False) -> dict[tuple[str, str], str | None]:
+        """read_blob of many (tree, path) pairs in one exchange with the object reader. `exact`: every byte
+        kept (surrogateescape, no newline translation), for comparing lines as bytes (the sim's contract)."""
         pairs = list(dict.fromkeys(wanted))
         texts: dict[tuple[str, str], str | None] = {}
         batch = [pair for pair in pairs if "\n" not in pair[0] + pair[1]]
         for pair in pairs:  # not a name `cat-file --batch` can read from a line
             if "\n" in pair[0] + pair[1]:
-                texts[pair] = self._read_blob_alone(*pair)
+                texts[pair] = self._read_blob_alone(*pair, exact=exact)
         for (tree, path), found in zip(batch, self._reader.read([f"{tree}:{path}" for tree, path in batch])):
             if found is not None:
                 kind, data = found
                 # As `git cat-file blob` in text mode gave it: UTF-8 with replacements, universal newlines.
-                texts[tree, path] = (data.decode(errors="replace").replace("\r\n", "\n").replace("\r", "\n")
-                                     if kind == "blob" else None)
+                texts[tree, path] = (None if kind != "blob" else data.decode(errors="surrogateescape") if exact
+                                     else data.decode(errors="replace").replace("\r\n", "\n").replace("\r", "\n"))
                 continue
             # Absent from the tree, or named by it but lost or corrupt (damage, not a missing file).
             named = self._reader.entry(tree, path)
@@ -215,10 +215,11 @@ class Mirror:
             texts[tree, path] = None
         return texts
 
-    def _read_blob_alone(self, tree: str, path: str) -> str | None:
-        result = self.git("cat-file", "blob", f"{tree}:{path}", check_damage=False)
+    def _read_blob_alone(self, tree: str, path: str, exact: bool = False) -> str | None:
+        result = self.git("cat-file", "blob", f"{tree}:{path}", check_damage=False, binary=exact)
         if result.ok:
-            return result.stdout
+            out = result.stdout
+            return out.decode(errors="surrogateescape") if isinstance(out, bytes) else out
         named = self.git("rev-parse", "--verify", "--quiet", f"{tree}:{path}", check_damage=False)
         if named.ok and not self.git("cat-file", "-e", named.stdout.strip(), check_damage=False).ok:
             raise CacheDamaged(self.path, f"object {named.stdout.strip()[:12]} ({path}) is missing")

@@ -394,3 +394,65 @@ def test_a_one_file_pin_holding_an_mbox_of_two_commits_is_refreshed_as_its_commi
     assert main(["apply", "-c", str(pins_yaml), "--build", "b3", "--out", str(tmp_path / "after")]) == 0
     assert subprocess.run(["git", "diff", "--no-index", "--quiet", str(tmp_path / "before"),
                            str(tmp_path / "after")]).returncode == 0
+# --- the proof compares commits, not trees only ------------------------------------------------------
+
+def _two_series(make_repo, tmp_path, second_args=(), second_message="change line 20\n\nWhy it is pinned.",
+                second_author=None):
+    """The same change of a.txt exported twice from real commits (the second with other format-patch
+    options, message or author); returns the two series' files."""
+    from tests.testing import GIT_ENV
+    up = make_repo("twins")
+    b1 = up.commit("base", {"a.txt": LINES})
+    made = []
+    for n, (args, message, author) in enumerate([((), "change line 20\n\nWhy it is pinned.", None),
+                                                 (second_args, second_message, second_author)]):
+        up.git("checkout", "-q", "-b", f"s{n}", b1)
+        up.write("a.txt", LINES.replace("line 20\n", "line 20 pinned\n"))
+        up.git("add", "a.txt")
+        env = {**GIT_ENV, "GIT_AUTHOR_DATE": "2024-01-02T03:04:05+0100", "GIT_COMMITTER_DATE": "2024-01-02T03:04:05+0100"}
+        if author:
+            env.update(author)
+        subprocess.run(["git", "commit", "-q", "-m", message], cwd=up.path, env={**__import__("os").environ, **env},
+                       check=True)
+        out = tmp_path / f"series-{n}"
+        up.git("format-patch", "-q", *args, "-o", str(out), f"{b1}..s{n}")
+        made.append(sorted(out.glob("*.patch")))
+        up.git("checkout", "-q", "master")
+    return made
+
+
+def test_same_commits_holds_for_the_same_commits_however_exported(make_repo, tmp_path):
+    from pinset.heal.refresh import same_commits
+    old, new = _two_series(make_repo, tmp_path, second_args=("-U7", "--numbered", "--subject-prefix=PATCH v2"))
+    assert old[0].read_bytes() != new[0].read_bytes()
+    assert same_commits(old, new, tmp_path / "mail") is None
+
+
+@pytest.mark.parametrize("what, kwargs", [
+    ("message", {"second_args": ("--signoff",)}),
+    ("message", {"second_message": "change line 20\n\nWhy it is pinned, said otherwise."}),
+    ("subject", {"second_message": "change line twenty\n\nWhy it is pinned."}),
+    ("author", {"second_author": {"GIT_AUTHOR_NAME": "someone"}}),
+    ("email", {"second_author": {"GIT_AUTHOR_EMAIL": "someone@example.com"}}),
+    ("date", {"second_author": {"GIT_AUTHOR_DATE": "2024-01-02T03:04:06+0100"}}),
+    ("date", {"second_author": {"GIT_AUTHOR_DATE": "2024-01-02T02:04:05+0000"}}),   # the same instant, another zone
+])
+def test_same_commits_names_what_differs(make_repo, tmp_path, what, kwargs):
+    from pinset.heal.refresh import same_commits
+    old, new = _two_series(make_repo, tmp_path, **kwargs)
+    said = same_commits(old, new, tmp_path / "mail")
+    assert said is not None and f"would change its {what}:" in said, said
+    assert same_commits(old, old, tmp_path / "again") is None
+
+
+def test_refresh_write_whose_export_adds_a_sign_off_writes_nothing(moved, tmp_path, capsys, monkeypatch):
+    """A sign-off in the exported series (format.signOff reaching git) is no refresh: the trees agree, the
+    commits do not; exit 1, the series as it was."""
+    from pinset.heal import worktree
+    _, pins_yaml, folder = moved
+    before = {p.name: p.read_bytes() for p in folder.iterdir()}
+    monkeypatch.setattr(worktree, "_NEUTRAL", [*worktree._NEUTRAL, "-c", "format.signOff=true"])
+    assert main(["refresh", "p", "-c", str(pins_yaml), "--onto", "b2", "--write"]) == 1
+    err = capsys.readouterr().err
+    assert "would change its message" in err and "nothing written" in err
+    assert {p.name: p.read_bytes() for p in folder.iterdir()} == before
