@@ -194,7 +194,6 @@ class Simulator:
         base-commit) also go into the mirror: refresh and rebase run `git am -3` in its worktrees."""
         pin_id, change = prep.spec.id, prep.change
         assert change is not None  # only a prepared pin is applied
-        made = [self._base_made[pin_id]] if pin_id in self._base_made else []
         if self._history is not None and (pin_id, self._history) not in self._found:
             if pin_id not in self._series:
                 self._series[pin_id] = series_blobs([p.read_text(encoding="utf-8", errors="replace")
@@ -206,13 +205,22 @@ class Simulator:
                 dirs.append(self._new_dir())
                 replay(self.mirror, change.patches, series, found, dirs,
                        self.mirror.fresh_path("replay-index"), dirs[-1])
-                made.append(dirs[-1])
             self._found[pin_id, self._history] = dirs
+        self._share(prep)
+        return self._found.get((pin_id, self._history), []) if self._history is not None else []
+
+    def _share(self, prep: PreparedPin) -> None:
+        """Copy into the mirror the blobs the pin's series creates (on its base-commit, on the preimages
+        found in this build's history): `git am -3` in refresh's and rebase's worktrees needs them as
+        the preimages of its later patches, and no upstream history has them. Once per pin and dir."""
+        pin_id = prep.spec.id
+        made = [self._base_made[pin_id]] if pin_id in self._base_made else []
+        found = self._found.get((pin_id, self._history), []) if self._history is not None else []
+        made += found[1:]   # after the found preimages: the blobs the series made on them
         for written in made:
             if (pin_id, str(written)) not in self._shared:
                 self._shared.add((pin_id, str(written)))
                 self.mirror.adopt_objects(loose_ids(written), [written])
-        return self._found.get((pin_id, self._history), []) if self._history is not None else []
 
     def _merged_tree(self, base_tree: str, index: _Index) -> str:
         """The full tree: `base_tree` with the entries of the (partial) index laid over it; the
@@ -257,6 +265,8 @@ class Simulator:
                     whole = self.mirror.git("apply", "--cached", *extra, "--whitespace=nowarn", *patches,
                                             index=index.path, env=env, work_tree=work_tree)
             if whole.ok:
+                if extra == ["--3way"]:
+                    self._share(prep)
                 index.objects += [written, *brought]
                 mode = (modes.direct_mode(whole.stderr) if extra == ["-v"] else modes.THREE_WAY) if how else None
                 return ApplyOutcome(True, mode=mode)
@@ -286,6 +296,7 @@ class Simulator:
                     result = self.mirror.git("apply", "--cached", "--3way", "--whitespace=nowarn", shown,
                                              index=index.path, env=env, work_tree=work_tree)
             if result.ok:
+                self._share(prep)
                 applied_modes.append(modes.THREE_WAY)
                 continue
             resolved = self._ledger.resolve(prep.spec, index.path, env, work_tree)
