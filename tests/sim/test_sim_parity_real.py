@@ -24,6 +24,8 @@ from tests.testing import write_pins
 from tests.testing.history import GIT_ENV, FastHistory
 from tests.testing.snapshots import sdist_cache
 
+pytestmark = pytest.mark.slow
+
 VERSIONS = ["0.3.33", "0.3.34", "0.3.35", "0.3.36"]
 FILES = ["src/llama-model-loader.cpp", "common/common.h"]
 LOADER_AT = [4, 40, 320, 560, 880, 1250]  # 0.3.33 lines a pin inserts after (upstream rewrote some nearby)
