@@ -120,6 +120,7 @@ class FileDiff:
     modes: set[str] = field(default_factory=set)  # every mode its header lines name (160000: a gitlink)
     binary_without_data: bool = False           # "Binary files ... differ": git can never apply it
     hunks: list[Hunk] = field(default_factory=list)
+    blobs: tuple[str, str] | None = None        # its `index <pre>..<post>` ids (abbreviated as written)
 
     @property
     def path(self) -> str:
@@ -133,6 +134,7 @@ class FileDiff:
 
 _MODE_LINE_RE = re.compile(r"^(?:new file mode|deleted file mode|old mode|new mode) (\d+)$")
 _INDEX_MODE_RE = re.compile(r"^index [0-9a-f]+\.\.[0-9a-f]+ (\d+)$")
+_INDEX_RE = re.compile(r"^index ([0-9a-f]{4,64})\.\.([0-9a-f]{4,64})(?: \d+)?$")
 
 
 def read_diffs(text: str) -> list[FileDiff]:
@@ -197,6 +199,9 @@ def read_diffs(text: str) -> list[FileDiff]:
                     raise DiffError(f"line {number}: {exc}: {line[:120]}") from None
                 break
         else:
+            ids = _INDEX_RE.match(line)
+            if ids:
+                out[-1].blobs = (ids[1], ids[2])
             m = _MODE_LINE_RE.match(line) or _INDEX_MODE_RE.match(line)
             if m:
                 out[-1].modes.add(m[1])

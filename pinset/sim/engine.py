@@ -8,7 +8,9 @@ Which blobs a 3-way merge may use is fixed by the inputs, never by what the cach
 every apply runs against private object directories (Mirror.object_dir) that hold the blobs of the
 index it applies to (the build's, and those of the pins applied before it on this build), the
 blobs the pin brings as its base (a PR's fork point and its own commit; a series' `base-commit:`,
-with the blobs the series creates on it) and nothing else of the mirror.
+with the blobs the series creates on it), the preimages the build's own history holds (as `git am -3`
+finds them in a clone: pinset.sim.preimages, looked up only when a 3-way merge is needed) and nothing
+else of the mirror.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from pinset.sim.changes import MovedMatch, PinChange, line_counts, series_base
 from pinset.sim.model import BuildResult, Contract, PinResult, SimResult
 from pinset.sim.moved import TreeLines
 from pinset.sim.pins import PreparedPin
+from pinset.sim.preimages import FileBlobs, Preimages, loose_ids, replay, series_blobs, wanted
 from pinset.upstream.builds import Build, _unreachable, upstream_url
 from pinset.upstream.mirror import Mirror
 
@@ -88,6 +91,12 @@ class Simulator:
         self._bases: dict[str, str | None] = {}         # pin id -> base commit in the mirror
         self._base_trees: dict[str, str] = {}           # base commit -> its tree
         self._blob_cache: dict[tuple[str, str], dict[str, int]] = {}
+        self._history: str | None = None                # the commit of the build simulated now (None: an sdist)
+        self._finder = Preimages(mirror)
+        self._series: dict[str, list[list[FileBlobs]]] = {}            # pin id -> its patches' index lines
+        self._found: dict[tuple[str, str], list[Path]] = {}             # (pin id, history) -> preimage dirs
+        self._base_made: dict[str, Path] = {}            # pin id -> the blobs its series creates on its base
+        self._shared: set[tuple[str, str]] = set()       # (pin, object dir) whose series' blobs are in the mirror
         # The indexes we apply to hold only the paths some pin names: `git apply` then reads and
         # writes a few entries instead of the whole tree (thousands), which is most of its cost.
         touched = [prep.change.touched for prep in prepared.values() if prep.change is not None]
@@ -174,8 +183,44 @@ class Simulator:
                                        index=index.path, env=env).ok:
                     break
             dirs += [self._build_objects[base_tree], written]
+            self._base_made[pin_id] = written
         self._pin_objects[pin_id] = dirs
         return dirs
+
+    def _preimages_for(self, prep: PreparedPin) -> list[Path]:
+        """Object dirs with the preimages a 3-way merge of the pin may use on the build simulated now, found
+        as `git am -3` finds them (pinset.sim.preimages: in the build's history, never elsewhere in the
+        cache), and the blobs its series creates on them. Those a series creates (here or on its
+        base-commit) also go into the mirror: refresh and rebase run `git am -3` in its worktrees."""
+        pin_id, change = prep.spec.id, prep.change
+        assert change is not None  # only a prepared pin is applied
+        if self._history is not None and (pin_id, self._history) not in self._found:
+            if pin_id not in self._series:
+                self._series[pin_id] = series_blobs([p.read_text(encoding="utf-8", errors="replace")
+                                                     for p in change.patches])
+            series = self._series[pin_id]
+            found = self._finder.find(self._history, wanted(series))
+            dirs = [self._new_dir(found.values())] if found else []
+            if found and len(series) > 1:
+                dirs.append(self._new_dir())
+                replay(self.mirror, change.patches, series, found, dirs,
+                       self.mirror.fresh_path("replay-index"), dirs[-1])
+            self._found[pin_id, self._history] = dirs
+        self._share(prep)
+        return self._found.get((pin_id, self._history), []) if self._history is not None else []
+
+    def _share(self, prep: PreparedPin) -> None:
+        """Copy into the mirror the blobs the pin's series creates (on its base-commit, on the preimages
+        found in this build's history): `git am -3` in refresh's and rebase's worktrees needs them as
+        the preimages of its later patches, and no upstream history has them. Once per pin and dir."""
+        pin_id = prep.spec.id
+        made = [self._base_made[pin_id]] if pin_id in self._base_made else []
+        found = self._found.get((pin_id, self._history), []) if self._history is not None else []
+        made += found[1:]   # after the found preimages: the blobs the series made on them
+        for written in made:
+            if (pin_id, str(written)) not in self._shared:
+                self._shared.add((pin_id, str(written)))
+                self.mirror.adopt_objects(loose_ids(written), [written])
 
     def _merged_tree(self, base_tree: str, index: _Index) -> str:
         """The full tree: `base_tree` with the entries of the (partial) index laid over it; the
@@ -194,6 +239,7 @@ class Simulator:
         """`git apply --cached --3way` each patch; git reads only the index's and the pin's blobs.
         `how`: the apply that counts (not a probe) also learns how each patch applied (below)."""
         written, brought = self._new_dir(), self._objects_of(prep)
+        found: list[Path] | None = None   # the preimages from the build's history: looked up when a 3-way merge fails
         env = self.mirror.objects_env(written, [*index.objects, *brought])
         # --3way writes a conflicted new file (add/add) into the work tree even with --cached: without one of
         # its own, that was the current folder (the user's checkout), whose files could also change git's
@@ -210,7 +256,17 @@ class Simulator:
             before = index.path.read_bytes()
             whole = self.mirror.git("apply", "--cached", *extra, "--whitespace=nowarn", *patches,
                                     index=index.path, env=env, work_tree=work_tree)
+            if not whole.ok and extra == ["--3way"] and found is None:
+                found = self._preimages_for(prep)
+                if found:
+                    index.path.write_bytes(before)
+                    brought = [*brought, *found]
+                    env = self.mirror.objects_env(written, [*index.objects, *brought])
+                    whole = self.mirror.git("apply", "--cached", *extra, "--whitespace=nowarn", *patches,
+                                            index=index.path, env=env, work_tree=work_tree)
             if whole.ok:
+                if extra == ["--3way"]:
+                    self._share(prep)
                 index.objects += [written, *brought]
                 mode = (modes.direct_mode(whole.stderr) if extra == ["-v"] else modes.THREE_WAY) if how else None
                 return ApplyOutcome(True, mode=mode)
@@ -228,9 +284,19 @@ class Simulator:
             if direct is not None and direct.ok:
                 applied_modes.append(modes.direct_mode(direct.stderr))
                 continue
+            start = index.path.read_bytes() if found is None else b""
             result = self.mirror.git("apply", "--cached", "--3way", "--whitespace=nowarn", shown,
                                      index=index.path, env=env, work_tree=work_tree)
+            if not result.ok and found is None:
+                found = self._preimages_for(prep)
+                if found:
+                    index.path.write_bytes(start)  # a conflicted merge left its stages there
+                    brought = [*brought, *found]
+                    env = self.mirror.objects_env(written, [*index.objects, *brought])
+                    result = self.mirror.git("apply", "--cached", "--3way", "--whitespace=nowarn", shown,
+                                             index=index.path, env=env, work_tree=work_tree)
             if result.ok:
+                self._share(prep)
                 applied_modes.append(modes.THREE_WAY)
                 continue
             resolved = self._ledger.resolve(prep.spec, index.path, env, work_tree)
@@ -432,6 +498,7 @@ class Simulator:
 
     # --- one build ------------------------------------------------------------------------
     def simulate_build(self, build: Build) -> BuildResult:
+        self._history = build.oid if build.source == "git" else None  # an sdist's tree has no history
         index = _Index(self.mirror.temp_path(f"build-index-{build.tree[:12]}"))
         self._load(index, build.tree)
         applied: list[_Applied] = []

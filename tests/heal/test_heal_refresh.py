@@ -456,3 +456,31 @@ def test_refresh_write_whose_export_adds_a_sign_off_writes_nothing(moved, tmp_pa
     err = capsys.readouterr().err
     assert "would change its message" in err and "nothing written" in err
     assert {p.name: p.read_bytes() for p in folder.iterdir()} == before
+@pytest.mark.parametrize("base", [True, False], ids=["base-commit", "no-base-commit"])
+def test_refresh_of_a_series_whose_second_patch_needs_the_first_ones_blob(make_repo, tmp_path, capsys, base):
+    """Issue 27: both patches need a 3-way merge on b2, and the second one's preimage is the blob the first
+    creates, which no upstream history holds: the sim makes it (replaying the series on its base, or on the
+    preimages b2's history holds) and the worktree's `git am -3` must find it too (it said "could not build
+    fake ancestor")."""
+    up = make_repo("upstream")
+    b1 = up.commit("base", {"a.txt": LINES})
+    up.tag("b1")
+    one = LINES.replace("line 20\n", "line 20 pinned\n")
+    series(up, b1, [("change line 20", {"a.txt": one}),
+                    ("change line 22", {"a.txt": one.replace("line 22\n", "line 22 pinned\n")})],
+           tmp_path / "patches" / "p", *([f"--base={b1}"] if base else []))
+    up.commit("beside", {"a.txt": LINES.replace("line 18\n", "line 18 upstream\n").replace("line 24\n", "line 24 up\n")})
+    up.tag("b2")
+    pins_yaml = write_pins(tmp_path / "pins.yaml", f"""
+        upstream: {up.path}
+        builds: [b2]
+        pins:
+          - id: p
+            patches: patches/p
+        """)
+    rc, doc = sim_json(tmp_path, pins_yaml)
+    assert modes_of(doc) == {"b2": ("applied", "3-way")}, doc
+    assert main(["refresh", "p", "-c", str(pins_yaml), "--onto", "b2", "--write"]) == 0, capsys.readouterr()
+    rc, doc = sim_json(tmp_path, pins_yaml)
+    assert modes_of(doc) == {"b2": ("applied", "exact")}
+    capsys.readouterr()

@@ -294,6 +294,14 @@ def test_renaming_pin_applies_and_keeps_its_contract(world, tmp_path):
 
 def test_conflict_names_the_failed_hunk_in_console_json_and_markdown(world, tmp_path, capsys):
     up, pins = world
+    # Without its `index` lines the patch has no preimage for a 3-way merge (b2's history has it: with them,
+    # as `git am -3`, this is a 3-way merge conflict): the hunk that does not apply is the answer.
+    bare = tmp_path / "bare" / "feat-iq1m"
+    bare.mkdir(parents=True)
+    for patch in (pins / "feat-iq1m").glob("*.patch"):
+        (bare / patch.name).write_text("".join(line for line in patch.read_text().splitlines(True)
+                                               if not line.startswith("index ")))
+    pins = bare.parent
     cfg = pin_set(tmp_path, up, ["b2"], pins, "feat-iq1m")
     md = tmp_path / "sim.md"
     code, data = run_sim(tmp_path, cfg, "--markdown", str(md))

@@ -1,0 +1,155 @@
+"""The preimage blobs a pin's 3-way merge needs, found where `git am -3` finds them, the same on every cache.
+
+`git apply --3way` (and so `git am -3`) builds a patch's merge base from its `index <pre>..<post>` lines: the
+blob `pre` of each file, looked up anywhere in the repository. Anywhere in the mirror would depend on what
+the cache happens to hold (other builds, sdists, other pin sets' PRs), so here a preimage counts only when
+the history of the build's own commit holds it at the patch's path: where a patch written on an older
+upstream commit finds it in a full clone. Asked per build, never of other builds of the run.
+
+The cost is one question per preimage: one `git cat-file --batch-check` over all of them drops those the
+mirror lacks (a fetched commit's history is always whole in the mirror), and the rest are looked for in one
+path-limited `git log --raw` of the build's history (memoised per commit and path).
+
+A series' later patch often names as preimage a blob its earlier patch creates, which no upstream history
+holds: `series_blobs` leaves those out of the question and `replay` makes them, each patch applied on its
+own preimages (as the series was written).
+
+Input and output, for the engine and a memo of its results: `Preimages.find(history, wanted)`, history a
+commit, wanted (path, id as the patch writes it) pairs -> {pair: full blob id} of those available.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from pinset.sim.diffs import DiffError, read_diffs
+from pinset.upstream.mirror import Mirror
+
+
+@dataclass(frozen=True)
+class FileBlobs:
+    """One file of one patch: its path before the patch, the ids its `index` line names, its old mode."""
+
+    path: str
+    pre: str
+    post: str
+    mode: str = "100644"
+
+
+def series_blobs(texts: list[str]) -> list[list[FileBlobs]]:
+    """Per patch of a series, the files whose preimage a 3-way merge needs (not new files)."""
+    out: list[list[FileBlobs]] = []
+    for text in texts:
+        files = []
+        try:
+            diffs = read_diffs(text)
+        except DiffError:
+            diffs = []
+        for diff in diffs:
+            if diff.blobs is None or diff.old is None or not diff.blobs[0].strip("0"):
+                continue
+            mode = "100755" if "100755" in diff.modes else "100644"
+            files.append(FileBlobs(diff.old, diff.blobs[0], diff.blobs[1], mode))
+        out.append(files)
+    return out
+
+
+def wanted(series: list[list[FileBlobs]]) -> list[tuple[str, str]]:
+    """The (path, preimage) pairs to look for in history: a preimage an earlier patch of the series
+    creates at that path is left out (replay makes it)."""
+    made: set[tuple[str, str]] = set()
+    out: list[tuple[str, str]] = []
+    for files in series:
+        for f in files:
+            if not any(path == f.path and (post.startswith(f.pre) or f.pre.startswith(post)) for path, post in made):
+                out.append((f.path, f.pre))
+        made |= {(f.path, f.post) for f in files}
+    return list(dict.fromkeys(out))
+
+
+class Preimages:
+    """Answers `find` for one mirror; memoises each (commit, path)'s blob ids."""
+
+    def __init__(self, mirror: Mirror):
+        self.mirror = mirror
+        self._walked: dict[tuple[str, str], set[str]] = {}   # (commit, path) -> every blob id of path in its history
+        self._present: dict[str, bool] = {}                   # id as written -> the mirror has an object by that name
+
+    def find(self, history: str, pairs: Iterable[tuple[str, str]]) -> dict[tuple[str, str], str]:
+        """{(path, id): full id} of the pairs whose blob the history of commit `history` holds at `path`
+        (an abbreviated id: the one blob of that path's history it names)."""
+        pairs = list(dict.fromkeys(pairs))
+        self._check_present([oid for _, oid in pairs])
+        pairs = [(path, oid) for path, oid in pairs if self._present[oid]]
+        self._walk(history, sorted({path for path, _ in pairs if (history, path) not in self._walked}))
+        found = {}
+        for path, oid in pairs:
+            ids = [full for full in self._walked[history, path] if full.startswith(oid)]
+            if len(ids) == 1:
+                found[path, oid] = ids[0]
+        return found
+
+    def _check_present(self, oids: list[str]) -> None:
+        """One `cat-file --batch-check` over the ids not asked before: missing means no history has it."""
+        ask = [oid for oid in dict.fromkeys(oids) if oid not in self._present]
+        if not ask:
+            return
+        answer = self.mirror.git_ok("cat-file", "--batch-check", input="".join(oid + "\n" for oid in ask))
+        for oid, line in zip(ask, answer.splitlines()):
+            self._present[oid] = not line.endswith(" missing")
+
+    def _walk(self, history: str, paths: list[str]) -> None:
+        """Every blob id each path had in the history of `history` (both sides of every change to it, on
+        side branches and in merges too), from one path-limited `git log --raw`."""
+        if not paths:
+            return
+        for path in paths:
+            self._walked[history, path] = set()
+        log = self.mirror.git_ok("log", "--format=", "--raw", "-z", "--no-abbrev", "--no-renames", "--full-history",
+                                 "-m", "--root", history, "--", *paths, env={"GIT_LITERAL_PATHSPECS": "1"})
+        fields = log.split("\0")
+        for i, field in enumerate(fields[:-1]):
+            meta = field.lstrip("\n")
+            if not meta.startswith(":"):
+                continue
+            parts = meta.split()
+            key = (history, fields[i + 1])
+            if len(parts) >= 4 and key in self._walked:
+                self._walked[key].update(oid for oid in parts[2:4] if oid.strip("0"))
+
+
+def replay(mirror: Mirror, patches: list[Path], series: list[list[FileBlobs]], found: dict[tuple[str, str], str],
+           read: list[Path], index: Path, write: Path) -> None:
+    """Write into the object dir `write` the blobs the series creates when each patch is applied on its own
+    preimages (those `found`, and those earlier patches made): the preimages its later patches name."""
+    made: dict[str, str] = {}   # path -> the blob the last patch that touched it left there
+    env = mirror.objects_env(write, read)
+    for patch, files in zip(patches, series):
+        entries = []
+        for f in files:
+            oid = found.get((f.path, f.pre)) or (made[f.path] if made.get(f.path, "").startswith(f.pre) else None)
+            if oid is None:
+                break
+            entries.append(f"{f.mode} {oid}\t{f.path}\0")
+        else:
+            mirror.git_ok("read-tree", "--empty", index=index)
+            if entries:
+                mirror.git_ok("update-index", "-z", "--index-info", index=index, input="".join(entries))
+            if mirror.git("apply", "--cached", "--whitespace=nowarn", str(patch), index=index, env=env).ok:
+                listing = mirror.git_ok("ls-files", "-s", "-z", index=index)
+                for entry in listing.split("\0"):
+                    if entry:
+                        info, path = entry.split("\t", 1)
+                        made[path] = info.split()[1]
+
+
+def loose_ids(objects: Path) -> list[str]:
+    """Ids of the loose objects in an object dir (what `git apply` wrote there)."""
+    out = []
+    for sub in sorted(os.listdir(objects)) if objects.is_dir() else []:
+        if len(sub) == 2 and (objects / sub).is_dir():
+            out += [sub + name for name in sorted(os.listdir(objects / sub)) if len(name) >= 38]
+    return out
