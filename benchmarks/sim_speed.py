@@ -21,6 +21,7 @@ Usage: python benchmarks/sim_speed.py [--repeat N] [--work DIR] [--case real|que
 from __future__ import annotations
 
 import argparse
+import hashlib
 import os
 import shutil
 import statistics
@@ -41,6 +42,115 @@ from tests.testing.snapshots import SNAPSHOTS, build_name, import_snapshots, mak
 
 QUEUE_VERSIONS = ["0.3.33", "0.3.34", "0.3.35", "0.3.36"]
 QUEUE_BASE = "0.3.34"
+MANY_BASE = "0.3.32"   # the many-pin queue is written on an older snapshot than any build it goes onto
+SOURCES = (".c", ".cpp", ".h", ".cu", ".cuh")
+
+
+def _first_changes(repo: Path, base: str, later: list[str]) -> tuple[dict[str, str], dict[str, int | None], list[dict[str, str]]]:
+    """Source files of `base` (path -> blob), the index in `later` of the first tree that changed each
+    (None: unchanged in all), and each later tree's blobs."""
+    def blobs(rev: str) -> dict[str, str]:
+        out = git(repo, "ls-tree", "-r", rev, "--", "src/", "ggml/src/", "common/", "tools/")
+        return {line.split("\t", 1)[1]: line.split()[2] for line in out.splitlines()
+                if line.split("\t", 1)[1].endswith(SOURCES)}
+    at_base, trees = blobs(base), [blobs(rev) for rev in later]
+    first = {path: next((i for i, tree in enumerate(trees) if tree.get(path) != blob), None)
+             for path, blob in at_base.items()}
+    return at_base, first, trees
+
+
+def make_many_pins(store: Store, base_oid: str, later: list[str], dest: Path) -> list[Path]:
+    """A downstream queue of 36 one-patch pins, each a `git format-patch` of its own commit on the
+    `base_oid` tree (real llama.cpp files, edits made here), in a folder that `each: true` makes one pin per
+    patch of. Kinds, by which later tree (`later`, oldest first) first changed the file:
+    - 16 edit a line upstream later rewrote (9 rewritten by the first tree, 3 by the second, 2 each by the
+      third and fourth): a conflict with upstream from that tree on;
+    - 3 pairs edit the same line of a file upstream left alone: the second of each conflicts with the first;
+    - 4 backport upstream's own change of a file (2 of the first tree's, 2 of the third's): already upstream
+      from there on (retired), applied before;
+    - 10 add lines to files upstream left alone: applied everywhere.
+    So on the 4 trees 12, 15, 17, 19 of 36 conflict and 2, 2, 4, 4 are upstream."""
+    patches = sorted(dest.glob("*.patch"))
+    if len(patches) == 36:
+        return patches
+    shutil.rmtree(dest, ignore_errors=True)
+    repo = dest.parent / "many.git"
+    shutil.rmtree(repo, ignore_errors=True)
+    subprocess.run(["git", "init", "-q", "--bare", str(repo)], check=True, capture_output=True)
+    git(repo, "fetch", "-q", str(store.mirror), f"{base_oid}:refs/heads/base",
+        *(f"{oid}:refs/heads/later{i}" for i, oid in enumerate(later)))
+    at_base, first, trees = _first_changes(repo, "base", [f"later{i}" for i in range(len(later))])
+    text = lambda rev, path: git(repo, "show", f"{rev}:{path}")  # noqa: E731
+
+    def rewritten_line(path: str, at: int) -> int | None:
+        """A substantive line of the base file, there once, that the tree `at` rewrote and no later tree has."""
+        lines = text("base", path).splitlines()
+        after = [set(line.strip() for line in text(f"later{i}", path).splitlines()) if path in trees[i] else set()
+                 for i in range(at, len(later))]
+        for n, line in enumerate(lines):
+            if (is_substantive(line) and line.rstrip().endswith(";") and lines.count(line) == 1
+                    and all(line.strip() not in tree for tree in after)):
+                return n
+        return None
+
+    edits: list[tuple[str, str, str]] = []   # (kind, path, new text)
+    def edit_line(path: str, n: int, tag: str) -> str:
+        lines = text("base", path).splitlines(True)
+        indent = lines[n][:len(lines[n]) - len(lines[n].lstrip())]
+        lines[n] = lines[n].rstrip("\n") + f" // {tag}\n"
+        lines.insert(n + 1, f"{indent}downstream_hook_{tag.replace('-', '_')}(); // the runner needs it\n")
+        return "".join(lines)
+
+    used: set[str] = set()
+    for at, want in ((0, 9), (1, 3), (2, 2), (3, 2)):
+        for path in sorted(p for p, f in first.items() if f == at):
+            if want == 0:
+                break
+            n = rewritten_line(path, at)
+            if n is not None:
+                edits.append(("upstream", path, edit_line(path, n, f"local-{len(edits) + 1}")))
+                used.add(path)
+                want -= 1
+    untouched = [p for p, f in sorted(first.items()) if f is None and p.endswith((".c", ".cpp"))]
+    for path in untouched[::max(1, len(untouched) // 16)]:
+        lines = text("base", path).splitlines()
+        n = next((i for i in range(len(lines) // 2, len(lines))
+                  if is_substantive(lines[i]) and lines[i].rstrip().endswith(";") and lines.count(lines[i]) == 1), None)
+        if n is None or len([e for e in edits if e[0] in ("first", "second", "add")]) >= 16:
+            continue
+        pairs = len([e for e in edits if e[0] == "first"])
+        if pairs < 3:
+            edits.append(("first", path, edit_line(path, n, f"local-{len(edits) + 1}")))
+            edits.append(("second", path, edit_line(path, n, f"other-{len(edits) + 1}")))
+        else:
+            edits.append(("add", path, edit_line(path, n, f"local-{len(edits) + 1}")))
+        used.add(path)
+    for at, want in ((0, 2), (2, 2)):
+        for path in sorted(p for p, f in first.items() if f == at and p not in used):
+            if want and all(trees[i].get(path) == trees[at][path] for i in range(at, len(later))):
+                new = text(f"later{at}", path)
+                if 4 <= sum(1 for line in new.splitlines() if line not in text("base", path).splitlines()) <= 40:
+                    edits.append(("backport", path, new))
+                    used.add(path)
+                    want -= 1
+    index = dest.parent / "many-index"
+    env = dict(os.environ, **GIT_ENV, GIT_INDEX_FILE=str(index))
+    run = lambda *a: subprocess.run(["git", "--git-dir", str(repo), *a], env=env,  # noqa: E731
+                                    capture_output=True, check=True).stdout.decode()
+    dest.mkdir(parents=True)
+    # a queue's order is its maintainers' history, not the kinds: mixed by a fixed digest, each pair in order
+    order = sorted(range(len(edits)), key=lambda i: (hashlib.sha256(edits[i - (edits[i][0] == "second")][1].encode())
+                                                     .hexdigest(), edits[i][0] == "second"))
+    for number, i in enumerate(order, 1):
+        kind, path, new = edits[i]
+        index.unlink(missing_ok=True)
+        run("read-tree", "base")
+        blob = git(repo, "hash-object", "-w", "--stdin", input=new.encode()).strip()
+        run("update-index", "--cacheinfo", f"100644,{blob},{path}")
+        commit = git(repo, "commit-tree", run("write-tree").strip(), "-p", "base",
+                     "-m", f"{kind}: {Path(path).name}").strip()
+        git(repo, "format-patch", "-q", "-1", f"--start-number={number}", "-o", str(dest), commit)
+    return sorted(dest.glob("*.patch"))
 
 
 def make_queue(store: Store, base_oid: str, dest: Path, count: int = 36) -> Path:
