@@ -135,14 +135,16 @@ def processes(call) -> tuple[int, int]:
 
 
 def cold_plain_loop(sdists: list[Path], pin_dirs: list[Path], work: Path) -> float:
-    """The plain loop from nothing but the sdists: a fresh bare repository, per sdist `tar -xzf` of
-    vendor/llama.cpp + `git add -A` + a commit, then plain_loop over those commits. Seconds, all of it."""
+    """The plain loop from nothing but the sdists: a fresh repository, per sdist `tar -xzf` of
+    vendor/llama.cpp + `git add -A` + a commit, then checkout_loop over those commits (the cheaper loop).
+    Seconds, all of it."""
     env = dict(os.environ, **GIT_ENV)
-    repo = work / "cold-plain.git"
-    shutil.rmtree(repo, ignore_errors=True)
+    clone = work / "cold-plain"
+    shutil.rmtree(clone, ignore_errors=True)
+    repo = clone / ".git"
     index = dict(env, GIT_INDEX_FILE=str(work / "cold-plain-index"))
     started = time.perf_counter()
-    subprocess.run(["git", "init", "-q", "--bare", str(repo)], check=True, env=env)
+    subprocess.run(["git", "init", "-q", str(clone)], check=True, env=env)
     oids = []
     for sdist in sdists:
         top = sdist.name.removesuffix(".tar.gz")
@@ -155,9 +157,9 @@ def cold_plain_loop(sdists: list[Path], pin_dirs: list[Path], work: Path) -> flo
             tree_id = subprocess.run(["git", "--git-dir", str(repo), "write-tree"], check=True, env=index,
                                      capture_output=True, text=True).stdout.strip()
             oids.append(git(repo, "commit-tree", tree_id, "-m", sdist.name).strip())
-    plain_loop(repo, oids, pin_dirs)
+    checkout_loop(clone, oids, pin_dirs)
     elapsed = time.perf_counter() - started
-    shutil.rmtree(repo)
+    shutil.rmtree(clone)
     Path(index["GIT_INDEX_FILE"]).unlink(missing_ok=True)
     return elapsed
 
