@@ -252,8 +252,8 @@ class Simulator:
         memo into a new object dir). False when the memo lost a blob (git answers then)."""
         if not answer.ok:
             return True   # a failed apply's index is thrown away by every caller
-        written = self._new_dir()
-        if not self._memo.link_objects(answer, written):
+        written = self._new_dir() if answer.objects else None   # no folder to make (and remove) for none
+        if written is not None and not self._memo.link_objects(answer, written):
             return False
         if answer.changes:
             after = dict(before)
@@ -263,7 +263,7 @@ class Simulator:
                 else:
                     after[path] = entry
             index.path.write_bytes(memo.write_index(after))
-        index.objects += [written, *self._objects_of(prep)]
+        index.objects += [*([written] if written is not None else []), *self._objects_of(prep)]
         return True
 
     def _remember(self, key: str, before: memo.Entries, index: _Index, start: int, prep: PreparedPin,
