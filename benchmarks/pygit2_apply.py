@@ -1,38 +1,64 @@
-"""pygit2 in-process apply vs one `git apply --cached` process vs a memo hit, the many-pin queue on 0.3.36.
+"""pygit2 in-process apply vs one `git apply --cached` process vs a memo lookup: the many-pin queue on 0.3.36.
 
-Usage: python benchmarks/pygit2_apply.py WORK PYGIT2_DIR  (WORK: sim_speed.py --work folder after --case many;
-PYGIT2_DIR: a `pip install --target` folder with pygit2: it is not a dependency of pinset)
+Usage: python benchmarks/pygit2_apply.py WORK PYGIT2_DIR
+  WORK: a sim_speed.py --work folder after --case many; PYGIT2_DIR: a `pip install --target` folder with
+  pygit2 (it is not a dependency of pinset: docs/design.md says why)
 """
-import sys, time, subprocess, os, glob
-WORK = sys.argv[1]
-sys.path.insert(0, sys.argv[2]); sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parent.parent))
-import pygit2
-from pinset.sim import memo
-repo = pygit2.Repository(WORK + "/cache/mirror.git")
-tree = repo.revparse_single("db68f88f0f4a96b7d73019ab8df110984e41ce62").peel(pygit2.Tree)
-patches = sorted(glob.glob(WORK + "/many/patches/*.patch"))
-texts = [open(p, "rb").read() for p in patches]
-t = time.perf_counter(); applied = 0
-repo.index.read_tree(tree)
-for text in texts:
-    diff = pygit2.Diff.parse_diff(text[text.index(b"diff --git"):].split(b"\n-- \n")[0] + b"\n")
-    applied += repo.applies(diff, location=pygit2.enums.ApplyLocation.INDEX, raise_error=False)
-pg = time.perf_counter() - t
-env = dict(os.environ, GIT_INDEX_FILE=WORK + "/pg-index")
-subprocess.run(["git", "--git-dir", WORK + "/cache/mirror.git", "read-tree", "db68f88f0f4a96b7d73019ab8df110984e41ce62"], env=env, check=True)
-base = open(WORK + "/pg-index", "rb").read()
-t = time.perf_counter(); gok = 0
-for p in patches:
-    open(WORK + "/pg-index", "wb").write(base)
-    gok += subprocess.run(["git", "--git-dir", WORK + "/cache/mirror.git", "apply", "--cached", p], env=env, capture_output=True).returncode == 0
-g = time.perf_counter() - t
-m = memo.ApplyMemo(None)
-t = time.perf_counter()
-for text in texts:
-    k = memo.apply_key([text], True, [("x", 0o100644, "0"*40)], [], "git")
-    m.get(k)
-mm = time.perf_counter() - t
-print(f"pygit2 {pygit2.__version__} / libgit2 {pygit2.LIBGIT2_VERSION}, 36 one-patch pins on 0.3.36 (whole-tree index):")
-print(f"  pygit2 parse_diff + applies(INDEX) (in process): {pg*1000:.0f} ms, {applied} apply (no 3-way)")
-print(f"  git apply --cached, one process each:           {g*1000:.0f} ms, {gok} apply")
-print(f"  memo key + lookup (in the run):                 {mm*1000:.1f} ms")
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+TREE = "db68f88f0f4a96b7d73019ab8df110984e41ce62"   # the 0.3.36 snapshot's commit in the benchmark's mirror
+
+
+def main() -> None:
+    work, target = Path(sys.argv[1]), sys.argv[2]
+    sys.path[:0] = [target, str(Path(__file__).resolve().parent.parent)]
+    import pygit2
+
+    from pinset.sim import memo
+
+    mirror = work / "cache" / "mirror.git"
+    repo = pygit2.Repository(str(mirror))
+    tree = repo.revparse_single(TREE).peel(pygit2.Tree)
+    patches = sorted((work / "many" / "patches").glob("*.patch"))
+    texts = [p.read_bytes() for p in patches]
+
+    started, in_process = time.perf_counter(), 0
+    repo.index.read_tree(tree)
+    for text in texts:
+        diff = pygit2.Diff.parse_diff(text[text.index(b"diff --git"):].split(b"\n-- \n")[0] + b"\n")
+        in_process += repo.applies(diff, location=pygit2.enums.ApplyLocation.INDEX, raise_error=False)
+    libgit2 = time.perf_counter() - started
+
+    index = work / "pg-index"
+    env = dict(os.environ, GIT_INDEX_FILE=str(index))
+    subprocess.run(["git", "--git-dir", str(mirror), "read-tree", TREE], env=env, check=True)
+    base = index.read_bytes()
+    started, by_git = time.perf_counter(), 0
+    for patch in patches:
+        index.write_bytes(base)
+        by_git += subprocess.run(["git", "--git-dir", str(mirror), "apply", "--cached", str(patch)], env=env,
+                                 capture_output=True).returncode == 0
+    git = time.perf_counter() - started
+    index.unlink()
+
+    kept = memo.ApplyMemo(None)
+    started = time.perf_counter()
+    for text in texts:
+        kept.get(memo.apply_key([text], True, [("x", 0o100644, "0" * 40)], [], "git"))
+    lookup = time.perf_counter() - started
+    print(f"pygit2 {pygit2.__version__} / libgit2 {pygit2.LIBGIT2_VERSION}, {len(texts)} one-patch pins on 0.3.36 "
+          "(whole-tree index):")
+    print(f"  pygit2 parse_diff + applies(INDEX) (in process): {libgit2 * 1000:.0f} ms, {in_process} apply (no 3-way)")
+    print(f"  git apply --cached, one process each:           {git * 1000:.0f} ms, {by_git} apply")
+    print(f"  memo key + lookup (in the run):                 {lookup * 1000:.1f} ms")
+
+
+if __name__ == "__main__":
+    main()

@@ -245,7 +245,9 @@ class Simulator:
         readable = frozenset().union(*(self._blobs_in(d) for d in [*index.objects, *self._objects_of(prep)]))
         available = [(named, tuple(sorted(oid for oid in readable if oid.startswith(named))))
                      for named in memo.named_blobs(patches)]
-        return memo.apply_key(patches, how, memo.relevant(entries, touched), available, self._git), entries
+        names = tuple(str(Path(patch).absolute()) for patch in change.patches)
+        return memo.apply_key(patches, how, memo.relevant(entries, touched), available, self._git,
+                              names=names), entries
 
     def _replay(self, index: _Index, prep: PreparedPin, answer: memo.Answer, before: memo.Entries) -> bool:
         """Leave `index` as git left it for this answer: its entries and the blobs they name (linked from the

@@ -99,12 +99,14 @@ def named_blobs(patches: list[bytes]) -> list[str]:
 
 
 def apply_key(patches: list[bytes], how: bool, entries: list[tuple[str, int, str]],
-              available: list[tuple[str, tuple[str, ...]]], git: str, extra: tuple[str, ...] = ()) -> str:
+              available: list[tuple[str, tuple[str, ...]]], git: str, extra: tuple[str, ...] = (),
+              names: tuple[str, ...] = ()) -> str:
     """The one key of an apply's answer: patch bytes (their `index` lines included), how it is asked,
     the relevant index entries, which full blob ids each named id resolves to among the blobs the
-    apply may read, git's identity, and `extra` (inputs a caller adds, e.g. preimages a lookup offers)."""
+    apply may read, git's identity, `extra` (inputs a caller adds, e.g. preimages a lookup offers) and
+    the patch files' paths (`names`: a failure's message names the patch, git's words its file)."""
     digest = hashlib.sha256()
-    for part in (MEMO_FORMAT, git, "how" if how else "plain", *extra):
+    for part in (MEMO_FORMAT, git, "how" if how else "plain", *extra, "names", *names):
         digest.update(part.encode() + b"\0")
     for text in patches:
         digest.update(hashlib.sha256(text).digest())
