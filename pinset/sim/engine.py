@@ -21,9 +21,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pinset.config.schema import PinSet
-from pinset.errors import UpstreamError
+from pinset.errors import PinsetError, UpstreamError
 from pinset.heal import modes
 from pinset.heal.resolve import LedgerApply
+from pinset.sim import memo
 from pinset.sim.apply_errors import conflict_place, explain_apply_failure
 from pinset.sim.changes import MovedMatch, PinChange, line_counts, series_base
 from pinset.sim.model import BuildResult, Contract, PinResult, SimResult
@@ -110,10 +111,26 @@ class Simulator:
         self.look_for_moved_code: bool | set[str] = True
         self.attribute_conflicts = True
         self._ledger = LedgerApply(mirror)
+        # The same pin on the same blobs is the same answer (sim/memo.py): kept in the run and in the cache.
+        self._memo = memo.ApplyMemo(mirror.cache / "memo")
+        self._git = memo.git_identity()
+        self._dir_blobs: dict[Path, frozenset[str]] = {}   # object dir -> the blob ids it holds
+        self._patch_bytes: dict[str, list[bytes]] = {}      # pin id -> its patch files' bytes
 
     # --- git primitives -------------------------------------------------------------------
     def _new_dir(self, blobs=()) -> Path:
-        return self.mirror.object_dir("objects", blobs)
+        blobs = frozenset(blobs)
+        path = self.mirror.object_dir("objects", blobs)
+        if blobs:
+            self._dir_blobs[path] = blobs
+        return path
+
+    def _blobs_in(self, folder: Path) -> frozenset[str]:
+        """The blob ids an object dir holds: those it was packed with, else its loose objects (a dir git
+        wrote into is read only once it is handed on as readable, and never written again)."""
+        if folder not in self._dir_blobs:
+            self._dir_blobs[folder] = frozenset(memo.loose_objects(folder))
+        return self._dir_blobs[folder]
 
     def _listing(self, tree: str) -> str:
         """`ls-tree -r -z` of `tree` under the pins' paths (the whole tree when they are unknown)."""
@@ -236,6 +253,101 @@ class Simulator:
         return self.mirror.write_tree(full)
 
     def _apply(self, index: _Index, prep: PreparedPin, how: bool = False) -> ApplyOutcome:
+        """The pin on `index` (see _apply_git), answered from the memo when the same patch met the same
+        blobs before (another build, another probe, another run): then no git process runs."""
+        asked = self._memo_key(index, prep, how)
+        if asked is not None:
+            key, before = asked
+            answer = self._memo.get(key)
+            if answer is not None and self._replay(index, prep, answer, before):
+                return _outcome_of(answer, prep)
+        start = len(index.objects)
+        outcome = self._apply_git(index, prep, how)
+        if asked is not None:
+            self._remember(asked[0], asked[1], index, start, prep, outcome)
+        return outcome
+
+    def _memo_key(self, index: _Index, prep: PreparedPin, how: bool) -> tuple[str, memo.Entries] | None:
+        """(memo key, the index's entries) of this apply; None where no memo is kept: paths not known, a
+        pin with recorded resolutions (the ledger reads the conflict), an index this code does not read."""
+        change = prep.change
+        assert change is not None
+        touched = change.touched
+        if touched is None:
+            return None
+        try:
+            if self._ledger.ledger_of(prep.spec):
+                return None
+        except PinsetError:
+            return None   # a broken ledger is git's path's error to raise, where it raised before
+        try:
+            entries = memo.read_index(index.path.read_bytes())
+        except (memo.IndexFormat, OSError):
+            return None
+        if prep.spec.id not in self._patch_bytes:
+            self._patch_bytes[prep.spec.id] = [Path(patch).read_bytes() for patch in change.patches]
+        patches = self._patch_bytes[prep.spec.id]
+        readable = frozenset().union(*(self._blobs_in(d) for d in [*index.objects, *self._objects_of(prep)]))
+        available = [(named, tuple(sorted(oid for oid in readable if oid.startswith(named))))
+                     for named in memo.named_blobs(patches)]
+        names = tuple(str(Path(patch).absolute()) for patch in change.patches)
+        return memo.apply_key(patches, how, memo.relevant(entries, touched), available, self._git,
+                              names=names), entries
+
+    def _replay(self, index: _Index, prep: PreparedPin, answer: memo.Answer, before: memo.Entries) -> bool:
+        """Leave `index` as git left it for this answer: its entries and the blobs they name (linked from the
+        memo into a new object dir). False when the memo lost a blob (git answers then)."""
+        if not answer.ok:
+            return True   # a failed apply's index is thrown away by every caller
+        written = self._new_dir() if answer.objects else None   # no folder to make (and remove) for none
+        if written is not None and not self._memo.link_objects(answer, written):
+            return False
+        if answer.changes:
+            after = dict(before)
+            for path, entry in answer.changes.items():
+                if entry is None:
+                    after.pop(path, None)
+                else:
+                    after[path] = entry
+            index.path.write_bytes(memo.write_index(after))
+        index.objects += [*([written] if written is not None else []), *self._objects_of(prep)]
+        return True
+
+    def _remember(self, key: str, before: memo.Entries, index: _Index, start: int, prep: PreparedPin,
+                  outcome: ApplyOutcome) -> None:
+        """Keep git's answer under `key`, unless it names a blob a replay elsewhere could not read."""
+        change = prep.change
+        assert change is not None
+        changes: dict[str, memo.Entry | None] = {}
+        objects: list[str] = []
+        written: dict[str, Path] = {}
+        if outcome.ok:
+            try:
+                after = memo.read_index(index.path.read_bytes())
+            except (memo.IndexFormat, OSError):
+                return
+            changes = {path: after.get(path) for path in sorted(set(before) | set(after))
+                       if before.get(path) != after.get(path)}
+            touched = change.touched or frozenset()
+            mine = {oid for _, _, oid in memo.relevant(before, touched)}
+            brought = frozenset().union(*(self._blobs_in(d) for d in self._objects_of(prep)))
+            for folder in index.objects[start:]:
+                written.update(memo.loose_objects(folder))
+            for entry in changes.values():
+                if entry is None or entry[1] in mine or entry[1] in brought:
+                    continue
+                if entry[1] not in written:
+                    return   # a blob only this index's other dirs hold: no answer for elsewhere
+                objects.append(entry[1])
+        failed = next((i for i, patch in enumerate(change.patches) if outcome.patch_text
+                       and patch.read_text(encoding="utf-8", errors="replace") == outcome.patch_text), None)
+        fields = {"conflict_files": outcome.conflict_files, "message": outcome.message, "hunk": outcome.hunk,
+                  "hunk_path": outcome.hunk_path, "failed_patch": failed, "mode": outcome.mode,
+                  "resolutions": outcome.resolutions, "note": outcome.note,
+                  "replaced": {path: sorted(lines) for path, lines in outcome.replaced.items()}}
+        self._memo.put(key, memo.Answer(outcome.ok, fields, changes, sorted(set(objects))), written)
+
+    def _apply_git(self, index: _Index, prep: PreparedPin, how: bool = False) -> ApplyOutcome:
         """`git apply --cached --3way` each patch; git reads only the index's and the pin's blobs.
         `how`: the apply that counts (not a probe) also learns how each patch applied (below)."""
         written, brought = self._new_dir(), self._objects_of(prep)
@@ -572,6 +684,17 @@ class Simulator:
 
     def run(self, builds: list[Build]) -> SimResult:
         return SimResult([self.simulate_build(b) for b in builds], self.pinset.digest)
+
+
+def _outcome_of(answer: memo.Answer, prep: PreparedPin) -> ApplyOutcome:
+    """The ApplyOutcome a memo answer stands for (the failed patch's text read again from its file)."""
+    fields = answer.outcome
+    failed = fields.get("failed_patch")
+    assert prep.change is not None
+    text = prep.change.patches[failed].read_text(encoding="utf-8", errors="replace") if failed is not None else ""
+    return ApplyOutcome(answer.ok, list(fields["conflict_files"]), fields["message"], list(fields["hunk"]),
+                        fields["hunk_path"], text, fields["mode"], list(fields["resolutions"]), fields["note"],
+                        {path: set(lines) for path, lines in fields["replaced"].items()})
 
 
 def _blobs(listing: str) -> list[str]:
