@@ -81,9 +81,9 @@ class PullsAPI(GitHub):
             number = item.get("number")
             if not isinstance(number, int) or isinstance(number, bool) or number <= 0:
                 raise PostError(f"GET {url}: a pull request without a number ({_kind(number)})")
-            head = item.get("head") if isinstance(item.get("head"), dict) else {}
+            head = _obj(item.get("head"))
             sha = head.get("sha") if isinstance(head.get("sha"), str) else None
-            user = item.get("user") if isinstance(item.get("user"), dict) else {}
+            user = _obj(item.get("user"))
             prs.append(OpenPR(number, self._clean(item.get("title") or "", 200),
                               self._clean(item.get("html_url") or f"https://github.com/{owner}/{name}/pull/{number}"),
                               sha, item.get("draft") is True, str(item.get("updated_at") or ""),
@@ -96,7 +96,7 @@ class PullsAPI(GitHub):
         reviews = self._pages(f"{self.api_url}/repos/{owner}/{name}/pulls/{number}/reviews", "reviews")
         last: dict[str, str] = {}
         for review in reviews:
-            user = review.get("user") if isinstance(review.get("user"), dict) else {}
+            user = _obj(review.get("user"))
             state = review.get("state")
             if isinstance(state, str) and state != "PENDING":
                 last[str(user.get("login"))] = state
@@ -104,3 +104,7 @@ class PullsAPI(GitHub):
             return "open"
         words = set(last.values())
         return "approved" if "APPROVED" in words and "CHANGES_REQUESTED" not in words else "reviewed"
+
+
+def _obj(value) -> dict:
+    return value if isinstance(value, dict) else {}

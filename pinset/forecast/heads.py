@@ -55,7 +55,7 @@ def fork_points(mirror: Mirror, heads: list[str]) -> dict[str, str | None]:
     if not heads:
         return {}
     out = mirror.git_ok("rev-list", "--parents", "--boundary", "--stdin",
-                        input="\n".join(heads) + f"\n--not\n{UPSTREAM_HEAD_REF}\n")
+                        input="\n".join(heads) + f"\n^{UPSTREAM_HEAD_REF}\n")
     parents: dict[str, list[str]] = {}
     boundary: set[str] = set()
     for line in out.splitlines():
@@ -70,7 +70,7 @@ def fork_points(mirror: Mirror, heads: list[str]) -> dict[str, str | None]:
 
     def bases_of(start: str) -> frozenset[str]:
         """The boundary commits (in upstream) reached from `start` through commits only PRs have."""
-        stack, seen, reached = [start], set(), set()
+        stack, seen, reached = [start], set(), set[str]()
         while stack:
             commit = stack.pop()
             if commit in seen:

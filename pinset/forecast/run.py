@@ -64,7 +64,11 @@ def forecast(pinset: PinSet, store: Store, onto: str | None, repo: tuple[str, st
 
         heads = {pr.number: pulled.get(pr.number) for pr in open_prs}
         forks = git_side.fork_points(mirror, [h for h in heads.values() if h])
-        pairs = {n: (forks[h], h) for n, h in heads.items() if h and forks.get(h)}
+        pairs: dict[int, tuple[str, str]] = {}
+        for number, head in heads.items():
+            fork = forks.get(head) if head else None
+            if head and fork:
+                pairs[number] = (fork, head)
         files = git_side.changed_files(mirror, list(pairs.values()))
 
         sim = Simulator(pinset, mirror, prepared)
@@ -76,10 +80,9 @@ def forecast(pinset: PinSet, store: Store, onto: str | None, repo: tuple[str, st
         say(f"{len(touching)} of them touch a file of the pin set; simulating each onto {build.name}")
         judged = {pr.number for pr in touching}
         for pr in open_prs:
-            head = heads[pr.number]
-            entry = _entry(pr, head)
+            entry = _entry(pr, heads[pr.number])
             out.append(entry)
-            if head is None:
+            if entry.head is None:
                 entry.note = f"no refs/pull/{pr.number}/head upstream (the head is gone)"
                 continue
             if pr.number not in pairs:
@@ -87,8 +90,8 @@ def forecast(pinset: PinSet, store: Store, onto: str | None, repo: tuple[str, st
                 continue
             if pr.number not in judged:
                 continue
-            fork, _ = pairs[pr.number]
-            entry.touches = sorted(files[pairs[pr.number]] & pin_paths)
+            fork, head = pairs[pr.number]
+            entry.touches = sorted(files[fork, head] & pin_paths)
             merged = git_side.merge_onto(mirror, build, pr.number, head, fork)
             entry.merges = merged.merges
             if not merged.merges or merged.build is None:
