@@ -135,13 +135,15 @@ class Merged:
 
 def merge_onto(mirror: Mirror, onto: Build, number: int, head: str, fork: str) -> Merged:
     """`git merge-tree --write-tree` of the PR onto the build, as a commit (parents: the build, the PR head;
-    kept under refs/pinset/forecast/N by keep_refs). An sdist build has no history shared with the PR: it is
-    merged as a child of the PR's fork point (the tree upstream had where the PR started)."""
-    ours = onto.oid
-    if onto.source != "git":
+    kept under refs/pinset/forecast/N by keep_refs). An sdist build (or any build) that has no history shared
+    with the PR is merged as a child of the PR's fork point (the tree upstream had where the PR started)."""
+    result = None
+    if onto.source == "git":
+        result = mirror.git("merge-tree", "--write-tree", "--name-only", "--no-messages", onto.oid, head)
+    if result is None or "unrelated histories" in result.stderr:
         ours = mirror.git_ok("commit-tree", onto.tree, "-p", fork, "-m", f"{onto.name} on {fork}",
                              env=_IDENTITY).strip()
-    result = mirror.git("merge-tree", "--write-tree", "--name-only", "--no-messages", ours, head)
+        result = mirror.git("merge-tree", "--write-tree", "--name-only", "--no-messages", ours, head)
     lines = result.stdout.splitlines()
     if result.returncode == 1 and lines:
         return Merged(False, conflicts=tuple(sorted(set(lines[1:]))))

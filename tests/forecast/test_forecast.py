@@ -245,3 +245,25 @@ def test_bad_input_is_exit_2(world, tmp_path, fake, capsys):
     assert "--repo" in capsys.readouterr().err
     assert main(["forecast", "-c", str(cfg), "--repo", "o/r", "--api-url", "ftp://x"]) == 2
     assert fake.requests == []
+
+
+def test_sdist_build_as_onto(world, tmp_path, fake, monkeypatch):
+    """--onto pypi:llama-cpp-python==V: the sdist's vendored tree (b2's files) has no git history; each PR is
+    merged onto it as a child of the PR's fork point, and the effects are those on b2."""
+    from tests.testing.fake_pypi import FakeIndex, make_sdist, serve
+
+    up, pins, cfg = world
+    index = FakeIndex()
+    index.add("llama-cpp-python", "9.9.9", make_sdist("9.9.9", {"src/a.c": A_C, "src/b.c": B2_B_C,
+                                                                "README": "upstream\n"}, commit=up.head()[:9]))
+    server = serve(index)
+    monkeypatch.setenv("PINSET_PYPI_URL", index.url)
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+    try:
+        code, data, _ = run_forecast(tmp_path, cfg, fake, "--onto", "pypi:llama-cpp-python==9.9.9")
+    finally:
+        server.shutdown()
+    assert code == 1 and data["onto"]["build"] == "pypi:llama-cpp-python==9.9.9"
+    prs = {pr["number"]: pr for pr in data["prs"]}
+    assert effects(prs[1]) == {"a": "breaks", "b": "fixes"} and effects(prs[2]) == {"c": "moves"}
+    assert effects(prs[4]) == {"c": "carries"} and prs[7]["merges"] is False
