@@ -9,12 +9,19 @@ lines in moved code, is left to the nightly sim once the PR has landed.
 One Simulator (one engine session) serves BUILD and every BUILD+PR: the pins are prepared once, their base
 blobs packed once, the line counts of the pins' base files read once; each BUILD+PR costs its merge-tree,
 its commit and one pass of the pin set.
+
+That pass leaves out what cannot change (`pin_groups`): pins are grouped by the files they share (a pin
+is applied, attributed and checked only on its own files and those of the earlier pins it meets there),
+and a group none of whose files the PR changes and whose pins are all fine on BUILD gets BUILD's result
+again. A group with a pin that is not fine on BUILD is simulated whole with every PR: sim's search for
+its lines in moved code reads the whole tree, which the PR may change anywhere. The effects are those of
+the whole pin set (tests/forecast: both ways on every PR of the tests' upstream).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from pinset.config.schema import PinSet
 from pinset.errors import PinsetError
@@ -48,7 +55,8 @@ def onto_build(pinset: PinSet, onto: str | None, store: Store, mirror: Mirror) -
 
 
 def forecast(pinset: PinSet, store: Store, onto: str | None, repo: tuple[str, str], api: PullsAPI,
-             say: Callable[[str], None] = lambda _: None) -> Forecast:
+             say: Callable[[str], None] = lambda _: None, whole: bool = False) -> Forecast:
+    """`whole`: every BUILD+PR gets a pass of every pin (the tests compare it with the grouped pass)."""
     if pinset.upstream is None:
         raise PinsetError(f"{pinset.path}: forecast needs an `upstream:` (its refs/pull/*/head are the PR heads)")
     url = upstream_url(pinset.upstream, pinset.path.parent)
@@ -74,6 +82,8 @@ def forecast(pinset: PinSet, store: Store, onto: str | None, repo: tuple[str, st
         sim = Simulator(pinset, mirror, prepared)
         before = sim.simulate_build(build)
         before_by_id = {p.id: p for p in before.pins}
+        groups = pin_groups(prepared, [spec.id for spec in pinset.pins])
+        always = {pin_id for group in groups if any(not before_by_id[i].ok for i in group) for pin_id in group}
         out: list[ForecastPR] = []
         kept: dict[int, str] = {}
         touching = [pr for pr in open_prs if pr.number in pairs and files[pairs[pr.number]] & pin_paths]
@@ -99,7 +109,9 @@ def forecast(pinset: PinSet, store: Store, onto: str | None, repo: tuple[str, st
                 entry.note = f"does not merge onto {build.name} (conflicts in {', '.join(merged.conflicts[:5])})"
                 continue
             kept[pr.number] = entry.onto = merged.build.oid
-            after = sim.simulate_build(merged.build)
+            wanted = always | {pin_id for group in groups if group_files(prepared, group) & set(entry.touches)
+                                for pin_id in group}
+            after = _simulate(sim, pinset, merged.build, wanted, whole)
             entry.pins = _effects(before_by_id, after)
         git_side.keep_refs(mirror, kept)
     # Reviews only for the PRs that were judged and are not drafts: the API requests grow with those, not
@@ -112,6 +124,34 @@ def forecast(pinset: PinSet, store: Store, onto: str | None, repo: tuple[str, st
     result = ForecastResult(f"{owner}/{name}", build.name, build.commit, out, pinset.digest,
                             [spec.id for spec in pinset.pins], api.requests_made)
     return Forecast(result, before)
+
+
+def pin_groups(prepared: dict, order: list[str]) -> list[list[str]]:
+    """The pins (in pin set order) grouped by shared files: two pins that change a file in common, directly
+    or through other pins, are in one group. A pin whose files are unknown is a group of its own."""
+    groups: list[tuple[list[str], set[str]]] = []
+    for pin_id in order:
+        change = prepared[pin_id].change
+        files = set(change.touched or ()) if change is not None else set()
+        met = [g for g in groups if g[1] & files]
+        ids = [i for g in met for i in g[0]] + [pin_id]
+        groups = [g for g in groups if g not in met] + [(sorted(ids, key=order.index), files.union(*(g[1] for g in met)))]
+    return [ids for ids, _ in groups]
+
+
+def group_files(prepared: dict, group: list[str]) -> set[str]:
+    return set().union(*(prepared[i].change.touched or () for i in group if prepared[i].change is not None))
+
+
+def _simulate(sim: Simulator, pinset: PinSet, build: Build, wanted: set[str], whole: bool) -> BuildResult:
+    """The engine's pass over the wanted pins only, in pin set order (all of them with `whole`)."""
+    if whole:
+        return sim.simulate_build(build)
+    sim.pinset = replace(pinset, pins=tuple(spec for spec in pinset.pins if spec.id in wanted))
+    try:
+        return sim.simulate_build(build)
+    finally:
+        sim.pinset = pinset
 
 
 def _entry(pr: OpenPR, head: str | None) -> ForecastPR:

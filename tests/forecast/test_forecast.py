@@ -267,3 +267,32 @@ def test_sdist_build_as_onto(world, tmp_path, fake, monkeypatch):
     prs = {pr["number"]: pr for pr in data["prs"]}
     assert effects(prs[1]) == {"a": "breaks", "b": "fixes"} and effects(prs[2]) == {"c": "moves"}
     assert effects(prs[4]) == {"c": "carries"} and prs[7]["merges"] is False
+
+
+def test_the_grouped_pass_gives_the_whole_pin_sets_effects(world, tmp_path, fake):
+    """forecast simulates on BUILD+PR only the pin groups the PR can reach (run.pin_groups); every PR's effects
+    are those of a pass of every pin. Pin d (its own file, conflicting on BUILD) is simulated with every PR."""
+    from pinset.config.schema import load_pinset
+    from pinset.forecast.github import PullsAPI
+    from pinset.forecast.run import forecast, pin_groups
+    from pinset.sim.pins import prepare_pins
+    from pinset.store import Store
+    from pinset.upstream.mirror import Mirror
+
+    up, pins, cfg = world
+    series(up, "b1", [("pin d", {"README": "upstream\nPIN_D\n"})], pins / "pin-d")
+    up.commit("upstream readme", {"README": "UPSTREAM\n"})   # after b2: d conflicts with master's README
+    up.tag("b3")
+    cfg.write_text(cfg.read_text() + f"  - id: d\n    patches: {pins / 'pin-d'}\n")
+    pinset = load_pinset(str(cfg))
+    store = Store.open(tmp_path / "cache")
+    with Mirror(store.mirror) as mirror:
+        groups = pin_groups(prepare_pins(pinset, store, mirror), ["a", "b", "c", "d"])
+    assert groups == [["a", "b"], ["c"], ["d"]]
+    results = [forecast(pinset, store, "b3", ("o", "r"), PullsAPI(TOKEN, fake.url), whole=whole).result
+               for whole in (False, True)]
+    grouped, whole = ({pr.number: [p.to_json() for p in pr.pins] for pr in r.prs} for r in results)
+    assert grouped == whole
+    assert {p["id"]: p["effect"] for p in grouped[1]} == {"a": "breaks", "b": "fixes"}
+    # #8 changes README (d's file, where b3 has UPSTREAM): it does not merge onto b3, and is not judged
+    assert next(pr for pr in results[0].prs if pr.number == 8).merges is False
