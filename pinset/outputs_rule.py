@@ -35,7 +35,7 @@ NOT_PATHS = frozenset({
     "n_head_kv", "head_dim", "n_ff", "n_expert", "n_expert_used", "expert_ff", "seed", "imatrix_chunks",
     "force", "drop_f16", "gpus", "kld_model", "bench_model", "bench_args", "verify_args", "results_dir",
     "pinset_command", "post", "dry_run", "api_url", "command", "model_command", "version",
-    "older_than", "format", "upstream", "abort", "cont", "onto", "pins", "write",
+    "older_than", "format", "upstream", "abort", "cont", "onto", "repo", "pins", "write",
 })
 DECLARED = OUTPUT_FILES | OUTPUT_FOLDERS | INPUT_FILES | INPUT_FOLDERS | NOT_PATHS
 # An option whose dest means something else in one verb (an `--out` that is a file) says so on its action:
