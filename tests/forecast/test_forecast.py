@@ -178,6 +178,11 @@ def test_every_effect_matches_plain_git(world, tmp_path, fake):
     mirror = tmp_path / "cache" / "mirror.git"
     refs = git(tmp_path, "--git-dir", str(mirror), "for-each-ref", "refs/pinset/forecast/").stdout
     assert prs[1]["onto"] in refs
+    # and the line works: rebase starts a worktree at BUILD+PR with pin a's conflict to resolve
+    wt = tmp_path / "rebase-a"
+    code = main(["rebase", "a", "--onto", prs[1]["onto"], "-c", str(cfg), "--worktree", str(wt)])
+    assert code in (0, 1) and wt.is_dir()
+    assert "return 1000;" in (wt / "src" / "a.c").read_text()   # the PR's line is there
 
 
 def test_ranking_and_api_requests(world, tmp_path, fake):
