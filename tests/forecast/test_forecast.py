@@ -111,16 +111,17 @@ def git(cwd, *args: str, check: bool = True) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, check=check)
 
 
-def plain_git(up, tmp_path, rev: str, pins, pr: int | None = None) -> dict[str, str]:
+def plain_git(up, tmp_path, rev: str, pins, pr: int | None = None, folders: dict | None = None) -> dict[str, str]:
     """Each pin's fate by `git am -3` on a checkout of `rev` (merged with PR `pr`): applied, offset (applies,
-    but `git apply` needs an offset), noop (already there), conflict."""
+    but `git apply` needs an offset), noop (already there), conflict. `folders`: pin id -> its patch folder
+    (default: pins a, b, c of the world)."""
     where = tmp_path / f"plain-{rev}-{pr}"
     git(up.path, "worktree", "add", "-q", "--detach", str(where), rev)
     if pr is not None:
         git(where, "merge", "-q", "--no-edit", f"refs/pull/{pr}/head")
     states = {}
-    for pin in ("a", "b", "c"):
-        patches = sorted(str(p) for p in (pins / f"pin-{pin}").iterdir())
+    for pin, folder in (folders or {p: pins / f"pin-{p}" for p in ("a", "b", "c")}).items():
+        patches = sorted(str(p) for p in folder.glob("*.patch"))
         before = git(where, "rev-parse", "HEAD^{tree}").stdout
         check = git(where, "apply", "--check", "-v", *patches, check=False)
         am = git(where, "am", "-q", "-3", *patches, check=False)
@@ -301,3 +302,48 @@ def test_the_grouped_pass_gives_the_whole_pin_sets_effects(world, tmp_path, fake
     assert {p["id"]: p["effect"] for p in grouped[1]} == {"a": "breaks", "b": "fixes"}
     # #8 changes README (d's file, where b3 has UPSTREAM): it does not merge onto b3, and is not judged
     assert next(pr for pr in results[0].prs if pr.number == 8).merges is False
+
+
+@pytest.mark.slow
+def test_real_llama_cpp_snapshots_against_plain_git(tmp_path, snapshot_seed, monkeypatch):
+    """Real code: an upstream at llama.cpp of llama-cpp-python 0.3.35 with one open PR that brings 0.3.36's
+    tree; pins: the repo's cuda-mmq-iq1m series (made for 0.3.36's MMQ code) and backports of 0.3.36's own
+    changes. Every effect forecast names is the one `git am -3` shows on the build and on build+PR."""
+    from pinset.upstream.mirror import Mirror
+    from tests.testing import ROOT, GitRepo
+    from tests.testing.snapshots import copy_store, make_backport_pins
+
+    seed, builds = snapshot_seed
+    store = copy_store(seed, tmp_path / "cache")
+    monkeypatch.setenv("PINSET_CACHE", str(store.root))
+    old, new = builds["0.3.35"], builds["0.3.36"]
+    backports = make_backport_pins(store, old, new, tmp_path / "pins", count=3)
+    up = GitRepo(tmp_path / "upstream")
+    mirror = Mirror(store.mirror)
+    try:
+        pr_commit = mirror.git_ok("commit-tree", new.tree, "-p", old.oid, "-m", "bring 0.3.36", env=dict(GIT_ENV)).strip()
+        for ref, oid in (("refs/heads/base", old.oid), ("refs/pull/1/head", pr_commit)):
+            mirror.git_ok("push", "-q", str(up.path), f"{oid}:{ref}")
+    finally:
+        mirror.close()
+    up.git("checkout", "-q", "base")
+    up.tag("b35")
+    folders = {"cuda-mmq-iq1m": ROOT / "patches" / "cuda-mmq-iq1m", **{p.name: p for p in backports}}
+    cfg = write_pins(tmp_path / "pins.yaml", f"upstream: {up.path}\nbuilds: [b35]\npins:\n"
+                     + "".join(f"  - id: {pin}\n    patches: {folder}\n" for pin, folder in folders.items()))
+    fake = FakeGitHub()
+    fake.public = True
+    fake.pulls = [pull(1, "2026-01-01T00:00:00Z")]
+    fake.thread.start()
+    monkeypatch.delenv("GITHUB_TOKEN", raising=False)
+    try:
+        code, data, _ = run_forecast(tmp_path, cfg, fake)
+    finally:
+        fake.server.shutdown()
+    assert data is not None and data["prs"][0]["merges"] is True, data
+    found = effects(data["prs"][0])
+    base = plain_git(up, tmp_path, "b35", None, folders=folders)
+    after = plain_git(up, tmp_path, "b35", None, pr=1, folders=folders)
+    plain = {pin: plain_effect(base[pin], after[pin]) for pin in folders}
+    assert found == {pin: e for pin, e in plain.items() if e != "none"}
+    assert all(found[p.name] == "carries" for p in backports)   # 0.3.36 has the backports' changes
