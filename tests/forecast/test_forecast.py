@@ -318,6 +318,8 @@ def test_real_llama_cpp_snapshots_against_plain_git(tmp_path, snapshot_seed, mon
     monkeypatch.setenv("PINSET_CACHE", str(store.root))
     old, new = builds["0.3.35"], builds["0.3.36"]
     backports = make_backport_pins(store, old, new, tmp_path / "pins", count=3)
+    for patch in (p for folder in backports for p in folder.glob("*.patch")):   # `git am` wants an address
+        patch.write_text(patch.read_text().replace("From: pinset tests\n", "From: pinset tests <t@example.com>\n", 1))
     up = GitRepo(tmp_path / "upstream")
     mirror = Mirror(store.mirror)
     try:
@@ -347,3 +349,5 @@ def test_real_llama_cpp_snapshots_against_plain_git(tmp_path, snapshot_seed, mon
     plain = {pin: plain_effect(base[pin], after[pin]) for pin in folders}
     assert found == {pin: e for pin, e in plain.items() if e != "none"}
     assert all(found[p.name] == "carries" for p in backports)   # 0.3.36 has the backports' changes
+    assert all(base[p.name] == "applied" for p in backports)     # and 0.3.35 takes them
+    assert found["cuda-mmq-iq1m"] == "fixes"                     # the series is made for 0.3.36's MMQ code
