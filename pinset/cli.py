@@ -24,6 +24,7 @@ COMMANDS = {
     "sim": "apply the pin set onto upstream builds in memory and check contracts",
     "pick": "name the newest upstream build on which the pin set is green",
     "blame": "bisect upstream to the commit that broke (or landed) each pin",
+    "forecast": "which open upstream PRs would break, fix, carry or move a pin, before they land",
     "apply": "materialise the pinned tree of one build into a folder",
     "refresh": "rewrite series so they apply exactly on a build (same commits, moved context)",
     "rebase": "resolve a series' conflict on a build in a worktree; record the resolution",

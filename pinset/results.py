@@ -20,7 +20,8 @@ from pinset.errors import PinsetError
 
 # The one registry of schema versions: the version each kind's JSON is written with (bumped when a field's
 # meaning changes; "model" is `pinset model synth`'s document), and the versions `from_json` reads.
-SCHEMAS = {"sim": 1, "verify": 1, "kld": 1, "bench": 2, "report": 2, "pick": 1, "blame": 1, "model": 1}
+SCHEMAS = {"sim": 1, "verify": 1, "kld": 1, "bench": 2, "report": 2, "pick": 1, "blame": 1, "model": 1,
+           "forecast": 1}
 READS = {"sim": (1,), "verify": (1,), "kld": (1,), "bench": (1, 2), "report": (1, 2), "pick": (1,), "blame": (1,)}
 
 NUM = (int, float)

@@ -291,8 +291,13 @@ class Simulator:
         available = [(named, tuple(sorted(oid for oid in readable if oid.startswith(named))))
                      for named in memo.named_blobs(patches)]
         names = tuple(str(Path(patch).absolute()) for patch in change.patches)
+        # A preimage the apply cannot read here may be found in the build's history (_preimages_for): then
+        # the answer is the history's too, and only the same history may reuse it.
+        pre = set(memo.preimage_ids(patches))
+        history = ("history", self._history) if self._history is not None and any(
+            not oids for named, oids in available if named in pre) else ()
         return memo.apply_key(patches, how, memo.relevant(entries, touched), available, self._git,
-                              names=names), entries
+                              extra=history, names=names), entries
 
     def _replay(self, index: _Index, prep: PreparedPin, answer: memo.Answer, before: memo.Entries) -> bool:
         """Leave `index` as git left it for this answer: its entries and the blobs they name (linked from the

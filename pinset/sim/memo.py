@@ -98,6 +98,12 @@ def named_blobs(patches: list[bytes]) -> list[str]:
                               for oid in m.groups() if oid.strip(b"0")))
 
 
+def preimage_ids(patches: list[bytes]) -> list[str]:
+    """The preimage blob ids (the `<pre>` of `index <pre>..<post>`) the patches name: a 3-way merge's bases."""
+    return list(dict.fromkeys(m.group(1).decode() for text in patches for m in _INDEX_LINE_RE.finditer(text)
+                              if m.group(1).strip(b"0")))
+
+
 def apply_key(patches: list[bytes], how: bool, entries: list[tuple[str, int, str]],
               available: list[tuple[str, tuple[str, ...]]], git: str, extra: tuple[str, ...] = (),
               names: tuple[str, ...] = ()) -> str:

@@ -233,3 +233,59 @@ def test_report_step_without_a_matrix_expects_nothing(tmp_path, python3_is_this_
     assert result.returncode == 1, result.stderr
     assert "no verify, kld, bench result" in (tmp_path / "report/report.md").read_text()
     assert not (tmp_path / "report/matrix.json").exists()
+
+
+def nightly_forecast_steps() -> dict:
+    job = yaml.safe_load((ROOT / "examples" / "nightly.yml").read_text())["jobs"]["forecast"]
+    return {s.get("name"): s for s in job["steps"]}
+
+
+def test_nightly_forecast_job_may_write_issues_only():
+    job = yaml.safe_load((ROOT / "examples" / "nightly.yml").read_text())["jobs"]["forecast"]
+    assert job["permissions"] == {"contents": "read", "issues": "write"}
+    run = nightly_forecast_steps()["pinset forecast"]["run"]
+    assert "pinset forecast" in run and "--markdown forecast.md" in run and "--json forecast.json" in run
+
+
+@pytest.mark.parametrize("existing", ["", "42"])
+def test_nightly_forecast_keeps_one_tracking_issue(tmp_path, existing):
+    """The issue step edits the open tracking issue when `gh issue list` finds one, creates one only when none
+    is open: one issue kept up to date, not a new one each night. `gh` is a fake that records its calls."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    gh = bin_dir / "gh"
+    gh.write_text('#!/bin/bash\necho "$*" >> "$GH_LOG"\nif [ "$1 $2" = "issue list" ]; then echo "$EXISTING"; fi\n')
+    gh.chmod(0o755)
+    (tmp_path / "forecast.md").write_text("<!-- pinset-forecast o/r -->\nbody\n")
+    step = nightly_forecast_steps()["update the tracking issue"]
+    for night in (1, 2):
+        script = tmp_path / "step.sh"
+        script.write_text(step["run"])
+        result = subprocess.run(["bash", "-e", str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=60,
+                                env={**os.environ, **step["env"], "PATH": f"{bin_dir}:{os.environ['PATH']}",
+                                     "GH_LOG": str(tmp_path / "gh.log"), "EXISTING": existing, "GH_TOKEN": "t"})
+        assert result.returncode == 0, result.stderr
+    calls = (tmp_path / "gh.log").read_text().splitlines()
+    writes = [c for c in calls if not c.startswith("issue list")]
+    if existing:
+        assert writes == ["issue edit 42 --body-file forecast.md"] * 2
+    else:  # the fake never lists what it created: each night it is asked to create (a real gh would list it)
+        assert all(c.startswith("issue create --title pinset forecast: ") for c in writes) and len(writes) == 2
+
+
+@pytest.mark.parametrize(("rc", "written", "passes"), [(0, True, True), (1, True, True), (1, False, False),
+                                                     (2, False, False)])
+def test_nightly_forecast_step_fails_only_without_a_forecast(tmp_path, rc, written, passes):
+    """Exit 1 with the forecast written is news for the issue (the step passes, with a warning); exit 1 or 2
+    without it is a failure of the step."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    fake = bin_dir / "pinset"
+    write = 'echo "{}" > forecast.json; echo md > forecast.md\n' if written else ""
+    fake.write_text(f"#!/bin/bash\n{write}exit {rc}\n")
+    fake.chmod(0o755)
+    script = tmp_path / "step.sh"
+    script.write_text(nightly_forecast_steps()["pinset forecast"]["run"])
+    result = subprocess.run(["bash", "-e", str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=60,
+                            env={**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"})
+    assert (result.returncode == 0) is passes

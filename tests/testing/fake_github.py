@@ -1,6 +1,7 @@
-"""A fake GitHub on 127.0.0.1: the issue-comment endpoints `pinset report --post` uses and the pull-request
-endpoints of `pinset bump` (list by head, create, update; 422 for a second PR of a head), in memory, with
-canned answers to inject faults (errors, dropped connections, lost replies)."""
+"""A fake GitHub on 127.0.0.1: the issue-comment endpoints `pinset report --post` uses, the pull-request
+endpoints of `pinset bump` (list by head, create, update; 422 for a second PR of a head) and the pull request
+list and reviews `pinset forecast` reads, in memory, with canned answers to inject faults (errors, dropped
+connections, lost replies, rate limits)."""
 
 from __future__ import annotations
 
@@ -27,10 +28,13 @@ class FakeGitHub:
         self.fail: tuple[int, dict, dict] | None = None
         self.script: list[dict] = []
         self.next_id = 1000
-        self.pulls: list[dict] = []   # of repository o/r: number, title, body, head {ref, label}, base, state
+        self.pulls: list[dict] = []   # PRs of o/r as GET /repos/o/r/pulls lists them (number, title, body, head, state)
         self.default_branch = "master"
         self.login: str | None = None  # the token's user (a PAT); None: GET /user answers 403 like GITHUB_TOKEN
         self.author = {"login": "github-actions[bot]", "type": "Bot"}  # who the token's comments are by
+        self.reviews: dict[int, list[dict]] = {}   # PR number -> its reviews
+        self.max_per_page = 100   # GitHub's cap on per_page (lower it to make a short list span pages)
+        self.public = False   # True: GETs need no token (a public repository read without one)
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self.thread = threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True)
 
@@ -72,7 +76,8 @@ class FakeGitHub:
                 length = int(self.headers.get("Content-Length") or 0)
                 body = json.loads(self.rfile.read(length)) if length else None
                 fake.requests.append((method, self.path, dict(self.headers), body))
-                if self.headers.get("Authorization") != f"Bearer {fake.token}":
+                anonymous = fake.public and method == "GET" and "Authorization" not in self.headers
+                if self.headers.get("Authorization") != f"Bearer {fake.token}" and not anonymous:
                     return self._send(401, {"message": "Bad credentials"})
                 if fake.fail:
                     return self._send(*fake.fail)
@@ -87,8 +92,30 @@ class FakeGitHub:
                     return self._send(canned["status"], canned.get("body", b""), canned.get("headers"))
                 return self._serve(method, body, self._send)
 
+            def _page(self, items, send):
+                """One page of `items` (per_page, page) with GitHub's Link header to the next one."""
+                parts = urlsplit(self.path)
+                q = parse_qs(parts.query)
+                per_page, page = int(q.get("per_page", ["30"])[0]), int(q.get("page", ["1"])[0])
+                per_page = min(per_page, fake.max_per_page)
+                headers = {}
+                if page * per_page < len(items):
+                    query = {k: v[0] for k, v in q.items() if k not in ("page", "per_page")}
+                    extra = "".join(f"&{k}={v}" for k, v in sorted(query.items()))
+                    headers["Link"] = (f'<{fake.url}{parts.path}?per_page={per_page}&page={page + 1}{extra}>; '
+                                       f'rel="next", <{fake.url}{parts.path}?page=1>; rel="first"')
+                return send(200, items[(page - 1) * per_page: page * per_page], headers)
+
             def _serve(self, method, body, send=lambda *a: None):
                 parts = urlsplit(self.path)
+                if parts.path == "/repos/o/r/pulls" and method == "GET":
+                    q = parse_qs(parts.query)
+                    head, state = q.get("head", [None])[0], q.get("state", ["open"])[0]
+                    return self._page([p for p in fake.pulls if (head is None or p["head"].get("label") == head)
+                                       and (state == "all" or p.get("state", "open") == state)], send)
+                m = re.fullmatch(r"/repos/o/r/pulls/(\d+)/reviews", parts.path)
+                if m and method == "GET":
+                    return self._page(fake.reviews.get(int(m[1]), []), send)
                 if parts.path == "/user" and method == "GET":
                     if fake.login is None:
                         return send(403, {"message": "Resource not accessible by integration"})
@@ -110,11 +137,6 @@ class FakeGitHub:
                 if parts.path == "/repos/o/r" and method == "GET":
                     return send(200, {"full_name": "o/r", "default_branch": fake.default_branch})
                 if parts.path == "/repos/o/r/pulls":
-                    if method == "GET":
-                        q = parse_qs(parts.query)
-                        head, state = q.get("head", [None])[0], q.get("state", ["open"])[0]
-                        return send(200, [p for p in fake.pulls if (head is None or p["head"]["label"] == head)
-                                          and (state == "all" or p["state"] == state)])
                     if method == "POST":
                         if not body or not body.get("head") or not body.get("base") or not body.get("title"):
                             return send(422, {"message": "Validation Failed"})

@@ -1,0 +1,110 @@
+"""Upstream's open PRs from GitHub's REST API: the list pages (every one, by the `Link` header) and, for the
+few PRs that touch a pin's file, their reviews (for the ranking).
+
+The client is `pinset report --post`'s (pinset/report/github.py): the token comes from the caller (read from
+GITHUB_TOKEN, never printed or written), goes to the API origin only, a 403 rate limit waits for its
+Retry-After or reset, 5xx answers are retried by pinset.http's session; every failure is one line.
+Without a token this is the list pages (100 PRs each) plus one request per PR that touches a pin.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass
+
+from pinset.errors import PinsetError, PostError
+from pinset.report.github import MAX_PAGES, POST_DEADLINE, GitHub, _kind
+
+REPO_RE = re.compile(r"^(?P<owner>[A-Za-z0-9_.-]+)/(?P<name>[A-Za-z0-9_.-]+)$")
+_GITHUB_URL_RE = re.compile(r"^(?:https?://|ssh://git@|git://|git@)github\.com[/:](?P<owner>[A-Za-z0-9_.-]+)/"
+                            r"(?P<name>[A-Za-z0-9_.-]+?)(?:\.git)?/?$")
+
+
+@dataclass(frozen=True)
+class OpenPR:
+    number: int
+    title: str
+    url: str
+    head: str | None          # the API's head sha (git's refs/pull/N/head is the one used)
+    draft: bool
+    updated_at: str           # ISO 8601, as GitHub writes it (sorts as text)
+    author: str | None = None
+
+
+def parse_repo(text: str, flag: str = "--repo") -> tuple[str, str]:
+    m = REPO_RE.match(text.strip())
+    if not m or m["name"] in (".", ".."):
+        raise PinsetError(f"{flag}: {text!r} is not OWNER/NAME (e.g. ggml-org/llama.cpp)")
+    return m["owner"], m["name"]
+
+
+def repo_of(upstream: str | None) -> tuple[str, str] | None:
+    """OWNER/NAME of a github.com upstream URL; None for a local path, a mirror or another host."""
+    m = _GITHUB_URL_RE.match((upstream or "").strip())
+    return (m["owner"], m["name"]) if m else None
+
+
+class PullsAPI(GitHub):
+    """GitHub (report --post's client) reading pull requests; `requests` counts what it asked."""
+
+    requests_made = 0
+
+    def restart_deadline(self) -> None:
+        """A new total deadline (report's POST_DEADLINE) for the reviews asked after the git work."""
+        self._ends = time.monotonic() + POST_DEADLINE
+
+    def _pages(self, url: str, what: str) -> list[dict]:
+        items: list[dict] = []
+        next_url: str | None = url
+        params: dict | None = {"per_page": 100}
+        seen: set[str] = set()
+        while next_url:
+            if next_url in seen or len(seen) >= MAX_PAGES:
+                raise PostError(f"GET {self._clean(next_url)}: the {what} pages do not end (a next link seen "
+                                f"before, or more than {MAX_PAGES} pages)")
+            seen.add(next_url)
+            self.requests_made += 1
+            answer = self._call("GET", next_url, params=params)
+            page = self._json(answer)
+            if not isinstance(page, list) or not all(isinstance(item, dict) for item in page):
+                raise PostError(f"GET {answer.url}: expected a list of {what}, GitHub answered {_kind(page)}")
+            items += page
+            next_url, params = answer.next_url, None   # the next link carries its own query
+        return items
+
+    def open_pulls(self, owner: str, name: str) -> list[OpenPR]:
+        """Every open PR (all pages of 100)."""
+        url = f"{self.api_url}/repos/{owner}/{name}/pulls"
+        prs: list[OpenPR] = []
+        for item in self._pages(url + "?state=open", "pull requests"):
+            number = item.get("number")
+            if not isinstance(number, int) or isinstance(number, bool) or number <= 0:
+                raise PostError(f"GET {url}: a pull request without a number ({_kind(number)})")
+            head = _obj(item.get("head"))
+            sha = head.get("sha") if isinstance(head.get("sha"), str) else None
+            user = _obj(item.get("user"))
+            prs.append(OpenPR(number, self._clean(item.get("title") or "", 200),
+                              self._clean(item.get("html_url") or f"https://github.com/{owner}/{name}/pull/{number}"),
+                              sha, item.get("draft") is True, str(item.get("updated_at") or ""),
+                              user.get("login") if isinstance(user.get("login"), str) else None))
+        return prs
+
+    def review_state(self, owner: str, name: str, number: int) -> str:
+        """`approved` (some reviewer's last word is an approval, nobody's is a change request), `reviewed`
+        (any other submitted review), else `open`."""
+        reviews = self._pages(f"{self.api_url}/repos/{owner}/{name}/pulls/{number}/reviews", "reviews")
+        last: dict[str, str] = {}
+        for review in reviews:
+            user = _obj(review.get("user"))
+            state = review.get("state")
+            if isinstance(state, str) and state != "PENDING":
+                last[str(user.get("login"))] = state
+        if not last:
+            return "open"
+        words = set(last.values())
+        return "approved" if "APPROVED" in words and "CHANGES_REQUESTED" not in words else "reviewed"
+
+
+def _obj(value) -> dict:
+    return value if isinstance(value, dict) else {}
