@@ -145,7 +145,7 @@ def _bump(repository: Repository, tree: Path, rel: str, store: Store, options: B
         if loose:
             say(f"{target.name}: refreshing {', '.join(p.id for p in loose)}")
             refreshed = refresh_series(sim, build, sim_result, [p.id for p in loose], scratch / "refresh")
-            prove(sim, build, sim_result, refreshed)
+            prove(sim, build, sim_result, refreshed, scratch / "proof")
             write_folders([(item.folder, item.new, None) for item in refreshed])
             modes_of = {p.id: p.apply_mode or "" for p in loose}
             result.refreshed = [RefreshedPin(r.pin_id, modes_of[r.pin_id], _rel_in(tree, r.folder),
