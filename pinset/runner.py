@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping, Sequence
 
+from pinset.redact import SECRET_ENV
+
 # The longest timeout a program may get: subprocess waits in poll(2), whose int milliseconds end at
 # 24.8 days; a longer one is an OverflowError mid-run, so options and pins.yaml refuse it up front.
 MAX_TIMEOUT_S = 1_000_000
@@ -101,10 +103,7 @@ def _text(output: str | bytes | None) -> str:
     return output.decode(errors="replace") if isinstance(output, bytes) else (output or "")
 
 
-# Credentials pinset may hold for `report --post` (and that gh, git credential helpers and CI set).
-# No child program needs them: builds, tests, feature checks and llama.cpp programs run the pin set's
-# code, so they never see them.
-SECRET_ENV = ("GITHUB_TOKEN", "GH_TOKEN", "GITHUB_PAT", "GH_ENTERPRISE_TOKEN", "GITHUB_ENTERPRISE_TOKEN")
+# SECRET_ENV (pinset.redact: the credentials pinset may hold) is kept from every child.
 
 
 def child_env(env: Mapping[str, str] | None = None) -> dict[str, str]:
