@@ -17,11 +17,11 @@ from urllib.parse import unquote, urlsplit
 import yaml
 
 from pinset import runner
+from pinset.config.ledger import resolution_files
 from pinset.config.patches import SeriesProblem, patch_series, single_patch
 from pinset.config.reading import compose, decode_utf8, read_regular_file
 from pinset.config.selectors import looks_like_selector, parse_selector, specifier
 from pinset.errors import ConfigError, ToolchainError
-from pinset.heal.ledger import resolution_files
 
 SHA_RE = re.compile(r"^[0-9a-f]{7,40}$")
 FULL_SHA_RE = re.compile(r"^[0-9a-f]{40}$")

@@ -18,7 +18,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from pinset.heal import ledger
+from pinset.config import ledger
 
 STATE = "pinset-rebase.json"
 

@@ -14,8 +14,8 @@ import shutil
 import uuid
 from pathlib import Path
 
+from pinset.config.ledger import RESOLUTIONS_DIR
 from pinset.errors import PinsetError
-from pinset.heal.ledger import RESOLUTIONS_DIR
 
 _RENAME_EXCHANGE = 2
 _AT_FDCWD = -100

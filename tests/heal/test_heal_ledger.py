@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from pinset.config import ledger
 from pinset.config.schema import load_pinset
-from pinset.heal import ledger
 from pinset.heal.modes import direct_mode
 from pinset.report.markdown import refresh_lines
 from pinset.sim.markdown import cell
