@@ -13,8 +13,8 @@ import dataclasses
 from pathlib import Path
 
 from pinset.errors import RuntimeFailure
-from pinset.heal import modes
 from pinset.heal.worktree import Worktree
+from pinset.sim import modes
 from pinset.sim.changes import series_base
 from pinset.sim.engine import Simulator
 from pinset.sim.pins import prepare_pins

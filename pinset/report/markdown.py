@@ -7,7 +7,6 @@ so a re-run that changes nothing does not re-post a comment, and golden files ca
 from __future__ import annotations
 
 from pinset.cells import device_text
-from pinset.heal import modes
 from pinset.markdown_table import table
 from pinset.measures.bench_model import FASTER, INSUFFICIENT_DATA, NO_CHANGE, SLOWER, TOO_NOISY, ExclusionKind
 from pinset.measures.bench_render import band_name, row_speeds, speed_stat
@@ -31,6 +30,7 @@ from pinset.report.verdict import (
     verify_setup,
 )
 from pinset.result_parts import MachineRecord
+from pinset.sim import modes
 from pinset.sim.markdown import cell as sim_cell, sim_markdown
 from pinset.sim.model import APPLIED, CONFLICT, ERROR, BuildResult, PinResult, SimResult
 from pinset.verify.model import FAILED, NOT_RUN, PASSED, RAN, UNCHECKED, GateResult

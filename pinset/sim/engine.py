@@ -20,13 +20,13 @@ from pathlib import Path
 
 from pinset.config.schema import PinSet
 from pinset.errors import UpstreamError
-from pinset.heal import modes
-from pinset.heal.resolve import LedgerApply
+from pinset.sim import modes
 from pinset.sim.apply_errors import conflict_place, explain_apply_failure
 from pinset.sim.changes import MovedMatch, PinChange, line_counts, series_base
 from pinset.sim.model import BuildResult, Contract, PinResult, SimResult
 from pinset.sim.moved import TreeLines
 from pinset.sim.pins import PreparedPin
+from pinset.sim.resolve import LedgerApply
 from pinset.upstream.builds import Build, _unreachable, upstream_url
 from pinset.upstream.mirror import Mirror
 
@@ -41,7 +41,7 @@ class ApplyOutcome:
     hunk: list[str] = field(default_factory=list)
     hunk_path: str | None = None
     patch_text: str = ""     # the patch that failed (for the conflict's detail: sim/apply_errors.conflict_place)
-    mode: str | None = None                                 # how it applied (pinset.heal.modes)
+    mode: str | None = None                                 # how it applied (pinset.sim.modes)
     resolutions: list[str] = field(default_factory=list)    # the recorded resolutions it used
     note: str | None = None                                 # a recorded resolution that did not match
     replaced: dict[str, set[str]] = field(default_factory=dict)  # path -> pin lines a resolution replaced
