@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from pinset.cells import BuildCommits, Cells, PinStates
 from pinset.results import SCHEMAS, Doc
+from pinset.sim.modes import APPLY_MODES
 
 if TYPE_CHECKING:
     from pinset.sim.apply_errors import BuildPlace
@@ -15,7 +16,6 @@ if TYPE_CHECKING:
 STATUSES = ("applied", "conflict", "upstream", "skipped", "error")
 APPLIED, CONFLICT, UPSTREAM, SKIPPED, ERROR = STATUSES
 BASE_RELATIONS = ("older", "contains", "diverged")  # a build against the pin's base commit
-APPLY_MODES = ("exact", "offset", "3-way", "resolution")  # how an applied pin applied (pinset.heal.modes)
 
 
 def is_cuda_path(path: str) -> bool:
