@@ -37,7 +37,7 @@ PIN_KEYS = {"id", "patches", "pr", "commit", "required", "checks", "unchecked", 
             "repo", "each"}
 CUDA_KEYS = {"architectures", "flags"}
 GPU_CLASS_KEYS = {"runs-on", "architectures"}
-EVIDENCE_KINDS = ("verify", "gpu-verify", "kld", "bench")  # a pin's `evidence:` items (report/evidence.py)
+EVIDENCE_KINDS = ("verify", "gpu-verify", "kld", "bench")  # a pin's `evidence:` items (sim/evidence.py)
 CUDA_FLAG_RE = re.compile(r"-D[A-Za-z_][A-Za-z0-9_]*(:[A-Z]+)?=\S*")
 
 
@@ -104,7 +104,7 @@ class PinSpec:
     description: str | None = None
     line: int = 0
     series: tuple[Path, ...] = ()  # the patch files, in order, as checked when pins.yaml was read
-    evidence: tuple[str, ...] | None = None  # `evidence:` kinds replacing the derived ones (report/evidence.py)
+    evidence: tuple[str, ...] | None = None  # `evidence:` kinds replacing the derived ones (sim/evidence.py)
     repo: str | None = None  # PR pins from a fork: the repository (URL or absolute path) the commit is fetched from
 
     @property

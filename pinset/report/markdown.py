@@ -13,7 +13,6 @@ from pinset.measures.bench_render import band_name, row_speeds, speed_stat
 from pinset.measures.perplexity import ValueErr
 from pinset.nightly.markdown import blame_markdown, pick_markdown
 from pinset.nightly.model import PickResult
-from pinset.report.evidence import evidence_lines
 from pinset.report.load import kld_delta_text
 from pinset.report.merge import Merged, VerifyRun, op_key
 from pinset.report.verdict import (
@@ -31,6 +30,7 @@ from pinset.report.verdict import (
 )
 from pinset.result_parts import MachineRecord
 from pinset.sim import modes
+from pinset.sim.evidence import evidence_lines
 from pinset.sim.markdown import cell as sim_cell, sim_markdown
 from pinset.sim.model import APPLIED, CONFLICT, ERROR, BuildResult, PinResult, SimResult
 from pinset.verify.model import FAILED, NOT_RUN, PASSED, RAN, UNCHECKED, GateResult
@@ -374,7 +374,7 @@ def _pinset(m: Merged) -> list[str]:
     if not m.sim:
         return out + ["_Not simulated (no sim result)._", ""]
     out += sim_markdown(m.sim).rstrip("\n").split("\n") + [""]
-    out += evidence_lines(m.sim)   # which evidence rule applied to each pin (report/evidence.py)
+    out += evidence_lines(m.sim)   # which evidence rule applied to each pin (sim/evidence.py)
     conflicts = []
     for b in m.sim.builds:
         for p in b.pins:

@@ -75,7 +75,7 @@ def cpu_gate_scope(touched: list[list[str] | None] | None, symbols: set[str]) ->
     - matrix-multiply code only (MATMUL_FILES): MUL_MAT, MUL_MAT_ID (with the pins' types);
     - any other compute code, test-backend-ops.cpp, or unknown files: MUL_MAT, MUL_MAT_ID and every op a
       `GGML_OP_*` / `GGML_UNARY_OP_*` / `GGML_GLU_OP_*` symbol on the pins' added lines names."""
-    from pinset.report.evidence import OTHER, TESTS, VERIFY_ONLY, file_class
+    from pinset.sim.evidence import OTHER, TESTS, VERIFY_ONLY, file_class
 
     if touched is None or any(not t for t in touched):   # [] of a carried pin: its files were not read
         return list(CPU_GATE_OPS), "the files a pin changes are unknown: every op of the gate"
