@@ -306,10 +306,13 @@ def noise_from(path: Path, bench_args: list[str], *, cpu: bool, model: Path, rep
     of -r samples: more samples scatter less). The noise is computed from the file's own rounds; its
     `aa_noise` summary must agree with them."""
     from pinset.measures import gpu as gpu_mod
-    from pinset.report.load import load_result
+    from pinset.measures.derived import check_derived
+    from pinset.results import read_document
 
-    recorded = load_result(path)
-    aa = recorded.model if recorded.kind == "bench" else None
+    doc, kind, _schema, _raw = read_document(path)
+    aa = BenchResult.from_json(doc) if kind == "bench" else None
+    if aa is not None:
+        check_derived(doc.path, aa)   # as the report reads it: verdicts that follow from the file's own speeds
     if not isinstance(aa, BenchResult) or not aa.aa_check:
         raise PinsetError(f"--noise-from {path}: not an A/A bench (pinset bench --aa)")
     there_host = (aa.extra.get("host") or {}).get("hostname")
