@@ -44,10 +44,25 @@ def add_parser(sub):
     return p
 
 
+def _as_series(args) -> int:
+    from pinset.heal.as_series import as_series
+
+    pinset, store = open_config(args)
+    spec = pin_named(pinset, args.pin, args.config)
+    if spec.pr is None:
+        raise PinsetError(f"pin {spec.id} is a series already ({spec.patches}): `pinset rebase {spec.id} --onto BUILD`")
+    if args.onto or args.worktree:
+        raise PinsetError("--as-series takes no --onto/--worktree: convert first, then rebase the series")
+    rel = args.as_series.rstrip("/")
+    count, fork = as_series(pinset, store, spec, rel)
+    console.print(f"{spec.id}: {count} patches in {rel} (base {fork[:12]}, the PR's fork point); "
+                  f"{pinset.path.name} now names the folder. Next: pinset rebase {spec.id} --onto BUILD")
+    return 0
+
+
 def run(args) -> int:
     if args.as_series:
-        from pinset.heal.as_series import as_series
-        return as_series(args)
+        return _as_series(args)
     pinset, store = open_config(args)
     spec = pin_named(pinset, args.pin, args.config)
     if spec.patches is None:
