@@ -26,8 +26,8 @@ def check_toolchain(pinset, cuda: bool, cuda_flags: list[str], *, gpu_class: str
     require_toolchain(cuda)
     if shutil.which("ctest") is None:
         raise ToolchainError("ctest not found on PATH (it comes with CMake)")
-    if settings.coverage_warning():
-        warn(settings.coverage_warning())
+    if coverage := settings.coverage_warning():
+        warn(coverage)
     return settings
 
 
