@@ -49,6 +49,7 @@ def prepare_pins(pinset: PinSet, store: Store, mirror: Mirror) -> dict[str, Prep
                 continue
             prepared[spec.id] = PreparedPin(spec, change)
             continue
+        assert pinset.upstream is not None   # config.schema: PR pins need an upstream
         url = upstream_url(pinset.upstream, pinset.path.parent)
         if not head_fetched:
             fetch_head(url, mirror)
@@ -58,6 +59,7 @@ def prepare_pins(pinset: PinSet, store: Store, mirror: Mirror) -> dict[str, Prep
 
 
 def _prepare_pr(spec: PinSpec, url: str, store: Store, mirror: Mirror) -> PreparedPin:
+    assert spec.pr is not None and spec.commit is not None   # a PR pin (config.schema: pr: and its commit)
     pr_ref = f"refs/pinset/pr/{spec.pr.owner}/{spec.pr.repo}/{spec.pr.number}"
     if not mirror.has_commit(spec.commit):
         mirror.fetch(url, [f"+{spec.pr.ref}:{pr_ref}"])

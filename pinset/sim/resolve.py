@@ -27,7 +27,7 @@ class Resolved:
 
 
 class LedgerApply:
-    def __init__(self, mirror):
+    def __init__(self, mirror) -> None:
         self.mirror = mirror
         self._ledgers: dict[str, list[ledger.Resolution]] = {}
 
