@@ -16,6 +16,7 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal, overload
 
 from pinset.config.schema import FULL_SHA_RE, PIN_ID_RE, PR_COMMIT_URL_RE, PR_URL_RE
 from pinset.errors import PinsetError
@@ -90,7 +91,7 @@ def from_pr_set(path: Path, upstream: str | None, builds: list[str] | None) -> I
         entries = doc
     if not isinstance(entries, list) or not entries:
         raise ImportProblem(f"{path}: prs: must be a non-empty list of PR commit URLs or mappings")
-    pins, ids = [], set()
+    pins, ids = [], set[str]()
     for index, entry in enumerate(entries):
         pin = _pr_entry(path, f"prs[{index}]", entry)
         pin["id"] = _unique(pin["id"], ids)
@@ -99,6 +100,10 @@ def from_pr_set(path: Path, upstream: str | None, builds: list[str] | None) -> I
     return Imported(upstream or DEFAULT_UPSTREAM, tuple(builds or [DEFAULT_BUILDS]), tuple(pins), description)
 
 
+@overload
+def _string(path: Path, key: str, value, optional: Literal[False] = False) -> str: ...
+@overload
+def _string(path: Path, key: str, value, optional: bool) -> str | None: ...
 def _string(path: Path, key: str, value, optional: bool = False) -> str | None:
     if value is None and optional:
         return None

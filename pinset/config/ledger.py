@@ -25,6 +25,7 @@ import difflib
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NoReturn
 
 RESOLUTIONS_DIR = "resolutions"
 OURS, BASE, THEIRS = "ours", "base", "theirs"   # the labels `git merge-file -L` is given
@@ -72,7 +73,7 @@ def parse(text: str, source: Path | None = None) -> Resolution:
     while pos < len(lines) and lines[pos].startswith("#"):
         pos += 1
 
-    def fail(message: str):
+    def fail(message: str) -> NoReturn:
         raise LedgerProblem(f"{source or name}:{pos + 1}: {message}")
 
     if pos >= len(lines) or not lines[pos].startswith("path: "):
@@ -127,6 +128,8 @@ Segment = "list[str] | Hunk"
 def split_conflicts(marked: str) -> list:
     """`git merge-file -p -L ours -L base -L theirs` output as segments: lists of common lines and Hunks."""
     segments: list = [[]]
+    build: list[str]
+    pin: list[str]
     state, build, pin = None, [], []
     for line in marked.split("\n"):
         if state is None and line == f"<<<<<<< {OURS}":
@@ -192,7 +195,7 @@ def record(path: str, marked: str, resolved: str) -> dict[Hunk, tuple[str, ...]]
         lo = max((b + 1 for a, b in pairs if a < start), default=0)
         hi = min((b for a, b in pairs if a >= end), default=len(target))
         out[hunk] = tuple(target[lo:hi])
-    replay = []
+    replay: list[str] = []
     for seg in segments:
         replay += list(out[seg]) if isinstance(seg, Hunk) else seg
     return out if "\n".join(replay) == resolved else None

@@ -12,6 +12,7 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NoReturn
 from urllib.parse import unquote, urlsplit
 
 import yaml
@@ -179,7 +180,7 @@ class _Reader:
     def __init__(self, path: Path):
         self.path = path
 
-    def fail(self, node, key, message):
+    def fail(self, node, key, message) -> NoReturn:
         line = node.start_mark.line + 1 if node is not None else 0
         raise ConfigError(self.path, line, key, message)
 
@@ -461,7 +462,9 @@ def _read_pin(r: _Reader, node, key: str, base: Path, upstream: str | None) -> l
     if has_patches == has_pr:
         r.fail(node, key, "give exactly one of `patches:` (a folder of format-patch files) or `pr:` (+ `commit:`)")
 
-    patches = pr = commit = None
+    patches: Path | None = None
+    pr: PrRef | None = None
+    commit: str | None = None
     series: tuple[Path, ...] = ()
     if has_patches:
         for name in ("commit", "repo"):
@@ -493,6 +496,7 @@ def _read_pin(r: _Reader, node, key: str, base: Path, upstream: str | None) -> l
             r.fail(node, f"{key}.commit", "missing (the exact reviewed commit sha of the PR, or a "
                                           ".../pull/N/commits/SHA URL)")
         commit = r.string(fields["commit"], f"{key}.commit").lower() if "commit" in fields else in_url
+        assert commit is not None   # r.fail above when neither gives it
         if not FULL_SHA_RE.match(commit):
             r.fail(fields["commit"], f"{key}.commit", f"malformed sha {commit!r} (need 40 hex digits)")
         if in_url is not None and commit != in_url:
@@ -511,7 +515,7 @@ def _read_pin(r: _Reader, node, key: str, base: Path, upstream: str | None) -> l
     description = r.string(fields["description"], f"{key}.description") if "description" in fields else None
     evidence = _read_evidence(r, fields["evidence"], f"{key}.evidence") if "evidence" in fields else None
     if "each" in fields and r.boolean(fields["each"], f"{key}.each"):
-        if len(series) == 1 and not patches.is_dir():
+        if len(series) == 1 and patches is not None and not patches.is_dir():
             r.fail(fields["each"], f"{key}.each", "`each: true` is for a folder of patches, not one file")
         pins = []
         for patch in series:
@@ -571,8 +575,8 @@ def _repository_of(url: str) -> tuple[str, str] | None:
 def _check_pr_origin(r: _Reader, node, key: str, pr: PrRef, upstream: str, repo: str | None = None) -> None:
     """A PR pin is fetched from upstream as pull/N/head: a PR of another host or repository would
     silently be a different PR (or none). A pin with its own `repo:` (a fork) may name a PR of that one."""
-    if repo is not None and _repository_of(repo) is not None and \
-            _repository_of(repo)[1] == f"{pr.owner}/{pr.repo}".lower().removesuffix(".git"):
+    if repo is not None and (fork := _repository_of(repo)) is not None and \
+            fork[1] == f"{pr.owner}/{pr.repo}".lower().removesuffix(".git"):
         return
     origin = _repository_of(upstream)
     if origin is None:  # a local path or file:// upstream: its hosting is unknown
