@@ -70,7 +70,7 @@ def annotate(level: str, message: str, *, file=None, line=None, title=None, stre
     return True
 
 
-def annotate_error(exc: Exception, command_name: str) -> None:
+def annotate_error(exc: Exception | str, command_name: str) -> None:
     """The one-line error of a failed command as an annotation: a pins.yaml problem at its line."""
     path, line = getattr(exc, "path", None), getattr(exc, "line", None)
     file = path if path and Path(path).is_file() else None

@@ -200,6 +200,7 @@ def _tell_lifeline(message: str) -> None:
                 _lifeline = subprocess.Popen([sys.executable, "-I", "-S", "-c", _LIFELINE], stdin=subprocess.PIPE,
                                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                              start_new_session=True, text=True, bufsize=1, env=child_env())
+            assert _lifeline.stdin is not None   # stdin=PIPE
             _lifeline.stdin.write(message + "\n")
             _lifeline.stdin.flush()
         except OSError:
@@ -257,6 +258,7 @@ class Session:
         except BaseException:
             self._stderr.close()
             raise
+        assert self.proc.stdin is not None and self.proc.stdout is not None   # both PIPE
         self.stdin, self.stdout = self.proc.stdin, self.proc.stdout
 
     def stderr_text(self) -> str:
@@ -334,13 +336,14 @@ def run_streaming(
         if log is not None:
             write_log(log, result, cwd=cwd, env=env)
         return result
+    assert proc.stdout is not None   # stdout=PIPE
     lines: list[str] = []
     err_lines: list[str] = []
     live = _open_live_log(log, args, cwd, env)
     live_lock = threading.Lock()
 
     def pump(stream=None, into=lines, report=True) -> None:
-        for line in stream or proc.stdout:
+        for line in stream or proc.stdout or ():
             into.append(line)
             if live is not None:
                 with live_lock:

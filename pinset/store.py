@@ -40,6 +40,7 @@ class Store:
     @classmethod
     def open(cls, root: str | os.PathLike | None = None) -> "Store":
         path = Path(root).expanduser() if root else default_cache_dir()
+        problem: str | None
         try:
             path.mkdir(parents=True, exist_ok=True)
         except OSError as exc:  # a regular file there, a read-only parent...
@@ -181,6 +182,7 @@ class scratch_dir:
 
     def __init__(self, parent: Path, prefix: str):
         clean_scratch(parent, prefix)
+        self._fd: int | None
         self.path, self._fd = _new_held_dir(Path(parent), prefix)
 
     def close(self) -> None:
@@ -222,7 +224,7 @@ def _same_file(fd: int, path: Path) -> bool:
 
 def clean_scratch(parent: Path, prefix: str = "") -> list[Path]:
     """Remove the scratch folders (names starting with `prefix`) that dead runs left in `parent`."""
-    removed = []
+    removed: list[Path] = []
     try:
         entries = list(Path(parent).iterdir())
     except OSError:
