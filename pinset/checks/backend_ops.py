@@ -117,7 +117,7 @@ class BackendOpsOutput:
 
 def _perf_ok(text: str) -> bool:
     m = PERF_RE.match(text)
-    return bool(m) and int(m["runs"]) > 0 and float(m["us"]) > 0
+    return m is not None and int(m["runs"]) > 0 and float(m["us"]) > 0
 
 
 def _classify(result: str, prefix: str) -> tuple[str, str]:
@@ -136,8 +136,8 @@ def _classify(result: str, prefix: str) -> tuple[str, str]:
         detail = " ".join(s for s in (prefix, text[:-4].strip()) if s)
         first = ERROR_TEXT_RE.search(detail)  # the callback prints one per compared node: keep the first
         return "failed", first.group(0) if first else detail[:200]
-    if prefix and ERROR_TEXT_RE.search(prefix):
-        return "failed", ERROR_TEXT_RE.search(prefix).group(0)
+    if prefix and (error := ERROR_TEXT_RE.search(prefix)):
+        return "failed", error.group(0)
     if text in ("OK", "SUPPORTED"):
         return ("passed", text) if not prefix else ("unreadable", f"{prefix!r} ahead of the case name")
     if _perf_ok(text):
@@ -527,7 +527,8 @@ def _select(cases: list[Case], op: str | None, params: str | None) -> _Chosen:
     # one pass each, no membership test in a list (a 100,000-case log was quadratic: Case compares by value)
     foreign = [c for c in cases if op is not None and c.op != op]
     accepts = case_filter(params)
-    selected, outside = [], []
+    selected: list[Case] = []
+    outside: list[Case] = []
     for c in cases:
         if op is None or c.op == op:
             (selected if accepts(c.params) else outside).append(c)

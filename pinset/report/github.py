@@ -135,7 +135,8 @@ def _kind(value) -> str:
     """How a JSON value reads in a message ("a list", "a string"...)."""
     if isinstance(value, bool) or value is None:
         return json.dumps(value)
-    return {dict: "an object", list: "a list", str: "a string"}.get(type(value), "a number")
+    kinds: dict[type, str] = {dict: "an object", list: "a list", str: "a string"}
+    return kinds.get(type(value), "a number")
 
 
 def parse_target(text: str) -> Target:
