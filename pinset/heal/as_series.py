@@ -35,6 +35,7 @@ def as_series(pinset: PinSet, store: Store, spec: PinSpec, rel: str) -> tuple[in
         if prep.error:
             raise PinsetError(f"pin {spec.id}: {prep.error}")
         fork, commit = prep.fork_point, spec.commit
+        assert fork is not None and commit is not None and spec.pr is not None   # a prepared PR pin
         tip = commit
         if mirror.git_ok("rev-list", "--merges", f"{fork}..{commit}").strip():
             message = f"{spec.pr.url} at {commit[:12]} (its diff from the fork point: the PR has merges)\n"

@@ -36,7 +36,9 @@ def carried_symbols(prepared: dict[str, PreparedPin], build: BuildResult) -> set
                          if p.status in (APPLIED, UPSTREAM) and p.id in prepared))
 
 
-def prepare_pins(pinset: PinSet, store: Store, mirror: Mirror) -> dict[str, PreparedPin]:
+def prepare_pins(pinset: PinSet, store: Store | None, mirror: Mirror) -> dict[str, PreparedPin]:
+    """Each pin's change read (a series) or fetched and diffed (a PR: its diff cached in `store`, which only
+    series-only pin sets may leave out)."""
     prepared: dict[str, PreparedPin] = {}
     head_fetched = False
     for spec in pinset.pins:
@@ -54,6 +56,7 @@ def prepare_pins(pinset: PinSet, store: Store, mirror: Mirror) -> dict[str, Prep
         if not head_fetched:
             fetch_head(url, mirror)
             head_fetched = True
+        assert store is not None   # a PR pin's diff is cached in the store
         prepared[spec.id] = _prepare_pr(spec, url, store, mirror)
     return prepared
 
