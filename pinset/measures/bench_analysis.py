@@ -9,6 +9,7 @@ import json
 import math
 import socket
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -107,11 +108,11 @@ def row_from_speeds(test: str, params: dict, rounds: list[int] | None, base_tps:
     re-derives a recorded row with (rederive_row)."""
     st = compare(base_tps, head_tps, plan, noise_sd=noise_sd) if base_tps else None
     eff = st.effect if st else None
-    band = math.exp(st.margin) - 1.0 if eff else None
+    band = math.exp(st.margin) - 1.0 if st and eff else None
     return BenchRow(test, params, base_tps, head_tps, eff.ratio if eff else None, list(eff.ci_ratio) if eff else None,
-                    st.p_value if eff else None, band, st.verdict if st else "insufficient data", excluded, rounds,
+                    st.p_value if st and eff else None, band, st.verdict if st else "insufficient data", excluded, rounds,
                     "t-seq" if eff else None, band, st.noise_sd if st else None, st.decided_after if st else None,
-                    st.more_rounds if st else None, st.p_test if eff else None)
+                    st.more_rounds if st else None, st.p_test if st and eff else None)
 
 
 def rows_from_frame(frame, *, plan: Plan = Plan(), noise: dict[str, float] | None = None) -> list[BenchRow]:
@@ -198,7 +199,7 @@ def bench_result(models: dict[str, Path], bench_args: list[str], rounds, repetit
     rows = analyse_rows(recorded, keep_busy_rounds=keep_busy_rounds, plan=plan_of(decision), noise=noise_of(decision))
     decision = {**decision, "more_rounds": more_rounds(rows)}
     snap = next((s for r in rounds for s in (r.gpu_before, r.gpu_after) if s), None)
-    extra = {"method": METHOD, "decision": decision, **({"host": host} if host else {}),
+    extra: dict[str, Any] = {"method": METHOD, "decision": decision, **({"host": host} if host else {}),
              **({"pinset": head.pinset} if head.pinset else {})}
     if aa is not None:   # after the others: the JSON's keys keep their order
         extra["aa_check"] = aa
