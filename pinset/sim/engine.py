@@ -41,7 +41,7 @@ class ApplyOutcome:
     hunk: list[str] = field(default_factory=list)
     hunk_path: str | None = None
     patch_text: str = ""     # the patch that failed (for the conflict's detail: sim/apply_errors.conflict_place)
-    mode: str | None = None                                 # how it applied (pinset.sim.modes)
+    mode: modes.ApplyMode | None = None                     # how it applied (pinset.sim.modes)
     resolutions: list[str] = field(default_factory=list)    # the recorded resolutions it used
     note: str | None = None                                 # a recorded resolution that did not match
     replaced: dict[str, set[str]] = field(default_factory=dict)  # path -> pin lines a resolution replaced

@@ -14,7 +14,7 @@ import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 from pinset import runner
 from pinset.build.cmake import BuildFailed, BuiltTree, cmake_cache_value, configured_compilers, ensure_build
@@ -85,7 +85,7 @@ class BuildInput:
     name: str
     commit: str
     tree: str | None
-    pin_status: dict[str, str]
+    pin_status: Mapping[str, str]
     required_failed: list[str]
     symbols: set[str] = field(default_factory=set)
     touched: list[list[str] | None] | None = None   # per pin carried: its files (None: unknown); scopes the CPU gate
