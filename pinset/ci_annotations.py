@@ -132,12 +132,12 @@ def sim_annotations(pinset, sim_result, rebase=True) -> int:
                     sim.ERROR: f"could not be applied: {p.detail or 'error'}",
                     sim.SKIPPED: f"changes nothing: {p.detail or 'skipped'}"}.get(
                 p.status, f"contract broken: {(p.contract.problems or ['contract broken'])[0]}")
-            fix = f" (start fixing: pinset rebase {p.id} --onto {b.build})" if rebase and p.status == sim.CONFLICT else ""
+            fix = f" (start fixing: pinset rebase {p.id} --onto {b.build})" if rebase and p.conflicts else ""
             message = f"pin {p.id} {what} on {b.build}{fix}"
             title = f"pinset: {p.id} on {b.build}"
             annotate(level, message, file=pinset.path, line=spec.line if spec else None, title=title)
             printed += 1
-            if spec is not None and p.status == sim.CONFLICT:
+            if spec is not None and p.conflicts:
                 patch, line = patch_line(spec, list(p.files))
                 if patch is not None:
                     annotate(level, message, file=patch, line=line, title=title)

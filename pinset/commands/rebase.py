@@ -18,6 +18,7 @@ from pinset.errors import PinsetError
 from pinset.heal.rebase import State, Stop, current_patch, has_markers, record_stop, start_rebase, unmerged
 from pinset.heal.worktree import Worktree, check_outside_cache, safe_name
 from pinset.output import console
+from pinset.sim.modes import EXACT
 from pinset.sim.run import simulate
 from pinset.store import cache_tmp, scratch_dir
 from pinset.upstream.mirror import Mirror
@@ -106,10 +107,10 @@ def _start(args, pinset, store, spec, where: Path) -> int:
     with simulate(pinset, one_build(pinset, args.onto, "--onto"), store) as sim:
         build, result = sim.build(sim.builds[0].name)
         pin = next(p for p in result.pins if p.id == spec.id)
-        if pin.status != "conflict":
-            hint = " (`pinset refresh` makes it apply exactly)" if pin.status == "applied" and pin.apply_mode != "exact" else ""
+        if not pin.conflicts:
+            hint = " (`pinset refresh` makes it apply exactly)" if pin.applied and pin.apply_mode != EXACT else ""
             console.print(f"{spec.id} on {build.name}: {pin.status_text}{hint}; nothing to rebase, nothing changed")
-            return 0 if pin.status in ("applied", "upstream") else 1
+            return 0 if pin.in_tree else 1
         tree, state, applied = start_rebase(sim, where, build, pinset, result, spec)
         if applied.ok:
             console.print(f"{spec.id}: `git am -3` applies it on {build.name} after all; finishing")
@@ -180,6 +181,6 @@ def _finish(store, spec, where: Path, state: State, mirror) -> int:
         for b in sim.result.builds:
             pin = next(p for p in b.pins if p.id == spec.id)
             console.print(f"  {spec.id} on {b.build}: {pin.status_text}"
-                          + (f" ({pin.apply_mode})" if pin.status == "applied" and pin.apply_mode else "")
-                          + (f": {pin.detail}" if pin.status != "applied" and pin.detail else ""), soft_wrap=True)
+                          + (f" ({pin.apply_mode})" if pin.applied and pin.apply_mode else "")
+                          + (f": {pin.detail}" if not pin.applied and pin.detail else ""), soft_wrap=True)
     return 0

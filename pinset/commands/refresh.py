@@ -55,7 +55,7 @@ def run(args) -> int:
         build, result = sim.build(sim.builds[0].name)
         by_id = {p.id: p for p in result.pins}
         for pin_id in args.pins:
-            if by_id[pin_id].status != "applied":
+            if not by_id[pin_id].applied:
                 console.print(f"[red]{pin_id}[/] on {build.name}: {by_id[pin_id].status_text}, not applied: "
                               f"`pinset rebase {pin_id} --onto {args.onto}` resolves a conflict; nothing written")
                 return 1
@@ -67,7 +67,7 @@ def run(args) -> int:
         # the default: offset and 3-way series (the help's words). One applied by its recorded resolution
         # keeps working by it on this build; `git am -3` cannot replay it (it would stop at the conflict).
         chosen = list(args.pins) or [p.id for p in result.pins if known[p.id].patches is not None
-                                     and p.status == "applied" and p.apply_mode in (modes.OFFSET, modes.THREE_WAY)]
+                                     and p.needs_refresh]
         exact = [p for p in chosen if by_id[p].apply_mode == modes.EXACT]
         for pin_id in exact:
             console.print(f"{pin_id}: applies exactly on {build.name} already")

@@ -36,13 +36,13 @@ def run(args) -> int:
     console.print(sim_table(result))
     for b in result.builds:
         for p in b.pins:
-            if p.status == "conflict":
+            if p.conflicts:
                 shown = ", ".join(p.files[:4]) + (f", … ({len(p.files)} files)" if len(p.files) > 4 else "")
                 console.print(f"  [red]{p.id}[/] on {short_build(b.build)}: conflicts with {p.conflict_with} in {shown}")
                 if p.detail:
                     console.print(f"    {escape(p.detail)}")
                 _print_conflict_place(b, p)
-            elif p.status == "error":
+            elif p.errored:
                 console.print(f"  [red]{p.id}[/] on {short_build(b.build)}: {p.detail}")
             else:
                 for problem in p.contract.problems:
@@ -85,13 +85,13 @@ def sim_table(result: SimResult) -> Table:
         for b in result.builds:
             p = b.pins[i]
             text = f"[{STYLE[p.status]}]{p.status_text}[/]"
-            if p.status == "applied" and p.apply_mode in ("offset", "3-way"):
+            if p.needs_refresh:
                 text += f" [dim]({p.apply_mode}: needs a refresh)[/]"
             if p.conflict_with:
                 text += f" ← {p.conflict_with}"
             if p.retire:
                 text += " (retire)"
-            if p.status == "applied" and not p.contract.ok:
+            if p.applied and not p.contract.ok:
                 text += " [red]contract broken[/]"
             cells.append(text)
         optional = "" if result.builds[0].pins[i].required else " [dim](optional)[/]"

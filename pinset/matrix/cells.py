@@ -36,7 +36,7 @@ def green_builds(pinset: PinSet, build_names: list[str], sim_path: Path | None,
 
 def _why_red(build) -> str:
     bad = [p for p in build.pins if p.required and not p.ok]
-    return ", ".join(f"{p.id} {p.status if p.status not in ('applied', 'upstream') else 'contract broken'}"
+    return ", ".join(f"{p.id} {p.status if not p.in_tree else 'contract broken'}"
                      for p in bad) or "not ok"
 
 

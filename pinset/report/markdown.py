@@ -29,10 +29,9 @@ from pinset.report.verdict import (
     verify_setup,
 )
 from pinset.result_parts import MachineRecord
-from pinset.sim import modes
 from pinset.sim.evidence import evidence_lines
 from pinset.sim.markdown import cell as sim_cell, sim_markdown
-from pinset.sim.model import APPLIED, CONFLICT, ERROR, BuildResult, PinResult, SimResult
+from pinset.sim.model import CONFLICT, ERROR, BuildResult, PinResult, SimResult
 from pinset.verify.model import FAILED, NOT_RUN, PASSED, RAN, UNCHECKED, GateResult
 
 GATE_ICON = {PASSED: "✅", FAILED: "❌", NOT_RUN: "⏭️", UNCHECKED: "➖"}
@@ -403,7 +402,7 @@ def refresh_lines(sim: SimResult) -> list[str]:
     lines = []
     for pin_id in _ordered(p.id for b in sim.builds for p in b.pins):
         loose = [f"{b.build} ({p.apply_mode})" for b in sim.builds for p in b.pins
-                 if p.id == pin_id and p.status == APPLIED and p.apply_mode in (modes.OFFSET, modes.THREE_WAY)]
+                 if p.id == pin_id and p.needs_refresh]
         if loose:
             lines.append(f"- `{pin_id}` needs a refresh: applies but not exactly on {', '.join(loose)} "
                          f"(`pinset refresh {pin_id} --onto BUILD`)")

@@ -73,6 +73,10 @@ class PinResult:
         return self.status == CONFLICT
 
     @property
+    def errored(self) -> bool:
+        return self.status == ERROR
+
+    @property
     def in_tree(self) -> bool:
         """Its change is in the tree: applied, or upstream already has it."""
         return self.status in (APPLIED, UPSTREAM)
