@@ -70,7 +70,7 @@ def annotate(level: str, message: str, *, file=None, line=None, title=None, stre
     return True
 
 
-def annotate_error(exc: Exception, command_name: str) -> None:
+def annotate_error(exc: Exception | str, command_name: str) -> None:
     """The one-line error of a failed command as an annotation: a pins.yaml problem at its line."""
     path, line = getattr(exc, "path", None), getattr(exc, "line", None)
     file = path if path and Path(path).is_file() else None
@@ -142,7 +142,7 @@ def sim_annotations(pinset, sim_result, rebase=True) -> int:
                     sim.ERROR: f"could not be applied: {p.detail or 'error'}",
                     sim.SKIPPED: f"changes nothing: {p.detail or 'skipped'}"}.get(
                 p.status, f"contract broken: {(p.contract.problems or ['contract broken'])[0]}")
-            fix = f" (start fixing: pinset rebase {p.id} --onto {b.build})" if rebase and p.status == sim.CONFLICT else ""
+            fix = f" (start fixing: pinset rebase {p.id} --onto {b.build})" if rebase and p.conflicts else ""
             message = f"pin {p.id} {what} on {b.build}{fix}"
             title = f"pinset: {p.id} on {b.build}"
             annotate(level, message, file=pinset.path, line=spec.line if spec else None, title=title)

@@ -45,6 +45,7 @@ class _Watch:
     """The sockets of the requests made under one deadline; fire() shuts them all down."""
 
     def __init__(self, seconds: float):
+        self._socks: list
         self.seconds, self.expired, self._socks, self._lock = seconds, False, [], threading.Lock()
         self.started = time.monotonic()
 

@@ -118,6 +118,7 @@ def check_outputs(files: dict[str, str | Path | None], folders: dict[str, str | 
     (a patch folder) no new `*.patch` file may be written either: it would join the series."""
     seen: dict[Path, str] = {}
     seen_ids: dict[tuple[int, int], str] = {}
+    what: str | None
     named = inputs if isinstance(inputs, dict) else {str(p): str(p) for p in inputs}
     read = {_absolute(p): _input(p, what) for p, what in named.items()}
     read_ids = {i: _input(p, what) for p, what in named.items() if (i := _file_id(p)) is not None}
@@ -138,8 +139,8 @@ def check_outputs(files: dict[str, str | Path | None], folders: dict[str, str | 
             if problem:
                 raise PinsetError(f"{flag} {path}: {problem} (nothing was run)")
             key, ident = _absolute(path), _file_id(path)
-            if key in seen or (ident is not None and ident in seen_ids):
-                raise PinsetError(f"{seen.get(key) or seen_ids[ident]} and {flag} both name {path}: "
+            if other := seen.get(key) or (seen_ids.get(ident) if ident is not None else None):
+                raise PinsetError(f"{other} and {flag} both name {path}: "
                                   "give each its own path")
             what = read.get(key) or (read_ids.get(ident) if ident is not None else None)
             if what is not None:

@@ -129,6 +129,7 @@ def _rich_bar(kind: str, console):
         DownloadColumn,
         MofNCompleteColumn,
         Progress as RichProgress,
+        ProgressColumn,
         SpinnerColumn,
         TextColumn,
         TimeElapsedColumn,
@@ -138,6 +139,7 @@ def _rich_bar(kind: str, console):
 
     name = TextColumn("[bold]{task.description}")
     note = TextColumn("[dim]{task.fields[note]}")
+    columns: tuple[ProgressColumn, ...]
     if kind == BYTES:
         columns = (name, BarColumn(), DownloadColumn(), TransferSpeedColumn(), TimeRemainingColumn())
     elif kind == COUNT:

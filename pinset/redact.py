@@ -1,6 +1,6 @@
 """The token appears nowhere but the Authorization header: one redaction for all that pinset prints or writes.
 
-Every value of the token variables (runner.SECRET_ENV: GITHUB_TOKEN, GH_TOKEN...) and the credentials of any
+Every value of the token variables (SECRET_ENV: GITHUB_TOKEN, GH_TOKEN...) and the credentials of any
 URL (`https://x-access-token:TOKEN@host/...`, `https://user:pass@host`, `https://TOKEN@host`) are replaced by
 `***`, wherever the text came from: pins.yaml's description or URLs, a result file, git's or a server's words.
 Applied in the three places everything passes through: result files (output.write_text), the process's
@@ -15,6 +15,10 @@ import re
 
 REDACTED = "***"
 MIN_SECRET = 6  # a shorter value would redact ordinary words; no real token is this short
+# Credentials pinset may hold for `report --post` (and that gh, git credential helpers and CI set).
+# No child program needs them: builds, tests, feature checks and llama.cpp programs run the pin set's
+# code, so they never see them (runner.child_env drops them).
+SECRET_ENV = ("GITHUB_TOKEN", "GH_TOKEN", "GITHUB_PAT", "GH_ENTERPRISE_TOKEN", "GITHUB_ENTERPRISE_TOKEN")
 # userinfo of a URL: with a password (user:pass@) on any scheme; a bare user@ only on http(s), where it is a
 # token (https://TOKEN@github.com), not a login name as in ssh://git@host.
 _URL_CREDENTIALS = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)([^\s/@?#\"'<>\[\]]+)@")
@@ -29,8 +33,6 @@ def _credentials(m: re.Match) -> str:
 
 def secrets() -> list[str]:
     """The token values in the environment now (stripped as clean_token strips them), longest first."""
-    from pinset.runner import SECRET_ENV
-
     found = set()
     for name in SECRET_ENV:
         value = os.environ.get(name)

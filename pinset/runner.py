@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping, Sequence
 
+from pinset.redact import SECRET_ENV
+
 # The longest timeout a program may get: subprocess waits in poll(2), whose int milliseconds end at
 # 24.8 days; a longer one is an OverflowError mid-run, so options and pins.yaml refuse it up front.
 MAX_TIMEOUT_S = 1_000_000
@@ -102,10 +104,7 @@ def _text(output: str | bytes | None) -> str:
     return output.decode(errors="replace") if isinstance(output, bytes) else (output or "")
 
 
-# Credentials pinset may hold for `report --post` (and that gh, git credential helpers and CI set).
-# No child program needs them: builds, tests, feature checks and llama.cpp programs run the pin set's
-# code, so they never see them.
-SECRET_ENV = ("GITHUB_TOKEN", "GH_TOKEN", "GITHUB_PAT", "GH_ENTERPRISE_TOKEN", "GITHUB_ENTERPRISE_TOKEN")
+# SECRET_ENV (pinset.redact: the credentials pinset may hold) is kept from every child.
 
 
 def child_env(env: Mapping[str, str] | None = None, argv: Sequence[str] = ()) -> dict[str, str]:
@@ -322,6 +321,7 @@ def _tell_lifeline(message: str) -> None:
                 _lifeline = subprocess.Popen([sys.executable, "-I", "-S", "-c", _LIFELINE], stdin=subprocess.PIPE,
                                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                              start_new_session=True, text=True, bufsize=1, env=child_env())
+            assert _lifeline.stdin is not None   # stdin=PIPE
             _lifeline.stdin.write(message + "\n")
             _lifeline.stdin.flush()
         except OSError:
@@ -379,6 +379,7 @@ class Session:
         except BaseException:
             self._stderr.close()
             raise
+        assert self.proc.stdin is not None and self.proc.stdout is not None   # both PIPE
         self.stdin, self.stdout = self.proc.stdin, self.proc.stdout
 
     def stderr_text(self) -> str:
@@ -456,13 +457,14 @@ def run_streaming(
         if log is not None:
             write_log(log, result, cwd=cwd, env=env)
         return result
+    assert proc.stdout is not None   # stdout=PIPE
     lines: list[str] = []
     err_lines: list[str] = []
     live = _open_live_log(log, args, cwd, env)
     live_lock = threading.Lock()
 
     def pump(stream=None, into=lines, report=True) -> None:
-        for line in stream or proc.stdout:
+        for line in stream or proc.stdout or ():
             into.append(line)
             if live is not None:
                 with live_lock:

@@ -41,6 +41,7 @@ class Store:
     @classmethod
     def open(cls, root: str | os.PathLike | None = None) -> "Store":
         path = Path(root).expanduser() if root else default_cache_dir()
+        problem: str | None
         try:
             path.mkdir(parents=True, exist_ok=True)
         except OSError as exc:  # a regular file there, a read-only parent...

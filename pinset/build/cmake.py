@@ -193,7 +193,7 @@ def ensure_build(store: Store, mirror, tree: str, settings: BuildSettings,
 
 def _build_env(store: Store) -> dict[str, str]:
     """ccache settings that let pinned and bare trees share compiled objects (paths made relative)."""
-    env = {}
+    env: dict[str, str] = {}
     if shutil.which("ccache"):
         env.setdefault("CCACHE_DIR", os.environ.get("CCACHE_DIR") or str(store.dir("ccache")))
         env["CCACHE_BASEDIR"] = str(store.dir("builds"))

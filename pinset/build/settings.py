@@ -55,7 +55,7 @@ def require_visible_gpu(hint: str) -> str:
 def normalize_architectures(text: str) -> str:
     """"86,90", "90;86" and " 86 ; 90" -> "86;90": one spelling, so one build folder."""
     parts = {p.strip() for p in re.split(r"[,;]", text) if p.strip()}
-    return ";".join(sorted(parts, key=lambda a: (int(re.match(r"\d*", a).group() or 0), a)))
+    return ";".join(sorted(parts, key=lambda a: (int(re.match(r"\d*", a).group() or 0), a)))  # type: ignore[union-attr]
 
 
 def covers(architectures: str, capabilities) -> bool:

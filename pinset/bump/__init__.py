@@ -25,13 +25,13 @@ from pinset.bump.repo import Repository
 from pinset.bump.yaml_edit import set_first_build
 from pinset.config.schema import PinSet, load_pinset
 from pinset.errors import PinsetError, PostError, RuntimeFailure
-from pinset.heal import modes
 from pinset.heal.refresh import prove, refresh_series
 from pinset.heal.series import write_folders
 from pinset.nightly.pick import pick
 from pinset.output import write_json
 from pinset.report import build_report
 from pinset.report.github import MAX_BODY, PULL_NOTE, REDACTED, GitHub, Posted, Repo, describe_dry_run
+from pinset.sim import modes
 from pinset.sim.pins import prepare_pins
 from pinset.sim.run import simulate
 from pinset.store import Store, cache_tmp, scratch_dir

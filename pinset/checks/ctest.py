@@ -109,10 +109,10 @@ def parse_ctest(text: str) -> CtestOutput:
                 in_variables.discard(num)
                 printed[num] = printed.get(num, 0) + 1
             continue
-        m = match_result(line)
-        if m:
-            out.cases.append(CtestCase(m["name"], _status(m["status"]), m["status"].strip(), float(m["sec"]),
-                                       int(m["i"]), int(m["n"]), int(m["num"])))
+        found = match_result(line)
+        if found:
+            out.cases.append(CtestCase(found["name"], _status(found["status"]), found["status"].strip(), float(found["sec"]),
+                                       int(found["i"]), int(found["n"]), int(found["num"])))
             continue
         m = TOTAL_RE.match(line.strip())
         if m:

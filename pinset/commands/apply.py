@@ -55,7 +55,7 @@ def run(args) -> int:
             return 1
         write_tree(sim.mirror, build.tree if args.bare else result.tree, out)
     applied = [p.id + (f" (recorded resolution {', '.join(p.resolutions)})" if p.resolutions else "")
-               for p in result.pins if p.status == "applied"]
+               for p in result.pins if p.applied]
     console.print(f"wrote {build.name} ({build.commit[:12]})"
                   + ("" if args.bare else f" + {len(applied)} pins ({', '.join(applied) or 'none'})") + f" to {out}")
     optional = [p.id for p in result.pins if not p.required and not p.ok]

@@ -126,7 +126,7 @@ def run(args) -> int:
         result = run_bench(base, head, models, bench_args, rounds=args.rounds, max_rounds=args.max_rounds,
                            max_time_s=args.max_time, repetitions=args.repetitions, cpu=args.cpu, aa=args.aa,
                            keep_busy_rounds=args.keep_busy_rounds, noise=noise,
-                           noise_from=noise and str(args.noise_from), log_dir=args.log_dir,
+                           noise_from=str(args.noise_from) if noise else None, log_dir=args.log_dir,
                            host={**host_identity(), "gpu_class": args.gpu_class}, on_round=progress, on_look=look)
     return _write(result, args)
 

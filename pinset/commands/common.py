@@ -33,8 +33,8 @@ def open_config(args, require_pins: bool = True):
 def recover_pin_folders(config) -> None:
     """Finish or undo a pin folder's replacement that a killed `refresh --write`/`rebase --continue` left half-way
     (pinset/heal/series.py), before pins.yaml is read: a pin's folder may be missing until then. Said on stderr."""
+    from pinset.config.paths import pin_paths
     from pinset.heal.series import recover
-    from pinset.outputs_rule import pin_paths
 
     for parent in sorted({Path(p).parent for p in pin_paths(config)}):
         for line in recover(parent):
@@ -44,7 +44,7 @@ def recover_pin_folders(config) -> None:
 def warn_damaged_ledgers(pinset) -> None:
     """A resolution ledger that does not read is only an error where a build needs it (a conflict it would
     resolve); everywhere else it would go unnoticed, so it is said once on stderr when pins.yaml is read."""
-    from pinset.heal import ledger
+    from pinset.config import ledger
 
     for spec in pinset.pins:
         if spec.patches is None or not Path(spec.patches).is_dir():

@@ -43,7 +43,7 @@ def run(args) -> int:
               {"-ngl/--gpu-layers": args.gpu_layers not in (0, 99)})   # 0: what --cpu runs, said again
     check_gguf({"--model": args.model})
     base, head, store = resolve_sides(args, TARGETS, cpu=args.cpu, replaced=[args.json, args.markdown])
-    said = set()
+    said: set[str] = set()
 
     def on_reference(side):
         console.print(f"reference: CPU, {side.label} build, ctx {args.ctx}, {args.chunks} chunks")

@@ -67,7 +67,7 @@ def run(args) -> int:
     console.print(pick_table(result))
     console.print(f"[green]picked[/] {result.picked}" if result.ok else "[red]no build is green[/]")
     if result.dropped:
-        console.print(f"[yellow]dropped optional pins[/] on {result.picked}: {', '.join(r.pin for r in result.dropped)}")
+        console.print(f"[yellow]dropped optional pins[/] on {result.picked}: {', '.join(r.pin or '' for r in result.dropped)}")
     write_results(result, args.json, args.markdown)
     lines = {p.id: p.line for p in pinset.pins}
     for r in result.dropped:   # GitHub Actions only: at the pin's line

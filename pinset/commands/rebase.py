@@ -13,12 +13,13 @@ from pathlib import Path
 
 from pinset.commands.common import add_config_args, open_config, pin_named
 from pinset.commands.refresh import one_build, the_build, write_folders
+from pinset.config.ledger import LedgerProblem
 from pinset.config.schema import load_pinset
 from pinset.errors import PinsetError
-from pinset.heal.ledger import LedgerProblem
 from pinset.heal.rebase import State, Stop, current_patch, has_markers, record_stop, start_rebase, unmerged
 from pinset.heal.worktree import Worktree, check_outside_cache, safe_name
 from pinset.output import console
+from pinset.sim.modes import EXACT
 from pinset.sim.run import simulate
 from pinset.store import cache_tmp, scratch_dir
 from pinset.upstream.mirror import Mirror
@@ -45,10 +46,25 @@ def add_parser(sub):
     return p
 
 
+def _as_series(args) -> int:
+    from pinset.heal.as_series import as_series
+
+    pinset, store = open_config(args)
+    spec = pin_named(pinset, args.pin, args.config)
+    if spec.pr is None:
+        raise PinsetError(f"pin {spec.id} is a series already ({spec.patches}): `pinset rebase {spec.id} --onto BUILD`")
+    if args.onto or args.worktree:
+        raise PinsetError("--as-series takes no --onto/--worktree: convert first, then rebase the series")
+    rel = args.as_series.rstrip("/")
+    count, fork = as_series(pinset, store, spec, rel)
+    console.print(f"{spec.id}: {count} patches in {rel} (base {fork[:12]}, the PR's fork point); "
+                  f"{pinset.path.name} now names the folder. Next: pinset rebase {spec.id} --onto BUILD")
+    return 0
+
+
 def run(args) -> int:
     if args.as_series:
-        from pinset.heal.as_series import as_series
-        return as_series(args)
+        return _as_series(args)
     pinset, store = open_config(args)
     spec = pin_named(pinset, args.pin, args.config)
     if spec.patches is None:
@@ -92,10 +108,10 @@ def _start(args, pinset, store, spec, where: Path) -> int:
     with simulate(pinset, one_build(pinset, args.onto, "--onto"), store) as sim:
         build, result = the_build(sim, args.onto, "--onto")
         pin = next(p for p in result.pins if p.id == spec.id)
-        if pin.status != "conflict":
-            hint = " (`pinset refresh` makes it apply exactly)" if pin.status == "applied" and pin.apply_mode != "exact" else ""
+        if not pin.conflicts:
+            hint = " (`pinset refresh` makes it apply exactly)" if pin.applied and pin.apply_mode != EXACT else ""
             console.print(f"{spec.id} on {build.name}: {pin.status_text}{hint}; nothing to rebase, nothing changed")
-            return 0 if pin.status in ("applied", "upstream") else 1
+            return 0 if pin.in_tree else 1
         tree, state, applied = start_rebase(sim, where, build, pinset, result, spec)
         if applied.ok:
             console.print(f"{spec.id}: `git am -3` applies it on {build.name} after all; finishing")
@@ -172,6 +188,6 @@ def _finish(store, spec, where: Path, state: State, mirror) -> int:
         for b in sim.result.builds:
             pin = next(p for p in b.pins if p.id == spec.id)
             console.print(f"  {spec.id} on {b.build}: {pin.status_text}"
-                          + (f" ({pin.apply_mode})" if pin.status == "applied" and pin.apply_mode else "")
-                          + (f": {pin.detail}" if pin.status != "applied" and pin.detail else ""), soft_wrap=True)
+                          + (f" ({pin.apply_mode})" if pin.applied and pin.apply_mode else "")
+                          + (f": {pin.detail}" if not pin.applied and pin.detail else ""), soft_wrap=True)
     return 0

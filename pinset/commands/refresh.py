@@ -11,10 +11,10 @@ import sys
 
 from pinset.commands.common import add_config_args, open_config, pin_named
 from pinset.errors import PinsetError
-from pinset.heal import modes
 from pinset.heal.refresh import prove, refresh_series
 from pinset.heal.series import write_folders  # noqa: F401 (rebase imports it from here)
 from pinset.output import console
+from pinset.sim import modes
 from pinset.sim.run import pick_builds, simulate
 from pinset.store import cache_tmp, scratch_dir
 
@@ -81,7 +81,7 @@ def run(args) -> int:
             console.print(f"{build.name} is not a build the pin set applies on; nothing refreshed, nothing written")
             return 1
         for pin_id in args.pins:
-            if by_id[pin_id].status != "applied":
+            if not by_id[pin_id].applied:
                 console.print(f"[red]{pin_id}[/] on {build.name}: {by_id[pin_id].status_text}, not applied: "
                               f"`pinset rebase {pin_id} --onto {args.onto}` resolves a conflict; nothing written")
                 return 1
@@ -93,7 +93,7 @@ def run(args) -> int:
         # the default: offset and 3-way series (the help's words). One applied by its recorded resolution
         # keeps working by it on this build; `git am -3` cannot replay it (it would stop at the conflict).
         chosen = list(args.pins) or [p.id for p in result.pins if known[p.id].patches is not None
-                                     and p.status == "applied" and p.apply_mode in (modes.OFFSET, modes.THREE_WAY)]
+                                     and p.needs_refresh]
         exact = [p for p in chosen if by_id[p].apply_mode == modes.EXACT]
         for pin_id in exact:
             console.print(f"{pin_id}: applies exactly on {build.name} already")

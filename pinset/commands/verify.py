@@ -18,6 +18,7 @@ from pinset.commands.sim import short_build
 from pinset.config.schema import cuda_flag_problem
 from pinset.errors import PinsetError
 from pinset.output import check_outputs, console, err_console, remove_stale, write_json, write_text
+from pinset.result_parts import MachineRecord
 from pinset.sim.run import pick_builds, simulate
 from pinset.verify.gates import Gates, VerifyOptions
 from pinset.verify.markdown import verify_markdown
@@ -86,7 +87,7 @@ def run(args) -> int:
         gates = Gates(pinset, store, sim.mirror, options, say=err_console.print)  # progress: stderr
         verified, interrupted = verify_builds(gates, sim)
     add_not_tested(sim.result.builds, verified, cuda=args.cuda, settings=settings)
-    result = VerifyResult(pinset.digest, machine.to_json(), verified, args.cuda,
+    result = VerifyResult(pinset.digest, MachineRecord.of(machine.to_json()), verified, args.cuda,
                           {"ops": ops, "backend": backend if args.cuda else "CPU",
                            "cpu_params": args.cpu_params, "cuda_architectures": arch,
                            "gpu_architectures": gpu_arch, "cuda_flags": cuda_flags,

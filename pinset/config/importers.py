@@ -16,6 +16,7 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal, overload
 
 from pinset.config.schema import FULL_SHA_RE, PIN_ID_RE, PIN_ID_RULE, PR_COMMIT_URL_RE, PR_URL_RE
 from pinset.errors import PinsetError
@@ -133,6 +134,10 @@ def _duplicates(path: Path, read: list[dict]) -> list[str]:
     return []
 
 
+@overload
+def _string(path: Path, key: str, value, optional: Literal[False] = False) -> str: ...
+@overload
+def _string(path: Path, key: str, value, optional: bool) -> str | None: ...
 def _string(path: Path, key: str, value, optional: bool = False) -> str | None:
     if value is None and optional:
         return None

@@ -12,6 +12,7 @@ schema asks for the string an editor would quote.
 from __future__ import annotations
 
 import re
+from typing import Any, cast
 
 from pinset import runner
 from pinset.config import schema as s
@@ -35,13 +36,13 @@ LABEL = {"type": "string", "pattern": r"^[^\s,]([^,]*[^\s,])?$"}  # a runner lab
 
 def _check_kind(kind: str) -> dict:
     needed, allowed = s.CHECK_KINDS[kind]
-    props = {
+    props = cast("dict[str, Any]", {
         "backend-op": {"op": {"type": "string", "pattern": "^[A-Z][A-Z0-9_]*$"}, "params": NON_BLANK,
                        "mode": {"enum": ["test", "perf"]}},
         "ctest": {"name": NON_BLANK},
         "command": {"argv": {"type": "array", "minItems": 1, "items": NON_BLANK}, "expect": NON_BLANK,
                     "timeout": {"type": "number", "exclusiveMinimum": 0, "maximum": runner.MAX_TIMEOUT_S}},
-    }[kind]
+    }[kind])
     assert set(props) == allowed, kind  # the reader's key sets are the schema's
     return {"type": "object", "additionalProperties": False, "required": sorted(needed),
             "properties": {k: props[k] for k in sorted(allowed)}}
@@ -96,7 +97,7 @@ def _build() -> dict:
 
 
 def pins_schema() -> dict:
-    top = {
+    top: dict[str, Any] = {
         "upstream": {**NON_BLANK, "description": "git URL or local path of upstream llama.cpp"},
         "builds": {"type": "array", "minItems": 1, "uniqueItems": True, "items": _build()},
         "pins": {"type": "array", "items": {"$ref": "#/$defs/pin"}},

@@ -12,16 +12,17 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NoReturn
 from urllib.parse import unquote, urlsplit
 
 import yaml
 
 from pinset import runner
+from pinset.config.ledger import resolution_files
 from pinset.config.patches import SeriesProblem, patch_series, single_patch
 from pinset.config.reading import compose, decode_utf8, read_regular_file
 from pinset.config.selectors import looks_like_selector, parse_selector, specifier
 from pinset.errors import ConfigError, ToolchainError
-from pinset.heal.ledger import resolution_files
 
 SHA_RE = re.compile(r"^[0-9a-f]{7,40}$")
 FULL_SHA_RE = re.compile(r"^[0-9a-f]{40}$")
@@ -40,7 +41,7 @@ PIN_KEYS = {"id", "patches", "pr", "commit", "required", "checks", "unchecked", 
             "repo", "each"}
 CUDA_KEYS = {"architectures", "flags"}
 GPU_CLASS_KEYS = {"runs-on", "architectures"}
-EVIDENCE_KINDS = ("verify", "gpu-verify", "kld", "bench")  # a pin's `evidence:` items (report/evidence.py)
+EVIDENCE_KINDS = ("verify", "gpu-verify", "kld", "bench")  # a pin's `evidence:` items (sim/evidence.py)
 CUDA_FLAG_RE = re.compile(r"-D[A-Za-z_][A-Za-z0-9_]*(:[A-Z]+)?=\S*")
 
 
@@ -107,7 +108,7 @@ class PinSpec:
     description: str | None = None
     line: int = 0
     series: tuple[Path, ...] = ()  # the patch files, in order, as checked when pins.yaml was read
-    evidence: tuple[str, ...] | None = None  # `evidence:` kinds replacing the derived ones (report/evidence.py)
+    evidence: tuple[str, ...] | None = None  # `evidence:` kinds replacing the derived ones (sim/evidence.py)
     repo: str | None = None  # PR pins from a fork: the repository (URL or absolute path) the commit is fetched from
 
     @property
@@ -182,7 +183,7 @@ class _Reader:
     def __init__(self, path: Path):
         self.path = path
 
-    def fail(self, node, key, message):
+    def fail(self, node, key, message) -> NoReturn:
         line = node.start_mark.line + 1 if node is not None else 0
         raise ConfigError(self.path, line, key, message)
 
@@ -464,7 +465,9 @@ def _read_pin(r: _Reader, node, key: str, base: Path, upstream: str | None) -> l
     if has_patches == has_pr:
         r.fail(node, key, "give exactly one of `patches:` (a folder of format-patch files) or `pr:` (+ `commit:`)")
 
-    patches = pr = commit = None
+    patches: Path | None = None
+    pr: PrRef | None = None
+    commit: str | None = None
     series: tuple[Path, ...] = ()
     if has_patches:
         for name in ("commit", "repo"):
@@ -496,6 +499,7 @@ def _read_pin(r: _Reader, node, key: str, base: Path, upstream: str | None) -> l
             r.fail(node, f"{key}.commit", "missing (the exact reviewed commit sha of the PR, or a "
                                           ".../pull/N/commits/SHA URL)")
         commit = r.string(fields["commit"], f"{key}.commit").lower() if "commit" in fields else in_url
+        assert commit is not None   # r.fail above when neither gives it
         if not FULL_SHA_RE.match(commit):
             r.fail(fields["commit"], f"{key}.commit", f"malformed sha {commit!r} (need 40 hex digits)")
         if in_url is not None and commit != in_url:
@@ -514,7 +518,7 @@ def _read_pin(r: _Reader, node, key: str, base: Path, upstream: str | None) -> l
     description = r.string(fields["description"], f"{key}.description") if "description" in fields else None
     evidence = _read_evidence(r, fields["evidence"], f"{key}.evidence") if "evidence" in fields else None
     if "each" in fields and r.boolean(fields["each"], f"{key}.each"):
-        if len(series) == 1 and not patches.is_dir():
+        if len(series) == 1 and patches is not None and not patches.is_dir():
             r.fail(fields["each"], f"{key}.each", "`each: true` is for a folder of patches, not one file")
         pins = []
         for patch in series:
@@ -574,8 +578,8 @@ def _repository_of(url: str) -> tuple[str, str] | None:
 def _check_pr_origin(r: _Reader, node, key: str, pr: PrRef, upstream: str, repo: str | None = None) -> None:
     """A PR pin is fetched from upstream as pull/N/head: a PR of another host or repository would
     silently be a different PR (or none). A pin with its own `repo:` (a fork) may name a PR of that one."""
-    if repo is not None and _repository_of(repo) is not None and \
-            _repository_of(repo)[1] == f"{pr.owner}/{pr.repo}".lower().removesuffix(".git"):
+    if repo is not None and (fork := _repository_of(repo)) is not None and \
+            fork[1] == f"{pr.owner}/{pr.repo}".lower().removesuffix(".git"):
         return
     origin = _repository_of(upstream)
     if origin is None:  # a local path or file:// upstream: its hosting is unknown

@@ -55,7 +55,9 @@ def parse_selector(text: str) -> Selector:
     """The selector `text` names; ValueError with a one-line reason when it is malformed."""
     m = TAGS_RE.match(text)
     if m:
-        return TagSelector(_pattern(m["pattern"]), _newest(m["newest"], required=True))
+        newest = _newest(m["newest"], required=True)
+        assert newest is not None   # required: a count or ValueError
+        return TagSelector(_pattern(m["pattern"]), newest)
     m = PYPI_RANGE_RE.match(text)
     if m:
         return PypiSelector(m["package"], specifier(m["spec"]), _newest(m["newest"], required=False))

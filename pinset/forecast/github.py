@@ -54,7 +54,7 @@ class PullsAPI(GitHub):
         """A new total deadline (report's POST_DEADLINE) for the reviews asked after the git work."""
         self._ends = time.monotonic() + POST_DEADLINE
 
-    def _pages(self, url: str, what: str) -> list[dict]:
+    def _list_pages(self, url: str, what: str) -> list[dict]:
         items: list[dict] = []
         next_url: str | None = url
         params: dict | None = {"per_page": 100}
@@ -77,7 +77,7 @@ class PullsAPI(GitHub):
         """Every open PR (all pages of 100)."""
         url = f"{self.api_url}/repos/{owner}/{name}/pulls"
         prs: list[OpenPR] = []
-        for item in self._pages(url + "?state=open", "pull requests"):
+        for item in self._list_pages(url + "?state=open", "pull requests"):
             number = item.get("number")
             if not isinstance(number, int) or isinstance(number, bool) or number <= 0:
                 raise PostError(f"GET {url}: a pull request without a number ({_kind(number)})")
@@ -93,7 +93,7 @@ class PullsAPI(GitHub):
     def review_state(self, owner: str, name: str, number: int) -> str:
         """`approved` (some reviewer's last word is an approval, nobody's is a change request), `reviewed`
         (any other submitted review), else `open`."""
-        reviews = self._pages(f"{self.api_url}/repos/{owner}/{name}/pulls/{number}/reviews", "reviews")
+        reviews = self._list_pages(f"{self.api_url}/repos/{owner}/{name}/pulls/{number}/reviews", "reviews")
         last: dict[str, str] = {}
         for review in reviews:
             user = _obj(review.get("user"))

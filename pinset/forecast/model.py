@@ -20,9 +20,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from pinset.heal.modes import APPLY_MODES
 from pinset.results import SCHEMAS, Doc
 from pinset.sim.model import UPSTREAM, PinResult
+from pinset.sim.modes import APPLY_MODES
 
 EFFECTS = ("breaks", "carries", "fixes", "moves", "none")
 BREAKS, CARRIES, FIXES, MOVES, NONE = EFFECTS

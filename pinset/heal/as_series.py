@@ -16,23 +16,16 @@ from pathlib import Path
 
 import yaml
 
-from pinset.commands.common import open_config, pin_named
-from pinset.config.schema import load_pinset
+from pinset.config.schema import PinSet, PinSpec, load_pinset
 from pinset.errors import PinsetError, RuntimeFailure
-from pinset.output import console
 from pinset.sim.pins import prepare_pins
-from pinset.store import atomic_write, cache_tmp, scratch_dir
+from pinset.store import Store, atomic_write, cache_tmp, scratch_dir
 from pinset.upstream.mirror import Mirror
 
 
-def as_series(args) -> int:
-    pinset, store = open_config(args)
-    spec = pin_named(pinset, args.pin, args.config)
-    if spec.pr is None:
-        raise PinsetError(f"pin {spec.id} is a series already ({spec.patches}): `pinset rebase {spec.id} --onto BUILD`")
-    if args.onto or args.worktree:
-        raise PinsetError("--as-series takes no --onto/--worktree: convert first, then rebase the series")
-    rel = args.as_series.rstrip("/")
+def as_series(pinset: PinSet, store: Store, spec: PinSpec, rel: str) -> tuple[int, str]:
+    """PR pin `spec` exported into the folder `rel` (relative to pins.yaml) and pins.yaml edited to name it:
+    (the number of patches, the fork point they are based on). The verb checks its options first."""
     folder = (pinset.path.parent / rel).resolve()
     if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
         raise PinsetError(f"--as-series {rel}: exists and is not an empty folder; nothing changed")
@@ -42,7 +35,7 @@ def as_series(args) -> int:
         if prep.error:
             raise PinsetError(f"pin {spec.id}: {prep.error}")
         fork, commit = prep.fork_point, spec.commit
-        if fork is None or commit is None:
+        if fork is None or commit is None or spec.pr is None:
             raise PinsetError(f"pin {spec.id}: no fork point or commit known; nothing changed")
         tip = commit
         if mirror.git_ok("rev-list", "--merges", f"{fork}..{commit}").strip():
@@ -96,9 +89,7 @@ def as_series(args) -> int:
                 folder.mkdir()
             _remove_empty(made)
             raise
-    console.print(f"{spec.id}: {len(patches)} patches in {rel} (base {fork[:12]}, the PR's fork point); "
-                  f"{pinset.path.name} now names the folder. Next: pinset rebase {spec.id} --onto BUILD")
-    return 0
+    return len(patches), fork
 
 
 def _remove_empty(folders: list[Path]) -> None:

@@ -18,8 +18,8 @@ import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from pinset.config import ledger
 from pinset.errors import PinsetError
-from pinset.heal import ledger
 
 STATE = "pinset-rebase.json"
 

@@ -26,9 +26,9 @@ import time
 import uuid
 from pathlib import Path
 
+from pinset.config.ledger import RESOLUTIONS_DIR
 from pinset.disk import DiskFull, disk_refusal
 from pinset.errors import PinsetError
-from pinset.heal.ledger import RESOLUTIONS_DIR
 
 _RENAME_EXCHANGE = 2
 _AT_FDCWD = -100

@@ -110,7 +110,7 @@ def replay(tree: Worktree, pinset, prepared, result, until: str | None = None) -
         if spec.id == until:
             break
         starts[spec.id] = tree.head()
-        if pin.status == "applied":
+        if pin.applied:
             tree.apply_pin(spec, prepared[spec.id])
     return starts
 

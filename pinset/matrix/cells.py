@@ -36,7 +36,7 @@ def green_builds(pinset: PinSet, build_names: list[str], sim_path: Path | None,
 
 def _why_red(build) -> str:
     bad = [p for p in build.pins if p.required and not p.ok]
-    return ", ".join(f"{p.id} {p.status if p.status not in ('applied', 'upstream') else 'contract broken'}"
+    return ", ".join(f"{p.id} {p.status if not p.in_tree else 'contract broken'}"
                      for p in bad) or "not ok"
 
 
@@ -75,7 +75,7 @@ def _selected(selector, simulated: list[str]) -> list[str]:
         matched = [b for b in simulated if (m := PYPI_BUILD_RE.match(b)) and canonicalize_name(m["package"]) == package
                    and (version := _version(m["version"])) is not None
                    and spec.contains(version, prereleases=spec.prereleases is True)]
-        matched.sort(key=lambda b: Version(PYPI_BUILD_RE.match(b)["version"]))
+        matched.sort(key=lambda b: Version(PYPI_BUILD_RE.match(b)["version"]))  # type: ignore[index]  # matched above
     return matched[-selector.newest:] if selector.newest else matched
 
 

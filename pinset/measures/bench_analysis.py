@@ -9,6 +9,7 @@ import json
 import math
 import socket
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -107,11 +108,11 @@ def row_from_speeds(test: str, params: dict, rounds: list[int] | None, base_tps:
     re-derives a recorded row with (rederive_row)."""
     st = compare(base_tps, head_tps, plan, noise_sd=noise_sd) if base_tps else None
     eff = st.effect if st else None
-    band = math.exp(st.margin) - 1.0 if eff else None
+    band = math.exp(st.margin) - 1.0 if st and eff else None
     return BenchRow(test, params, base_tps, head_tps, eff.ratio if eff else None, list(eff.ci_ratio) if eff else None,
-                    st.p_value if eff else None, band, st.verdict if st else "insufficient data", excluded, rounds,
+                    st.p_value if st and eff else None, band, st.verdict if st else "insufficient data", excluded, rounds,
                     "t-seq" if eff else None, band, st.noise_sd if st else None, st.decided_after if st else None,
-                    st.more_rounds if st else None, st.p_test if eff else None)
+                    st.more_rounds if st else None, st.p_test if st and eff else None)
 
 
 def rows_from_frame(frame, *, plan: Plan = Plan(), noise: dict[str, float] | None = None) -> list[BenchRow]:
@@ -198,7 +199,7 @@ def bench_result(models: dict[str, Path], bench_args: list[str], rounds, repetit
     rows = analyse_rows(recorded, keep_busy_rounds=keep_busy_rounds, plan=plan_of(decision), noise=noise_of(decision))
     decision = {**decision, "more_rounds": more_rounds(rows)}
     snap = next((s for r in rounds for s in (r.gpu_before, r.gpu_after) if s), None)
-    extra = {"method": METHOD, "decision": decision, **({"host": host} if host else {}),
+    extra: dict[str, Any] = {"method": METHOD, "decision": decision, **({"host": host} if host else {}),
              **({"pinset": head.pinset} if head.pinset else {})}
     if aa is not None:   # after the others: the JSON's keys keep their order
         extra["aa_check"] = aa
@@ -306,10 +307,13 @@ def noise_from(path: Path, bench_args: list[str], *, cpu: bool, model: Path, rep
     of -r samples: more samples scatter less). The noise is computed from the file's own rounds; its
     `aa_noise` summary must agree with them."""
     from pinset.measures import gpu as gpu_mod
-    from pinset.report.load import load_result
+    from pinset.measures.derived import check_derived
+    from pinset.results import read_document
 
-    recorded = load_result(path)
-    aa = recorded.model if recorded.kind == "bench" else None
+    doc, kind, _schema, _raw = read_document(path)
+    aa = BenchResult.from_json(doc) if kind == "bench" else None
+    if aa is not None:
+        check_derived(doc.path, aa)   # as the report reads it: verdicts that follow from the file's own speeds
     if not isinstance(aa, BenchResult) or not aa.aa_check:
         raise PinsetError(f"--noise-from {path}: not an A/A bench (pinset bench --aa)")
     there_host = (aa.extra.get("host") or {}).get("hostname")

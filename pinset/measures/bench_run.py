@@ -68,7 +68,7 @@ class Round:
 
 def run_side(side: Side, model: Path, bench_args: list[str], repetitions: int, *, cpu: bool,
              log: Path | None = None, timeout: float = 1800) -> tuple[SideRun, runner.Completed]:
-    argv = [side.exe("llama-bench"), "-m", model, "-o", "jsonl", "-r", str(repetitions), *bench_args]
+    argv: list[str | Path] = [side.exe("llama-bench"), "-m", model, "-o", "jsonl", "-r", str(repetitions), *bench_args]
     done = runner.run(argv, env=CPU_ENV if cpu else gpu_order_env(), timeout=timeout, log=log)
     lines, detail = [], None
     try:
@@ -145,11 +145,11 @@ def run_bench(base: Side, head: Side, models: dict[str, Path], bench_args: list[
     compare_models = models["base"] != models["head"]
     adaptive = rounds is None
     plan = Plan.adaptive(max_rounds - 1, FIRST_LOOK) if adaptive else Plan()
-    decision = decision_record(plan, noise=noise and noise["noise"], noise_from=noise_from,
+    decision = decision_record(plan, noise=noise["noise"] if noise else None, noise_from=noise_from,
                                max_rounds=max_rounds if adaptive else None, max_time_s=max_time_s if adaptive else None)
     start = time.monotonic()
     state = {"ran_out": False}
-    planned = max_rounds if adaptive else rounds
+    planned = max_rounds if rounds is None else rounds   # adaptive: up to max_rounds
 
     def done(so_far: list[Round]) -> bool:
         """Adaptive stop: every row decisive, or the budget spent."""

@@ -17,6 +17,7 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Sequence
 
 from pinset import runner
 from pinset.checks.nvidia_smi import gpu_order_env
@@ -107,7 +108,7 @@ def run_until_whole(run_once, *, reference: bool, gpu: bool = False,
 
 
 def reference(side: Side, model: Path, text: Path, ctx: int, chunks: int, store, *, threads: int | None = None,
-              extra: list[str] = (), log_dir: Path | None = None, on_retry=None) -> Reference:
+              extra: Sequence[str] = (), log_dir: Path | None = None, on_retry=None) -> Reference:
     key_parts = [model_identity(model), file_sha256(text), str(ctx), str(chunks), side.commit,
                  str(side.bin_dir) if side.pinset is None else "", " ".join(extra)]   # a folder: any local build
     key = hashlib.sha256("\0".join(key_parts).encode()).hexdigest()[:16]
@@ -157,11 +158,11 @@ def _cached_reference(logits: Path, meta: Path) -> PerplexityOutput | None:
 
 
 def device_run(side: Side, model: Path, ref: Reference, ctx: int, chunks: int, *, cpu: bool,
-               gpu_layers: int = 99, threads: int | None = None, extra: list[str] = (),
+               gpu_layers: int = 99, threads: int | None = None, extra: Sequence[str] = (),
                log_dir: Path | None = None, on_retry=None) -> DeviceRun:
     ngl = "0" if cpu else str(gpu_layers)
-    argv = [side.exe("llama-perplexity"), "-m", model, "-c", str(ctx), "--chunks", str(chunks), "-ngl", ngl,
-            "--kl-divergence-base", ref.logits, "--kl-divergence", *DEVICE_LOG, *extra]
+    argv: list[str | Path] = [side.exe("llama-perplexity"), "-m", model, "-c", str(ctx), "--chunks", str(chunks),
+                              "-ngl", ngl, "--kl-divergence-base", ref.logits, "--kl-divergence", *DEVICE_LOG, *extra]
     if threads:
         argv += ["-t", str(threads)]
 
@@ -196,6 +197,7 @@ def verdict(base: DeviceRun, head: DeviceRun) -> KldVerdict:
         return KldVerdict.no_verdict("a KLD run failed")
     if unlike := unlike_runs(base, head):
         return KldVerdict.no_verdict(unlike)
+    assert base.output.kld is not None and head.output.kld is not None   # both ok: both measured
     b, h = base.output.kld.kld_mean, head.output.kld.kld_mean
     return verdict_from_klds(b.value, b.err, h.value, h.err)
 

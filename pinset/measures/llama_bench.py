@@ -16,6 +16,7 @@ import json
 import math
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from pinset.errors import BenchParseError  # noqa: F401 (raised here; importers name it from this module too)
 
@@ -150,7 +151,8 @@ def requested_grid(bench_args: list[str]) -> tuple[set[tuple[int, int]] | None, 
     for flag, value in zip(bench_args, bench_args[1:]):
         kind = TEST_FLAGS.get(flag)
         if kind == "pg" and re.fullmatch(r"\d+,\d+", value):
-            pair = {tuple(int(v) for v in value.split(","))}
+            prompt, gen = (int(v) for v in value.split(","))
+            pair = {(prompt, gen)}
         elif kind and kind != "pg" and INT_LIST_RE.fullmatch(value):
             pair = {(v, 0) if kind == "pp" else (0, v) for v in (int(v) for v in value.split(",")) if v}
         elif kind:
@@ -183,11 +185,11 @@ def run_problem(lines: list[BenchLine], *, repetitions: int, bench_args: list[st
     if len(set(keys)) != len(keys):
         return f"{next(line.test for line in lines if keys.count(line.key) > 1)}: the same test printed twice"
     tests, grid = requested_grid(bench_args)
-    tests = tests or {(line.params.get("n_prompt"), line.params.get("n_gen")) for line in lines}
+    wanted: set[tuple[Any, Any]] = tests or {(line.params.get("n_prompt"), line.params.get("n_gen")) for line in lines}
     fields = sorted(grid)
     got = {(line.params.get("n_prompt"), line.params.get("n_gen"), *(line.params.get(f) for f in fields))
            for line in lines}
-    missing = [combo for combo in itertools.product(sorted(tests), *(grid[f] for f in fields))
+    missing = [combo for combo in itertools.product(sorted(wanted), *(grid[f] for f in fields))
                if (*combo[0], *combo[1:]) not in got]
     if missing:
         shown = "; ".join(test_name(*combo[0]) + "".join(f" {f}={v}" for f, v in zip(fields, combo[1:]))

@@ -160,7 +160,8 @@ def parse_kld_block(text: str, anomalies: list[str] | None = None) -> KldStats |
     ppl_q = _value_err(ppl_block, r"Mean PPL\(Q\)\s*", anomalies)
     ppl_base = _value_err(ppl_block, r"Mean PPL\(base\)\s*", anomalies)
     kld_pct = _percentiles(kld_block, "KLD", anomalies)
-    if None in (kld_mean, rms, same, ppl_q, ppl_base) or "99.9" not in kld_pct or "median" not in kld_pct:
+    if kld_mean is None or rms is None or same is None or ppl_q is None or ppl_base is None \
+            or "99.9" not in kld_pct or "median" not in kld_pct:
         return None
     return KldStats(
         ppl_q=ppl_q, ppl_base=ppl_base,
@@ -327,7 +328,8 @@ def cut_short(out: PerplexityOutput, returncode: int | None, *, reference: bool 
     if out.kld is not None:
         return False
     whole_table = out.n_chunks is not None and out.kld_rows == out.n_chunks
-    return not (whole_table and out.n_ctx is not None and _tokens(out.n_chunks, out.n_ctx) < 100)
+    return not (whole_table and out.n_chunks is not None and out.n_ctx is not None
+                and _tokens(out.n_chunks, out.n_ctx) < 100)
 
 
 def _errors(out: PerplexityOutput, *, gpu: bool) -> list[str]:

@@ -39,6 +39,7 @@ def sequential_trials(sigma: float, effect: float, *, max_kept: int, first_look:
     rng = np.random.default_rng(seed)
     plan_kept = plan_kept or max_kept
     plan = Plan.adaptive(plan_kept, first_look) if first_look < plan_kept else Plan()
+    counts: Counter[str]
     counts, used = Counter(), []
     for _ in range(trials):
         d = simulate_log_ratios(rng, max_kept, sigma, effect, tails, outliers)

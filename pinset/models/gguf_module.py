@@ -10,6 +10,7 @@ import importlib
 import os
 import sys
 from pathlib import Path
+from typing import Sequence
 
 from pinset.errors import ToolchainError
 
@@ -17,7 +18,7 @@ from pinset.errors import ToolchainError
 TREE_ENV = "PINSET_LLAMA_TREE"
 
 
-def candidate_trees(extra: list[Path | str | None] = ()) -> list[Path]:
+def candidate_trees(extra: Sequence[Path | str | None] = ()) -> list[Path]:
     """llama.cpp trees to look in, most specific first: given ones, $PINSET_LLAMA_TREE, trees above binaries."""
     trees: list[Path] = []
     for item in list(extra) + [os.environ.get(TREE_ENV)]:
@@ -37,7 +38,7 @@ def candidate_trees(extra: list[Path | str | None] = ()) -> list[Path]:
     return out
 
 
-def import_gguf(trees: list[Path | str | None] = ()):
+def import_gguf(trees: Sequence[Path | str | None] = ()):
     """The gguf module: installed one first, else <tree>/gguf-py from the given or known trees."""
     try:
         return importlib.import_module("gguf")

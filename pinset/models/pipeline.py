@@ -72,7 +72,7 @@ def _require_ok(done: runner.Completed, what: str, log: Path | None) -> None:
 def make_imatrix(tools: LlamaBin, model: Path, text: Path, out: Path, *, ctx: int = 512, chunks: int = 8,
                  gpu_layers: int = 0, threads: int | None = None, log: Path | None = None,
                  env: dict | None = None) -> runner.Completed:
-    argv = [tools.exe("llama-imatrix"), "-m", model, "-f", text, "-o", out, "-c", str(ctx),
+    argv: list[str | Path] = [tools.exe("llama-imatrix"), "-m", model, "-f", text, "-o", out, "-c", str(ctx),
             "--chunks", str(chunks), "-ngl", str(gpu_layers), "--no-ppl"]
     if threads:
         argv += ["-t", str(threads)]
@@ -150,6 +150,7 @@ def synthesize(shape: Shape, quant: str, out_dir: Path, tools: LlamaBin | None, 
     if quant == "F16":
         q_path = f16_path
     else:
+        assert tools is not None   # refused above: quantizing needs the tools
         if quant in NEEDS_IMATRIX:
             imatrix = out_dir / f"{name}.imatrix.gguf"
             t0 = time.monotonic()

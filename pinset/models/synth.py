@@ -27,6 +27,7 @@ import struct
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -124,7 +125,7 @@ def _check_shape(s: Shape) -> None:
         raise PinsetError(f"n_head {s.n_head} is not a multiple of n_head_kv {s.n_head_kv}")
 
 
-def find_vocab(vocab: str, trees: list[Path | str | None] = ()) -> Path:
+def find_vocab(vocab: str, trees: Sequence[Path | str | None] = ()) -> Path:
     """A tokenizer GGUF: a path, or models/ggml-vocab-<name>.gguf of a llama.cpp tree."""
     as_path = Path(vocab).expanduser()
     if as_path.suffix == ".gguf" or os.sep in vocab:
@@ -230,7 +231,7 @@ def recipe(quant: str, other_quant: str, arch_has_experts: bool) -> dict[str, st
 
 def _fill(spec: TensorSpec, seed: int, threads: int) -> np.ndarray:
     """Random N(0, std^2) tensor in spec.dtype, generated in parallel slices (numpy releases the GIL)."""
-    out = np.empty(spec.shape, dtype=spec.dtype)
+    out: np.ndarray = np.empty(spec.shape, dtype=spec.dtype)
     if spec.std == 0.0:
         out.fill(1)
         return out
@@ -260,7 +261,7 @@ _GGUF_SCALARS = {0: "B", 1: "b", 2: "H", 3: "h", 4: "I", 5: "i", 6: "f", 7: "?",
 _GGUF_STRING, _GGUF_ARRAY = 8, 9
 
 
-def read_gguf_kv(path: Path, prefix: str) -> list[tuple[str, object, int, int | None]]:
+def read_gguf_kv(path: Path, prefix: str) -> list[tuple[str, Any, int, int | None]]:
     """(key, value, type, array item type) of the metadata keys starting with prefix, from the header alone.
 
     Why not gguf.GGUFReader: it builds a numpy view per array item, ~30 s for qwen2's 151 936 tokens and
@@ -369,7 +370,7 @@ def _check_room(shape: Shape, n_vocab: int, quant: str, other_quant: str, folder
 
 
 def write_synthetic_gguf(shape: Shape, dest: Path, *, vocab_path: Path, seed: int = 0, name: str | None = None,
-                         trees: list[Path | str | None] = (), threads: int | None = None, quant: str = "F16",
+                         trees: Sequence[Path | str | None] = (), threads: int | None = None, quant: str = "F16",
                          other_quant: str = "Q8_0") -> SynthResult:
     """Write the model to dest in `quant` (F16, or one of blocks.TYPES written directly, no F16 first).
 

@@ -15,10 +15,10 @@ from typing import Any
 
 from pinset.cells import canonical
 from pinset.errors import PinsetError
-from pinset.measures.bench import BenchResult
-from pinset.measures.kld import KldResult, KldVerdict
+from pinset.measures.bench_model import BenchResult
+from pinset.measures.derived import check_derived
+from pinset.measures.kld_model import KldResult, KldVerdict
 from pinset.nightly.model import BlameResult, PickResult
-from pinset.report.rederive import check_derived
 from pinset.results import read_document
 from pinset.sim.model import SimResult
 from pinset.verify.model import VerifyResult

@@ -7,14 +7,12 @@ so a re-run that changes nothing does not re-post a comment, and golden files ca
 from __future__ import annotations
 
 from pinset.cells import device_text
-from pinset.heal import modes
 from pinset.markdown_table import table
 from pinset.measures.bench_model import FASTER, INSUFFICIENT_DATA, NO_CHANGE, SLOWER, TOO_NOISY, ExclusionKind
 from pinset.measures.bench_render import band_name, row_speeds, speed_stat
 from pinset.measures.perplexity import ValueErr
 from pinset.nightly.markdown import blame_markdown, pick_markdown
 from pinset.nightly.model import PickResult
-from pinset.report.evidence import evidence_lines
 from pinset.report.load import kld_delta_text
 from pinset.report.merge import Merged, VerifyRun, op_key
 from pinset.report.verdict import (
@@ -31,8 +29,9 @@ from pinset.report.verdict import (
     verify_setup,
 )
 from pinset.result_parts import MachineRecord
+from pinset.sim.evidence import evidence_lines
 from pinset.sim.markdown import cell as sim_cell, sim_markdown
-from pinset.sim.model import APPLIED, CONFLICT, ERROR, BuildResult, PinResult, SimResult
+from pinset.sim.model import CONFLICT, ERROR, BuildResult, PinResult, SimResult
 from pinset.verify.model import FAILED, NOT_RUN, PASSED, RAN, UNCHECKED, GateResult
 
 GATE_ICON = {PASSED: "✅", FAILED: "❌", NOT_RUN: "⏭️", UNCHECKED: "➖"}
@@ -374,7 +373,7 @@ def _pinset(m: Merged) -> list[str]:
     if not m.sim:
         return out + ["_Not simulated (no sim result)._", ""]
     out += sim_markdown(m.sim).rstrip("\n").split("\n") + [""]
-    out += evidence_lines(m.sim)   # which evidence rule applied to each pin (report/evidence.py)
+    out += evidence_lines(m.sim)   # which evidence rule applied to each pin (sim/evidence.py)
     conflicts = []
     for b in m.sim.builds:
         for p in b.pins:
@@ -403,7 +402,7 @@ def refresh_lines(sim: SimResult) -> list[str]:
     lines = []
     for pin_id in _ordered(p.id for b in sim.builds for p in b.pins):
         loose = [f"{b.build} ({p.apply_mode})" for b in sim.builds for p in b.pins
-                 if p.id == pin_id and p.status == APPLIED and p.apply_mode in (modes.OFFSET, modes.THREE_WAY)]
+                 if p.id == pin_id and p.needs_refresh]
         if loose:
             lines.append(f"- `{pin_id}` needs a refresh: applies but not exactly on {', '.join(loose)} "
                          f"(`pinset refresh {pin_id} --onto BUILD`)")

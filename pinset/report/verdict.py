@@ -15,10 +15,10 @@ from pinset.measures.bench_model import INSUFFICIENT_DATA, SLOWER, TOO_NOISY, Be
 from pinset.measures.bench_render import band_name
 from pinset.measures.kld_model import KldResult
 from pinset.nightly.model import PASSED_OVER, PickResult
-from pinset.report import evidence
 from pinset.report.load import EVIDENCE_KINDS, kld_delta_text
 from pinset.report.merge import BenchStudy, KldStudy, Merged, VerifyRun, models_of
 from pinset.report.model import BLOCKED, NOT_ENOUGH, READY, Untested, grouped
+from pinset.sim import evidence
 from pinset.sim.model import APPLIED, CONFLICT, ERROR
 from pinset.verify.model import (
     FAILED,
@@ -161,7 +161,7 @@ def judge(m: Merged) -> Verdict:
 
 
 # --- evidence -------------------------------------------------------------------------------
-# What each pin needs comes from pinset.report.evidence (rules by the files it touches, or pins.yaml
+# What each pin needs comes from pinset.sim.evidence (rules by the files it touches, or pins.yaml
 # `evidence:`); this section only checks the results against it.
 def cuda_pins(m: Merged) -> dict[tuple[str, str], str]:
     """(pin, build) -> why the pin needs evidence from a CUDA device on that build (GPU verify; KLD and bench
@@ -448,7 +448,7 @@ def not_tested(m: Merged) -> list[Untested]:
 def _kinds_not_given(m: Merged) -> list[Untested]:
     """A kind of result no file gives (KLD and speed: said so when no pin's evidence rule asks for one)."""
     kinds = m.kinds()
-    wanted = evidence.wanted_kinds(m.sim)   # a kind no pin's rule asks for is said so (report/evidence.py)
+    wanted = evidence.wanted_kinds(m.sim)   # a kind no pin's rule asks for is said so (sim/evidence.py)
     unasked = "; no pin's evidence rule asks for one"
     out = [Untested("Pin set", "not simulated (no sim result)")] if "sim" not in kinds else []
     out += [Untested("Correctness", "not tested (no verify result)")] if "verify" not in kinds else []

@@ -90,7 +90,7 @@ def explain_apply_failure(output: str, patch_text: str = "") -> ApplyFailure:
 def find_hunk(patch_text: str, path: str, old_start: int) -> list[str]:
     """The hunk of `path` whose old side starts at `old_start`: header and its lines ([] if none)."""
     for hunk in hunks_of(patch_text, path):
-        if int(_HUNK_HEADER_RE.match(hunk[0]).group(1)) == old_start:
+        if (header := _HUNK_HEADER_RE.match(hunk[0])) and int(header.group(1)) == old_start:
             return hunk
     return []
 

@@ -41,7 +41,7 @@ class FileChange:
     symbols: set[str] = field(default_factory=set)     # feature symbols on added lines
     # Lower bound of each substantive line's copies in the file before the pin (its context and
     # removed lines): copies the file already had are no evidence that the pin's own landed.
-    preimage: Counter = field(default_factory=Counter)
+    preimage: Counter[str] = field(default_factory=Counter)
 
     def net_added(self) -> Counter:
         """Substantive lines the pin adds beyond those it removes (line -> count)."""

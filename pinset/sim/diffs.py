@@ -63,6 +63,8 @@ def _strip_prefix(name: str) -> str | None:
 def header_name(rest: str) -> str | None:
     """The path of `diff --git <rest>` when both sides name the same file (git's git_header_name); None
     when they differ (a rename: its `rename from/to` lines name it) or cannot be told apart."""
+    first: str | None
+    second: str | None
     if rest.startswith('"'):
         first, end = unquote_c(rest)
         first = _strip_prefix(first)

@@ -22,15 +22,14 @@ from pathlib import Path
 
 from pinset.config.schema import PinSet
 from pinset.errors import PinsetError, UpstreamError
-from pinset.heal import modes
-from pinset.heal.resolve import LedgerApply
-from pinset.sim import memo
+from pinset.sim import memo, modes
 from pinset.sim.apply_errors import conflict_place, explain_apply_failure
 from pinset.sim.changes import MovedMatch, PinChange, line_counts, series_base
 from pinset.sim.model import BuildResult, Contract, PinResult, SimResult
 from pinset.sim.moved import TreeLines
 from pinset.sim.pins import PreparedPin
 from pinset.sim.preimages import FileBlobs, Preimages, loose_ids, replay, series_blobs, wanted
+from pinset.sim.resolve import LedgerApply
 from pinset.upstream.builds import Build, _unreachable, upstream_url
 from pinset.upstream.mirror import Mirror
 
@@ -45,7 +44,7 @@ class ApplyOutcome:
     hunk: list[str] = field(default_factory=list)
     hunk_path: str | None = None
     patch_text: str = ""     # the patch that failed (for the conflict's detail: sim/apply_errors.conflict_place)
-    mode: str | None = None                                 # how it applied (pinset.heal.modes)
+    mode: modes.ApplyMode | None = None                     # how it applied (pinset.sim.modes)
     resolutions: list[str] = field(default_factory=list)    # the recorded resolutions it used
     note: str | None = None                                 # a recorded resolution that did not match
     replaced: dict[str, set[str]] = field(default_factory=dict)  # path -> pin lines a resolution replaced
@@ -74,6 +73,7 @@ class _Applied:
 
     @property
     def change(self) -> PinChange:
+        assert self.prep.change is not None   # only a prepared pin applies
         return self.prep.change
 
 
@@ -101,7 +101,7 @@ class Simulator:
         # The indexes we apply to hold only the paths some pin names: `git apply` then reads and
         # writes a few entries instead of the whole tree (thousands), which is most of its cost.
         touched = [prep.change.touched for prep in prepared.values() if prep.change is not None]
-        self._paths = None if any(t is None for t in touched) else sorted(set().union(*touched))
+        self._paths = None if any(t is None for t in touched) else sorted(set().union(*(t for t in touched if t is not None)))
         self._loaded: dict[str, tuple[bytes, set[str]]] = {}  # tree -> (index bytes, paths in it)
         self._moved = TreeLines(mirror, {line for prep in prepared.values() if prep.change is not None
                                          for fc in prep.change.files.values() for line in fc.added})
@@ -181,12 +181,14 @@ class Simulator:
     def _objects_of(self, prep: PreparedPin) -> list[Path]:
         """Object dirs with the blobs the pin brings for a 3-way merge: those of its base under the
         pins' paths (and of a PR's own commit), and for a series those its patches create on it."""
+        assert prep.change is not None   # only prepared pins are simulated (pins.prepare_pins)
         pin_id = prep.spec.id
         if pin_id in self._pin_objects:
             return self._pin_objects[pin_id]
         base = self._base(prep)
         dirs: list[Path] = []
         if base is not None and prep.fork_point is not None:  # a PR: its fork point and its commit
+            assert prep.spec.commit is not None
             trees = [self.mirror.tree_of(c) for c in (base, prep.spec.commit)]
             dirs.append(self._new_dir(b for tree in trees for b in _blobs(self._listing(tree))))
         elif base is not None:  # a series: its base, and the blobs it creates replayed on it
@@ -355,6 +357,7 @@ class Simulator:
     def _apply_git(self, index: _Index, prep: PreparedPin, how: bool = False) -> ApplyOutcome:
         """`git apply --cached --3way` each patch; git reads only the index's and the pin's blobs.
         `how`: the apply that counts (not a probe) also learns how each patch applied (below)."""
+        assert prep.change is not None   # only prepared pins are simulated (pins.prepare_pins)
         written, brought = self._new_dir(), self._objects_of(prep)
         found: list[Path] | None = None   # the preimages from the build's history: looked up when a 3-way merge fails
         env = self.mirror.objects_env(written, [*index.objects, *brought])
@@ -391,6 +394,7 @@ class Simulator:
             written, work_tree = self._new_dir(), self.mirror.fresh_path("apply-tree")
             work_tree.mkdir()
             env = self.mirror.objects_env(written, [*index.objects, *brought])
+        replaced: dict[str, set[str]]
         applied_modes, used, note, replaced = [], [], None, {}
         for patch in prep.change.patches:
             shown = str(Path(patch).absolute())
@@ -455,6 +459,7 @@ class Simulator:
 
         Not the blob the patch's `index` line names even when the mirror happens to hold it: whether
         it does depends on what earlier runs fetched, and the verdict must not (same input, same verdict)."""
+        assert prep.change is not None   # only prepared pins are simulated (pins.prepare_pins)
         fc = prep.change.files[path]
         base_tree = self._base_tree(prep)
         known = self._counts(base_tree, path) if base_tree is not None else {}
@@ -470,6 +475,7 @@ class Simulator:
         """Share of the pin's substantive added lines present in `tree` beyond the copies the pin's
         own preimage already has (None: no such lines). A line the file had before (a second
         `return 0;`, an `#include` it already has, a duplicated block) is no sign the pin landed."""
+        assert prep.change is not None   # only prepared pins are simulated (pins.prepare_pins)
         total = present = 0
         kept = [path for path, fc in prep.change.files.items() if not fc.deleted]
         if kept:
@@ -494,7 +500,7 @@ class Simulator:
     def _carried(self, prep: PreparedPin, build: Build) -> tuple[bool, float | None]:
         spec = prep.spec
         if spec.kind == "pr" and build.source == "git":
-            if self._is_ancestor(spec.commit, build.oid):
+            if spec.commit is not None and self._is_ancestor(spec.commit, build.oid):
                 return True, 1.0
         fraction = self.carried_fraction(prep, build.tree)
         if fraction is not None:
@@ -513,6 +519,7 @@ class Simulator:
         upstream already made: the bare tree applies it exactly in reverse (`git apply --reverse`, no
         3-way merge). Not when an earlier pin touches its files: its "before" may be that pin's work
         (a pin deleting a file an earlier pin adds), which no upstream tree has."""
+        assert prep.change is not None   # only prepared pins are simulated (pins.prepare_pins)
         touched = prep.change.touched
         if touched is None or any(e.change is None or e.change.touched is None or touched & e.change.touched
                                   for e in earlier):
@@ -527,6 +534,7 @@ class Simulator:
         """A pin that does not apply may have landed in moved code: look for its lines in the whole
         tree, counting only copies beyond those of the tree it was made on (its base where known,
         else its own files' preimage)."""
+        assert prep.change is not None   # only prepared pins are simulated (pins.prepare_pins)
         added: Counter = Counter()
         preimage: Counter = Counter()
         for path, fc in prep.change.files.items():
@@ -543,6 +551,7 @@ class Simulator:
     def _attribute(self, prep: PreparedPin, conflict_files: list[str], build: Build,
                    applied: list[_Applied]) -> str:
         """`upstream` if the pin fails on the bare build too, else the earlier pin it collides with."""
+        assert prep.change is not None   # only prepared pins are simulated (pins.prepare_pins)
         if not self._applies_on(build.tree, prep):
             return "upstream"
         touched = set(conflict_files) or set(prep.change.files)
@@ -677,7 +686,7 @@ class Simulator:
             if result.conflict_with == "upstream":
                 result.base_relation = self.base_relation(prep, build)
                 if result.base_relation == "older":
-                    result.detail += f" (this build is older than the pin's base {self._base(prep)[:12]})"
+                    result.detail += f" (this build is older than the pin's base {(self._base(prep) or '')[:12]})"
             result.contract = Contract(False, [f"{f}: does not apply (conflict with {result.conflict_with})"
                                                for f in outcome.conflict_files])
         merged = self._merged_tree(build.tree, index) if applied else build.tree

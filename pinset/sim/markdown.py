@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from pinset.markdown_table import table
-from pinset.sim.model import APPLIED, CONFLICT, BuildResult, PinResult, SimResult
+from pinset.sim.model import CONFLICT, BuildResult, PinResult, SimResult
 
 if TYPE_CHECKING:
     from pinset.sim.apply_errors import BuildPlace
@@ -19,7 +19,7 @@ def cell(pin: PinResult) -> str:
         text += f" with `{pin.conflict_with}`"
     if pin.retire:
         text += " (retire)"
-    if pin.status == APPLIED and not pin.contract.ok:
+    if pin.applied and not pin.contract.ok:
         text += " — contract broken"
     return text
 

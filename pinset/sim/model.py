@@ -4,18 +4,23 @@ the producer, `from_json` for `pinset report`."""
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal, cast
 
 from pinset.cells import BuildCommits, Cells, PinStates
 from pinset.results import SCHEMAS, Doc
+from pinset.sim.modes import APPLY_MODES, REFRESHABLE, ApplyMode
 
 if TYPE_CHECKING:
     from pinset.sim.apply_errors import BuildPlace
 
-STATUSES = ("applied", "conflict", "upstream", "skipped", "error")
-APPLIED, CONFLICT, UPSTREAM, SKIPPED, ERROR = STATUSES
+PinStatus = Literal["applied", "conflict", "upstream", "skipped", "error"]
+STATUSES: tuple[PinStatus, ...] = ("applied", "conflict", "upstream", "skipped", "error")
+APPLIED: PinStatus = "applied"
+CONFLICT: PinStatus = "conflict"
+UPSTREAM: PinStatus = "upstream"
+SKIPPED: PinStatus = "skipped"
+ERROR: PinStatus = "error"
 BASE_RELATIONS = ("older", "contains", "diverged")  # a build against the pin's base commit
-APPLY_MODES = ("exact", "offset", "3-way", "resolution")  # how an applied pin applied (pinset.heal.modes)
 
 
 def is_cuda_path(path: str) -> bool:
@@ -32,7 +37,7 @@ class Contract:
 @dataclass
 class PinResult:
     id: str
-    status: str
+    status: PinStatus
     required: bool
     conflict_with: str | None = None
     files: list[str] = field(default_factory=list)   # the conflicting files for a conflict, else `touched`
@@ -45,7 +50,7 @@ class PinResult:
     base_relation: str | None = None    # upstream conflicts on git builds: build vs pin base (older|contains|diverged)
     evidence: list[str] | None = None   # pins.yaml `evidence:` (the kinds the pin needs); None: derived from touched
     build_has: BuildPlace | None = None     # conflicts: the build's lines where `hunk` wants to change it (BuildPlace)
-    apply_mode: str | None = None       # applied pins: exact|offset|3-way|resolution (None: not known, old file)
+    apply_mode: ApplyMode | None = None  # applied pins: exact|offset|3-way|resolution (None: not known, old file)
     resolutions: list[str] | None = None  # applied by the recorded resolutions named (the ledger, docs/heal.md)
 
     @property
@@ -60,6 +65,29 @@ class PinResult:
         return self.status in ("applied", "upstream") and self.contract.ok
 
     @property
+    def applied(self) -> bool:
+        return self.status == APPLIED
+
+    @property
+    def conflicts(self) -> bool:
+        return self.status == CONFLICT
+
+    @property
+    def errored(self) -> bool:
+        return self.status == ERROR
+
+    @property
+    def in_tree(self) -> bool:
+        """Its change is in the tree: applied, or upstream already has it."""
+        return self.status in (APPLIED, UPSTREAM)
+
+    @property
+    def needs_refresh(self) -> bool:
+        """Applied, but lines away or by a 3-way merge (modes.REFRESHABLE): `pinset refresh` makes it exact. The
+        one definition the sim table, the report and refresh use."""
+        return self.status == APPLIED and self.apply_mode in REFRESHABLE
+
+    @property
     def state(self) -> str:
         """sim's status, with an applied pin whose contract broke told apart as `contract` (as blame's states)."""
         return "contract" if self.status == "applied" and not self.contract.ok else self.status
@@ -72,14 +100,15 @@ class PinResult:
     @classmethod
     def from_json(cls, d: Doc) -> PinResult:
         c = d.obj("contract")
-        return cls(d.get("id", str), d.choice("status", STATUSES), d.get("required", bool),
+        return cls(d.get("id", str), cast(PinStatus, d.choice("status", STATUSES)), d.get("required", bool),
                    d.get("conflict_with", str, None), d.strs("files"), d.get("retire", bool),
                    Contract(c.get("ok", bool), c.strs("problems")), d.get("detail", str, None, default=None),
                    d.num("carried_fraction", null=True, default=None),
                    _touched(d), d.strs("hunk", default=None) or None,
                    d.choice("base_relation", BASE_RELATIONS, default=None),
                    d.strs("evidence", default=None) or None, _build_has(d),
-                   d.choice("apply_mode", APPLY_MODES, default=None), d.strs("resolutions", default=None) or None)
+                   cast("ApplyMode | None", d.choice("apply_mode", APPLY_MODES, default=None)),
+                   d.strs("resolutions", default=None) or None)
 
 
 def _build_has(d: Doc):

@@ -36,7 +36,9 @@ def carried_symbols(prepared: dict[str, PreparedPin], build: BuildResult) -> set
                          if p.status in (APPLIED, UPSTREAM) and p.id in prepared))
 
 
-def prepare_pins(pinset: PinSet, store: Store, mirror: Mirror) -> dict[str, PreparedPin]:
+def prepare_pins(pinset: PinSet, store: Store | None, mirror: Mirror) -> dict[str, PreparedPin]:
+    """Each pin's change read (a series) or fetched and diffed (a PR: its diff cached in `store`, which only
+    series-only pin sets may leave out)."""
     prepared: dict[str, PreparedPin] = {}
     head_fetched = False
     for spec in pinset.pins:
@@ -53,10 +55,12 @@ def prepare_pins(pinset: PinSet, store: Store, mirror: Mirror) -> dict[str, Prep
                 continue
             prepared[spec.id] = PreparedPin(spec, change)
             continue
+        assert pinset.upstream is not None   # config.schema: PR pins need an upstream
         url = upstream_url(pinset.upstream, pinset.path.parent)
         if not head_fetched:
             fetch_head(url, mirror)
             head_fetched = True
+        assert store is not None   # a PR pin's diff is cached in the store
         prepared[spec.id] = _prepare_pr(spec, url, store, mirror)
     return prepared
 
@@ -79,6 +83,7 @@ def _copy(mirror: Mirror, patch: Path, data: bytes) -> Path:
 
 
 def _prepare_pr(spec: PinSpec, url: str, store: Store, mirror: Mirror) -> PreparedPin:
+    assert spec.pr is not None and spec.commit is not None   # a PR pin (config.schema: pr: and its commit)
     pr_ref = f"refs/pinset/pr/{spec.pr.owner}/{spec.pr.repo}/{spec.pr.number}"
     if not mirror.has_commit(spec.commit):
         mirror.fetch(url, [f"+{spec.pr.ref}:{pr_ref}"])

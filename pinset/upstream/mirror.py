@@ -145,7 +145,7 @@ class Mirror:
         """git's "loose object X is corrupt" of an X that reads whole now: a concurrent run wrote X while this
         call looked for it (concurrent runs on one cache must agree, not call it damaged)."""
         m = _LOOSE_UNREADABLE_RE.search(stderr)
-        return bool(m) and self.git("cat-file", "-p", m.group(1), check_damage=False, binary=True).ok
+        return m is not None and self.git("cat-file", "-p", m.group(1), check_damage=False, binary=True).ok
 
     def git_ok(self, *args: str, **kw) -> str:
         result = self.git(*args, **kw)

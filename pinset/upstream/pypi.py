@@ -300,7 +300,9 @@ def _vendored_members(tar: tarfile.TarFile, version: str, on_member=None) -> tup
             continue
         rel = parts[1]
         if rel == "CHANGELOG.md" and member.isfile():
-            text = tar.extractfile(member).read().decode("utf-8", errors="replace")
+            handle = tar.extractfile(member)
+            assert handle is not None   # a regular file
+            text = handle.read().decode("utf-8", errors="replace")
             commit = changelog_commit(text, version)
             continue
         if not rel.startswith(VENDOR_DIR + "/"):

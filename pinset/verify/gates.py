@@ -14,6 +14,7 @@ import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Mapping
 
 from pinset import runner
 from pinset.build.cmake import BuildFailed, BuiltTree, cmake_cache_value, configured_compilers, ensure_build
@@ -84,7 +85,7 @@ class BuildInput:
     name: str
     commit: str
     tree: str | None
-    pin_status: dict[str, str]
+    pin_status: Mapping[str, str]
     required_failed: list[str]
     symbols: set[str] = field(default_factory=set)
     touched: list[list[str] | None] | None = None   # per pin carried: its files (None: unknown); scopes the CPU gate
@@ -95,6 +96,8 @@ class Gates:
         self.pinset, self.store, self.mirror, self.options = pinset, store, mirror, options
         self.say = say
         self.checks = [c for p in pinset.pins for c in p.checks]
+        self._cpu: BuiltTree | None = None   # the trees built by this build's gates (verify sets them)
+        self._gpu: BuiltTree | None = None
 
     # --- one build ------------------------------------------------------------------------
     def verify(self, item: BuildInput, stopped: str | None = None) -> BuildVerification:
@@ -186,9 +189,10 @@ class Gates:
         o = self.options
         label = f"{item.name} {'cuda' if cuda else 'cpu'}"
         settings = o.build_settings(cuda)
-        kwargs = dict(label=label, commit=item.commit, pinset_digest=self.pinset.digest, jobs=o.jobs,
+        kwargs: dict[str, Any] = dict(label=label, commit=item.commit, pinset_digest=self.pinset.digest, jobs=o.jobs,
                       progress=o.progress, log_dir=logs,
                       log_name="cuda" if cuda else "cpu")  # docs/verify.md: <logs>/<build>/cpu-build.log
+        assert item.tree is not None   # verify() stops before the gates without a tree
         try:
             built = ensure_build(self.store, self.mirror, item.tree, settings, targets, **kwargs)
             extra = self._ctest_targets(built, cuda)
@@ -227,7 +231,7 @@ class Gates:
 
     def _ctest_targets(self, built: BuiltTree, cuda: bool) -> list[str]:
         """Binaries the pins' ctest checks need, read from ctest's own test list."""
-        names = [c.name for c in self.checks if c.kind == "ctest"]
+        names = [c.name for c in self.checks if c.kind == "ctest" and c.name is not None]
         if not names or (self.options.cuda and not cuda):
             return []
         listing = runner.run(["ctest", "--show-only=json-v1"], cwd=built.build_dir, timeout=120)
@@ -251,8 +255,9 @@ class Gates:
                                     op=op, params=params)
         return verdict, done
 
-    def _op_gate(self, gate: GateResult, built: BuiltTree, runs: list[tuple[str, str | None]], backend: str,
+    def _op_gate(self, gate: GateResult, built: BuiltTree | None, runs: list[tuple[str, str | None]], backend: str,
                  log: Path) -> None:
+        assert built is not None   # its build gate passed (a failed gate stops the later ones)
         gate.ops, problems = [], []
         log.unlink(missing_ok=True)
         for op, params in runs:
@@ -287,7 +292,7 @@ class Gates:
         device, named = gate.extra.get("device"), self.options.gpu_name
         if device and named and not device.startswith(named):   # a MIG slice's name extends its GPU's
             gate.status = "failed"
-            gate.detail += (f" — {self.options.backend} ran on {device}, not on {named} that this result names "
+            gate.detail = (gate.detail or "") + (f" — {self.options.backend} ran on {device}, not on {named} that this result names "
                             "(CUDA_DEVICE_ORDER or CUDA_VISIBLE_DEVICES picks another GPU than nvidia-smi's)")
 
     # --- ctest ----------------------------------------------------------------------------
@@ -300,7 +305,8 @@ class Gates:
         return judge_ctest(parse_ctest(done.stdout), returncode=done.returncode, timed_out=done.timed_out,
                            expected=name, require_output=require_output), done
 
-    def _ctest_gate(self, gate: GateResult, built: BuiltTree, name: str, log: Path) -> None:
+    def _ctest_gate(self, gate: GateResult, built: BuiltTree | None, name: str, log: Path) -> None:
+        assert built is not None   # its build gate passed (a failed gate stops the later ones)
         log.unlink(missing_ok=True)
         verdict, done = self._ctest(built, name, log, require_output=True)   # test-chat ends "All tests passed!"
         gate.status = "passed" if verdict.ok else "failed"
@@ -312,6 +318,7 @@ class Gates:
     def _feature_checks(self, gate: GateResult, item: BuildInput, logs: Path, out: BuildVerification) -> None:
         o = self.options
         built, backend, where = (self._gpu, o.backend, "GPU") if o.cuda else (self._cpu, "CPU", "CPU")
+        assert built is not None   # its build gate passed (a failed gate stops the later ones)
         log = logs / "feature-checks.log"
         log.unlink(missing_ok=True)
         gate.checks = []
@@ -351,6 +358,7 @@ class Gates:
     def _run_check(self, pin_id: str, check: FeatureCheck, built: BuiltTree, backend: str, log: Path) -> CheckResult:
         name = check.describe()
         if check.kind == "backend-op":
+            assert check.op is not None   # config.schema: a backend-op check names its op
             verdict, _ = self._backend_ops(built, check.op, backend, check.params, check.mode, log)
             cases = verdict.measured if check.mode == "perf" else verdict.cases_run
             problems = list(verdict.problems)
@@ -362,12 +370,14 @@ class Gates:
             return CheckResult(pin_id, name, "passed", cases, f"{counts} on {backend}" if check.mode == "test"
                                else f"{cases} cases measured on {backend}")
         if check.kind == "ctest":
+            assert check.name is not None   # config.schema: a ctest check names its test
             verdict, _ = self._ctest(built, check.name, log)
             return CheckResult(pin_id, name, "passed" if verdict.ok else "failed", verdict.cases, verdict.detail)
         argv = plan.substitute(check.argv, bin_dir=built.bin_dir, build_dir=built.build_dir,
                                source_dir=built.source_dir)
         done = runner.run(argv, cwd=built.source_dir, timeout=check.timeout, log=log, env=gpu_order_env())
         text = strip_ansi(done.stdout + "\n" + done.stderr)
+        assert check.expect is not None   # config.schema: a command check has its expect
         matches = count_matches(check.expect, text)
         if not done.ok:
             return CheckResult(pin_id, name, "failed", matches,

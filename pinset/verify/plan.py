@@ -75,7 +75,7 @@ def cpu_gate_scope(touched: list[list[str] | None] | None, symbols: set[str]) ->
     - matrix-multiply code only (MATMUL_FILES): MUL_MAT, MUL_MAT_ID (with the pins' types);
     - any other compute code, test-backend-ops.cpp, or unknown files: MUL_MAT, MUL_MAT_ID and every op a
       `GGML_OP_*` / `GGML_UNARY_OP_*` / `GGML_GLU_OP_*` symbol on the pins' added lines names."""
-    from pinset.report.evidence import OTHER, TESTS, VERIFY_ONLY, file_class
+    from pinset.sim.evidence import OTHER, TESTS, VERIFY_ONLY, file_class
 
     if touched is None or any(not t for t in touched):   # [] of a carried pin: its files were not read
         return list(CPU_GATE_OPS), "the files a pin changes are unknown: every op of the gate"
@@ -110,6 +110,7 @@ def cpu_gate_runs(types: list[str], checks: list[FeatureCheck], params_override:
             continue
         if params_override is None and _covered(check, types, ops):
             continue
+        assert check.op is not None   # config.schema: a backend-op check names its op
         runs.append((check.op, check.params))
     return runs
 
@@ -119,7 +120,7 @@ def _covered(check: FeatureCheck, types: list[str], ops: list[str] = CPU_GATE_OP
     if check.op not in CPU_GATE_OPS or check.op not in ops or not check.params or not types:
         return False
     m = re.fullmatch(r"type_a=([A-Za-z0-9_]+)(?:,.*)?", check.params)
-    return bool(m) and m.group(1) in types
+    return m is not None and m.group(1) in types
 
 
 def parse_ops(text: str | None) -> list[str]:

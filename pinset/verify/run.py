@@ -26,8 +26,8 @@ def check_toolchain(pinset, cuda: bool, cuda_flags: list[str], *, gpu_class: str
     require_toolchain(cuda)
     if shutil.which("ctest") is None:
         raise ToolchainError("ctest not found on PATH (it comes with CMake)")
-    if settings.coverage_warning():
-        warn(settings.coverage_warning())
+    if coverage := settings.coverage_warning():
+        warn(coverage)
     return settings
 
 
@@ -35,7 +35,7 @@ def build_input(b: BuildResult, symbols: set[str]) -> BuildInput:
     """`symbols`: the feature symbols of the pins the build carries (Simulation.feature_symbols)."""
     status = {p.id: p.status for p in b.pins}
     failed = [p.id for p in b.pins if p.required and not p.ok]
-    touched = [p.touched for p in b.pins if p.status in ("applied", "upstream")]  # scopes the CPU gate (plan)
+    touched = [p.touched for p in b.pins if p.in_tree]  # scopes the CPU gate (plan)
     return BuildInput(b.build, b.commit, b.tree, status, failed, symbols, touched)
 
 
@@ -63,7 +63,7 @@ def cuda_not_compiled(b: BuildResult) -> list[NotTested]:
     out = []
     for p in b.pins:
         cuda = [f for f in p.touched or [] if is_cuda_path(f)]
-        if p.status == "applied" and cuda:
+        if p.applied and cuda:
             more = f" and {len(cuda) - 1} more" if len(cuda) > 1 else ""
             out.append(NotTested(f"CUDA code of pin {p.id} ({cuda[0]}{more})", "not compiled or run: --cuda not given"))
     return out

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
+from pinset.config import ledger
 from pinset.config.schema import load_pinset
-from pinset.heal import ledger
-from pinset.heal.modes import direct_mode
 from pinset.report.markdown import refresh_lines
 from pinset.sim.markdown import cell
 from pinset.sim.model import BuildResult, PinResult, SimResult
+from pinset.sim.modes import direct_mode
 from tests.testing import write_pins
 
 MARKED = "a\n<<<<<<< ours\nB1\n=======\nP1\n>>>>>>> theirs\nc\n<<<<<<< ours\n=======\nP2\n>>>>>>> theirs\nd\n"

@@ -1,4 +1,4 @@
-"""Second review of the evidence rules (pinset/report/evidence.py) against real llama.cpp paths: build files
+"""Second review of the evidence rules (pinset/sim/evidence.py) against real llama.cpp paths: build files
 are never "no compute code", llama's own src/ code is compute code, an applied pin whose touched list is
 empty is unknown (never "touches nothing"), and pins.yaml `evidence:` cannot take a GPU verify from a pin
 that changes CUDA code."""
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from pinset.report import evidence as ev
+from pinset.sim import evidence as ev
 
 
 @pytest.mark.parametrize("path", ["src/CMakeLists.txt", "ggml/CMakeLists.txt", "ggml/src/CMakeLists.txt",

@@ -1,4 +1,4 @@
-"""The evidence a pin needs, by the files it touches (pinset.report.evidence), pins.yaml's `evidence:` override,
+"""The evidence a pin needs, by the files it touches (pinset.sim.evidence), pins.yaml's `evidence:` override,
 and the report's verdict using them: a pin that rewords a message in common/ can be ready on sim + verify."""
 
 from __future__ import annotations
@@ -12,7 +12,8 @@ import pytest
 from pinset.cli import main
 from pinset.config.schema import load_pinset
 from pinset.errors import ConfigError
-from pinset.report.evidence import (
+from pinset.results import Doc
+from pinset.sim.evidence import (
     CUDA,
     DECLARED,
     GGML,
@@ -23,7 +24,6 @@ from pinset.report.evidence import (
     file_class,
     pin_needs,
 )
-from pinset.results import Doc
 from pinset.sim.model import SimResult
 from tests import regen_report_goldens as goldens
 

@@ -1,13 +1,13 @@
 """#20 §2, the report side: every verdict a result states is re-derived from the numbers in the same file with
-the producer's own rule (pinset/report/evidence.py), and a sim without a result for a pin is missing evidence.
+the producer's own rule (pinset/measures/derived.py), and a sim without a result for a pin is missing evidence.
 Each case is a recorded file edited by hand, as a hostile or careless user would."""
 
 from __future__ import annotations
 
 import copy
 
+from pinset.measures.derived import kld_contradiction
 from pinset.report.load import load_result
-from pinset.report.rederive import kld_contradiction
 from tests.report.test_report import FIX, GREEN
 from tests.testing.report import dump, load, report
 

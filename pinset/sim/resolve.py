@@ -13,9 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pinset.config import ledger
 from pinset.config.schema import PinSpec
 from pinset.errors import PinsetError
-from pinset.heal import ledger
 
 
 @dataclass
@@ -27,7 +27,7 @@ class Resolved:
 
 
 class LedgerApply:
-    def __init__(self, mirror):
+    def __init__(self, mirror) -> None:
         self.mirror = mirror
         self._ledgers: dict[str, list[ledger.Resolution]] = {}
 

@@ -9,23 +9,32 @@ conflict was resolved by the pin's resolution ledger. A pin that applies but not
 from __future__ import annotations
 
 import re
+from typing import Literal
 
-EXACT, OFFSET, THREE_WAY, RESOLUTION = "exact", "offset", "3-way", "resolution"
-APPLY_MODES = (EXACT, OFFSET, THREE_WAY, RESOLUTION)   # in order: the worst one names the pin's
+ApplyMode = Literal["exact", "offset", "3-way", "resolution"]
+EXACT: ApplyMode = "exact"
+OFFSET: ApplyMode = "offset"
+THREE_WAY: ApplyMode = "3-way"
+RESOLUTION: ApplyMode = "resolution"
+APPLY_MODES: tuple[ApplyMode, ...] = (EXACT, OFFSET, THREE_WAY, RESOLUTION)   # in order: the worst one names the pin's
+# What `pinset refresh` rewrites: a pin applied lines away or by a 3-way merge. A `resolution` pin keeps
+# working while its recorded resolutions match (refresh refuses it: rebase it instead).
+REFRESHABLE: tuple[ApplyMode, ...] = (OFFSET, THREE_WAY)
 
 # git apply -v: "Hunk #2 succeeded at 120 (offset 5 lines)." (fuzz needs -C, which pinset never gives)
 _OFFSET_RE = re.compile(r"^Hunk #\d+ succeeded at \d+ \(offset -?\d+ lines?\)\.", re.M)
 
 
-def direct_mode(stderr: str) -> str:
+def direct_mode(stderr: str) -> ApplyMode:
     """`exact` or `offset` from a successful `git apply -v` (no --3way)."""
     return OFFSET if _OFFSET_RE.search(stderr) else EXACT
 
 
-def worst(modes) -> str | None:
+def worst(modes) -> ApplyMode | None:
     modes = list(modes)
     return max(modes, key=APPLY_MODES.index) if modes else None
 
 
 def needs_refresh(mode: str | None) -> bool:
-    return mode in (OFFSET, THREE_WAY, RESOLUTION)
+    """The one rule for "needs a refresh" (PinResult.needs_refresh applies it to an applied pin)."""
+    return mode in REFRESHABLE
