@@ -366,3 +366,21 @@ def test_a_case_line_carrying_another_cases_error_text(line, status):
     text = f"Testing 1 devices\n\nBackend 1/1: CUDA0\n  Device description: x\n\n{line}\n"
     (case,) = parse_backend_ops(text).backend("CUDA0").cases
     assert case.status == status, case
+
+
+@pytest.mark.parametrize("name, summary, failing", [
+    ("h100-sabotage-MUL_MAT-j4.merged.log", (11, 44), 33),
+    ("h100-sabotage-MUL_MAT_ID-j4.merged.log", (1, 38), 37),
+    ("h100-sabotage-MUL_MAT-j1.merged.log", (11, 44), 33),
+])
+def test_real_failing_gpu_output_is_counted_as_the_program_counts(name, summary, failing):
+    """Trust III: real test-backend-ops output of the sabotaged IQ1_M series (`+ 3` for `+ 1` in 0001's m1 line) on
+    an H100, `-p type_a=iq1_m`, stdout and stderr merged, with and without -j 4 (reports/trust-iii/): every case
+    line is read once, and the counts are the program's own summary."""
+    out = parse_backend_ops(load(name))
+    cuda = out.backend("CUDA0")
+    run = [c for c in cuda.cases if c.status in ("passed", "failed", "unreadable", "incomplete")]
+    assert cuda.summary == summary and len(run) == summary[1] and sum(c.status == "passed" for c in run) == summary[0]
+    assert len(out.failing_tests) == failing and not any(c.status == "unreadable" for c in run)
+    verdict = judge(name, "CUDA0", returncode=1)
+    assert not verdict.ok and not any("summary says" in p for p in verdict.problems), verdict.problems
