@@ -369,14 +369,14 @@ def test_a_case_line_carrying_another_cases_error_text(line, status):
 
 
 @pytest.mark.parametrize("name, summary, failing", [
-    ("h100-sabotage-MUL_MAT-j4.merged.log", (11, 44), 33),
-    ("h100-sabotage-MUL_MAT_ID-j4.merged.log", (1, 38), 37),
-    ("h100-sabotage-MUL_MAT-j1.merged.log", (11, 44), 33),
+    ("h100-sabotage-j4-test-MUL_MAT.log", (1331, 1364), 33),
+    ("h100-sabotage-j4-test-MUL_MAT_ID.log", (962, 999), 37),
 ])
 def test_real_failing_gpu_output_is_counted_as_the_program_counts(name, summary, failing):
     """Trust III: real test-backend-ops output of the sabotaged IQ1_M series (`+ 3` for `+ 1` in 0001's m1 line) on
-    an H100, `-p type_a=iq1_m`, stdout and stderr merged, with and without -j 4 (reports/trust-iii/): every case
-    line is read once, and the counts are the program's own summary."""
+    an H100, as `pinset verify --cuda --op-jobs 4` ran it (`-j 4`, stderr merged; reports/trust-iii/): every case is
+    counted once by its own marker, so the counts are the program's own summary (f711a24's parser read 1329 and 961
+    passed: a failing case's error text in another worker's line made that passing case a failure)."""
     out = parse_backend_ops(load(name))
     cuda = out.backend("CUDA0")
     run = [c for c in cuda.cases if c.status in ("passed", "failed", "unreadable", "incomplete")]
