@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass
 
 from pinset.errors import PinsetError, PostError
-from pinset.report.github import MAX_PAGES, POST_DEADLINE, GitHub, _kind
+from pinset.report.github import POST_DEADLINE, Answer, GitHub, _kind
 
 REPO_RE = re.compile(r"^(?P<owner>[A-Za-z0-9_.-]+)/(?P<name>[A-Za-z0-9_.-]+)$")
 _GITHUB_URL_RE = re.compile(r"^(?:https?://|ssh://git@|git://|git@)github\.com[/:](?P<owner>[A-Za-z0-9_.-]+)/"
@@ -54,30 +54,26 @@ class PullsAPI(GitHub):
         """A new total deadline (report's POST_DEADLINE) for the reviews asked after the git work."""
         self._ends = time.monotonic() + POST_DEADLINE
 
+    def _call(self, method: str, url: str, json_body: dict | None = None, params: dict | None = None,
+              accept: tuple[int, ...] = ()) -> Answer:
+        self.requests_made += 1   # the figure the forecast reports: list pages and review lists, no more
+        return super()._call(method, url, json_body=json_body, params=params, accept=accept)
+
     def _list_pages(self, url: str, what: str) -> list[dict]:
+        """Every item of a listing (GitHub._pages: every page, loops refused), each an object."""
         items: list[dict] = []
-        next_url: str | None = url
-        params: dict | None = {"per_page": 100}
-        seen: set[str] = set()
-        while next_url:
-            if next_url in seen or len(seen) >= MAX_PAGES:
-                raise PostError(f"GET {self._clean(next_url)}: the {what} pages do not end (a next link seen "
-                                f"before, or more than {MAX_PAGES} pages)")
-            seen.add(next_url)
-            self.requests_made += 1
-            answer = self._call("GET", next_url, params=params)
-            page = self._json(answer)
-            if not isinstance(page, list) or not all(isinstance(item, dict) for item in page):
-                raise PostError(f"GET {answer.url}: expected a list of {what}, GitHub answered {_kind(page)}")
-            items += page
-            next_url, params = answer.next_url, None   # the next link carries its own query
+        for answer, item in self._pages(url, {"per_page": 100}, what):
+            if not isinstance(item, dict):
+                raise PostError(f"GET {answer.url}: expected a list of {what}s, GitHub answered a list holding "
+                                f"{_kind(item)}")
+            items.append(item)
         return items
 
     def open_pulls(self, owner: str, name: str) -> list[OpenPR]:
         """Every open PR (all pages of 100)."""
         url = f"{self.api_url}/repos/{owner}/{name}/pulls"
         prs: list[OpenPR] = []
-        for item in self._list_pages(url + "?state=open", "pull requests"):
+        for item in self._list_pages(url + "?state=open", "pull request"):
             number = item.get("number")
             if not isinstance(number, int) or isinstance(number, bool) or number <= 0:
                 raise PostError(f"GET {url}: a pull request without a number ({_kind(number)})")
@@ -93,7 +89,7 @@ class PullsAPI(GitHub):
     def review_state(self, owner: str, name: str, number: int) -> str:
         """`approved` (some reviewer's last word is an approval, nobody's is a change request), `reviewed`
         (any other submitted review), else `open`."""
-        reviews = self._list_pages(f"{self.api_url}/repos/{owner}/{name}/pulls/{number}/reviews", "reviews")
+        reviews = self._list_pages(f"{self.api_url}/repos/{owner}/{name}/pulls/{number}/reviews", "review")
         last: dict[str, str] = {}
         for review in reviews:
             user = _obj(review.get("user"))
