@@ -19,6 +19,7 @@ from pinset.errors import PinsetError
 from pinset.heal.rebase import State, Stop, current_patch, has_markers, record_stop, start_rebase, unmerged
 from pinset.heal.worktree import Worktree, check_outside_cache, safe_name
 from pinset.output import console
+from pinset.outputs_rule import OUTPUT_FOLDER, add_path
 from pinset.sim.modes import EXACT
 from pinset.sim.run import simulate
 from pinset.store import cache_tmp, scratch_dir
@@ -40,9 +41,8 @@ def add_parser(sub):
     what.add_argument("--onto", metavar="BUILD", help="start: the build to rebase the series onto")
     what.add_argument("--continue", dest="cont", action="store_true", help="finish after resolving and staging")
     what.add_argument("--abort", action="store_true", help="remove the worktree; change nothing")
-    what.add_argument("--as-series", metavar="FOLDER",
-                      help="PR pin: export it into FOLDER as a series pin").pinset_io = "output-folder"
-    p.add_argument("--worktree", metavar="DIR", help="the worktree (default ./pinset-rebase-PIN)")
+    add_path(what, "--as-series", role=OUTPUT_FOLDER, metavar="FOLDER", help="PR pin: export it into FOLDER as a series pin")
+    add_path(p, "--worktree", role=OUTPUT_FOLDER, metavar="DIR", help="the worktree (default ./pinset-rebase-PIN)")
     return p
 
 
