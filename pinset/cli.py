@@ -15,8 +15,8 @@ import textwrap
 
 from pinset import __version__
 from pinset.ci_annotations import annotate_error
+from pinset.commands.paths import check_arguments
 from pinset.errors import PinsetError, RuntimeFailure
-from pinset.outputs_rule import check_arguments
 from pinset.redact import wrap_streams
 
 # Each verb's one-line summary, written once: `pinset --help` lists it, and it is the verb's help (_Summarised).

@@ -13,9 +13,9 @@ import os
 from pathlib import Path
 
 from pinset.commands.common import add_config_args, open_config
+from pinset.commands.paths import OUTPUT_FOLDER, add_path
 from pinset.errors import PinsetError
 from pinset.output import console
-from pinset.outputs_rule import OUTPUT_FOLDER, add_path
 from pinset.sim.run import pick_builds, simulate
 from pinset.store import scratch_dir
 

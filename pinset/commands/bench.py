@@ -10,6 +10,7 @@ from rich.table import Table
 
 from pinset.checks.machine import host_identity
 from pinset.commands.common import check_inputs, count, only_with, seconds
+from pinset.commands.paths import INPUT_FILE, OUTPUT_FILE, OUTPUT_FOLDER, add_path
 from pinset.commands.sides import add_side_args, check_gguf, resolve_sides
 from pinset.errors import PinsetError
 from pinset.measures.bench import (
@@ -28,7 +29,6 @@ from pinset.measures.bench import (
 from pinset.measures.bench_model import BenchResult
 from pinset.measures.bench_render import as_result, is_aa, p_text
 from pinset.output import console, err_console, write_json, write_text
-from pinset.outputs_rule import INPUT_FILE, OUTPUT_FILE, OUTPUT_FOLDER, add_path
 from pinset.progress import Progress
 
 TARGETS = ["llama-bench"]

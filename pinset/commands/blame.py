@@ -7,13 +7,13 @@ import time
 from rich.table import Table
 
 from pinset.commands.common import add_config_args, open_config
+from pinset.commands.paths import OUTPUT_FILE, add_path
 from pinset.config.selectors import looks_like_selector
 from pinset.errors import PinsetError
 from pinset.nightly.blame import blame
 from pinset.nightly.markdown import write_results
 from pinset.nightly.model import BlameResult
 from pinset.output import console, err_console
-from pinset.outputs_rule import OUTPUT_FILE, add_path
 from pinset.sim.pins import prepare_pins
 from pinset.upstream.builds import resolve_build
 from pinset.upstream.mirror import Mirror

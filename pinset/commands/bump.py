@@ -11,9 +11,9 @@ import sys
 
 from pinset.bump import BLOCKED, COMMITTED, CURRENT, DEFAULT_BRANCH, DRY_RUN, BumpOptions, BumpResult, bump
 from pinset.commands.common import add_cache_arg, check_inputs, pins_read
+from pinset.commands.paths import INPUT_FILE, add_path
 from pinset.errors import PinsetError
 from pinset.output import console, err_console
-from pinset.outputs_rule import INPUT_FILE, add_path
 from pinset.report.github import DEFAULT_API_URL, GitHub, clean_token, parse_api_url, parse_repo
 from pinset.store import Store
 

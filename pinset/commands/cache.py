@@ -14,9 +14,9 @@ import sys
 from pathlib import Path
 
 from pinset import cache_usage
+from pinset.commands.paths import INPUT_FOLDER, OUTPUT_FILE, add_path
 from pinset.errors import PinsetError
 from pinset.output import write_text
-from pinset.outputs_rule import INPUT_FOLDER, OUTPUT_FILE, add_path
 from pinset.store import default_cache_dir
 
 SCHEMA = 1

@@ -10,10 +10,10 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from pinset.commands.paths import INPUT_FILE, UNGUARDED, add_path
 from pinset.config.paths import pin_paths
 from pinset.config.schema import ARCH_RE, load_pinset
 from pinset.errors import PinsetError
-from pinset.outputs_rule import INPUT_FILE, UNGUARDED, add_path
 from pinset.runner import MAX_TIMEOUT_S
 from pinset.store import Store
 

@@ -13,11 +13,11 @@ import sys
 import uuid
 from pathlib import Path
 
+from pinset.commands.paths import INPUT_FILE, OUTPUT_FILE, add_path
 from pinset.config import importers
 from pinset.config.schema import load_pinset
 from pinset.errors import ConfigError, PinsetError
 from pinset.output import write_text
-from pinset.outputs_rule import INPUT_FILE, OUTPUT_FILE, add_path
 
 
 def add_parser(sub):

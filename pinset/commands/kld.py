@@ -8,12 +8,12 @@ from rich.table import Table
 
 from pinset.checks.machine import host_identity
 from pinset.commands.common import check_inputs, count, only_with
+from pinset.commands.paths import INPUT_FILE, OUTPUT_FILE, OUTPUT_FOLDER, add_path
 from pinset.commands.sides import add_side_args, check_gguf, resolve_sides
 from pinset.measures.kld import ATTEMPTS, KldResult, run_kld
 from pinset.measures.kld_render import HEADERS, kld_markdown, kld_rows
 from pinset.models.pipeline import DEFAULT_TEXT
 from pinset.output import console, write_json, write_text
-from pinset.outputs_rule import INPUT_FILE, OUTPUT_FILE, OUTPUT_FOLDER, add_path
 
 TARGETS = ["llama-perplexity"]
 

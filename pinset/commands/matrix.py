@@ -14,11 +14,11 @@ import sys
 from pathlib import Path
 
 from pinset.commands.common import add_config_args
+from pinset.commands.paths import INPUT_FILE, OUTPUT_FILE, UNGUARDED, add_path
 from pinset.config.schema import PinSet, load_pinset
 from pinset.errors import PinsetError
 from pinset.matrix.cells import green_builds, matrix
 from pinset.output import write_text
-from pinset.outputs_rule import INPUT_FILE, OUTPUT_FILE, UNGUARDED, add_path
 from pinset.sim.run import pick_builds
 
 

@@ -9,11 +9,11 @@ import shutil
 from pathlib import Path
 
 from pinset.commands.common import add_cache_arg, check_inputs, count, cuda_architectures, pins_read_unless
+from pinset.commands.paths import INPUT_FILE, INPUT_FOLDER, OUTPUT_FILE, OUTPUT_FOLDER, add_path
 from pinset.errors import PinsetError
 from pinset.models.pipeline import AUTO_DIRECT_F16_BYTES, DEFAULT_TEXT, METHODS, LlamaBin, choose_method, synthesize
 from pinset.models.synth import ARCHS, DIRECT_QUANTS, OTHER_QUANTS, PRESETS, preset
 from pinset.output import console, write_json
-from pinset.outputs_rule import INPUT_FILE, INPUT_FOLDER, OUTPUT_FILE, OUTPUT_FOLDER, add_path
 from pinset.results import SCHEMAS
 
 OVERRIDES = [("layers", "n_layer"), ("embd", "n_embd"), ("heads", "n_head"), ("heads-kv", "n_head_kv"),

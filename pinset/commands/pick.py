@@ -8,12 +8,12 @@ from rich.table import Table
 
 from pinset import ci_annotations
 from pinset.commands.common import add_config_args, count, only_with, open_config
+from pinset.commands.paths import OUTPUT_FILE, OUTPUT_FOLDER, add_path
 from pinset.commands.verify import warn
 from pinset.nightly.markdown import pick_markdown, why_text, write_results
 from pinset.nightly.model import NOT_GREEN, NOT_TRIED, PICKED, VERIFY_FAILED, PickResult
 from pinset.nightly.pick import pick
 from pinset.output import console, err_console
-from pinset.outputs_rule import OUTPUT_FILE, OUTPUT_FOLDER, add_path
 from pinset.sim.pins import carried_symbols, prepare_pins
 from pinset.sim.run import pick_builds
 from pinset.upstream.builds import resolve_builds

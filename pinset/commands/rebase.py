@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from pinset.commands.common import add_config_args, open_config, pin_named
+from pinset.commands.paths import OUTPUT_FOLDER, add_path
 from pinset.commands.refresh import one_build, the_build, write_folders
 from pinset.config.ledger import LedgerProblem
 from pinset.config.schema import load_pinset
@@ -19,7 +20,6 @@ from pinset.errors import PinsetError
 from pinset.heal.rebase import State, Stop, current_patch, has_markers, record_stop, start_rebase, unmerged
 from pinset.heal.worktree import Worktree, check_outside_cache, safe_name
 from pinset.output import console
-from pinset.outputs_rule import OUTPUT_FOLDER, add_path
 from pinset.sim.modes import EXACT
 from pinset.sim.run import simulate
 from pinset.store import cache_tmp, scratch_dir

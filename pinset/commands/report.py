@@ -6,10 +6,10 @@ import os
 import sys
 
 from pinset.commands.common import add_cache_arg, pins_read
+from pinset.commands.paths import INPUT_FILE, OUTPUT_FILE, add_path
 from pinset.config.schema import load_pinset
 from pinset.errors import PinsetError, PostError
 from pinset.output import write_json, write_text
-from pinset.outputs_rule import INPUT_FILE, OUTPUT_FILE, add_path
 from pinset.report import build_report, post_report
 from pinset.report.github import DEFAULT_API_URL, GitHub, clean_token, describe_dry_run, parse_api_url, parse_target
 from pinset.store import Store

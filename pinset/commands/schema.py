@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 import sys
 
+from pinset.commands.paths import OUTPUT_FILE, add_path
 from pinset.config.json_schema import pins_schema
 from pinset.output import write_text
-from pinset.outputs_rule import OUTPUT_FILE, add_path
 
 
 def add_parser(sub):

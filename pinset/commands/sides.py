@@ -8,10 +8,10 @@ from pathlib import Path
 
 from pinset.build.settings import build_settings, require_visible_gpu
 from pinset.commands.common import add_cache_arg, count, cuda_architectures, pins_read_unless
+from pinset.commands.paths import INPUT_FILE, INPUT_FOLDER, add_path
 from pinset.errors import PinsetError
 from pinset.measures.sides import Side, built_sides, folder_side
 from pinset.output import err_console, remove_stale
-from pinset.outputs_rule import INPUT_FILE, INPUT_FOLDER, add_path
 from pinset.store import Store
 
 NO_GPU_HINT = "use --cpu"

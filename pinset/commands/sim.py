@@ -7,8 +7,8 @@ from rich.table import Table
 
 from pinset import ci_annotations
 from pinset.commands.common import add_config_args, open_config
+from pinset.commands.paths import OUTPUT_FILE, add_path
 from pinset.output import console, write_json, write_text
-from pinset.outputs_rule import OUTPUT_FILE, add_path
 from pinset.sim.markdown import base_line, fix_command, numbered, place_label, sim_markdown
 from pinset.sim.model import BuildResult, PinResult, SimResult
 from pinset.sim.run import pick_builds, simulate

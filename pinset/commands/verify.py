@@ -14,11 +14,11 @@ from pinset.build.cmake import find_nvcc
 from pinset.checks.machine import Machine, probe_machine
 from pinset.checks.nvidia_smi import visible_gpus
 from pinset.commands.common import add_config_args, count, only_with, open_config, seconds
+from pinset.commands.paths import OUTPUT_FILE, OUTPUT_FOLDER, add_path
 from pinset.commands.sim import short_build
 from pinset.config.schema import cuda_flag_problem
 from pinset.errors import PinsetError
 from pinset.output import console, err_console, remove_stale, write_json, write_text
-from pinset.outputs_rule import OUTPUT_FILE, OUTPUT_FOLDER, add_path
 from pinset.result_parts import MachineRecord
 from pinset.sim.run import pick_builds, simulate
 from pinset.verify.gates import Gates, VerifyOptions
