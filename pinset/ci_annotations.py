@@ -147,7 +147,7 @@ def sim_annotations(pinset, sim_result, rebase=True) -> int:
             title = f"pinset: {p.id} on {b.build}"
             annotate(level, message, file=pinset.path, line=spec.line if spec else None, title=title)
             printed += 1
-            if spec is not None and p.status == sim.CONFLICT:
+            if spec is not None and p.conflicts:
                 patch, line = patch_line(spec, list(p.files), p)
                 if patch is not None:
                     annotate(level, message, file=patch, line=line, title=title)

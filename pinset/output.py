@@ -48,6 +48,10 @@ class _Console(Console):
         Console.size.fset(self, new_size)
 
     def print(self, *objects, **kwargs):
+        if "soft_wrap" not in kwargs and all(isinstance(o, str) for o in objects):
+            # a line of text is the terminal's to wrap: rich would fold it at COLUMNS, a path or a command in it
+            # cut by a newline that a copy keeps (tables still lay out for the width)
+            kwargs["soft_wrap"] = True
         try:
             super().print(*objects, **kwargs)
         except MarkupError:

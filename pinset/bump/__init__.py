@@ -140,7 +140,7 @@ def _bump(repository: Repository, tree: Path, rel: str, store: Store, options: B
         sim_json = scratch / "sim.json"
         write_json(sim_json, sim.result.to_json())
         report = build_report([str(sim_json), *options.results], pinset)
-        loose = [p for p in sim_result.pins if specs[p.id].patches is not None and p.status == "applied"
+        loose = [p for p in sim_result.pins if specs[p.id].patches is not None and p.applied
                  and p.apply_mode in (modes.OFFSET, modes.THREE_WAY)]
         if loose:
             say(f"{target.name}: refreshing {', '.join(p.id for p in loose)}")

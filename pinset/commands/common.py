@@ -69,9 +69,15 @@ def open_config(args, require_pins: bool = True):
 def recover_pin_folders(config) -> None:
     """Finish or undo a pin folder's replacement that a killed `refresh --write`/`rebase --continue` left half-way
     (pinset/heal/series.py), before pins.yaml is read: a pin's folder may be missing until then. Said on stderr."""
+    recover_beside(sorted({Path(p).parent for p in pin_paths(config)}))
+
+
+def recover_beside(parents) -> None:
+    """What dead runs left staged in each of these folders finished or removed (pinset/heal/series.py), said on
+    stderr."""
     from pinset.heal.series import recover
 
-    for parent in sorted({Path(p).parent for p in pin_paths(config)}):
+    for parent in parents:
         for line in recover(parent):
             print(f"pinset: {line}", file=sys.stderr)
 

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pinset.commands.common import add_config_args, open_config, pin_named
+from pinset.commands.common import add_config_args, open_config, pin_named, recover_beside
 from pinset.commands.paths import OUTPUT_FOLDER, add_path
 from pinset.commands.refresh import one_build, the_build, write_folders
 from pinset.config.ledger import LedgerProblem
 from pinset.config.schema import load_pinset
 from pinset.errors import PinsetError
-from pinset.heal.rebase import State, Stop, current_patch, has_markers, record_stop, start_rebase, unmerged
+from pinset.heal.rebase import STATE, State, Stop, current_patch, has_markers, record_stop, start_rebase, unmerged
 from pinset.heal.worktree import Worktree, check_outside_cache, safe_name
 from pinset.output import console
 from pinset.sim.modes import EXACT
@@ -56,6 +56,7 @@ def _as_series(args) -> int:
     if args.onto or args.worktree:
         raise PinsetError("--as-series takes no --onto/--worktree: convert first, then rebase the series")
     rel = args.as_series.rstrip("/")
+    recover_beside([(pinset.path.parent / rel).resolve().parent, pinset.path.parent])
     count, fork = as_series(pinset, store, spec, rel)
     console.print(f"{spec.id}: {count} patches in {rel} (base {fork[:12]}, the PR's fork point); "
                   f"{pinset.path.name} now names the folder. Next: pinset rebase {spec.id} --onto BUILD")
@@ -78,13 +79,38 @@ def run(args) -> int:
     check_outside_cache(where, store.root, "--worktree")
     if args.onto:
         return _start(args, pinset, store, spec, where)
-    state = _state(where, spec.id)
     if args.abort:
-        with Mirror(store.mirror) as mirror:
-            Worktree(mirror, where).remove()
-        console.print(f"removed {where}; nothing changed")
-        return 0
-    return _continue(args, store, spec, where, state)
+        return _abort(store, spec.id, where)
+    return _continue(args, store, spec, where, _state(where, spec.id))
+
+
+def _abort(store, pin_id: str, where: Path) -> int:
+    """Remove the rebase worktree. Its state is needed only to go on: a damaged one is no reason to keep the
+    worktree, once its git dir shows it is one of the cache mirror's `pinset rebase` worktrees."""
+    said = ""
+    try:
+        _state(where, pin_id)
+    except PinsetError:
+        if not _is_rebase_worktree(where, store.mirror):
+            raise
+        said = " (its `pinset rebase` state was damaged)"
+    with Mirror(store.mirror) as mirror:
+        Worktree(mirror, where).remove()
+    console.print(f"removed {where}{said}; nothing changed")
+    return 0
+
+
+def _is_rebase_worktree(where: Path, mirror_dir: Path) -> bool:
+    """`where/.git` names a git dir under the mirror's worktrees/ that holds a `pinset rebase` state file."""
+    git_file = where / ".git"
+    try:
+        text = git_file.read_text(errors="replace").strip() if git_file.is_file() else ""
+    except OSError:
+        return False
+    if not text.startswith("gitdir: "):
+        return False
+    git_dir = Path(text[8:]).resolve()
+    return git_dir.parent == (Path(mirror_dir) / "worktrees").resolve() and (git_dir / STATE).exists()
 
 
 def _state(where: Path, pin_id: str) -> State:

@@ -58,7 +58,7 @@ def not_applied(pinset, result) -> list[str]:
     for spec, pin in zip(pinset.pins, result.pins):
         if spec.required and not pin.ok:
             what = pin.status_text if pin.status != "applied" else "applied, contract broken"
-            hint = (f"`pinset rebase {pin.id} --onto {result.build}` resolves it" if pin.status == "conflict"
+            hint = (f"`pinset rebase {pin.id} --onto {result.build}` resolves it" if pin.conflicts
                     else pin.detail or "see `pinset sim`")
             lines.append(f"{pin.id} (required) on {result.build}: {what}: {hint}")
     return lines

@@ -57,7 +57,7 @@ def _problems(result: SimResult, mark=lambda style, text: text) -> list[str]:
     lines: list[str] = []
     for b in result.builds:
         for p in b.pins:
-            if p.status == "conflict":
+            if p.conflicts:
                 shown = ", ".join(p.files[:4]) + (f", … ({len(p.files)} files)" if len(p.files) > 4 else "")
                 lines.append(f"  {mark('red', p.id)} on {mark('', short_build(b.build))}: conflicts with "
                              f"{mark('', str(p.conflict_with))} in {mark('', shown)}")
@@ -129,13 +129,13 @@ def sim_table(result: SimResult) -> Table:
 
 def _cell(p: PinResult, mark=lambda style, text: text) -> str:
     text = mark(STYLE[p.status], p.status_text)
-    if p.status == "applied" and p.apply_mode in ("offset", "3-way"):
+    if p.needs_refresh:
         text += " " + mark("dim", f"({p.apply_mode}: needs a refresh)")
     if p.conflict_with:
         text += f" ← {mark('', p.conflict_with)}"
     if p.retire:
         text += " (retire)"
-    if p.status == "applied" and not p.contract.ok:
+    if p.applied and not p.contract.ok:
         text += " " + mark("red", "contract broken")
     return text
 

@@ -169,7 +169,7 @@ def _effects(before: dict, after: BuildResult) -> list[PinEffect]:
         if kind == BREAKS:
             e.detail = pin.detail or "; ".join(pin.contract.problems) or None
             e.hunk = list(pin.hunk) if pin.hunk else None
-            e.files = list(pin.files) if pin.status == "conflict" else []
+            e.files = list(pin.files) if pin.conflicts else []
             if pin.build_has is not None:
                 e.has = [f"{pin.build_has.path}:", *numbered(pin.build_has)]
         effects.append(e)

@@ -18,6 +18,7 @@ import yaml
 
 from pinset.config.schema import PinSet, PinSpec, load_pinset
 from pinset.errors import PinsetError, RuntimeFailure
+from pinset.heal.series import stage_new_folder, staged_file_name
 from pinset.sim.pins import prepare_pins
 from pinset.store import Store, atomic_write, cache_tmp, scratch_dir
 from pinset.upstream.mirror import Mirror
@@ -25,55 +26,27 @@ from pinset.upstream.mirror import Mirror
 
 def as_series(pinset: PinSet, store: Store, spec: PinSpec, rel: str) -> tuple[int, str]:
     """PR pin `spec` exported into the folder `rel` (relative to pins.yaml) and pins.yaml edited to name it:
-    (the number of patches, the fork point they are based on). The verb checks its options first."""
+    (the number of patches, the fork point they are based on). The verb checks its options first, and has
+    recovered what a killed run left staged beside the folder and pins.yaml (`series.recover`)."""
     folder = (pinset.path.parent / rel).resolve()
-    if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
-        raise PinsetError(f"--as-series {rel}: exists and is not an empty folder; nothing changed")
+    used = _used(folder, rel)
     single = type(pinset)(pinset.path, pinset.upstream, pinset.builds, (spec,), text=pinset.text)
     with Mirror(store.mirror) as mirror, scratch_dir(cache_tmp(store.root), "as-series-") as scratch:
-        prep = prepare_pins(single, store, mirror)[spec.id]
-        if prep.error:
-            raise PinsetError(f"pin {spec.id}: {prep.error}")
-        fork, commit = prep.fork_point, spec.commit
-        if fork is None or commit is None or spec.pr is None:
-            raise PinsetError(f"pin {spec.id}: no fork point or commit known; nothing changed")
-        tip = commit
-        if mirror.git_ok("rev-list", "--merges", f"{fork}..{commit}").strip():
-            message = f"{spec.pr.url} at {commit[:12]} (its diff from the fork point: the PR has merges)\n"
-            tip = mirror.git_ok("commit-tree", f"{commit}^{{tree}}", "-p", fork, input=message,
-                                env={"GIT_AUTHOR_NAME": "pinset", "GIT_AUTHOR_EMAIL": "pinset@localhost",
-                                     "GIT_COMMITTER_NAME": "pinset", "GIT_COMMITTER_EMAIL": "pinset@localhost"}).strip()
-        out = scratch / "series"
-        out.mkdir()
-        mirror.git_ok("-c", "format.signature=pinset", "format-patch", "-q", f"--base={fork}", "-o", str(out),
-                      f"{fork}..{tip}")
-        patches = sorted(out.glob("*.patch"))
-        if not patches:
-            raise PinsetError(f"pin {spec.id}: the PR has no commits of its own after its fork point {fork[:12]}")
-        index = mirror.new_index(mirror.tree_of(fork))
-        for patch in patches:
-            mirror.git_ok("apply", "--cached", "--whitespace=nowarn", str(patch), index=index)
-        if mirror.write_tree(index) != mirror.tree_of(commit):
-            raise RuntimeFailure(f"pin {spec.id}: the exported series does not give the tree of {commit[:12]}; "
-                                 "nothing changed")
+        patches, fork, commit = _export(mirror, store, single, spec, scratch)
+        if used and not _holds_exactly(folder, patches):
+            raise PinsetError(f"--as-series {rel}: exists and is not an empty folder; nothing changed")
         text = edit_pin(pinset.path, pinset.text, spec, rel, fork)
-        staged = folder.parent / f".{folder.name}.pinset-new"
-        shutil.rmtree(staged, ignore_errors=True)
         made = [d for d in (folder.parent, *folder.parent.parents) if not d.exists()]   # removed again on failure
-        try:
-            staged.mkdir(parents=True)
-            for patch in patches:
-                shutil.copyfile(patch, staged / patch.name)
-        except BaseException:   # Ctrl-C while copying: nothing left beside the user's folders
-            shutil.rmtree(staged, ignore_errors=True)
-            _remove_empty(made)
-            raise
         created = not folder.exists()
-        if not created:
-            folder.rmdir()
-        os.rename(staged, folder)
+        if not used:   # else: a killed run put this very series in place and died before pins.yaml named it
+            try:
+                staged = stage_new_folder(folder, patches)
+            except BaseException:   # Ctrl-C while copying: nothing left beside the user's folders
+                _remove_empty(made)
+                raise
+            os.rename(staged, folder)   # onto an empty folder of the user's, or where there was none
         try:
-            trial = pinset.path.parent / f".{pinset.path.name}.pinset-new"
+            trial = staged_file_name(pinset.path)
             trial.write_text(text, encoding="utf-8")
             try:
                 load_pinset(trial)
@@ -84,12 +57,63 @@ def as_series(pinset: PinSet, store: Store, spec: PinSpec, rel: str) -> tuple[in
                 trial.unlink(missing_ok=True)
             atomic_write(pinset.path, text.encode("utf-8"))
         except BaseException:
-            shutil.rmtree(folder, ignore_errors=True)
-            if not created:
-                folder.mkdir()
-            _remove_empty(made)
+            if not used:
+                shutil.rmtree(folder, ignore_errors=True)
+                if not created:
+                    folder.mkdir()
+                _remove_empty(made)
             raise
     return len(patches), fork
+
+
+def _used(folder: Path, rel: str) -> bool:
+    """Whether the series folder already holds something (refused unless it is exactly the series: `_holds_exactly`)."""
+    if folder.exists() and not folder.is_dir():
+        raise PinsetError(f"--as-series {rel}: exists and is not an empty folder; nothing changed")
+    return folder.is_dir() and any(folder.iterdir())
+
+
+def _holds_exactly(folder: Path, patches: list[Path]) -> bool:
+    """`folder` holds these patch files, byte for byte, and nothing else: what a run killed after putting the
+    series in place (and before pins.yaml named it) leaves."""
+    try:
+        found = {p.name: p for p in folder.iterdir()}
+        return sorted(found) == sorted(p.name for p in patches) and all(
+            found[p.name].is_file() and not found[p.name].is_symlink()
+            and found[p.name].read_bytes() == p.read_bytes() for p in patches)
+    except OSError:
+        return False
+
+
+def _export(mirror: Mirror, store: Store, single: PinSet, spec: PinSpec, scratch: Path) -> tuple[list[Path], str, str]:
+    """The PR's commits as a series in `scratch`, proven to give the pinned commit's tree on the fork point:
+    (the patch files, the fork point, the pinned commit)."""
+    prep = prepare_pins(single, store, mirror)[spec.id]
+    if prep.error:
+        raise PinsetError(f"pin {spec.id}: {prep.error}")
+    fork, commit = prep.fork_point, spec.commit
+    if fork is None or commit is None or spec.pr is None:
+        raise PinsetError(f"pin {spec.id}: no fork point or commit known; nothing changed")
+    tip = commit
+    if mirror.git_ok("rev-list", "--merges", f"{fork}..{commit}").strip():
+        message = f"{spec.pr.url} at {commit[:12]} (its diff from the fork point: the PR has merges)\n"
+        tip = mirror.git_ok("commit-tree", f"{commit}^{{tree}}", "-p", fork, input=message,
+                            env={"GIT_AUTHOR_NAME": "pinset", "GIT_AUTHOR_EMAIL": "pinset@localhost",
+                                 "GIT_COMMITTER_NAME": "pinset", "GIT_COMMITTER_EMAIL": "pinset@localhost"}).strip()
+    out = scratch / "series"
+    out.mkdir()
+    mirror.git_ok("-c", "format.signature=pinset", "format-patch", "-q", f"--base={fork}", "-o", str(out),
+                  f"{fork}..{tip}")
+    patches = sorted(out.glob("*.patch"))
+    if not patches:
+        raise PinsetError(f"pin {spec.id}: the PR has no commits of its own after its fork point {fork[:12]}")
+    index = mirror.new_index(mirror.tree_of(fork))
+    for patch in patches:
+        mirror.git_ok("apply", "--cached", "--whitespace=nowarn", str(patch), index=index)
+    if mirror.write_tree(index) != mirror.tree_of(commit):
+        raise RuntimeFailure(f"pin {spec.id}: the exported series does not give the tree of {commit[:12]}; "
+                             "nothing changed")
+    return patches, fork, commit
 
 
 def _remove_empty(folders: list[Path]) -> None:

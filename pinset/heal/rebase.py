@@ -60,8 +60,7 @@ class State:
                 raise TypeError("a field of the wrong type")
         except (OSError, UnicodeDecodeError, ValueError, TypeError, AttributeError, KeyError, RecursionError) as exc:
             raise PinsetError(f"{path}: damaged `pinset rebase` state ({str(exc).splitlines()[0] if str(exc) else type(exc).__name__}); "
-                              f"nothing changed: remove the worktree by hand (`git worktree remove --force` "
-                              f"it, or delete it) and start again with --onto") from None
+                              f"nothing changed: --abort removes the worktree; then start again with --onto") from None
         return state
 
 

@@ -11,6 +11,7 @@ run (PID no longer running) left and finishes it or undoes it:
 - NAME missing, `new` and `old` there: killed between the two renames; the new folder is whole, so it goes in
   (completed), the old one goes;
 - NAME missing, only `old`: the old folder goes back (rolled back);
+- NAME missing, a `part` (a new series' folder that never went in, `rebase --as-series`): it goes;
 - NAME there: the swap happened or never began; what is beside it (`part`, `new`, `old`) goes.
 """
 
@@ -99,6 +100,8 @@ def recover(folder: Path) -> list[str]:
             elif "old" in found:
                 os.rename(found.pop("old"), target)
                 said = f"rolled back the replacement a killed run (pid {pid}) left half-way: the old series is back"
+            elif "part" in found:   # a folder that never went in (a new series' first write): never whole, it goes
+                found = {"part": found["part"]}
             else:
                 continue   # no folder and nothing to put back: the user's to judge, left as it is
         for path in found.values():
@@ -106,6 +109,26 @@ def recover(folder: Path) -> list[str]:
         if said or found:
             done.append(f"{target}: {said or f'removed what a killed run (pid {pid}) left staged beside it'}")
     return done
+
+
+def stage_new_folder(folder: Path, patches: list[Path]) -> Path:
+    """A folder of `patches` alone beside `folder` (not there yet), as `part`: the caller renames it to `folder`
+    when the rest of its work is done; a run killed before that leaves a `part` that `recover` removes."""
+    part = _staged_name(folder, "part", uuid.uuid4().hex[:8])
+    try:
+        part.mkdir(parents=True)
+        for patch in patches:
+            shutil.copyfile(patch, part / patch.name)
+    except BaseException as exc:
+        shutil.rmtree(part, ignore_errors=True)
+        _refused_write(exc, folder)
+        raise
+    return part
+
+
+def staged_file_name(path: Path) -> Path:
+    """A name beside `path` for a trial copy of it that `recover` removes when the run that made it is dead."""
+    return _staged_name(path, "part", uuid.uuid4().hex[:8])
 
 
 def stage_folder(folder: Path, patches: list[Path], resolutions: dict[str, str] | None = None) -> Path:

@@ -20,10 +20,8 @@ BROKEN = (CONFLICT, CONTRACT, ERROR, SKIPPED)
 
 
 def pin_state(pin: PinResult) -> str:
-    """sim's status, with an applied pin whose contract broke told apart as `contract`."""
-    if pin.status == "applied" and not pin.contract.ok:
-        return "contract"
-    return pin.status
+    """sim's status, with an applied pin whose contract broke told apart as `contract` (PinResult.state)."""
+    return pin.state
 
 
 @dataclass

@@ -123,3 +123,78 @@ def test_a_fork_pr_pin_becomes_a_series_fetched_from_the_fork(make_repo, tmp_pat
     assert main(["rebase", "ggml-org#9", "-c", str(cfg), "--as-series", "patches/ten"]) in (1, 2)
     assert not (tmp_path / "patches" / "ten").exists() and cfg.read_text() == kept
     assert not [p for p in (tmp_path / "patches").iterdir() if p.name.startswith(".")]
+
+
+KILLER = """
+import os, signal, sys, runpy
+import pinset.store as store
+from pathlib import Path
+where = sys.argv.pop(1)
+real_rename, real_write = os.rename, store.atomic_write
+def rename(a, b, *rest, **kw):
+    if where == "rename" and Path(b).name == "pr7":
+        os.kill(os.getpid(), signal.SIGKILL)
+    return real_rename(a, b, *rest, **kw)
+def atomic_write(path, data, *rest, **kw):
+    if where == "yaml" and Path(path).name == "pins.yaml":
+        os.kill(os.getpid(), signal.SIGKILL)
+    return real_write(path, data, *rest, **kw)
+os.rename = rename
+store.atomic_write = atomic_write
+import pinset.heal.as_series as as_series
+as_series.atomic_write = atomic_write
+sys.argv[0] = "pinset"
+runpy.run_module("pinset", run_name="__main__")
+"""
+
+
+def _killed_run(tmp_path, cfg, where):
+    """`pinset rebase --as-series` in a child killed (SIGKILL: no cleanup runs) at `where`."""
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    done = subprocess.run([sys.executable, "-c", KILLER, where, "rebase", "ggml-org#7", "-c", str(cfg),
+                           "--as-series", "patches/pr7"], env=env, capture_output=True, text=True)
+    assert done.returncode == -9, (done.returncode, done.stderr)
+
+
+def test_a_run_killed_before_the_folder_goes_in_leaves_what_the_next_run_removes(make_repo, tmp_path, capsys):
+    """Trust III: the series was staged as `.pr7.pinset-new`, a name no recovery knows: a run killed there left it
+    beside the user's folders until the same command ran again. Staged under the journal's names, the next run
+    of any verb removes it."""
+    up, head, cfg = setup(tmp_path, make_repo)
+    before = cfg.read_bytes()
+    _killed_run(tmp_path, cfg, "rename")
+    assert cfg.read_bytes() == before and not (tmp_path / "patches" / "pr7").exists()
+    assert [p.name for p in (tmp_path / "patches").iterdir() if p.name.startswith(".")]   # what the dead run left
+    main(["sim", "-c", str(cfg), "--json", str(tmp_path / "sim.json")])   # any verb that reads pins.yaml recovers
+    assert "removed what a killed run" in capsys.readouterr().err
+    assert not [p.name for p in (tmp_path / "patches").iterdir() if p.name.startswith(".")]
+    assert main(["rebase", "ggml-org#7", "-c", str(cfg), "--as-series", "patches/pr7"]) == 0
+    assert sorted(p.name for p in (tmp_path / "patches").iterdir()) == ["first", "pr7"]
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
+    assert "patches: patches/pr7" in cfg.read_text()
+
+
+def test_a_run_killed_between_the_folder_and_pins_yaml_is_finished_by_the_next_run(make_repo, tmp_path, capsys):
+    """Killed after the series folder went in, before pins.yaml names it: the rerun found `patches/pr7` not empty
+    and refused for good. A folder holding exactly the series it exports is that run's: the rerun finishes it.
+    A folder holding anything else is still refused."""
+    up, head, cfg = setup(tmp_path, make_repo)
+    before = cfg.read_bytes()
+    _killed_run(tmp_path, cfg, "yaml")
+    assert cfg.read_bytes() == before
+    series = {p.name: p.read_bytes() for p in (tmp_path / "patches" / "pr7").iterdir()}
+    assert sorted(series) == ["0001-pr-first.patch", "0002-pr-second.patch"]
+    assert main(["rebase", "ggml-org#7", "-c", str(cfg), "--as-series", "patches/pr7"]) == 0
+    assert "patches: patches/pr7" in cfg.read_text()
+    assert {p.name: p.read_bytes() for p in (tmp_path / "patches" / "pr7").iterdir()} == series
+    assert not [p for p in tmp_path.rglob(".*") if ".pinset-" in p.name]
+    # the same folder with one byte changed is the user's: refused, nothing changed
+    cfg.write_bytes(before)
+    first = tmp_path / "patches" / "pr7" / "0001-pr-first.patch"
+    first.write_bytes(first.read_bytes() + b"\n")
+    assert main(["rebase", "ggml-org#7", "-c", str(cfg), "--as-series", "patches/pr7"]) == 2
+    assert "not an empty folder" in capsys.readouterr().err and cfg.read_bytes() == before

@@ -140,9 +140,13 @@ def test_pin_that_applies_needs_no_rebase(moved, tmp_path, capsys):
     assert not (tmp_path / "wt").exists()
 
 
-def test_a_damaged_rebase_state_is_one_line_exit_2_for_continue_and_abort(moved, tmp_path, capsys, isolated_cache):
+def test_a_damaged_rebase_state_is_one_line_exit_2_for_continue_and_abort_still_removes_it(moved, tmp_path, capsys,
+                                                                                         isolated_cache):
+    """--continue cannot go on from a damaged state (exit 2, nothing changed); --abort, the way out, still
+    removes the worktree: it needs no state, only proof that the folder is a `pinset rebase` worktree."""
     _, pins_yaml, folder = moved
     before = {p.name: p.read_bytes() for p in folder.iterdir()}
+    yaml_before = pins_yaml.read_bytes()
     wt = tmp_path / "wt"
     assert start(pins_yaml, wt) == 1
     state = next((isolated_cache / "mirror.git" / "worktrees").glob("*/pinset-rebase.json"))
@@ -152,11 +156,36 @@ def test_a_damaged_rebase_state_is_one_line_exit_2_for_continue_and_abort(moved,
                     "[" * 100_000 + "]" * 100_000, b"\xff\xfe{".decode("latin-1"), json.dumps({**json.loads(good),
                                                                                                 "names": 5})):
         state.write_text(damaged, encoding="latin-1")
-        for verb in ("--continue", "--abort"):
-            assert main(["rebase", "p", "-c", str(pins_yaml), verb, "--worktree", str(wt)]) == 2, (damaged[:30], verb)
-            err = capsys.readouterr().err.strip()
-            assert len(err.splitlines()) == 1 and "damaged `pinset rebase` state" in err and str(state) in err, err
-            assert wt.is_dir() and {p.name: p.read_bytes() for p in folder.iterdir()} == before
+        assert main(["rebase", "p", "-c", str(pins_yaml), "--continue", "--worktree", str(wt)]) == 2, damaged[:30]
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and "damaged `pinset rebase` state" in err and str(state) in err, err
+        assert "--abort" in err
+        assert wt.is_dir() and {p.name: p.read_bytes() for p in folder.iterdir()} == before
+    assert main(["rebase", "p", "-c", str(pins_yaml), "--abort", "--worktree", str(wt)]) == 0
+    out = capsys.readouterr().out
+    assert "removed" in out and "damaged" in out and "nothing changed" in out
+    assert not wt.exists() and not state.exists()
+    assert {p.name: p.read_bytes() for p in folder.iterdir()} == before and pins_yaml.read_bytes() == yaml_before
+    assert main(["rebase", "p", "-c", str(pins_yaml), "--onto", "b4", "--worktree", str(wt)]) == 1   # starts anew
+
+
+def test_abort_never_removes_a_folder_that_is_not_a_pinset_rebase_worktree(moved, tmp_path, capsys, isolated_cache):
+    """A folder whose .git names a git dir outside the cache's mirror (the user's own worktree), with a file
+    named like the state in it, is not ours: --abort refuses, and it stays whole."""
+    _, pins_yaml, _ = moved
+    theirs = tmp_path / "theirs"
+    git(tmp_path, "init", "-q", str(theirs))
+    own = tmp_path / "own-wt"
+    git(theirs, "commit", "-q", "--allow-empty", "-m", "x")
+    git(theirs, "worktree", "add", "-q", str(own))
+    (own / "keep.txt").write_text("mine\n")
+    gitdir = (own / ".git").read_text().split("gitdir: ", 1)[1].strip()
+    (tmp_path / gitdir if not gitdir.startswith("/") else __import__("pathlib").Path(gitdir)).joinpath(
+        "pinset-rebase.json").write_text("{damaged")
+    assert main(["rebase", "p", "-c", str(pins_yaml), "--abort", "--worktree", str(own)]) == 2
+    assert (own / "keep.txt").read_text() == "mine\n"
+
+
 def test_a_resolution_holding_conflict_markers_is_refused_when_read(moved, tmp_path, capsys):
     """Trust III: a ledger file whose resolved side holds conflict markers was applied and `apply` wrote them."""
     _, pins_yaml, folder = moved
