@@ -8,7 +8,7 @@ import subprocess
 import pytest
 
 from pinset.cli import main
-from tests.testing import series, write_pins
+from tests.testing import interrupt_at, series, write_pins
 
 LINES = "".join(f"line {i}\n" for i in range(1, 41))
 
@@ -142,15 +142,7 @@ def test_interrupted_write_leaves_the_patches_untouched(moved, tmp_path, capsys,
 
     _, pins_yaml, folder = moved
     before = {p.name: p.read_bytes() for p in folder.iterdir()}
-    real, calls = shutil.copyfile, []
-
-    def interrupted(src, dst, *a, **kw):
-        calls.append(dst)
-        if len(calls) == 2:
-            raise KeyboardInterrupt
-        return real(src, dst, *a, **kw)
-
-    monkeypatch.setattr("pinset.heal.series.shutil.copyfile", interrupted)
+    monkeypatch.setattr("pinset.heal.series.shutil.copyfile", interrupt_at(2, shutil.copyfile))
     assert main(["refresh", "p", "-c", str(pins_yaml), "--onto", "b2", "--write"]) == 130
     assert {p.name: p.read_bytes() for p in folder.iterdir()} == before
     assert not list(folder.parent.glob(".p.pinset-*"))

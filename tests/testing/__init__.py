@@ -29,6 +29,19 @@ def fake_program(folder: Path, name: str, script: str) -> Path:
     return path
 
 
+def interrupt_at(n: int, real):
+    """`real`, but Ctrl-C (KeyboardInterrupt) at its n-th call instead: a run stopped in the middle of a loop."""
+    calls = 0
+
+    def interrupted(*args, **kwargs):
+        nonlocal calls
+        calls += 1
+        if calls == n:
+            raise KeyboardInterrupt
+        return real(*args, **kwargs)
+    return interrupted
+
+
 GIT_ENV = {
     "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",
     "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com",
