@@ -11,7 +11,7 @@ import pytest
 import pinset.report.github as github_module
 from pinset.cli import main
 from tests.testing import GIT_ENV, GitRepo, series, write_pins
-from tests.testing.fake_github import TOKEN, FakeGitHub
+from tests.testing.fake_github import TOKEN
 
 LINES = "".join(f"line {i}\n" for i in range(1, 41))
 PINS = """\
@@ -70,17 +70,6 @@ def project(make_repo, tmp_path):
     dist.git("remote", "add", "origin", str(origin))
     dist.git("push", "-q", "origin", "master")
     return up, dist, origin
-
-
-@pytest.fixture
-def github(monkeypatch):
-    fake = FakeGitHub()
-    fake.thread.start()
-    monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
-    monkeypatch.setenv("GITHUB_API_URL", fake.url)
-    yield fake
-    fake.server.shutdown()
-    fake.server.server_close()
 
 
 def bump(dist: GitRepo, *extra: str) -> int:

@@ -11,7 +11,7 @@ import pytest
 import pinset.report.github as report_github
 from pinset.cli import main
 from tests.testing import GIT_ENV, series, write_pins
-from tests.testing.fake_github import TOKEN, FakeGitHub
+from tests.testing.fake_github import TOKEN, FakeGitHub, serving
 
 A_C = "".join(f"int a_{i}(void) {{ return {i}; }}\n" for i in range(1, 101))
 B_C = "".join(f"int b_{i}(void) {{ return {i}; }}\n" for i in range(1, 101))
@@ -84,14 +84,12 @@ def fake(monkeypatch):
                     4: [{"user": {"login": "m"}, "state": "COMMENTED"}],
                     5: [{"user": {"login": "m"}, "state": "APPROVED"}]}
     fake.max_per_page = 3
-    fake.thread.start()
     monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
     waits: list[float] = []
     monkeypatch.setattr(report_github, "_default_sleep", waits.append)
     fake.waits = waits
-    yield fake
-    fake.server.shutdown()
-    fake.server.server_close()
+    with serving(fake):
+        yield fake
 
 
 def run_forecast(tmp_path, cfg, fake, *extra):
@@ -336,12 +334,9 @@ def test_real_llama_cpp_snapshots_against_plain_git(tmp_path, snapshot_seed, mon
     fake = FakeGitHub()
     fake.public = True
     fake.pulls = [pull(1, "2026-01-01T00:00:00Z")]
-    fake.thread.start()
     monkeypatch.delenv("GITHUB_TOKEN", raising=False)
-    try:
+    with serving(fake):
         code, data, _ = run_forecast(tmp_path, cfg, fake)
-    finally:
-        fake.server.shutdown()
     assert data is not None and data["prs"][0]["merges"] is True, data
     found = effects(data["prs"][0])
     base = plain_git(up, tmp_path, "b35", None, folders=folders)
