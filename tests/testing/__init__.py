@@ -94,6 +94,13 @@ def write_pins(path: Path, text: str) -> Path:
     return path
 
 
+def pr_pin(path: Path, upstream: object, pin_id: str, pr: str, builds: str = "b1", **keys: object) -> Path:
+    """pins.yaml with the one PR pin `pin_id` (`pr`: its URL) on `builds`, then its `keys` (commit, repo,
+    unchecked ...) in the order given: line 4 is the pin's id, line 6 its first key."""
+    return write_pins(path, f"upstream: {upstream}\nbuilds: [{builds}]\npins:\n  - id: {pin_id}\n    pr: {pr}\n"
+                      + "".join(f"    {key}: {value}\n" for key, value in keys.items()))
+
+
 def series(repo: GitRepo, base: str, commits, out: Path, *format_patch_args: str) -> Path:
     """Commit `commits` ((message, files) pairs) on a branch from `base`, export them with format-patch into
     `out`, return to master."""
