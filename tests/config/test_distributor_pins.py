@@ -27,7 +27,8 @@ def test_a_pr_commit_url_names_the_pr_and_its_commit(make_repo, tmp_path):
     head = up.commit("pr", {"src/a.c": "int a(void) { return 11; }\n"})
     up.git("update-ref", "refs/pull/107/head", head)
     up.git("checkout", "-q", "master")
-    cfg = pr_pin(tmp_path / "pins.yaml", up.path, "ggml-org#107", f"https://github.com/ggml-org/llama.cpp/pull/107/commits/{head}")
+    cfg = pr_pin(tmp_path / "pins.yaml", up.path, "ggml-org#107",
+                 f"https://github.com/ggml-org/llama.cpp/pull/107/commits/{head}")
     pin = load_pinset(cfg).pins[0]
     assert (pin.pr.number, pin.pr.url, pin.commit) == (107, "https://github.com/ggml-org/llama.cpp/pull/107", head)
     code, data = run_sim(tmp_path, cfg)

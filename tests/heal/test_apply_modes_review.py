@@ -147,7 +147,8 @@ def test_refresh_of_a_renumbered_series_whose_commits_share_a_subject(make_repo,
     """Files 0002-fix.patch, 0003-fix.patch (the first patch dropped once): format-patch names the new
     ones 0001-fix.patch, 0002-fix.patch, and renaming the first onto its old name must not overwrite the second."""
     pins_yaml, folder = two_builds(make_repo, tmp_path, {"a.txt": LINES},
-                                   [("fix", {"a.txt": pinned(LINES, 20)}), ("fix", {"a.txt": pinned(pinned(LINES, 20), 30)})],
+                                   [("fix", {"a.txt": pinned(LINES, 20)}),
+                                    ("fix", {"a.txt": pinned(pinned(LINES, 20), 30)})],
                                    {"a.txt": TOP + LINES})
     (folder / "0002-fix.patch").rename(folder / "0003-fix.patch")
     (folder / "0001-fix.patch").rename(folder / "0002-fix.patch")

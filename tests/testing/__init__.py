@@ -101,6 +101,15 @@ def pr_pin(path: Path, upstream: object, pin_id: str, pr: str, builds: str = "b1
                       + "".join(f"    {key}: {value}\n" for key, value in keys.items()))
 
 
+def one_patch(work: GitRepo, out: Path, before: dict[str, str | None], after: dict[str, str | None],
+              subject: str) -> list[Path]:
+    """A one-patch series in `out`: files `before` changed to `after` as commit `subject` of the scratch
+    repository `work` (a patch made where the upstream history is not)."""
+    work.commit("base", before)
+    work.commit(subject, after)
+    return work.format_patch("HEAD~1..HEAD", out)
+
+
 def series(repo: GitRepo, base: str, commits, out: Path, *format_patch_args: str) -> Path:
     """Commit `commits` ((message, files) pairs) on a branch from `base`, export them with format-patch into
     `out`, return to master."""

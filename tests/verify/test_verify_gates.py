@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from pinset.cli import main
-from tests.testing import FIXTURES, ROOT, child_env, write_pins
+from tests.testing import FIXTURES, ROOT, child_env, one_patch, write_pins
 from tests.testing.stand_in import OPS, STAND_IN, stand_in_files
 
 FIX = FIXTURES
@@ -41,9 +41,8 @@ def upstream(make_repo):
 @pytest.fixture
 def pin_set(tmp_path, make_repo, upstream):
     work = make_repo("work")
-    work.commit("base", {"README": "x\n"})
-    work.commit("feature", {"feature.txt": "feature on\nfeature on again\n"})
-    work.format_patch("HEAD~1..HEAD", tmp_path / "patches" / "feature")
+    one_patch(work, tmp_path / "patches" / "feature", {"README": "x\n"},
+              {"feature.txt": "feature on\nfeature on again\n"}, "feature")
     work.commit("docs", {"docs/notes.md": "how pinned builds are configured\n"})
     work.format_patch("HEAD~1..HEAD", tmp_path / "patches" / "docs")
     return write_pins(tmp_path / "pins.yaml", """
