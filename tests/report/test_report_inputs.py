@@ -27,7 +27,7 @@ from pinset.report.load import MODELS, load_result
 from pinset.results import read_document
 from pinset.sim.model import BuildResult, PinResult, SimResult
 from pinset.verify.model import GATES, GPU_GATES, BuildVerification, GateResult, VerifyResult
-from tests.testing import FIXTURES, ROOT, one_patch, write_pins
+from tests.testing import FIXTURES, ROOT, one_patch, one_pin_yaml, write_pins
 from tests.testing.report import dump, load, report
 
 FIX = FIXTURES
@@ -606,14 +606,7 @@ def test_verify_without_cuda_says_the_cuda_code_was_not_compiled(tmp_path, make_
     up.tag("v1")
     one_patch(make_repo("work"), tmp_path / "patches" / "k",
               {"ggml/src/ggml-cuda/k.cu": "int k;\n"}, {"ggml/src/ggml-cuda/k.cu": "int k = 1;\n"}, "pin")
-    pins = write_pins(tmp_path / "pins.yaml", """
-        upstream: upstream
-        builds: [v1]
-        pins:
-          - id: kernel
-            patches: patches/k
-            unchecked: test
-        """)
+    pins = one_pin_yaml(tmp_path / "pins.yaml", "upstream", "kernel", "v1", patches="patches/k", unchecked="test")
     out = tmp_path / "verify.json"
     main(["verify", "-c", str(pins), "--json", str(out), "--no-progress"])
     assert {"what": "CUDA code of pin kernel (ggml/src/ggml-cuda/k.cu)",

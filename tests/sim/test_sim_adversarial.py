@@ -9,7 +9,7 @@ import pytest
 
 from pinset.cli import main
 from tests.sim.test_sim import FILLER, MMQ_CU
-from tests.testing import pr_pin, series, write_pins
+from tests.testing import one_pin_yaml, series, write_pins
 from tests.testing.sim import by_id, run_sim
 
 
@@ -128,8 +128,8 @@ def test_a_series_whose_second_patch_edits_the_first_ones_lines(tmp_path, up):
 
 
 def test_a_pr_pin_whose_commit_upstream_does_not_have_is_an_error_not_green(tmp_path, up):
-    cfg = pr_pin(tmp_path / "pins.yaml", up.path, "gone", "https://github.com/ggml-org/llama.cpp/pull/4321",
-                 commit="ab" * 20)
+    cfg = one_pin_yaml(tmp_path / "pins.yaml", up.path, "gone", pr="https://github.com/ggml-org/llama.cpp/pull/4321",
+                       commit="ab" * 20)
     code, doc = run_sim(tmp_path, cfg)
     pin = by_id(doc["builds"][0])["gone"]
     assert code == 1 and pin["status"] == "error" and "not found" in pin["detail"] and not doc["ok"]

@@ -94,10 +94,10 @@ def write_pins(path: Path, text: str) -> Path:
     return path
 
 
-def pr_pin(path: Path, upstream: object, pin_id: str, pr: str, builds: str = "b1", **keys: object) -> Path:
-    """pins.yaml with the one PR pin `pin_id` (`pr`: its URL) on `builds`, then its `keys` (commit, repo,
-    unchecked ...) in the order given: line 4 is the pin's id, line 6 its first key."""
-    return write_pins(path, f"upstream: {upstream}\nbuilds: [{builds}]\npins:\n  - id: {pin_id}\n    pr: {pr}\n"
+def one_pin_yaml(path: Path, upstream: object, pin_id: str, builds: str = "b1", **keys: object) -> Path:
+    """pins.yaml with the one pin `pin_id` on `builds`, its `keys` (pr or patches, commit, repo, unchecked ...)
+    in the order given: line 4 is the pin's id, line 5 its first key."""
+    return write_pins(path, f"upstream: {upstream}\nbuilds: [{builds}]\npins:\n  - id: {pin_id}\n"
                       + "".join(f"    {key}: {value}\n" for key, value in keys.items()))
 
 
