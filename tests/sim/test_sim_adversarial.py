@@ -139,13 +139,18 @@ def test_a_pr_pin_whose_commit_upstream_does_not_have_is_an_error_not_green(tmp_
     assert reason["status"] == "error" and "not found" in reason["summary"]
 
 
-def test_a_rename_upstream_already_made_is_upstream_not_a_conflict(tmp_path, up):
+def rename_pin(tmp_path, up) -> None:
+    """The pin p (in tmp_path/p): src/a.c renamed to src/b.c, on a branch `ren` from b1."""
     b1 = up.head()
     up.git("checkout", "-q", "-b", "ren", b1)
     up.git("mv", "src/a.c", "src/b.c")
     up.git("commit", "-q", "-m", "rename")
     up.format_patch(f"{b1}..ren", tmp_path / "p")
     up.git("checkout", "-q", "master")
+
+
+def test_a_rename_upstream_already_made_is_upstream_not_a_conflict(tmp_path, up):
+    rename_pin(tmp_path, up)
     up.git("merge", "-q", "--ff-only", "ren")
     up.tag("b2")
     code, pin = sim_pin(tmp_path, one_pin(tmp_path, up, ["b1", "b2"], tmp_path / "p"), "b2")
@@ -153,12 +158,7 @@ def test_a_rename_upstream_already_made_is_upstream_not_a_conflict(tmp_path, up)
 
 
 def test_a_rename_whose_source_upstream_deleted_is_a_conflict_not_upstream(tmp_path, up):
-    b1 = up.head()
-    up.git("checkout", "-q", "-b", "ren", b1)
-    up.git("mv", "src/a.c", "src/b.c")
-    up.git("commit", "-q", "-m", "rename")
-    up.format_patch(f"{b1}..ren", tmp_path / "p")
-    up.git("checkout", "-q", "master")
+    rename_pin(tmp_path, up)
     up.commit("upstream drops a.c", {"src/a.c": None})
     up.tag("b2")
     code, pin = sim_pin(tmp_path, one_pin(tmp_path, up, ["b2"], tmp_path / "p"), "b2")

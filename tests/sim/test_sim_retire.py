@@ -81,19 +81,27 @@ def test_pin_that_still_applies_and_changes_the_build_is_not_carried(make_repo, 
     assert pin["status"] == "applied" and pin["retire"] is False
 
 
-def test_pin_failing_for_another_reason_is_not_retired_by_lines_that_were_already_there(make_repo, tmp_path):
-    """The moved-code search must not count lines the tree had before the pin (here the block in
-    src/other.c): upstream changed the pin's context, so it conflicts."""
+TARGET = "int fresh(int ready) {\n    return 0;\n}\n" + FILLER
+
+
+def _copy_block_on_b2(make_repo, tmp_path, b2: dict) -> dict:
+    """The pin copy-block (BLOCK into fresh() of src/target.c, on b1) simulated on b2, b1 with files `b2`."""
     up = make_repo("upstream")
-    target = "int fresh(int ready) {\n    return 0;\n}\n" + FILLER
-    b1 = up.commit("base", {"src/main.c": MAIN_C, "src/target.c": target})
+    b1 = up.commit("base", {"src/main.c": MAIN_C, "src/target.c": TARGET})
     up.tag("b1")
     pins = tmp_path / "patches"
-    _series(up, b1, "copy-block", {"src/target.c": target.replace("    return 0;\n", BLOCK)}, pins, with_base=True)
-    up.commit("upstream rewrites fresh()", {"src/target.c": target.replace("    return 0;\n", "    return ready ? 2 : 0;\n")})
+    _series(up, b1, "copy-block", {"src/target.c": TARGET.replace("    return 0;\n", BLOCK)}, pins, with_base=True)
+    up.commit("upstream b2", b2)
     up.tag("b2")
     _, data = run_sim(tmp_path, _pins(tmp_path, up, ["b2"], pins, "copy-block"))
-    pin = by_id(data["builds"][0])["copy-block"]
+    return by_id(data["builds"][0])["copy-block"]
+
+
+def test_pin_failing_for_another_reason_is_not_retired_by_lines_that_were_already_there(make_repo, tmp_path):
+    """The moved-code search must not count lines the tree had before the pin (here the block in
+    src/other.c): upstream changed the pin's context (rewrote fresh()), so it conflicts."""
+    pin = _copy_block_on_b2(make_repo, tmp_path, {"src/target.c": TARGET.replace("    return 0;\n",
+                                                                                 "    return ready ? 2 : 0;\n")})
     assert pin["status"] == "conflict" and pin["retire"] is False, pin
     assert pin["conflict_with"] == "upstream"
 
@@ -101,17 +109,9 @@ def test_pin_failing_for_another_reason_is_not_retired_by_lines_that_were_alread
 def test_pin_landed_in_moved_code_is_still_retired(make_repo, tmp_path):
     """Counterpart of the test above: the block copied into a new file by upstream (beyond the
     copies the base had) still retires the pin that no longer applies."""
-    up = make_repo("upstream")
-    target = "int fresh(int ready) {\n    return 0;\n}\n" + FILLER
-    b1 = up.commit("base", {"src/main.c": MAIN_C, "src/target.c": target})
-    up.tag("b1")
-    pins = tmp_path / "patches"
-    _series(up, b1, "copy-block", {"src/target.c": target.replace("    return 0;\n", BLOCK)}, pins, with_base=True)
-    up.commit("upstream moves fresh() with the change", {
-        "src/target.c": FILLER, "src/fresh.c": "int fresh(int ready) {\n" + BLOCK + "}\n"})
-    up.tag("b2")
-    _, data = run_sim(tmp_path, _pins(tmp_path, up, ["b2"], pins, "copy-block"))
-    pin = by_id(data["builds"][0])["copy-block"]
+    # upstream moves fresh() with the change into src/fresh.c
+    pin = _copy_block_on_b2(make_repo, tmp_path, {"src/target.c": FILLER,
+                                                  "src/fresh.c": "int fresh(int ready) {\n" + BLOCK + "}\n"})
     assert pin["status"] == "upstream" and pin["retire"] is True, pin
 
 

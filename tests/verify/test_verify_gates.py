@@ -172,19 +172,7 @@ def test_cuda_gates_with_stand_ins(pin_set, tmp_path, upstream, monkeypatch):
 
     if find_nvcc() is None:
         pytest.skip("no CUDA toolkit (nvcc) here")
-    upstream.git("checkout", "-q", "v1")
-    for op in ("MUL_MAT", "MUL_MAT_ID", "PAD", "GET_ROWS"):
-        upstream.write(f"replay/test-{op}-CUDA0.log", (OPS / f"h200-test-{op}.log").read_text())
-    upstream.write("replay/test-PAD-CPU.log", (OPS / "cpu-test-PAD.log").read_text())
-    upstream.git("add", "replay")
-    upstream.git("commit", "-q", "-m", "GPU replays")
-    upstream.git("tag", "-f", "v1")
-    smi = tmp_path / "gpu-bin" / "nvidia-smi"
-    smi.parent.mkdir()
-    smi.write_text('#!/bin/sh\ncase "$*" in\n  *compute_cap,*) echo "NVIDIA H200, 580.159.04, 9.0, 143771";;\n'
-                   '  *compute_cap*) echo "9.0";;\nesac\n')
-    smi.chmod(0o755)
-    monkeypatch.setenv("PATH", f"{smi.parent}:{__import__('os').environ['PATH']}")
+    _gpu_replays(upstream, tmp_path, monkeypatch, cpu_pad=True)
     # the replay ignores -p: check an op whose whole capture has no "not supported" case (PAD)
     write_pins(pin_set, pin_set.read_text().replace("builds: [v1, v2, v3]", "builds: [v1]")
                .replace('{op: MUL_MAT, params: "type_a=iq1_s,"}', '{op: PAD, params: "type=f32"}'))
@@ -250,11 +238,14 @@ def test_an_interrupted_verify_writes_no_pass_and_leaves_no_stale_green(pin_set,
     assert "not-run" in (tmp_path / "verify.md").read_text()
 
 
-def _gpu_replays(upstream, tmp_path, monkeypatch):
-    """The stand-in tree replaying the H200 captures for CUDA0, and an nvidia-smi stand-in for one H200."""
+def _gpu_replays(upstream, tmp_path, monkeypatch, cpu_pad=False):
+    """The stand-in tree replaying the H200 captures for CUDA0 (and with `cpu_pad` the CPU's PAD capture),
+    and an nvidia-smi stand-in for one H200."""
     upstream.git("checkout", "-q", "v1")
     for op in ("MUL_MAT", "MUL_MAT_ID", "PAD", "GET_ROWS"):
         upstream.write(f"replay/test-{op}-CUDA0.log", (OPS / f"h200-test-{op}.log").read_text())
+    if cpu_pad:
+        upstream.write("replay/test-PAD-CPU.log", (OPS / "cpu-test-PAD.log").read_text())
     upstream.git("add", "replay")
     upstream.git("commit", "-q", "-m", "GPU replays")
     upstream.git("tag", "-f", "v1")
