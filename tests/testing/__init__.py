@@ -20,6 +20,13 @@ def child_env(**extra: str) -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": str(ROOT), **extra}
 
 
+def local_only(monkeypatch) -> None:
+    """Requests to 127.0.0.1 (a fake server's) go straight there, past any proxy this machine names: both
+    spellings, as requests and urllib read either."""
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+    monkeypatch.setenv("no_proxy", "127.0.0.1")
+
+
 def fake_program(folder: Path, name: str, script: str) -> Path:
     """A small executable script standing in for a program, to inject a fault."""
     folder.mkdir(parents=True, exist_ok=True)
