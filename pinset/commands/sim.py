@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Protocol
+
 from rich.markup import escape
 from rich.table import Table
 
@@ -111,12 +114,25 @@ def _conflict_place(build: BuildResult, pin: PinResult, mark) -> list[str]:
     return lines
 
 
+class _Built(Protocol):
+    """A build as a result names it (sim's BuildResult, verify's BuildVerification)."""
+
+    build: str
+    commit: str
+
+
+def build_grid(title: str, first: str, builds: Sequence[_Built], sha_len: int) -> Table:
+    """A table of a column `first` and one column per build, headed by its short name over its commit; overflow=
+    "fold": on a narrow terminal a long pin id, status, build name or op list wraps instead of ending in "…"."""
+    table = Table(title=title)
+    table.add_column(first, overflow="fold")
+    for b in builds:
+        table.add_column(f"{short_build(b.build)}\n{b.commit[:sha_len]}", overflow="fold")
+    return table
+
+
 def sim_table(result: SimResult) -> Table:
-    table = Table(title="pinset sim")
-    # overflow="fold": on a narrow terminal a long pin id or status wraps instead of ending in "…".
-    table.add_column("pin", overflow="fold")
-    for b in result.builds:
-        table.add_column(f"{short_build(b.build)}\n{b.commit[:9]}", overflow="fold")
+    table = build_grid("pinset sim", "pin", result.builds, 9)
     ids = [p.id for p in result.builds[0].pins] if result.builds else []
     for i, pin_id in enumerate(ids):
         cells = []

@@ -14,7 +14,7 @@ from pinset.build.cmake import find_nvcc
 from pinset.checks.machine import Machine, probe_machine
 from pinset.checks.nvidia_smi import visible_gpus
 from pinset.commands.common import add_config_args, count, only_with, open_config, seconds
-from pinset.commands.sim import short_build
+from pinset.commands.sim import build_grid
 from pinset.config.schema import cuda_flag_problem
 from pinset.errors import PinsetError
 from pinset.output import check_outputs, console, err_console, remove_stale, write_json, write_text
@@ -143,11 +143,7 @@ def _log_dir(args, store) -> Path:
 
 
 def _table(result: VerifyResult) -> Table:
-    table = Table(title=f"pinset verify ({'CUDA' if result.cuda else 'CPU only'})")
-    # overflow="fold": on a narrow terminal a long build name or op list wraps instead of ending in "…".
-    table.add_column("gate", overflow="fold")
-    for b in result.builds:
-        table.add_column(f"{short_build(b.build)}\n{b.commit[:12]}", overflow="fold")
+    table = build_grid(f"pinset verify ({'CUDA' if result.cuda else 'CPU only'})", "gate", result.builds, 12)
     names = [g.name for g in result.builds[0].gates] if result.builds else []
     for i, name in enumerate(names):
         cells = []
