@@ -10,7 +10,7 @@ import pytest
 
 import pinset.report.github as report_github
 from pinset.cli import main
-from tests.testing import GIT_ENV, series, write_pins
+from tests.testing import GIT_ENV, first_build, series, write_pins
 from tests.testing.fake_github import TOKEN, FakeGitHub, serving
 
 A_C = "".join(f"int a_{i}(void) {{ return {i}; }}\n" for i in range(1, 101))
@@ -32,9 +32,7 @@ B2_B_C = line(B_C, 50, "int b_50(void) { return 50 * UPSTREAM; }")
 @pytest.fixture
 def world(make_repo, tmp_path):
     """b1, b2 (b1 + an upstream change of b.c line 50); pins a, b (b collides with a), c; PRs from b1."""
-    up = make_repo("upstream")
-    b1 = up.commit("base", {"src/a.c": A_C, "src/b.c": B_C, "README": "upstream\n"})
-    up.tag("b1")
+    up, b1 = first_build(make_repo, {"src/a.c": A_C, "src/b.c": B_C, "README": "upstream\n"})
     pins = tmp_path / "patches"
     series(up, b1, [("pin a", {"src/a.c": PIN_A})], pins / "pin-a")
     series(up, b1, [("pin b", {"src/a.c": PIN_B})], pins / "pin-b")

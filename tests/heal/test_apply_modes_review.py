@@ -6,7 +6,7 @@ import json
 
 from pinset.cli import main
 from tests.heal.test_heal_refresh import LINES, moved  # noqa: F401 (the fixture)
-from tests.testing import interrupt_at, series, write_pins
+from tests.testing import first_build, interrupt_at, series, write_pins
 
 TOP = "".join(f"top {i}\n" for i in range(5))  # five lines above: the pin's context moved (an offset)
 
@@ -20,9 +20,7 @@ def two_builds(make_repo, tmp_path, base, commits, b2, folder="patches/p", patch
     """Upstream b1 (files `base`) and b2 (files `b2` committed on it); the pin p, `commits` made on b1 and
     exported into `folder`, named `patches` (default: the folder) in pins.yaml, then a pin per entry of
     `also` (id -> its commits, in patches/<id>). -> (pins.yaml, p's folder)."""
-    up = make_repo("upstream")
-    b1 = up.commit("base", base)
-    up.tag("b1")
+    up, b1 = first_build(make_repo, base)
     out = series(up, b1, commits, tmp_path / folder, f"--base={b1}")
     pins = [("p", patches or folder)]
     for pin_id, more in (also or {}).items():

@@ -7,7 +7,7 @@ from __future__ import annotations
 from hypothesis import given, strategies as st
 
 from pinset.sim.changes import combine, moved_match, parse_patch
-from tests.testing import write_pins
+from tests.testing import first_build, write_pins
 from tests.testing.sim import by_id, run_sim
 
 FILLER = "".join(f"int filler_{i}(void) {{ return {i}; }}\n" for i in range(30))
@@ -31,9 +31,7 @@ def _pins(tmp_path, up, builds, pins, *ids):
 
 
 def _world(make_repo, tmp_path, with_base=False):
-    up = make_repo("upstream")
-    b1 = up.commit("base", {"src/main.c": MAIN_C, "README": "upstream\n"})
-    up.tag("b1")
+    up, b1 = first_build(make_repo, {"src/main.c": MAIN_C, "README": "upstream\n"})
     pins = tmp_path / "patches"
     # dup-block: the pin gives second() the very body first() has (every added line already in the file).
     dup_block = MAIN_C.replace("int second(int ready) {\n    return 0;\n}\n", "int second(int ready) {\n" + BLOCK + "}\n")
@@ -86,9 +84,7 @@ TARGET = "int fresh(int ready) {\n    return 0;\n}\n" + FILLER
 
 def _copy_block_on_b2(make_repo, tmp_path, b2: dict) -> dict:
     """The pin copy-block (BLOCK into fresh() of src/target.c, on b1) simulated on b2, b1 with files `b2`."""
-    up = make_repo("upstream")
-    b1 = up.commit("base", {"src/main.c": MAIN_C, "src/target.c": TARGET})
-    up.tag("b1")
+    up, b1 = first_build(make_repo, {"src/main.c": MAIN_C, "src/target.c": TARGET})
     pins = tmp_path / "patches"
     _series(up, b1, "copy-block", {"src/target.c": TARGET.replace("    return 0;\n", BLOCK)}, pins, with_base=True)
     up.commit("upstream b2", b2)

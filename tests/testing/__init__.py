@@ -96,6 +96,15 @@ class GitRepo:
         return [Path(n) for n in names]
 
 
+def first_build(make_repo, files: dict[str, str | None]) -> tuple[GitRepo, str]:
+    """The repository "upstream" (made by `make_repo`, the fixture's factory) with one commit "base" of
+    `files`, tagged b1: (the repository, b1's sha)."""
+    up = make_repo("upstream")
+    b1 = up.commit("base", files)
+    up.tag("b1")
+    return up, b1
+
+
 def write_pins(path: Path, text: str) -> Path:
     path.write_text(textwrap.dedent(text).lstrip())
     return path
