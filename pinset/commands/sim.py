@@ -10,7 +10,7 @@ from rich.table import Table
 
 from pinset import ci_annotations
 from pinset.commands.common import add_config_args, open_config
-from pinset.output import check_outputs, console, write_json, write_text
+from pinset.output import check_outputs, console, write_result
 from pinset.sim.markdown import base_line, fix_command, numbered, place_label, sim_markdown
 from pinset.sim.model import BuildResult, PinResult, SimResult
 from pinset.sim.run import pick_builds, simulate
@@ -41,10 +41,7 @@ def run(args) -> int:
     else:  # a pipe, a file, a CI log without FORCE_COLOR: the same words laid out once, one write
         console.file.write(plain_report(result))
         console.file.flush()
-    if args.json:
-        write_json(args.json, result.to_json())
-    if args.markdown:
-        write_text(args.markdown, sim_markdown(result, conflicts=True))
+    write_result(result, args.json, args.markdown, lambda r: sim_markdown(r, conflicts=True))
     ci_annotations.sim_annotations(pinset, result)   # GitHub Actions only: pins.yaml lines, patch files
     ci_annotations.step_summary("## pinset sim\n\n" + sim_markdown(result, conflicts=True))
     return 0 if result.ok else 1

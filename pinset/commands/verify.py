@@ -17,7 +17,7 @@ from pinset.commands.common import add_config_args, count, only_with, open_confi
 from pinset.commands.sim import build_grid
 from pinset.config.schema import cuda_flag_problem
 from pinset.errors import PinsetError
-from pinset.output import check_outputs, console, err_console, remove_stale, write_json, write_text
+from pinset.output import check_outputs, console, err_console, remove_stale, write_result
 from pinset.result_parts import MachineRecord
 from pinset.sim.run import pick_builds, simulate
 from pinset.verify.gates import Gates, VerifyOptions
@@ -95,10 +95,7 @@ def run(args) -> int:
     summary = result.summary()
     console.print(_table(result))
     console.print(f"[green]ok[/]: {summary}" if result.ok else f"[red]not ok[/]: {summary}")
-    if args.json:
-        write_json(args.json, result.to_json())
-    if args.markdown:
-        write_text(args.markdown, verify_markdown(result))
+    write_result(result, args.json, args.markdown, verify_markdown)
     ci_annotations.verify_annotations(pinset, result)   # GitHub Actions only
     ci_annotations.step_summary("## pinset verify\n\n" + verify_markdown(result))
     if interrupted:
