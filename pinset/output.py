@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
+from typing import Protocol, TypeVar
 
 from rich.console import Console
 from rich.errors import MarkupError
@@ -64,6 +66,23 @@ err_console = _Console(stderr=True, highlight=False)
 
 def write_json(path: str | Path, data: dict) -> None:
     write_text(path, json.dumps(data, indent=2, sort_keys=False) + "\n")
+
+
+class _Result(Protocol):
+    def to_json(self) -> dict: ...
+
+
+R = TypeVar("R", bound=_Result)
+
+
+def write_result(result: R, json_path: str | Path | None, markdown_path: str | Path | None,
+                 markdown: Callable[[R], str]) -> None:
+    """A verb's --json (the result's JSON) and --markdown (`markdown` of the result) files, each written (and
+    the markdown rendered) only when asked for."""
+    if json_path:
+        write_json(json_path, result.to_json())
+    if markdown_path:
+        write_text(markdown_path, markdown(result))
 
 
 def remove_stale(paths) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from tests.testing import GitRepo
+from tests.testing.fake_github import TOKEN, serving
 
 
 @pytest.fixture
@@ -13,6 +14,15 @@ def make_repo(tmp_path):
     def factory(name: str = "upstream") -> GitRepo:
         return GitRepo(tmp_path / name)
     return factory
+
+
+@pytest.fixture
+def github(monkeypatch):
+    """A fake GitHub on 127.0.0.1 (tests/testing/fake_github.py) that GITHUB_TOKEN and GITHUB_API_URL name."""
+    with serving() as fake:
+        monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
+        monkeypatch.setenv("GITHUB_API_URL", fake.url)
+        yield fake
 
 
 @pytest.fixture(autouse=True)

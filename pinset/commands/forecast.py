@@ -14,7 +14,7 @@ from pinset.forecast.github import PullsAPI, parse_repo, repo_of
 from pinset.forecast.markdown import ICON, ORDER, forecast_markdown, rebase_line
 from pinset.forecast.model import BREAKS, CARRIES, ForecastResult
 from pinset.forecast.run import forecast
-from pinset.output import console, write_json, write_text
+from pinset.output import console, write_result
 from pinset.report.github import DEFAULT_API_URL, clean_token, parse_api_url
 
 STYLE = {"breaks": "red", "carries": "cyan", "fixes": "green", "moves": "yellow"}
@@ -61,10 +61,7 @@ def run(args) -> int:
     verdict = "[green]ok[/]: no open PR breaks a required pin" if result.ok \
         else "[red]not ok[/]: an open PR breaks a required pin"
     console.print(verdict)
-    if args.json:
-        write_json(args.json, result.to_json())
-    if args.markdown:
-        write_text(args.markdown, forecast_markdown(result))
+    write_result(result, args.json, args.markdown, forecast_markdown)
     return 0 if result.ok else 1
 
 

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Protocol
+
 from rich.markup import escape
 from rich.table import Table
 
 from pinset import ci_annotations
 from pinset.commands.common import add_config_args, open_config
 from pinset.commands.paths import OUTPUT_FILE, add_path
-from pinset.output import console, write_json, write_text
+from pinset.output import console, write_result
 from pinset.sim.markdown import base_line, fix_command, numbered, place_label, sim_markdown
 from pinset.sim.model import BuildResult, PinResult, SimResult
 from pinset.sim.run import pick_builds, simulate
@@ -38,10 +41,7 @@ def run(args) -> int:
     else:  # a pipe, a file, a CI log without FORCE_COLOR: the same words laid out once, one write
         console.file.write(plain_report(result))
         console.file.flush()
-    if args.json:
-        write_json(args.json, result.to_json())
-    if args.markdown:
-        write_text(args.markdown, sim_markdown(result, conflicts=True))
+    write_result(result, args.json, args.markdown, lambda r: sim_markdown(r, conflicts=True))
     ci_annotations.sim_annotations(pinset, result)   # GitHub Actions only: pins.yaml lines, patch files
     ci_annotations.step_summary("## pinset sim\n\n" + sim_markdown(result, conflicts=True))
     return 0 if result.ok else 1
@@ -111,12 +111,25 @@ def _conflict_place(build: BuildResult, pin: PinResult, mark) -> list[str]:
     return lines
 
 
+class _Built(Protocol):
+    """A build as a result names it (sim's BuildResult, verify's BuildVerification)."""
+
+    build: str
+    commit: str
+
+
+def build_grid(title: str, first: str, builds: Sequence[_Built], sha_len: int) -> Table:
+    """A table of a column `first` and one column per build, headed by its short name over its commit; overflow=
+    "fold": on a narrow terminal a long pin id, status, build name or op list wraps instead of ending in "…"."""
+    table = Table(title=title)
+    table.add_column(first, overflow="fold")
+    for b in builds:
+        table.add_column(f"{short_build(b.build)}\n{b.commit[:sha_len]}", overflow="fold")
+    return table
+
+
 def sim_table(result: SimResult) -> Table:
-    table = Table(title="pinset sim")
-    # overflow="fold": on a narrow terminal a long pin id or status wraps instead of ending in "…".
-    table.add_column("pin", overflow="fold")
-    for b in result.builds:
-        table.add_column(f"{short_build(b.build)}\n{b.commit[:9]}", overflow="fold")
+    table = build_grid("pinset sim", "pin", result.builds, 9)
     ids = [p.id for p in result.builds[0].pins] if result.builds else []
     for i, pin_id in enumerate(ids):
         cells = []

@@ -15,10 +15,10 @@ from pinset.checks.machine import Machine, probe_machine
 from pinset.checks.nvidia_smi import visible_gpus
 from pinset.commands.common import add_config_args, count, only_with, open_config, seconds
 from pinset.commands.paths import OUTPUT_FILE, OUTPUT_FOLDER, add_path
-from pinset.commands.sim import short_build
+from pinset.commands.sim import build_grid
 from pinset.config.schema import cuda_flag_problem
 from pinset.errors import PinsetError
-from pinset.output import console, err_console, remove_stale, write_json, write_text
+from pinset.output import console, err_console, remove_stale, write_result
 from pinset.result_parts import MachineRecord
 from pinset.sim.run import pick_builds, simulate
 from pinset.verify.gates import Gates, VerifyOptions
@@ -93,10 +93,7 @@ def run(args) -> int:
     summary = result.summary()
     console.print(_table(result))
     console.print(f"[green]ok[/]: {summary}" if result.ok else f"[red]not ok[/]: {summary}")
-    if args.json:
-        write_json(args.json, result.to_json())
-    if args.markdown:
-        write_text(args.markdown, verify_markdown(result))
+    write_result(result, args.json, args.markdown, verify_markdown)
     ci_annotations.verify_annotations(pinset, result)   # GitHub Actions only
     ci_annotations.step_summary("## pinset verify\n\n" + verify_markdown(result))
     if interrupted:
@@ -150,11 +147,7 @@ def _logs_next_to_json(args) -> dict[str, str]:
 
 
 def _table(result: VerifyResult) -> Table:
-    table = Table(title=f"pinset verify ({'CUDA' if result.cuda else 'CPU only'})")
-    # overflow="fold": on a narrow terminal a long build name or op list wraps instead of ending in "…".
-    table.add_column("gate", overflow="fold")
-    for b in result.builds:
-        table.add_column(f"{short_build(b.build)}\n{b.commit[:12]}", overflow="fold")
+    table = build_grid(f"pinset verify ({'CUDA' if result.cuda else 'CPU only'})", "gate", result.builds, 12)
     names = [g.name for g in result.builds[0].gates] if result.builds else []
     for i, name in enumerate(names):
         cells = []

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pinset.markdown_table import table
 from pinset.nightly.model import BlameResult, BuildPick, CommitRef, PickResult
-from pinset.output import write_json, write_text
+from pinset.output import write_result
 
 
 def _commit(ref: CommitRef | None) -> str:
@@ -58,8 +58,5 @@ def _page(heading: str, headers: list[str], rows: list[list]) -> str:
 
 def write_results(result: PickResult | BlameResult, json_path: str | None, markdown_path: str | None) -> None:
     """The --json and --markdown files of a pick or blame result."""
-    if json_path:
-        write_json(json_path, result.to_json())
-    if markdown_path:
-        write_text(markdown_path, pick_markdown(result) if isinstance(result, PickResult)
-                   else blame_markdown(result))
+    write_result(result, json_path, markdown_path,
+                 lambda r: pick_markdown(r) if isinstance(r, PickResult) else blame_markdown(r))

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 from pinset.cells import SAYS_NOTHING, BuildCommits, Cells, PinStates
 from pinset.errors import PinsetError
+from pinset.result_parts import FieldsJson
 from pinset.results import SCHEMAS, Doc
 from pinset.sim.model import PinResult
 
@@ -46,12 +47,9 @@ class CommitRef:
 
 
 @dataclass
-class BuildRef:
+class BuildRef(FieldsJson):
     build: str    # as named on the command line
     commit: str   # full sha
-
-    def to_json(self) -> dict:
-        return {"build": self.build, "commit": self.commit}
 
     @classmethod
     def from_json(cls, d: Doc) -> BuildRef:

@@ -9,6 +9,7 @@ A gate or check that was `not-run` in one file and run in another is not a contr
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import TypeVar
 
@@ -290,24 +291,32 @@ def _merge_verify(files: list[ResultFile]) -> list[VerifyRun]:
     return list(runs.values())
 
 
-def _merge_kld(files: list[ResultFile]) -> list[KldStudy]:
-    studies: dict[tuple, KldStudy] = {}
-    for d, path in models_of(files, KldResult):
-        key = (d.model.name, d.text.sha256, d.ctx, d.chunks, d.reference.build, d.device_key, d.gpu_class)
-        study = studies.setdefault(key, KldStudy(d, [], []))
-        study.sources.append(path)
-        have = {(r.label, r.build, r.backend) for r in study.runs}
-        study.runs += [r for r in d.runs if (r.label, r.build, r.backend) not in have]
+Item = TypeVar("Item")
+
+
+def _studies(files: list[ResultFile], cls: type[M], key: Callable[[M], tuple], items: Callable[[M], list[Item]],
+             same: Callable[[Item], tuple]) -> list[tuple[M, list[Item], list[str]]]:
+    """The `cls` results grouped by `key` (one study each): the first file's result, the items of every file of
+    the group (an item another file already gave, by `same`, once) and the files' paths."""
+    studies: dict[tuple, tuple[M, list[Item], list[str]]] = {}
+    for d, path in models_of(files, cls):
+        _, merged, sources = studies.setdefault(key(d), (d, [], []))
+        sources.append(path)
+        have = {same(item) for item in merged}
+        merged += [item for item in items(d) if same(item) not in have]
     return list(studies.values())
+
+
+def _merge_kld(files: list[ResultFile]) -> list[KldStudy]:
+    return [KldStudy(d, runs, sources) for d, runs, sources in _studies(
+        files, KldResult,
+        lambda d: (d.model.name, d.text.sha256, d.ctx, d.chunks, d.reference.build, d.device_key, d.gpu_class),
+        lambda d: d.runs, lambda r: (r.label, r.build, r.backend))]
 
 
 def _merge_bench(files: list[ResultFile]) -> list[BenchStudy]:
-    studies: dict[tuple, BenchStudy] = {}
-    for d, path in models_of(files, BenchResult):
-        key = (d.model.name, d.gpu.name if d.gpu else None, d.base.build, d.head.build, d.device_key,
-               d.gpu_class)
-        study = studies.setdefault(key, BenchStudy(d, [], []))
-        study.sources.append(path)
-        have = {(r.test, canonical(r.params)) for r in study.rows}
-        study.rows += [r for r in d.rows if (r.test, canonical(r.params)) not in have]
-    return list(studies.values())
+    return [BenchStudy(d, rows, sources) for d, rows, sources in _studies(
+        files, BenchResult,
+        lambda d: (d.model.name, d.gpu.name if d.gpu else None, d.base.build, d.head.build, d.device_key,
+                   d.gpu_class),
+        lambda d: d.rows, lambda r: (r.test, canonical(r.params)))]

@@ -8,7 +8,7 @@ from typing import Final, Literal, cast
 
 from pinset.cells import SAYS_NOTHING, BuildCommits, Cells, PinStates, device_text, machine_key
 from pinset.checks.backend_ops import OpCount
-from pinset.result_parts import MachineRecord
+from pinset.result_parts import FieldsJson, MachineRecord
 from pinset.results import SCHEMAS, Doc
 
 GATES = ("cpu-build", "cpu-backend-ops", "cpu-test-chat", "cuda-build", "test-chat", "backend-ops", "feature-checks")
@@ -51,14 +51,11 @@ def is_stopped(status: str, not_requested: bool) -> bool:
 
 
 @dataclass(frozen=True)
-class NotTested:
+class NotTested(FieldsJson):
     """Something a verify run did not test, and why: typed, so no reader parses it back out of text."""
 
     what: str
     why: str
-
-    def to_json(self) -> dict:
-        return {"what": self.what, "why": self.why}
 
     @classmethod
     def from_json(cls, d: Doc) -> NotTested:
@@ -150,13 +147,10 @@ class GateResult:
 
 
 @dataclass
-class PinRef:
+class PinRef(FieldsJson):
     id: str
     status: str
     ref: str             # PR commit sha, or the first 12 hex of sha256 over the patch series
-
-    def to_json(self) -> dict:
-        return {"id": self.id, "status": self.status, "ref": self.ref}
 
     @classmethod
     def from_json(cls, d: Doc) -> PinRef:

@@ -10,8 +10,8 @@ import pytest
 
 import pinset.report.github as github_module
 from pinset.cli import main
-from tests.testing import GIT_ENV, GitRepo, series, write_pins
-from tests.testing.fake_github import TOKEN, FakeGitHub
+from tests.testing import GIT_ENV, GitRepo, first_build, series, write_pins
+from tests.testing.fake_github import TOKEN
 
 LINES = "".join(f"line {i}\n" for i in range(1, 41))
 PINS = """\
@@ -45,9 +45,7 @@ def sleeps(monkeypatch):
 def project(make_repo, tmp_path):
     """Upstream b1..b4 (b2: the pin's context moved, b3: a line beside it changed (3-way), b4: its own line
     changed: conflict); the distributor repository `dist` with pins.yaml and the series, pushed to `origin.git`."""
-    up = make_repo("upstream")
-    b1 = up.commit("base", {"a.txt": LINES, "other.txt": "x\n"})
-    up.tag("b1")
+    up, b1 = first_build(make_repo, {"a.txt": LINES, "other.txt": "x\n"})
     dist = make_repo("dist")
     series(up, b1, [("change line 20", {"a.txt": LINES.replace("line 20\n", "line 20 pinned\n")}),
                     ("change line 30", {"a.txt": LINES.replace("line 20\n", "line 20 pinned\n")
@@ -70,17 +68,6 @@ def project(make_repo, tmp_path):
     dist.git("remote", "add", "origin", str(origin))
     dist.git("push", "-q", "origin", "master")
     return up, dist, origin
-
-
-@pytest.fixture
-def github(monkeypatch):
-    fake = FakeGitHub()
-    fake.thread.start()
-    monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
-    monkeypatch.setenv("GITHUB_API_URL", fake.url)
-    yield fake
-    fake.server.shutdown()
-    fake.server.server_close()
 
 
 def bump(dist: GitRepo, *extra: str) -> int:

@@ -7,7 +7,7 @@ import pytest
 
 from pinset.config.schema import load_pinset
 from pinset.errors import ConfigError
-from tests.testing import GitRepo, write_pins
+from tests.testing import GitRepo, one_pin_yaml, write_pins
 from tests.testing.sim import by_id, run_sim
 
 BASE = {"src/a.c": "int a(void) { return 1; }\n", "src/b.c": "int b(void) { return 2; }\n",
@@ -27,13 +27,8 @@ def test_a_pr_commit_url_names_the_pr_and_its_commit(make_repo, tmp_path):
     head = up.commit("pr", {"src/a.c": "int a(void) { return 11; }\n"})
     up.git("update-ref", "refs/pull/107/head", head)
     up.git("checkout", "-q", "master")
-    cfg = write_pins(tmp_path / "pins.yaml", f"""
-        upstream: {up.path}
-        builds: [b1]
-        pins:
-          - id: ggml-org#107
-            pr: https://github.com/ggml-org/llama.cpp/pull/107/commits/{head}
-    """)
+    cfg = one_pin_yaml(tmp_path / "pins.yaml", up.path, "ggml-org#107",
+                       pr=f"https://github.com/ggml-org/llama.cpp/pull/107/commits/{head}")
     pin = load_pinset(cfg).pins[0]
     assert (pin.pr.number, pin.pr.url, pin.commit) == (107, "https://github.com/ggml-org/llama.cpp/pull/107", head)
     code, data = run_sim(tmp_path, cfg)
@@ -88,15 +83,8 @@ def test_a_pr_from_a_fork_is_fetched_from_its_own_repository(make_repo, tmp_path
 def test_a_fork_that_is_not_a_repository_is_bad_input(make_repo, tmp_path):
     up = _upstream(make_repo)
     (tmp_path / "notrepo").mkdir()
-    cfg = write_pins(tmp_path / "pins.yaml", f"""
-        upstream: {up.path}
-        builds: [b1]
-        pins:
-          - id: p
-            pr: https://github.com/ggml-org/llama.cpp/pull/9
-            commit: {"a" * 40}
-            repo: notrepo
-    """)
+    cfg = one_pin_yaml(tmp_path / "pins.yaml", up.path, "p", pr="https://github.com/ggml-org/llama.cpp/pull/9",
+                       commit="a" * 40, repo="notrepo")
     with pytest.raises(ConfigError, match=r"pins\[0\].repo: 'notrepo' is not a git repository"):
         load_pinset(cfg)
 

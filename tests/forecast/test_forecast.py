@@ -10,8 +10,8 @@ import pytest
 
 import pinset.report.github as report_github
 from pinset.cli import main
-from tests.testing import GIT_ENV, series, write_pins
-from tests.testing.fake_github import TOKEN, FakeGitHub
+from tests.testing import GIT_ENV, first_build, series, write_pins
+from tests.testing.fake_github import TOKEN, FakeGitHub, serving
 
 A_C = "".join(f"int a_{i}(void) {{ return {i}; }}\n" for i in range(1, 101))
 B_C = "".join(f"int b_{i}(void) {{ return {i}; }}\n" for i in range(1, 101))
@@ -32,9 +32,7 @@ B2_B_C = line(B_C, 50, "int b_50(void) { return 50 * UPSTREAM; }")
 @pytest.fixture
 def world(make_repo, tmp_path):
     """b1, b2 (b1 + an upstream change of b.c line 50); pins a, b (b collides with a), c; PRs from b1."""
-    up = make_repo("upstream")
-    b1 = up.commit("base", {"src/a.c": A_C, "src/b.c": B_C, "README": "upstream\n"})
-    up.tag("b1")
+    up, b1 = first_build(make_repo, {"src/a.c": A_C, "src/b.c": B_C, "README": "upstream\n"})
     pins = tmp_path / "patches"
     series(up, b1, [("pin a", {"src/a.c": PIN_A})], pins / "pin-a")
     series(up, b1, [("pin b", {"src/a.c": PIN_B})], pins / "pin-b")
@@ -84,14 +82,12 @@ def fake(monkeypatch):
                     4: [{"user": {"login": "m"}, "state": "COMMENTED"}],
                     5: [{"user": {"login": "m"}, "state": "APPROVED"}]}
     fake.max_per_page = 3
-    fake.thread.start()
     monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
     waits: list[float] = []
     monkeypatch.setattr(report_github, "_default_sleep", waits.append)
     fake.waits = waits
-    yield fake
-    fake.server.shutdown()
-    fake.server.server_close()
+    with serving(fake):
+        yield fake
 
 
 def run_forecast(tmp_path, cfg, fake, *extra):
@@ -336,12 +332,9 @@ def test_real_llama_cpp_snapshots_against_plain_git(tmp_path, snapshot_seed, mon
     fake = FakeGitHub()
     fake.public = True
     fake.pulls = [pull(1, "2026-01-01T00:00:00Z")]
-    fake.thread.start()
     monkeypatch.delenv("GITHUB_TOKEN", raising=False)
-    try:
+    with serving(fake):
         code, data, _ = run_forecast(tmp_path, cfg, fake)
-    finally:
-        fake.server.shutdown()
     assert data is not None and data["prs"][0]["merges"] is True, data
     found = effects(data["prs"][0])
     base = plain_git(up, tmp_path, "b35", None, folders=folders)

@@ -6,7 +6,31 @@ import json
 
 from pinset.cli import main
 from tests.heal.test_heal_refresh import LINES, moved  # noqa: F401 (the fixture)
-from tests.testing import series, write_pins
+from tests.testing import first_build, interrupt_at, series, write_pins
+
+TOP = "".join(f"top {i}\n" for i in range(5))  # five lines above: the pin's context moved (an offset)
+
+
+def pinned(text: str, line: int, how: str = "pinned") -> str:
+    """`text` with its line `line` changed ("line 20" -> "line 20 pinned")."""
+    return text.replace(f"line {line}\n", f"line {line} {how}\n")
+
+
+def two_builds(make_repo, tmp_path, base, commits, b2, folder="patches/p", patches=None, also=None):
+    """Upstream b1 (files `base`) and b2 (files `b2` committed on it); the pin p, `commits` made on b1 and
+    exported into `folder`, named `patches` (default: the folder) in pins.yaml, then a pin per entry of
+    `also` (id -> its commits, in patches/<id>). -> (pins.yaml, p's folder)."""
+    up, b1 = first_build(make_repo, base)
+    out = series(up, b1, commits, tmp_path / folder, f"--base={b1}")
+    pins = [("p", patches or folder)]
+    for pin_id, more in (also or {}).items():
+        series(up, b1, more, tmp_path / "patches" / pin_id, f"--base={b1}")
+        pins.append((pin_id, f"patches/{pin_id}"))
+    up.commit("upstream b2", b2)
+    up.tag("b2")
+    pins_yaml = write_pins(tmp_path / "pins.yaml", f"upstream: {up.path}\nbuilds: [b1, b2]\npins:\n" + "".join(
+        f"  - id: {pin_id}\n    patches: {path}\n    unchecked: test\n" for pin_id, path in pins))
+    return pins_yaml, out
 
 
 def sim_modes(tmp_path, pins_yaml, pin="p"):
@@ -19,44 +43,18 @@ def sim_modes(tmp_path, pins_yaml, pin="p"):
 
 def test_first_patch_offset_second_exact_is_offset(make_repo, tmp_path):
     """A 2-patch series: the first patch's hunk moved (offset), the second's applies where it says."""
-    up = make_repo("upstream")
-    b1 = up.commit("base", {"a.txt": LINES, "b.txt": LINES})
-    up.tag("b1")
-    series(up, b1, [("a", {"a.txt": LINES.replace("line 20\n", "line 20 pinned\n")}),
-                    ("b", {"b.txt": LINES.replace("line 5\n", "line 5 pinned\n")})],
-           tmp_path / "patches" / "p", f"--base={b1}")
-    up.commit("moved", {"a.txt": "".join(f"top {i}\n" for i in range(5)) + LINES})
-    up.tag("b2")
-    pins_yaml = write_pins(tmp_path / "pins.yaml", f"""
-        upstream: {up.path}
-        builds: [b1, b2]
-        pins:
-          - id: p
-            patches: patches/p
-            unchecked: test
-        """)
+    pins_yaml, _ = two_builds(make_repo, tmp_path, {"a.txt": LINES, "b.txt": LINES},
+                              [("a", {"a.txt": pinned(LINES, 20)}), ("b", {"b.txt": pinned(LINES, 5)})],
+                              {"a.txt": TOP + LINES})
     assert sim_modes(tmp_path, pins_yaml) == {"b1": ("applied", "exact"), "b2": ("applied", "offset")}
 
 
 def test_refresh_write_of_a_single_file_pin(make_repo, tmp_path, capsys):
     """`patches: patches/one.patch`: the pin is one file, not a folder; --write replaces that file only."""
-    up = make_repo("upstream")
-    b1 = up.commit("base", {"a.txt": LINES})
-    up.tag("b1")
-    series(up, b1, [("a", {"a.txt": LINES.replace("line 20\n", "line 20 pinned\n")})],
-           tmp_path / "patches", f"--base={b1}")
+    pins_yaml, _ = two_builds(make_repo, tmp_path, {"a.txt": LINES}, [("a", {"a.txt": pinned(LINES, 20)})],
+                              {"a.txt": TOP + LINES}, "patches", "patches/one.patch")
     (tmp_path / "patches" / "0001-a.patch").rename(tmp_path / "patches" / "one.patch")
     (tmp_path / "patches" / "keep.txt").write_text("mine\n")
-    up.commit("moved", {"a.txt": "".join(f"top {i}\n" for i in range(5)) + LINES})
-    up.tag("b2")
-    pins_yaml = write_pins(tmp_path / "pins.yaml", f"""
-        upstream: {up.path}
-        builds: [b1, b2]
-        pins:
-          - id: p
-            patches: patches/one.patch
-            unchecked: test
-        """)
     old = (tmp_path / "patches" / "one.patch").read_text()
     rc = main(["refresh", "p", "-c", str(pins_yaml), "--onto", "b2", "--write"])
     out = capsys.readouterr()
@@ -68,21 +66,8 @@ def test_refresh_write_of_a_single_file_pin(make_repo, tmp_path, capsys):
 
 def test_rebase_of_a_single_file_pin_is_refused_before_any_worktree(make_repo, tmp_path, capsys, monkeypatch):
     """Its resolutions would have no folder: said at the start (exit 2), not after the user resolved."""
-    up = make_repo("upstream")
-    b1 = up.commit("base", {"a.txt": LINES})
-    up.tag("b1")
-    series(up, b1, [("a", {"a.txt": LINES.replace("line 20\n", "line 20 pinned\n")})],
-           tmp_path / "patches", f"--base={b1}")
-    up.commit("clash", {"a.txt": LINES.replace("line 20\n", "line 20 upstream\n")})
-    up.tag("b2")
-    pins_yaml = write_pins(tmp_path / "pins.yaml", f"""
-        upstream: {up.path}
-        builds: [b1, b2]
-        pins:
-          - id: p
-            patches: patches/0001-a.patch
-            unchecked: test
-        """)
+    pins_yaml, _ = two_builds(make_repo, tmp_path, {"a.txt": LINES}, [("a", {"a.txt": pinned(LINES, 20)})],
+                              {"a.txt": pinned(LINES, 20, "upstream")}, "patches", "patches/0001-a.patch")
     monkeypatch.chdir(tmp_path)
     assert main(["rebase", "p", "-c", str(pins_yaml), "--onto", "b2"]) == 2
     assert "one patch file" in capsys.readouterr().err
@@ -111,23 +96,9 @@ def test_as_series_of_a_pr_pin_named_by_its_commit_url(make_repo, tmp_path, caps
 def test_second_patch_conflicts_is_named_after_the_whole_tries(make_repo, tmp_path):
     """Both whole-series tries fail: the patch-by-patch pass starts again from the build (the index
     restored) and names the second patch, not the first, which applies (with an offset)."""
-    up = make_repo("upstream")
-    b1 = up.commit("base", {"a.txt": LINES, "b.txt": LINES})
-    up.tag("b1")
-    series(up, b1, [("a", {"a.txt": LINES.replace("line 20\n", "line 20 pinned\n")}),
-                    ("b", {"b.txt": LINES.replace("line 5\n", "line 5 pinned\n")})],
-           tmp_path / "patches" / "p", f"--base={b1}")
-    up.commit("moved+clash", {"a.txt": "".join(f"top {i}\n" for i in range(5)) + LINES,
-                              "b.txt": LINES.replace("line 5\n", "line 5 upstream\n")})
-    up.tag("b2")
-    pins_yaml = write_pins(tmp_path / "pins.yaml", f"""
-        upstream: {up.path}
-        builds: [b1, b2]
-        pins:
-          - id: p
-            patches: patches/p
-            unchecked: test
-        """)
+    pins_yaml, _ = two_builds(make_repo, tmp_path, {"a.txt": LINES, "b.txt": LINES},
+                              [("a", {"a.txt": pinned(LINES, 20)}), ("b", {"b.txt": pinned(LINES, 5)})],
+                              {"a.txt": TOP + LINES, "b.txt": pinned(LINES, 5, "upstream")})
     out = tmp_path / "sim.json"
     main(["sim", "-c", str(pins_yaml), "--json", str(out)])
     doc = json.loads(out.read_text())
@@ -139,22 +110,9 @@ def test_second_patch_conflicts_is_named_after_the_whole_tries(make_repo, tmp_pa
 def test_users_apply_ignore_whitespace_does_not_make_a_conflict_apply(make_repo, tmp_path, monkeypatch):
     """`apply.ignoreWhitespace=change` in the user's git config let `git apply` take a patch whose context
     upstream re-indented, "cleanly": sim said applied (exact) on one machine and conflict on another."""
-    up = make_repo("upstream")
     text = LINES.replace("line 19\n", "line  19\n")
-    b1 = up.commit("base", {"a.txt": text})
-    up.tag("b1")
-    series(up, b1, [("a", {"a.txt": text.replace("line 20\n", "line 20 pinned\n")})],
-           tmp_path / "patches" / "p", f"--base={b1}")
-    up.commit("reindent", {"a.txt": LINES})
-    up.tag("b2")
-    pins_yaml = write_pins(tmp_path / "pins.yaml", f"""
-        upstream: {up.path}
-        builds: [b1, b2]
-        pins:
-          - id: p
-            patches: patches/p
-            unchecked: test
-        """)
+    pins_yaml, _ = two_builds(make_repo, tmp_path, {"a.txt": text}, [("a", {"a.txt": pinned(text, 20)})],
+                              {"a.txt": LINES})   # b2 re-indents line 19
     plain = sim_modes(tmp_path, pins_yaml)
     assert plain["b2"][0] == "conflict"
     gitconfig = tmp_path / "user.gitconfig"
@@ -169,21 +127,8 @@ def test_rebase_interrupted_while_the_worktree_is_made_leaves_nothing(make_repo,
     which --abort would not recognise and --onto would refuse."""
     from pinset.heal.worktree import Worktree
 
-    up = make_repo("upstream")
-    b1 = up.commit("base", {"a.txt": LINES})
-    up.tag("b1")
-    series(up, b1, [("a", {"a.txt": LINES.replace("line 20\n", "line 20 pinned\n")})],
-           tmp_path / "patches" / "p", f"--base={b1}")
-    up.commit("clash", {"a.txt": LINES.replace("line 20\n", "line 20 upstream\n")})
-    up.tag("b2")
-    pins_yaml = write_pins(tmp_path / "pins.yaml", f"""
-        upstream: {up.path}
-        builds: [b1, b2]
-        pins:
-          - id: p
-            patches: patches/p
-            unchecked: test
-        """)
+    pins_yaml, _ = two_builds(make_repo, tmp_path, {"a.txt": LINES}, [("a", {"a.txt": pinned(LINES, 20)})],
+                              {"a.txt": pinned(LINES, 20, "upstream")})
     real = Worktree.add.__func__
 
     def interrupted(cls, mirror, path, commit):
@@ -199,25 +144,12 @@ def test_rebase_interrupted_while_the_worktree_is_made_leaves_nothing(make_repo,
 def test_refresh_of_a_renumbered_series_whose_commits_share_a_subject(make_repo, tmp_path, capsys):
     """Files 0002-fix.patch, 0003-fix.patch (the first patch dropped once): format-patch names the new
     ones 0001-fix.patch, 0002-fix.patch, and renaming the first onto its old name must not overwrite the second."""
-    up = make_repo("upstream")
-    b1 = up.commit("base", {"a.txt": LINES})
-    up.tag("b1")
-    folder = series(up, b1, [("fix", {"a.txt": LINES.replace("line 20\n", "line 20 pinned\n")}),
-                             ("fix", {"a.txt": LINES.replace("line 20\n", "line 20 pinned\n")
-                                                    .replace("line 30\n", "line 30 pinned\n")})],
-                    tmp_path / "patches" / "p", f"--base={b1}")
+    pins_yaml, folder = two_builds(make_repo, tmp_path, {"a.txt": LINES},
+                                   [("fix", {"a.txt": pinned(LINES, 20)}),
+                                    ("fix", {"a.txt": pinned(pinned(LINES, 20), 30)})],
+                                   {"a.txt": TOP + LINES})
     (folder / "0002-fix.patch").rename(folder / "0003-fix.patch")
     (folder / "0001-fix.patch").rename(folder / "0002-fix.patch")
-    up.commit("moved", {"a.txt": "".join(f"top {i}\n" for i in range(5)) + LINES})
-    up.tag("b2")
-    pins_yaml = write_pins(tmp_path / "pins.yaml", f"""
-        upstream: {up.path}
-        builds: [b1, b2]
-        pins:
-          - id: p
-            patches: patches/p
-            unchecked: test
-        """)
     rc = main(["refresh", "p", "-c", str(pins_yaml), "--onto", "b2", "--write"])
     out = capsys.readouterr()
     assert rc == 0, out
@@ -231,36 +163,10 @@ def test_interrupt_between_two_pins_swaps_leaves_no_staged_folder(make_repo, tmp
     """Ctrl-C after the first pin's folder was swapped in: the second pin's staged copy is removed too."""
     import pinset.heal.series as refresh_cmd  # write_folders and swap_in live in the heal stage
 
-    up = make_repo("upstream")
-    b1 = up.commit("base", {"a.txt": LINES, "b.txt": LINES})
-    up.tag("b1")
-    series(up, b1, [("a", {"a.txt": LINES.replace("line 20\n", "line 20 pinned\n")})],
-           tmp_path / "patches" / "p", f"--base={b1}")
-    series(up, b1, [("b", {"b.txt": LINES.replace("line 20\n", "line 20 pinned\n")})],
-           tmp_path / "patches" / "q", f"--base={b1}")
-    top = "".join(f"top {i}\n" for i in range(5))
-    up.commit("moved", {"a.txt": top + LINES, "b.txt": top + LINES})
-    up.tag("b2")
-    pins_yaml = write_pins(tmp_path / "pins.yaml", f"""
-        upstream: {up.path}
-        builds: [b1, b2]
-        pins:
-          - id: p
-            patches: patches/p
-            unchecked: test
-          - id: q
-            patches: patches/q
-            unchecked: test
-        """)
-    real, calls = refresh_cmd.swap_in, []
-
-    def interrupted(staged, folder):
-        calls.append(folder)
-        if len(calls) == 2:
-            raise KeyboardInterrupt
-        return real(staged, folder)
-
-    monkeypatch.setattr(refresh_cmd, "swap_in", interrupted)
+    pins_yaml, _ = two_builds(make_repo, tmp_path, {"a.txt": LINES, "b.txt": LINES},
+                              [("a", {"a.txt": pinned(LINES, 20)})], {"a.txt": TOP + LINES, "b.txt": TOP + LINES},
+                              also={"q": [("b", {"b.txt": pinned(LINES, 20)})]})
+    monkeypatch.setattr(refresh_cmd, "swap_in", interrupt_at(2, refresh_cmd.swap_in))
     assert main(["refresh", "-c", str(pins_yaml), "--onto", "b2", "--write"]) == 130
     assert not list((tmp_path / "patches").glob(".*")), list((tmp_path / "patches").iterdir())
 
@@ -270,15 +176,7 @@ def test_as_series_interrupted_while_copying_leaves_nothing(make_repo, tmp_path,
 
     _, _, cfg = setup(tmp_path, make_repo)
     before = cfg.read_bytes()
-    real, calls = __import__("shutil").copyfile, []
-
-    def interrupted(src, dst, *a, **kw):
-        calls.append(dst)
-        if len(calls) == 2:
-            raise KeyboardInterrupt
-        return real(src, dst, *a, **kw)
-
-    monkeypatch.setattr("pinset.heal.as_series.shutil.copyfile", interrupted)
+    monkeypatch.setattr("pinset.heal.as_series.shutil.copyfile", interrupt_at(2, __import__("shutil").copyfile))
     assert main(["rebase", "ggml-org#7", "-c", str(cfg), "--as-series", "patches/pr7"]) == 130
     assert cfg.read_bytes() == before
     assert sorted(p.name for p in (tmp_path / "patches").iterdir()) == ["first"]

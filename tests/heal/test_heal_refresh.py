@@ -8,7 +8,7 @@ import subprocess
 import pytest
 
 from pinset.cli import main
-from tests.testing import series, write_pins
+from tests.testing import first_build, interrupt_at, series, write_pins
 
 LINES = "".join(f"line {i}\n" for i in range(1, 41))
 
@@ -17,9 +17,7 @@ LINES = "".join(f"line {i}\n" for i in range(1, 41))
 def moved(make_repo, tmp_path):
     """b1: the file; b2: five lines added above (context moved: offset); b3: a line beside the pin's
     changed (3-way); b4: the pin's own line changed by upstream (conflict)."""
-    up = make_repo("upstream")
-    b1 = up.commit("base", {"a.txt": LINES, "other.txt": "x\n"})
-    up.tag("b1")
+    up, b1 = first_build(make_repo, {"a.txt": LINES, "other.txt": "x\n"})
     pins = tmp_path / "patches"
     series(up, b1, [("change line 20", {"a.txt": LINES.replace("line 20\n", "line 20 pinned\n")}),
                     ("change line 30", {"a.txt": LINES.replace("line 20\n", "line 20 pinned\n")
@@ -142,15 +140,7 @@ def test_interrupted_write_leaves_the_patches_untouched(moved, tmp_path, capsys,
 
     _, pins_yaml, folder = moved
     before = {p.name: p.read_bytes() for p in folder.iterdir()}
-    real, calls = shutil.copyfile, []
-
-    def interrupted(src, dst, *a, **kw):
-        calls.append(dst)
-        if len(calls) == 2:
-            raise KeyboardInterrupt
-        return real(src, dst, *a, **kw)
-
-    monkeypatch.setattr("pinset.heal.series.shutil.copyfile", interrupted)
+    monkeypatch.setattr("pinset.heal.series.shutil.copyfile", interrupt_at(2, shutil.copyfile))
     assert main(["refresh", "p", "-c", str(pins_yaml), "--onto", "b2", "--write"]) == 130
     assert {p.name: p.read_bytes() for p in folder.iterdir()} == before
     assert not list(folder.parent.glob(".p.pinset-*"))
@@ -462,9 +452,7 @@ def test_refresh_of_a_series_whose_second_patch_needs_the_first_ones_blob(make_r
     creates, which no upstream history holds: the sim makes it (replaying the series on its base, or on the
     preimages b2's history holds) and the worktree's `git am -3` must find it too (it said "could not build
     fake ancestor")."""
-    up = make_repo("upstream")
-    b1 = up.commit("base", {"a.txt": LINES})
-    up.tag("b1")
+    up, b1 = first_build(make_repo, {"a.txt": LINES})
     one = LINES.replace("line 20\n", "line 20 pinned\n")
     series(up, b1, [("change line 20", {"a.txt": one}),
                     ("change line 22", {"a.txt": one.replace("line 22\n", "line 22 pinned\n")})],

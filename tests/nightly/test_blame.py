@@ -14,14 +14,10 @@ from pinset.cli import main
 from pinset.nightly.bisect import SENTINELS, bisect_pins
 from pinset.nightly.blame import BlameResult
 from pinset.nightly.history import pr_number
-from tests.testing import GIT_ENV, write_pins
+from tests.testing import GIT_ENV
 from tests.testing.history import FastHistory
+from tests.testing.nightly import BROKEN_MMQ, FILLER, MMQ_CU, README, TYPES_H, feat_and_types, import_history, series
 
-FILLER = "".join(f"int filler_{i}(void) {{ return {i}; }}\n" for i in range(30))
-TYPES_H = "enum ggml_type {\n    GGML_TYPE_F32 = 0,\n    GGML_TYPE_Q4_0 = 2,\n    GGML_TYPE_COUNT,\n};\n" + FILLER
-MMQ_CU = ("bool should_use_mmq(enum ggml_type type) {\n    switch (type) {\n        case GGML_TYPE_Q4_0:\n"
-          "            return true;\n        default:\n            return false;\n    }\n}\n" + FILLER)
-README = "upstream\n" + "".join(f"line {i} of the readme\n" for i in range(10))
 STEADY = FILLER.replace("filler", "steady")
 COMMITS = 300
 BREAK_FEAT, MERGE_TYPES, MERGE_PR, SQUASH_README = 137, 200, 220, 250
@@ -30,14 +26,6 @@ BREAK_FEAT, MERGE_TYPES, MERGE_PR, SQUASH_README = 137, 200, 220, 250
 def git(path, *args) -> str:
     return subprocess.run(["git", "-C", str(path), *args], check=True, capture_output=True, text=True,
                           env=dict(os.environ, **GIT_ENV)).stdout
-
-
-def series(up, base: str, name: str, files: dict[str, str], out) -> None:
-    """One commit on top of `base` with `files`, exported with format-patch into out/name."""
-    up.git("checkout", "-q", "-B", "series-tmp", base)
-    up.commit(f"pin {name}", files)
-    up.format_patch(f"{base}..series-tmp", out / name)
-    up.git("checkout", "-q", "-f", "master")
 
 
 @pytest.fixture(scope="module")
@@ -60,7 +48,7 @@ def world(tmp_path_factory):
     for i in range(1, COMMITS + 1):
         files = {"src/noise.c": f"int noise = {i};\n"}
         if i == BREAK_FEAT:
-            files["src/mmq.cu"] = MMQ_CU.replace("            return true;\n", "            return mmq_enabled();\n")
+            files["src/mmq.cu"] = BROKEN_MMQ
             marks[i] = h.commit(f"cuda: gate mmq on a runtime flag (#{9000 + i})", files)
         elif i == MERGE_TYPES:
             merged = {"src/types.h": TYPES_H.replace("    GGML_TYPE_COUNT", "    GGML_TYPE_Q1_0 = 3,\n    GGML_TYPE_COUNT"),
@@ -78,34 +66,16 @@ def world(tmp_path_factory):
         else:
             marks[i] = h.commit(f"noise {i} (#{9000 + i})", files)
     h.tag("bad", marks[COMMITS])
-    shas = h.write(up.path)
-    shas = {i: shas[m] for i, m in marks.items()}
-    up.git("checkout", "-q", "-f", "master")
+    shas = import_history(h, up, marks)
     pins = root / "patches"
-    series(up, shas[0], "feat", {"src/mmq.cu": MMQ_CU.replace(
-        "        case GGML_TYPE_Q4_0:\n", "        case GGML_TYPE_Q4_0:\n        case GGML_TYPE_IQ1_M:\n")}, pins)
-    series(up, shas[0], "types", {"src/types.h": TYPES_H.replace(
-        "    GGML_TYPE_COUNT", "    GGML_TYPE_IQ1_S = 3,\n    GGML_TYPE_COUNT")}, pins)
     series(up, shas[0], "readme-note",
            {"README": README + "The pinned build carries extra MMQ types for 1-bit quants.\n"}, pins)
     series(up, shas[0], "steady", {"src/steady.c": STEADY + "int steady_extra(void) { return 42; }\n"}, pins)
     pr_sha = git(up.path, "rev-parse", "refs/pull/555/head").strip()
-    cfg = write_pins(root / "pins.yaml", f"""
-        upstream: {up.path}
-        builds: [b0, bad]
-        pins:
-          - id: feat
-            patches: patches/feat
-          - id: types
-            patches: patches/types
-          - id: readme-note
-            patches: patches/readme-note
-          - id: pr555
-            pr: https://github.com/ggml-org/llama.cpp/pull/555
-            commit: {pr_sha}
-          - id: steady
-            patches: patches/steady
-        """)
+    cfg = feat_and_types(up, shas[0], pins, root / "pins.yaml", "b0, bad",
+                         "  - id: readme-note\n    patches: patches/readme-note\n"
+                         f"  - id: pr555\n    pr: https://github.com/ggml-org/llama.cpp/pull/555\n    commit: {pr_sha}\n"
+                         "  - id: steady\n    patches: patches/steady\n")
     return up, cfg, shas
 
 

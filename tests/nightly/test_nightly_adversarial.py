@@ -8,14 +8,9 @@ import json
 import pytest
 
 from pinset.cli import main
-from tests.nightly.test_blame import MMQ_CU, TYPES_H, series
 from tests.testing import GitRepo, write_pins
 from tests.testing.history import FastHistory
-
-BROKEN_MMQ = MMQ_CU.replace("            return true;\n", "            return mmq_enabled();\n")
-FEAT = {"src/mmq.cu": MMQ_CU.replace("        case GGML_TYPE_Q4_0:\n",
-                                     "        case GGML_TYPE_Q4_0:\n        case GGML_TYPE_IQ1_M:\n")}
-TYPES = {"src/types.h": TYPES_H.replace("    GGML_TYPE_COUNT", "    GGML_TYPE_IQ1_S = 3,\n    GGML_TYPE_COUNT")}
+from tests.testing.nightly import BROKEN_MMQ, FEAT, MMQ_CU, TYPES_H, feat_and_types, import_history, series
 
 
 def make_world(tmp_path, mmq_at: dict[int, str], count: int, extra_pins: str = "", types_at=None):
@@ -32,20 +27,8 @@ def make_world(tmp_path, mmq_at: dict[int, str], count: int, extra_pins: str = "
             files["src/types.h"] = types_at[i]
         marks[i] = h.commit(f"change {i} (#{100 + i})", files)
     h.tag("bad", marks[count])
-    by_mark = h.write(up.path)
-    shas = {i: by_mark[m] for i, m in marks.items()}
-    up.git("checkout", "-q", "-f", "master")
-    series(up, shas[0], "feat", FEAT, tmp_path / "patches")
-    series(up, shas[0], "types", TYPES, tmp_path / "patches")
-    cfg = write_pins(tmp_path / "pins.yaml", f"""
-        upstream: {up.path}
-        builds: [b0, bad]
-        pins:
-          - id: feat
-            patches: patches/feat
-          - id: types
-            patches: patches/types
-        """ + extra_pins)
+    shas = import_history(h, up, marks)
+    cfg = feat_and_types(up, shas[0], tmp_path / "patches", tmp_path / "pins.yaml", "b0, bad", extra_pins)
     return up, cfg, shas
 
 
@@ -94,9 +77,7 @@ def test_good_on_a_side_branch_bisects_only_commits_that_contain_it(tmp_path):
             files["src/types.h"] = side_types.replace("GGML_TYPE_COUNT", "GGML_TYPE_LAST")
         marks[i] = h.commit(f"change {i} (#{100 + i})", files)
     h.tag("bad", marks[20])
-    by_mark = h.write(up.path)
-    shas = {i: by_mark[m] for i, m in marks.items()}
-    up.git("checkout", "-q", "-f", "master")
+    shas = import_history(h, up, marks)
     series(up, shas["side"], "types", {"src/types.h": side_types.replace(
         "    GGML_TYPE_COUNT", "    GGML_TYPE_IQ1_S = 3,\n    GGML_TYPE_COUNT")}, tmp_path / "patches")
     cfg = write_pins(tmp_path / "pins.yaml", f"""
@@ -177,9 +158,7 @@ def test_a_pin_that_lands_in_moved_code_is_blamed_where_it_landed(tmp_path):
             files["src/mmq/tiles.cu"] = feat.replace("should_use", "tiles_use")
         marks[i] = h.commit(f"change {i} (#{100 + i})", files)
     h.tag("bad", marks[40])
-    by_mark = h.write(up.path)
-    shas = {i: by_mark[m] for i, m in marks.items()}
-    up.git("checkout", "-q", "-f", "master")
+    shas = import_history(h, up, marks)
     series(up, shas[0], "feat", {"src/mmq.cu": feat}, tmp_path / "patches")
     cfg = write_pins(tmp_path / "pins.yaml", f"""
         upstream: {up.path}

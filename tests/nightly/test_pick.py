@@ -15,9 +15,9 @@ from pinset.store import Store
 from pinset.upstream.builds import Build, resolve_builds
 from pinset.upstream.mirror import Mirror
 from pinset.upstream.select import order_oldest_first
-from tests.nightly.test_blame import MMQ_CU, README, TYPES_H, series
-from tests.testing import GitRepo, write_pins
+from tests.testing import GitRepo
 from tests.testing.history import FastHistory
+from tests.testing.nightly import BROKEN_MMQ, MMQ_CU, README, TYPES_H, feat_and_types, import_history
 
 # tags in history order b9 < b10 < b11 < b12 (by name, b10 < b11 < b12 < b9)
 TAGS = {10: "b9", 20: "b10", 30: "b11", 40: "b12"}
@@ -29,34 +29,18 @@ CMAKE = 'cmake_minimum_required(VERSION 3.14)\nproject(fake C)\nmessage(FATAL_ER
 def world(tmp_path):
     up = GitRepo(tmp_path / "upstream")
     h = FastHistory()
-    shas_by_mark = {}
     base = h.commit("base", {"src/types.h": TYPES_H, "src/mmq.cu": MMQ_CU, "README": README, "src/noise.c": "0\n",
                                  "CMakeLists.txt": CMAKE})
     marks = {0: base}
     for i in range(1, 41):
         files = {"src/noise.c": f"{i}\n"}
         if i == BREAK:
-            files["src/mmq.cu"] = MMQ_CU.replace("            return true;\n", "            return mmq_enabled();\n")
+            files["src/mmq.cu"] = BROKEN_MMQ
         marks[i] = h.commit(f"change {i} (#{7000 + i})", files)
         if i in TAGS:
             h.tag(TAGS[i], marks[i])
-    shas_by_mark = h.write(up.path)
-    shas = {i: shas_by_mark[m] for i, m in marks.items()}
-    up.git("checkout", "-q", "-f", "master")
-    pins = tmp_path / "patches"
-    series(up, shas[0], "feat", {"src/mmq.cu": MMQ_CU.replace(
-        "        case GGML_TYPE_Q4_0:\n", "        case GGML_TYPE_Q4_0:\n        case GGML_TYPE_IQ1_M:\n")}, pins)
-    series(up, shas[0], "types", {"src/types.h": TYPES_H.replace(
-        "    GGML_TYPE_COUNT", "    GGML_TYPE_IQ1_S = 3,\n    GGML_TYPE_COUNT")}, pins)
-    cfg = write_pins(tmp_path / "pins.yaml", f"""
-        upstream: {up.path}
-        builds: [b11, b9, b12, b10]
-        pins:
-          - id: feat
-            patches: patches/feat
-          - id: types
-            patches: patches/types
-        """)
+    shas = import_history(h, up, marks)
+    cfg = feat_and_types(up, shas[0], tmp_path / "patches", tmp_path / "pins.yaml", "b11, b9, b12, b10")
     return up, cfg, shas
 
 

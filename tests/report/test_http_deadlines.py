@@ -17,6 +17,7 @@ from pinset.cli import main
 from pinset.errors import UpstreamError
 from pinset.upstream import pypi
 from tests.report.test_report_post import RESULTS
+from tests.testing import local_only
 
 TOKEN = "ghp_deadlineTestToken0123456789"
 _pause = time.sleep  # the server's own: a test may stub time.sleep for the client's waits
@@ -84,8 +85,7 @@ class Server:
 @pytest.fixture
 def server(monkeypatch):
     s = Server()
-    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
-    monkeypatch.setenv("no_proxy", "127.0.0.1")
+    local_only(monkeypatch)
     yield s
     s.close()
 

@@ -27,7 +27,7 @@ from pinset.report.load import MODELS, load_result
 from pinset.results import read_document
 from pinset.sim.model import BuildResult, PinResult, SimResult
 from pinset.verify.model import GATES, GPU_GATES, BuildVerification, GateResult, VerifyResult
-from tests.testing import FIXTURES, ROOT, write_pins
+from tests.testing import FIXTURES, ROOT, one_patch, one_pin_yaml, write_pins
 from tests.testing.report import dump, load, report
 
 FIX = FIXTURES
@@ -192,10 +192,8 @@ def small_pins(tmp_path, make_repo):
     up.commit("v1", {"CMakeLists.txt": "cmake_minimum_required(VERSION 3.14)\nproject(x C)\n",
                      "ggml/src/ggml.c": "/* no types */\n", "src/a.c": "int a;\n"})
     up.tag("v1")
-    work = make_repo("work")
-    work.commit("base", {"src/a.c": "int a;\n"})
-    work.commit("pin", {"src/a.c": "int a = 1;\n"})
-    work.format_patch("HEAD~1..HEAD", tmp_path / "patches" / "p")
+    one_patch(make_repo("work"), tmp_path / "patches" / "p",
+              {"src/a.c": "int a;\n"}, {"src/a.c": "int a = 1;\n"}, "pin")
     other = make_repo("other")
     other.commit("base", {"src/a.c": "something else\n"})
     other.commit("pin", {"src/a.c": "something else, changed\n"})
@@ -606,18 +604,9 @@ def test_verify_without_cuda_says_the_cuda_code_was_not_compiled(tmp_path, make_
     up = make_repo("upstream")
     up.commit("v1", {"CMakeLists.txt": "project(x C)\n", "ggml/src/ggml-cuda/k.cu": "int k;\n"})
     up.tag("v1")
-    work = make_repo("work")
-    work.commit("base", {"ggml/src/ggml-cuda/k.cu": "int k;\n"})
-    work.commit("pin", {"ggml/src/ggml-cuda/k.cu": "int k = 1;\n"})
-    work.format_patch("HEAD~1..HEAD", tmp_path / "patches" / "k")
-    pins = write_pins(tmp_path / "pins.yaml", """
-        upstream: upstream
-        builds: [v1]
-        pins:
-          - id: kernel
-            patches: patches/k
-            unchecked: test
-        """)
+    one_patch(make_repo("work"), tmp_path / "patches" / "k",
+              {"ggml/src/ggml-cuda/k.cu": "int k;\n"}, {"ggml/src/ggml-cuda/k.cu": "int k = 1;\n"}, "pin")
+    pins = one_pin_yaml(tmp_path / "pins.yaml", "upstream", "kernel", "v1", patches="patches/k", unchecked="test")
     out = tmp_path / "verify.json"
     main(["verify", "-c", str(pins), "--json", str(out), "--no-progress"])
     assert {"what": "CUDA code of pin kernel (ggml/src/ggml-cuda/k.cu)",

@@ -85,14 +85,19 @@ def test_identical_duplicates_merge(results, tmp_path):
     assert md.count("| `feat` | conflicts with upstream since") == 1
 
 
+def beside_sim(files, tmp_path, capsys, doc, name):
+    """`pinset report` of sim.json and `doc` (written as `name`): its exit code and what it said on stderr."""
+    rc, _ = report([files / "sim.json", dump(tmp_path / name, doc)], tmp_path)
+    return rc, capsys.readouterr().err.strip()
+
+
 def test_blame_contradicting_sim_is_refused(results, tmp_path, capsys):
     cfg, shas, files = results
     doc = load(files / "blame.json")
     for p in doc["pins"]:
         if p["id"] == "feat":
             p["bad_status"] = "applied"
-    rc, _ = report([files / "sim.json", dump(tmp_path / "b.json", doc)], tmp_path)
-    err = capsys.readouterr().err.strip()
+    rc, err = beside_sim(files, tmp_path, capsys, doc, "b.json")
     assert rc == 2 and "disagree on pin feat on build b12" in err
 
 
@@ -101,8 +106,7 @@ def test_pick_reason_contradicting_sim_is_refused(results, tmp_path, capsys):
     doc = load(files / "pick.json")
     b12 = next(b for b in doc["builds"] if b["build"] == "b12")
     b12["reasons"][0]["status"] = "contract"
-    rc, _ = report([files / "sim.json", dump(tmp_path / "p.json", doc)], tmp_path)
-    err = capsys.readouterr().err.strip()
+    rc, err = beside_sim(files, tmp_path, capsys, doc, "p.json")
     assert rc == 2 and "disagree on pin feat on build b12: conflict (sim) vs contract (pick)" in err
 
 
@@ -110,8 +114,8 @@ def test_other_pin_set_is_refused(results, tmp_path, capsys):
     cfg, shas, files = results
     doc = load(files / "blame.json")
     doc["pinset"] = "0" * 16
-    rc, _ = report([files / "sim.json", dump(tmp_path / "b.json", doc)], tmp_path)
-    assert rc == 2 and "different pin sets" in capsys.readouterr().err
+    rc, err = beside_sim(files, tmp_path, capsys, doc, "b.json")
+    assert rc == 2 and "different pin sets" in err
     rc, _ = report([dump(tmp_path / "b.json", doc), "-c", cfg], tmp_path)
     assert rc == 2 and "re-run the verbs" in capsys.readouterr().err
 

@@ -14,7 +14,7 @@ from pinset.cli import main
 from pinset.errors import PinsetError
 from pinset.report.github import GitHub, PostError, Target, clean_token, origin, parse_api_url
 from tests import regen_report_goldens as goldens
-from tests.testing.fake_github import TOKEN, FakeGitHub
+from tests.testing.fake_github import TOKEN, FakeGitHub, serving
 
 FIX = goldens.FIXTURES
 RESULTS = [str(p) for p in sorted((FIX / "green").glob("*.json"))] + ["-c", str(FIX / "pins/pins.yaml")]
@@ -28,17 +28,6 @@ def sleeps(monkeypatch):
     waits: list[float] = []
     monkeypatch.setattr(github_module, "_default_sleep", waits.append)
     return waits
-
-
-@pytest.fixture
-def github(monkeypatch):
-    fake = FakeGitHub()
-    fake.thread.start()
-    monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
-    monkeypatch.setenv("GITHUB_API_URL", fake.url)
-    yield fake
-    fake.server.shutdown()
-    fake.server.server_close()
 
 
 def post(tmp_path, *extra, markdown=True):
@@ -253,11 +242,8 @@ def test_client_refuses_body_over_githubs_limit(github):
 @pytest.fixture
 def other():
     """A second server on another port: records whatever reaches it (it must be nothing)."""
-    fake = FakeGitHub()
-    fake.thread.start()
-    yield fake
-    fake.server.shutdown()
-    fake.server.server_close()
+    with serving() as fake:
+        yield fake
 
 
 def foreign_urls(github, other) -> dict[str, str]:

@@ -18,7 +18,7 @@ import pytest
 import pinset.report.github as github_module
 from pinset import runner
 from pinset.cli import main
-from tests.testing import FIXTURES, ROOT, write_pins
+from tests.testing import FIXTURES, ROOT, one_patch, write_pins
 from tests.testing.fake_github import FakeGitHub
 from tests.testing.gguf import gguf, make_vocab
 from tests.testing.stand_in import stand_in_files
@@ -107,10 +107,8 @@ def world(tmp_path, make_repo, monkeypatch):
     upstream.tag("v1")
     upstream.commit("v2: test-chat broken", {"replay/chat.exit": "1\n"})
     upstream.tag("v2")
-    work = make_repo("work")
-    work.commit("base", {"README": "x\n"})
-    work.commit("feature", {"feature.txt": "feature on\n"})
-    work.format_patch("HEAD~1..HEAD", tmp_path / "patches" / "feature")
+    one_patch(make_repo("work"), tmp_path / "patches" / "feature",
+              {"README": "x\n"}, {"feature.txt": "feature on\n"}, "feature")
     pins = write_pins(tmp_path / "pins.yaml", """
         upstream: upstream
         builds: [v1, v2]

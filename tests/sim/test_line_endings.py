@@ -12,7 +12,7 @@ import pytest
 
 from pinset.cli import main
 from pinset.sim.changes import line_counts, patch_text
-from tests.testing import GIT_ENV, GitRepo, write_pins
+from tests.testing import GIT_ENV, GitRepo, one_pin_yaml, write_pins
 
 LF = b"".join(b"line %d\n" % i for i in range(1, 21))
 CRLF = LF.replace(b"\n", b"\r\n")
@@ -127,14 +127,7 @@ def test_a_pr_pins_non_utf8_lines_reach_the_tree_as_bytes(upstream, tmp_path, ca
     pr_head = _commit(up, "pr", {"latin1.txt": changed})
     up.git("update-ref", "refs/pull/9/head", pr_head)
     up.git("checkout", "-q", "master")
-    pins_yaml = write_pins(tmp_path / "pins.yaml", f"""
-        upstream: {up.path}
-        builds: [b1]
-        pins:
-          - id: pr9
-            pr: https://github.com/ggml-org/llama.cpp/pull/9
-            commit: {pr_head}
-            unchecked: test
-        """)
+    pins_yaml = one_pin_yaml(tmp_path / "pins.yaml", up.path, "pr9", pr="https://github.com/ggml-org/llama.cpp/pull/9",
+                             commit=pr_head, unchecked="test")
     assert main(["apply", "-c", str(pins_yaml), "--build", "b1", "--out", str(tmp_path / "tree")]) == 0
     assert (tmp_path / "tree" / "latin1.txt").read_bytes() == changed

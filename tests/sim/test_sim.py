@@ -7,7 +7,7 @@ import json
 import pytest
 
 from pinset.cli import main
-from tests.testing import series, write_pins
+from tests.testing import first_build, series, write_pins
 from tests.testing.sim import by_id, run_sim
 
 FILLER = "".join(f"int filler_{i}(void) {{ return {i}; }}\n" for i in range(30))
@@ -35,9 +35,7 @@ bool ggml_cuda_should_use_mmq(enum ggml_type type) {
 @pytest.fixture
 def world(make_repo, tmp_path):
     """An upstream with tags b1..b3 and patch-series pins that cover every status."""
-    up = make_repo("upstream")
-    b1 = up.commit("base", {"src/types.h": TYPES_H, "src/mmq.cu": MMQ_CU, "README": "upstream\n"})
-    up.tag("b1")
+    up, b1 = first_build(make_repo, {"src/types.h": TYPES_H, "src/mmq.cu": MMQ_CU, "README": "upstream\n"})
     pins = tmp_path / "patches"
     # feat-iq1m: adds a type and its MMQ case (our feature, with feature symbols).
     series(up, b1, [("add IQ1_M", {

@@ -9,7 +9,7 @@ import pytest
 
 from pinset.cli import main
 from tests.sim.test_sim import FILLER, MMQ_CU
-from tests.testing import series, write_pins
+from tests.testing import one_pin_yaml, series, write_pins
 from tests.testing.sim import by_id, run_sim
 
 
@@ -80,8 +80,9 @@ def test_a_patch_applying_at_an_offset_is_applied_with_its_lines_in_place(tmp_pa
     assert code == 0 and pin["status"] == "applied" and pin["contract"]["ok"]
 
 
-def test_a_binary_patch_without_its_data_is_not_green(tmp_path, up):
-    """`git diff` without --binary writes only "Binary files ... differ": nothing to apply, never applied."""
+def binary_pin(tmp_path, up, patch):
+    """The pin p on b1: a commit adding model.bin (1 KiB of every byte value) on a branch `bin` from b1, its
+    patch the text `patch(b1)` (in tmp_path/p). -> pins.yaml."""
     b1 = up.head()
     up.git("checkout", "-q", "-b", "bin", b1)
     (up.path / "model.bin").write_bytes(bytes(range(256)) * 4)
@@ -89,25 +90,23 @@ def test_a_binary_patch_without_its_data_is_not_green(tmp_path, up):
     up.git("commit", "-q", "-m", "binary")
     out = tmp_path / "p"
     out.mkdir()
-    header = "From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001\nSubject: [PATCH] binary\n\n---\n"
-    (out / "0001-binary.patch").write_text(header + up.git("diff", f"{b1}..bin"))
+    (out / "0001-binary.patch").write_text(patch(b1))
     up.git("checkout", "-q", "master")
-    code, pin = sim_pin(tmp_path, one_pin(tmp_path, up, ["b1"], out), "b1")
+    return one_pin(tmp_path, up, ["b1"], out)
+
+
+def test_a_binary_patch_without_its_data_is_not_green(tmp_path, up):
+    """`git diff` without --binary writes only "Binary files ... differ": nothing to apply, never applied."""
+    header = "From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001\nSubject: [PATCH] binary\n\n---\n"
+    cfg = binary_pin(tmp_path, up, lambda b1: header + up.git("diff", f"{b1}..bin"))
+    code, pin = sim_pin(tmp_path, cfg, "b1")
     assert code == 1 and pin["status"] == "error" and pin["conflict_with"] is None
     assert "binary change of model.bin without its data" in pin["detail"]
 
 
 def test_a_binary_patch_with_full_index_applies(tmp_path, up):
-    b1 = up.head()
-    up.git("checkout", "-q", "-b", "bin", b1)
-    (up.path / "model.bin").write_bytes(bytes(range(256)) * 4)
-    up.git("add", "model.bin")
-    up.git("commit", "-q", "-m", "binary")
-    out = tmp_path / "p"
-    out.mkdir()
-    (out / "0001-binary.patch").write_text(up.git("format-patch", "--binary", "--stdout", f"{b1}..bin"))
-    up.git("checkout", "-q", "master")
-    code, pin = sim_pin(tmp_path, one_pin(tmp_path, up, ["b1"], out), "b1")
+    cfg = binary_pin(tmp_path, up, lambda b1: up.git("format-patch", "--binary", "--stdout", f"{b1}..bin"))
+    code, pin = sim_pin(tmp_path, cfg, "b1")
     assert code == 0 and pin["status"] == "applied" and pin["contract"]["ok"]
 
 
@@ -129,14 +128,8 @@ def test_a_series_whose_second_patch_edits_the_first_ones_lines(tmp_path, up):
 
 
 def test_a_pr_pin_whose_commit_upstream_does_not_have_is_an_error_not_green(tmp_path, up):
-    cfg = write_pins(tmp_path / "pins.yaml", f"""
-        upstream: {up.path}
-        builds: [b1]
-        pins:
-          - id: gone
-            pr: https://github.com/ggml-org/llama.cpp/pull/4321
-            commit: {"ab" * 20}
-        """)
+    cfg = one_pin_yaml(tmp_path / "pins.yaml", up.path, "gone", pr="https://github.com/ggml-org/llama.cpp/pull/4321",
+                       commit="ab" * 20)
     code, doc = run_sim(tmp_path, cfg)
     pin = by_id(doc["builds"][0])["gone"]
     assert code == 1 and pin["status"] == "error" and "not found" in pin["detail"] and not doc["ok"]
@@ -146,13 +139,18 @@ def test_a_pr_pin_whose_commit_upstream_does_not_have_is_an_error_not_green(tmp_
     assert reason["status"] == "error" and "not found" in reason["summary"]
 
 
-def test_a_rename_upstream_already_made_is_upstream_not_a_conflict(tmp_path, up):
+def rename_pin(tmp_path, up) -> None:
+    """The pin p (in tmp_path/p): src/a.c renamed to src/b.c, on a branch `ren` from b1."""
     b1 = up.head()
     up.git("checkout", "-q", "-b", "ren", b1)
     up.git("mv", "src/a.c", "src/b.c")
     up.git("commit", "-q", "-m", "rename")
     up.format_patch(f"{b1}..ren", tmp_path / "p")
     up.git("checkout", "-q", "master")
+
+
+def test_a_rename_upstream_already_made_is_upstream_not_a_conflict(tmp_path, up):
+    rename_pin(tmp_path, up)
     up.git("merge", "-q", "--ff-only", "ren")
     up.tag("b2")
     code, pin = sim_pin(tmp_path, one_pin(tmp_path, up, ["b1", "b2"], tmp_path / "p"), "b2")
@@ -160,12 +158,7 @@ def test_a_rename_upstream_already_made_is_upstream_not_a_conflict(tmp_path, up)
 
 
 def test_a_rename_whose_source_upstream_deleted_is_a_conflict_not_upstream(tmp_path, up):
-    b1 = up.head()
-    up.git("checkout", "-q", "-b", "ren", b1)
-    up.git("mv", "src/a.c", "src/b.c")
-    up.git("commit", "-q", "-m", "rename")
-    up.format_patch(f"{b1}..ren", tmp_path / "p")
-    up.git("checkout", "-q", "master")
+    rename_pin(tmp_path, up)
     up.commit("upstream drops a.c", {"src/a.c": None})
     up.tag("b2")
     code, pin = sim_pin(tmp_path, one_pin(tmp_path, up, ["b2"], tmp_path / "p"), "b2")

@@ -7,7 +7,7 @@ from __future__ import annotations
 from hypothesis import given, strategies as st
 
 from pinset.sim.changes import combine, moved_match, parse_patch
-from tests.testing import write_pins
+from tests.testing import first_build, write_pins
 from tests.testing.sim import by_id, run_sim
 
 FILLER = "".join(f"int filler_{i}(void) {{ return {i}; }}\n" for i in range(30))
@@ -31,9 +31,7 @@ def _pins(tmp_path, up, builds, pins, *ids):
 
 
 def _world(make_repo, tmp_path, with_base=False):
-    up = make_repo("upstream")
-    b1 = up.commit("base", {"src/main.c": MAIN_C, "README": "upstream\n"})
-    up.tag("b1")
+    up, b1 = first_build(make_repo, {"src/main.c": MAIN_C, "README": "upstream\n"})
     pins = tmp_path / "patches"
     # dup-block: the pin gives second() the very body first() has (every added line already in the file).
     dup_block = MAIN_C.replace("int second(int ready) {\n    return 0;\n}\n", "int second(int ready) {\n" + BLOCK + "}\n")
@@ -81,19 +79,25 @@ def test_pin_that_still_applies_and_changes_the_build_is_not_carried(make_repo, 
     assert pin["status"] == "applied" and pin["retire"] is False
 
 
-def test_pin_failing_for_another_reason_is_not_retired_by_lines_that_were_already_there(make_repo, tmp_path):
-    """The moved-code search must not count lines the tree had before the pin (here the block in
-    src/other.c): upstream changed the pin's context, so it conflicts."""
-    up = make_repo("upstream")
-    target = "int fresh(int ready) {\n    return 0;\n}\n" + FILLER
-    b1 = up.commit("base", {"src/main.c": MAIN_C, "src/target.c": target})
-    up.tag("b1")
+TARGET = "int fresh(int ready) {\n    return 0;\n}\n" + FILLER
+
+
+def _copy_block_on_b2(make_repo, tmp_path, b2: dict) -> dict:
+    """The pin copy-block (BLOCK into fresh() of src/target.c, on b1) simulated on b2, b1 with files `b2`."""
+    up, b1 = first_build(make_repo, {"src/main.c": MAIN_C, "src/target.c": TARGET})
     pins = tmp_path / "patches"
-    _series(up, b1, "copy-block", {"src/target.c": target.replace("    return 0;\n", BLOCK)}, pins, with_base=True)
-    up.commit("upstream rewrites fresh()", {"src/target.c": target.replace("    return 0;\n", "    return ready ? 2 : 0;\n")})
+    _series(up, b1, "copy-block", {"src/target.c": TARGET.replace("    return 0;\n", BLOCK)}, pins, with_base=True)
+    up.commit("upstream b2", b2)
     up.tag("b2")
     _, data = run_sim(tmp_path, _pins(tmp_path, up, ["b2"], pins, "copy-block"))
-    pin = by_id(data["builds"][0])["copy-block"]
+    return by_id(data["builds"][0])["copy-block"]
+
+
+def test_pin_failing_for_another_reason_is_not_retired_by_lines_that_were_already_there(make_repo, tmp_path):
+    """The moved-code search must not count lines the tree had before the pin (here the block in
+    src/other.c): upstream changed the pin's context (rewrote fresh()), so it conflicts."""
+    pin = _copy_block_on_b2(make_repo, tmp_path, {"src/target.c": TARGET.replace("    return 0;\n",
+                                                                                 "    return ready ? 2 : 0;\n")})
     assert pin["status"] == "conflict" and pin["retire"] is False, pin
     assert pin["conflict_with"] == "upstream"
 
@@ -101,17 +105,9 @@ def test_pin_failing_for_another_reason_is_not_retired_by_lines_that_were_alread
 def test_pin_landed_in_moved_code_is_still_retired(make_repo, tmp_path):
     """Counterpart of the test above: the block copied into a new file by upstream (beyond the
     copies the base had) still retires the pin that no longer applies."""
-    up = make_repo("upstream")
-    target = "int fresh(int ready) {\n    return 0;\n}\n" + FILLER
-    b1 = up.commit("base", {"src/main.c": MAIN_C, "src/target.c": target})
-    up.tag("b1")
-    pins = tmp_path / "patches"
-    _series(up, b1, "copy-block", {"src/target.c": target.replace("    return 0;\n", BLOCK)}, pins, with_base=True)
-    up.commit("upstream moves fresh() with the change", {
-        "src/target.c": FILLER, "src/fresh.c": "int fresh(int ready) {\n" + BLOCK + "}\n"})
-    up.tag("b2")
-    _, data = run_sim(tmp_path, _pins(tmp_path, up, ["b2"], pins, "copy-block"))
-    pin = by_id(data["builds"][0])["copy-block"]
+    # upstream moves fresh() with the change into src/fresh.c
+    pin = _copy_block_on_b2(make_repo, tmp_path, {"src/target.c": FILLER,
+                                                  "src/fresh.c": "int fresh(int ready) {\n" + BLOCK + "}\n"})
     assert pin["status"] == "upstream" and pin["retire"] is True, pin
 
 

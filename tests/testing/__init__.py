@@ -20,6 +20,13 @@ def child_env(**extra: str) -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": str(ROOT), **extra}
 
 
+def local_only(monkeypatch) -> None:
+    """Requests to 127.0.0.1 (a fake server's) go straight there, past any proxy this machine names: both
+    spellings, as requests and urllib read either."""
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+    monkeypatch.setenv("no_proxy", "127.0.0.1")
+
+
 def fake_program(folder: Path, name: str, script: str) -> Path:
     """A small executable script standing in for a program, to inject a fault."""
     folder.mkdir(parents=True, exist_ok=True)
@@ -27,6 +34,19 @@ def fake_program(folder: Path, name: str, script: str) -> Path:
     path.write_text(script)
     path.chmod(0o755)
     return path
+
+
+def interrupt_at(n: int, real):
+    """`real`, but Ctrl-C (KeyboardInterrupt) at its n-th call instead: a run stopped in the middle of a loop."""
+    calls = 0
+
+    def interrupted(*args, **kwargs):
+        nonlocal calls
+        calls += 1
+        if calls == n:
+            raise KeyboardInterrupt
+        return real(*args, **kwargs)
+    return interrupted
 
 
 GIT_ENV = {
@@ -76,9 +96,34 @@ class GitRepo:
         return [Path(n) for n in names]
 
 
+def first_build(make_repo, files: dict[str, str | None]) -> tuple[GitRepo, str]:
+    """The repository "upstream" (made by `make_repo`, the fixture's factory) with one commit "base" of
+    `files`, tagged b1: (the repository, b1's sha)."""
+    up = make_repo("upstream")
+    b1 = up.commit("base", files)
+    up.tag("b1")
+    return up, b1
+
+
 def write_pins(path: Path, text: str) -> Path:
     path.write_text(textwrap.dedent(text).lstrip())
     return path
+
+
+def one_pin_yaml(path: Path, upstream: object, pin_id: str, builds: str = "b1", **keys: object) -> Path:
+    """pins.yaml with the one pin `pin_id` on `builds`, its `keys` (pr or patches, commit, repo, unchecked ...)
+    in the order given: line 4 is the pin's id, line 5 its first key."""
+    return write_pins(path, f"upstream: {upstream}\nbuilds: [{builds}]\npins:\n  - id: {pin_id}\n"
+                      + "".join(f"    {key}: {value}\n" for key, value in keys.items()))
+
+
+def one_patch(work: GitRepo, out: Path, before: dict[str, str | None], after: dict[str, str | None],
+              subject: str) -> list[Path]:
+    """A one-patch series in `out`: files `before` changed to `after` as commit `subject` of the scratch
+    repository `work` (a patch made where the upstream history is not)."""
+    work.commit("base", before)
+    work.commit(subject, after)
+    return work.format_patch("HEAD~1..HEAD", out)
 
 
 def series(repo: GitRepo, base: str, commits, out: Path, *format_patch_args: str) -> Path:

@@ -8,10 +8,24 @@ from __future__ import annotations
 import json
 import re
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
 TOKEN = "ghp_s3cr3tT0kenThatMustNeverBePrinted"
+
+
+@contextmanager
+def serving(fake: FakeGitHub | None = None) -> Iterator[FakeGitHub]:
+    """`fake` (by default a new one) answering on its port for the block, its socket closed after it."""
+    fake = fake or FakeGitHub()
+    fake.thread.start()
+    try:
+        yield fake
+    finally:
+        fake.server.shutdown()
+        fake.server.server_close()
 
 
 class FakeGitHub:

@@ -33,6 +33,14 @@ def wrapper_git(folder: Path, body: str) -> dict[str, str]:
     return {"PATH": f"{folder}{os.pathsep}{os.environ['PATH']}"}
 
 
+def reopened(mirror: Mirror, folder: Path, body: str, monkeypatch) -> Mirror:
+    """`mirror` closed and opened again under a wrapper_git(folder, body): the git processes it starts run `body`."""
+    mirror.close()
+    for k, v in wrapper_git(folder, body).items():
+        monkeypatch.setenv(k, v)
+    return Mirror(mirror.path)
+
+
 @pytest.fixture
 def mirrored(make_repo, tmp_path):
     """A mirror holding a small upstream commit; (mirror, tree id, commit id)."""
@@ -105,12 +113,9 @@ def test_object_reader_dies_with_sigkilled_caller(mirrored, tmp_path):
 
 def test_object_reader_gets_the_scrubbed_environment(mirrored, tmp_path, monkeypatch):
     mirror, tree, _ = mirrored
-    mirror.close()
     folder = tmp_path / "envgit"
-    for k, v in wrapper_git(folder, f'env >> "{folder}/env.txt"').items():
-        monkeypatch.setenv(k, v)
     monkeypatch.setenv("GITHUB_TOKEN", "ghp_secret_for_test")
-    with Mirror(mirror.path) as again:
+    with reopened(mirror, folder, f'env >> "{folder}/env.txt"', monkeypatch) as again:
         assert again.read_blob(tree, "README.md") == "llama.cpp\n"
     seen = (folder / "env.txt").read_text()
     assert "PATH=" in seen and "ghp_secret_for_test" not in seen
@@ -120,11 +125,8 @@ def test_object_reader_gets_the_scrubbed_environment(mirrored, tmp_path, monkeyp
 
 def test_blob_reads_share_one_git_process(mirrored, tmp_path, monkeypatch):
     mirror, tree, commit = mirrored
-    mirror.close()
     folder = tmp_path / "countgit"
-    for k, v in wrapper_git(folder, f'echo "$*" >> "{folder}/calls.txt"').items():
-        monkeypatch.setenv(k, v)
-    with Mirror(mirror.path) as again:
+    with reopened(mirror, folder, f'echo "$*" >> "{folder}/calls.txt"', monkeypatch) as again:
         for _ in range(20):
             assert again.read_blob(tree, "src/a.c").startswith("int a(void)")
             assert again.read_blob(tree, "src/none.c") is None

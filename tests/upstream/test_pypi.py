@@ -8,7 +8,7 @@ import pytest
 
 from pinset.cli import main
 from pinset.upstream import pypi
-from tests.testing import write_pins
+from tests.testing import local_only, write_pins
 from tests.testing.fake_pypi import FakeIndex, make_sdist, serve
 
 NAME, VERSION = "llama-cpp-python", "9.9.9"
@@ -22,8 +22,7 @@ def index(monkeypatch):
     idx.add(NAME, VERSION, make_sdist(VERSION, TREE, padding=600_000))
     server = serve(idx)
     monkeypatch.setenv("PINSET_PYPI_URL", idx.url)
-    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
-    monkeypatch.setenv("no_proxy", "127.0.0.1")
+    local_only(monkeypatch)
     yield idx
     server.shutdown()
 

@@ -17,6 +17,7 @@ from pinset.store import Store
 from pinset.upstream import builds, pypi
 from pinset.upstream.mirror import Mirror
 from tests.testing import ROOT
+from tests.testing.sdist_import import import_sdist
 
 CHANGELOG = "## [1.0]\n- update llama.cpp to ggml-org/llama.cpp@0c1e57098\n"
 TOP = "pkg-1.0/"
@@ -63,12 +64,7 @@ def import_both(tmp_path: Path, sdist: Path) -> tuple[tuple[str, str], tuple[str
         store = Store.open(tmp_path / name)
         with Mirror(store.root / "mirror.git") as mirror:
             ref = "refs/pinset/pypi/pkg/1.0"
-            if streamed:
-                commit = builds._import_tree(sdist, "pkg", "1.0", ref, store, mirror)
-            else:
-                with store.scratch("old-") as tree_dir:
-                    upstream = pypi.extract_vendored_tree(sdist, "pkg", "1.0", tree_dir)
-                    commit = mirror.import_directory(tree_dir, ref, builds._import_message("pkg", "1.0", upstream))
+            commit = import_sdist(sdist, ref, store, mirror, streamed)
             assert mirror.rev_parse(ref) == commit
             mirror.check_tree(mirror.tree_of(commit))
             tree = mirror.tree_of(commit)

@@ -12,8 +12,8 @@ import pytest
 
 from pinset.errors import PinsetError
 from pinset.store import Store
-from pinset.upstream import builds, pypi
 from pinset.upstream.mirror import Mirror
+from tests.testing.sdist_import import import_sdist
 
 CHANGELOG = "## [1.0]\n- update llama.cpp to ggml-org/llama.cpp@0c1e57098\n"
 TOP = "pkg-1.0/"
@@ -86,12 +86,7 @@ def outcome(tmp_path: Path, sdist: Path, streamed: bool) -> tuple:
     store = Store.open(tmp_path / ("new" if streamed else "old"))
     with Mirror(store.root / "mirror.git") as mirror:
         try:
-            if streamed:
-                commit = builds._import_tree(sdist, "pkg", "1.0", REF, store, mirror)
-            else:
-                with store.scratch("old-") as tree_dir:
-                    upstream = pypi.extract_vendored_tree(sdist, "pkg", "1.0", tree_dir)
-                    commit = mirror.import_directory(tree_dir, REF, builds._import_message("pkg", "1.0", upstream))
+            commit = import_sdist(sdist, REF, store, mirror, streamed)
         except PinsetError as exc:
             result: tuple = ("refused", type(exc).__name__)
             if streamed:

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from pinset.cli import main
-from tests.testing import FIXTURES, ROOT, child_env, write_pins
+from tests.testing import FIXTURES, ROOT, child_env, one_patch, write_pins
 from tests.testing.stand_in import OPS, STAND_IN, stand_in_files
 
 FIX = FIXTURES
@@ -41,9 +41,8 @@ def upstream(make_repo):
 @pytest.fixture
 def pin_set(tmp_path, make_repo, upstream):
     work = make_repo("work")
-    work.commit("base", {"README": "x\n"})
-    work.commit("feature", {"feature.txt": "feature on\nfeature on again\n"})
-    work.format_patch("HEAD~1..HEAD", tmp_path / "patches" / "feature")
+    one_patch(work, tmp_path / "patches" / "feature", {"README": "x\n"},
+              {"feature.txt": "feature on\nfeature on again\n"}, "feature")
     work.commit("docs", {"docs/notes.md": "how pinned builds are configured\n"})
     work.format_patch("HEAD~1..HEAD", tmp_path / "patches" / "docs")
     return write_pins(tmp_path / "pins.yaml", """
@@ -173,19 +172,7 @@ def test_cuda_gates_with_stand_ins(pin_set, tmp_path, upstream, monkeypatch):
 
     if find_nvcc() is None:
         pytest.skip("no CUDA toolkit (nvcc) here")
-    upstream.git("checkout", "-q", "v1")
-    for op in ("MUL_MAT", "MUL_MAT_ID", "PAD", "GET_ROWS"):
-        upstream.write(f"replay/test-{op}-CUDA0.log", (OPS / f"h200-test-{op}.log").read_text())
-    upstream.write("replay/test-PAD-CPU.log", (OPS / "cpu-test-PAD.log").read_text())
-    upstream.git("add", "replay")
-    upstream.git("commit", "-q", "-m", "GPU replays")
-    upstream.git("tag", "-f", "v1")
-    smi = tmp_path / "gpu-bin" / "nvidia-smi"
-    smi.parent.mkdir()
-    smi.write_text('#!/bin/sh\ncase "$*" in\n  *compute_cap,*) echo "NVIDIA H200, 580.159.04, 9.0, 143771";;\n'
-                   '  *compute_cap*) echo "9.0";;\nesac\n')
-    smi.chmod(0o755)
-    monkeypatch.setenv("PATH", f"{smi.parent}:{__import__('os').environ['PATH']}")
+    _gpu_replays(upstream, tmp_path, monkeypatch, cpu_pad=True)
     # the replay ignores -p: check an op whose whole capture has no "not supported" case (PAD)
     write_pins(pin_set, pin_set.read_text().replace("builds: [v1, v2, v3]", "builds: [v1]")
                .replace('{op: MUL_MAT, params: "type_a=iq1_s,"}', '{op: PAD, params: "type=f32"}'))
@@ -251,11 +238,14 @@ def test_an_interrupted_verify_writes_no_pass_and_leaves_no_stale_green(pin_set,
     assert "not-run" in (tmp_path / "verify.md").read_text()
 
 
-def _gpu_replays(upstream, tmp_path, monkeypatch):
-    """The stand-in tree replaying the H200 captures for CUDA0, and an nvidia-smi stand-in for one H200."""
+def _gpu_replays(upstream, tmp_path, monkeypatch, cpu_pad=False):
+    """The stand-in tree replaying the H200 captures for CUDA0 (and with `cpu_pad` the CPU's PAD capture),
+    and an nvidia-smi stand-in for one H200."""
     upstream.git("checkout", "-q", "v1")
     for op in ("MUL_MAT", "MUL_MAT_ID", "PAD", "GET_ROWS"):
         upstream.write(f"replay/test-{op}-CUDA0.log", (OPS / f"h200-test-{op}.log").read_text())
+    if cpu_pad:
+        upstream.write("replay/test-PAD-CPU.log", (OPS / "cpu-test-PAD.log").read_text())
     upstream.git("add", "replay")
     upstream.git("commit", "-q", "-m", "GPU replays")
     upstream.git("tag", "-f", "v1")

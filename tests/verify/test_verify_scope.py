@@ -9,7 +9,7 @@ import json
 from pinset.cli import main
 from pinset.config.schema import FeatureCheck
 from pinset.verify import plan
-from tests.testing import write_pins
+from tests.testing import one_patch, one_pin_yaml
 from tests.verify.test_verify_gates import gates, pytestmark, upstream  # noqa: F401  (fixture, skip mark)
 
 ALL = ["MUL_MAT", "MUL_MAT_ID"]
@@ -56,18 +56,10 @@ def test_cpu_params_always_runs_the_matmuls():
 
 
 def test_a_docs_only_pin_set_skips_the_cases_and_says_so(tmp_path, make_repo, upstream):  # noqa: F811
-    work = make_repo("work")
-    work.commit("base", {"README": "x\n"})
-    work.commit("docs", {"docs/notes.md": "how pinned builds are configured\n"})
-    work.format_patch("HEAD~1..HEAD", tmp_path / "patches" / "docs")
-    pins = write_pins(tmp_path / "pins.yaml", """
-        upstream: upstream
-        builds: [v1]
-        pins:
-          - id: docs
-            patches: patches/docs
-            unchecked: documentation only
-        """)
+    one_patch(make_repo("work"), tmp_path / "patches" / "docs",
+              {"README": "x\n"}, {"docs/notes.md": "how pinned builds are configured\n"}, "docs")
+    pins = one_pin_yaml(tmp_path / "pins.yaml", "upstream", "docs", "v1", patches="patches/docs",
+                        unchecked="documentation only")
     out = tmp_path / "verify.json"
     code = main(["verify", "-c", str(pins), "--json", str(out), "--no-progress", "-j", "2"])
     doc = json.loads(out.read_text())
