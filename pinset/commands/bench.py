@@ -12,21 +12,10 @@ from pinset.checks.machine import host_identity
 from pinset.commands.common import check_inputs, count, only_with, seconds
 from pinset.commands.sides import add_side_args, check_gguf, resolve_sides
 from pinset.errors import PinsetError
-from pinset.measures.bench import (
-    FIRST_LOOK,
-    MAX_ROUNDS,
-    MAX_TIME_S,
-    bench_markdown,
-    headers,
-    noise_from,
-    reanalysed,
-    row_cells,
-    run_bench,
-    run_tps,
-    subject,
-)
-from pinset.measures.bench_model import BenchResult
-from pinset.measures.bench_render import as_result, is_aa, p_text
+from pinset.measures.bench_analysis import MAX_ROUNDS, MAX_TIME_S, noise_from, reanalysed
+from pinset.measures.bench_model import FIRST_LOOK, BenchResult, run_tps
+from pinset.measures.bench_render import as_result, bench_markdown, headers, is_aa, p_text, row_cells, subject
+from pinset.measures.bench_run import run_bench
 from pinset.output import check_outputs, console, err_console, write_json, write_text
 from pinset.progress import Progress
 
@@ -151,7 +140,7 @@ def _write(result: BenchResult, args, doc: dict | None = None) -> int:
     if args.json:
         write_json(args.json, result.to_json() if doc is None else doc)
     if args.csv:
-        from pinset.measures.bench import rounds_frame, write_csv
+        from pinset.measures.bench_analysis import rounds_frame, write_csv
 
         write_csv(rounds_frame(result.round_log, keep_busy_rounds=args.keep_busy_rounds), args.csv)
     plot_name = None

@@ -2,7 +2,7 @@
 
 A test is identified by the parameters that change what is measured (prompt/gen sizes, batch sizes,
 offload, flash attention, cache types, threads...), so base and head runs of the same invocation pair
-up row by row. Each line keeps llama-bench's per-repetition samples; measures/bench.py takes their median.
+up row by row. Each line keeps llama-bench's per-repetition samples; bench_model.run_tps takes their median.
 
 A line is refused (BenchParseError) unless every speed is a real number in (0, MAX_TOKENS_PER_SECOND]:
 NaN, infinite, zero, negative, absurd or non-numeric speeds are not measurements. `run_problem` then

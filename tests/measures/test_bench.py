@@ -62,7 +62,7 @@ def test_bench_end_to_end_on_cpu(tmp_path):
 
 
 def test_markdown_and_plot_from_recorded_rounds(tmp_path):
-    from pinset.measures.bench import bench_markdown
+    from pinset.measures.bench_render import bench_markdown
     from pinset.measures.plot import plot_bench
 
     doc = json.loads((FIXTURES / "llama-bench" / "aa-cpu-recorded.json").read_text())
@@ -88,7 +88,7 @@ def test_vs_model_argument_errors(tmp_path, capsys):
 
 
 def test_model_comparison_markdown_names_the_models_and_report_refuses_it(tmp_path, capsys):
-    from pinset.measures.bench import bench_markdown
+    from pinset.measures.bench_render import bench_markdown
     from pinset.measures.plot import plot_bench
 
     fix = FIXTURES / "llama-bench" / "h200-moe-iq1m-vs-iq1s.json"
@@ -105,7 +105,7 @@ def test_model_comparison_markdown_names_the_models_and_report_refuses_it(tmp_pa
 
 def test_reanalyse_recomputes_a_recorded_bench_with_the_current_method(tmp_path, capsys):
     """The H200 IQ1_S bench was written when a run's speed was avg_ts; re-analysis uses the samples' median."""
-    from pinset.measures.bench import METHOD
+    from pinset.measures.bench_analysis import METHOD
 
     src = FIXTURES / "llama-bench" / "h200-moe-iq1s-recorded.json"
     before = src.read_bytes()

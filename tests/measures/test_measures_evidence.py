@@ -32,7 +32,7 @@ def test_two_copies_of_one_program_in_two_folders_are_an_aa_check(tmp_path):
     rc, doc = bench(tmp_path, base, head, "--rounds", "6")
     assert doc["aa_check"] is True and doc["aa_noise"], "byte-identical programs are the base build against itself"
     # the A/A says so wherever it is shown
-    from pinset.measures.bench import bench_markdown
+    from pinset.measures.bench_render import bench_markdown
 
     md = bench_markdown(doc)
     assert md.startswith("### llama-bench A/A check") and "head vs base" not in md
@@ -163,7 +163,7 @@ def test_a_too_noisy_row_shows_the_t_test_p_at_its_last_look():
 
 # --- the producer's rule, re-derived from a file's numbers ------------------------------------------------
 def _row(**changes):
-    from pinset.measures.bench import BenchRow
+    from pinset.measures.bench_model import BenchRow
 
     doc = json.loads((FIX / "llama-bench" / "h200-48l-adaptive-head-vs-base.json").read_text())
     row = {**doc["rows"][0], **changes}
@@ -171,7 +171,7 @@ def _row(**changes):
 
 
 def test_recorded_rows_rederive_to_themselves():
-    from pinset.measures.bench import BenchResult
+    from pinset.measures.bench_model import BenchResult
 
     written = sorted((GOLDEN / "measures" / "bench").glob("*.json"))  # fresh, re-analysed
     schema2 = 0
@@ -213,7 +213,8 @@ def test_a_kld_verdict_is_rederived_from_its_runs():
 
 # --- typed exclusions -------------------------------------------------------------------------------------
 def test_exclusions_are_typed_when_made_and_when_read():
-    from pinset.measures.bench import Exclusion, ExclusionKind, analyse_rows, exclusion_kind
+    from pinset.measures.bench_analysis import analyse_rows
+    from pinset.measures.bench_model import Exclusion, ExclusionKind, exclusion_kind
 
     doc = json.loads((FIX / "llama-bench" / "aa-cpu-recorded.json").read_text())
     rounds = doc["round_log"]
@@ -250,7 +251,7 @@ def _texts(fig) -> list[str]:
 def test_the_plot_labels_builds_gpu_aa_and_draws_the_ci_and_the_band():
     import matplotlib.pyplot as plt
 
-    from pinset.measures.bench import reanalysed
+    from pinset.measures.bench_analysis import reanalysed
     from pinset.measures.plot import bench_figure
 
     doc = reanalysed(json.loads((FIX / "llama-bench" / "h200-48l-adaptive-head-vs-base.json").read_text()))

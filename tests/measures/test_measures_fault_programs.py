@@ -264,7 +264,7 @@ sys.stdout.write({bench_line()!r} if first else {bench_line(n_prompt=128)!r})
 
 
 def test_reanalysis_of_a_recorded_file_with_impossible_speeds_keeps_them_out(tmp_path):
-    from pinset.measures.bench import analyse
+    from pinset.measures.bench_analysis import analyse
 
     recorded = json.loads((FIX / "llama-bench" / "aa-cpu-recorded.json").read_text())["round_log"]
     for rnd in recorded[1:]:
@@ -274,7 +274,7 @@ def test_reanalysis_of_a_recorded_file_with_impossible_speeds_keeps_them_out(tmp
 
 
 def test_a_recorded_bench_with_an_impossible_speed_is_not_ok():
-    from pinset.measures.bench import _ok
+    from pinset.measures.bench_analysis import _ok
 
     recorded = json.loads((FIX / "llama-bench" / "aa-cpu-recorded.json").read_text())["round_log"]
     rows = [{"verdict": "no change"}]

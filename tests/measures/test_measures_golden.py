@@ -44,7 +44,9 @@ def _label(path: Path) -> str:
 # --- bench ------------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("fixture", BENCH_FIXTURES, ids=_label)
 def test_bench_fixture_round_trip_markdown_and_reanalysis(fixture):
-    from pinset.measures.bench import BenchResult, bench_markdown, reanalysed
+    from pinset.measures.bench_analysis import reanalysed
+    from pinset.measures.bench_model import BenchResult
+    from pinset.measures.bench_render import bench_markdown
 
     raw = json.loads(fixture.read_text())
     read = BenchResult.from_json(Doc(raw, fixture, "")).to_json()
@@ -61,7 +63,7 @@ def _captured_rounds(n: int, head_factor: float, aa: bool = False):
     fixed per-round jitter, every run timed at 1.5 s: a deterministic stand-in for run_rounds."""
     from dataclasses import replace
 
-    from pinset.measures.bench import Round, SideRun
+    from pinset.measures.bench_run import Round, SideRun
     from pinset.measures.llama_bench import parse_jsonl
 
     lines = parse_jsonl((FIX / "llama-bench" / "cpu-tiny-moe-iq1m.jsonl").read_text())
@@ -82,7 +84,8 @@ def _captured_rounds(n: int, head_factor: float, aa: bool = False):
 @pytest.mark.parametrize("case", [("faster", 1.03, 8), ("aa", 1.0, 8), ("insufficient", 1.03, 3),
                                   ("aa-check", 1.0, 8)], ids=lambda c: c[0])
 def test_bench_document_from_captured_rounds(tmp_path, case):
-    from pinset.measures.bench import bench_document, bench_markdown, rounds_frame, write_csv
+    from pinset.measures.bench_analysis import bench_document, rounds_frame, write_csv
+    from pinset.measures.bench_render import bench_markdown
     from pinset.measures.sides import Side
 
     name, factor, n = case

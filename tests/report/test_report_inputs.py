@@ -17,7 +17,9 @@ from pathlib import Path
 import pytest
 
 from pinset.cli import main
-from pinset.measures.bench import bench_document, bench_markdown, row_speeds, run_rounds
+from pinset.measures.bench_analysis import bench_document
+from pinset.measures.bench_render import bench_markdown, row_speeds
+from pinset.measures.bench_run import run_rounds
 from pinset.measures.kld import DeviceRun, Reference, kld_document
 from pinset.measures.perplexity import kld_problem, parse_perplexity
 from pinset.measures.sides import Side
