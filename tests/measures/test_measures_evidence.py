@@ -16,7 +16,7 @@ from scipy import stats
 
 from pinset.cli import main
 from pinset.results import Doc
-from tests.testing import FIXTURES, GOLDEN
+from tests.testing import FIXTURES, GOLDEN, bench_result, round_log
 from tests.testing.fake_llama import FIXTURE_TESTS, bench, fake_bin, fake_perplexity, visible_gpu, write_script  # noqa: F401  (autouse fixture)
 
 FIX = FIXTURES
@@ -220,7 +220,7 @@ def test_exclusions_are_typed_when_made_and_when_read():
     rounds = doc["round_log"]
     rounds[2]["other_gpu_processes"] = True
     rounds[3]["runs"]["head"]["ok"], rounds[3]["runs"]["head"]["detail"] = False, "llama-bench exit 1: boom"
-    row = analyse_rows(rounds)[0]
+    row = analyse_rows(round_log(rounds))[0]
     kinds = [(e.round, e.kind) for e in row.excluded]
     assert kinds == [(0, ExclusionKind.WARMUP), (2, ExclusionKind.NOISE), (3, ExclusionKind.FAILED)]
     assert list(map(str, row.excluded)) == ["round 0: warm-up", "round 2: another process used the GPU",
@@ -254,7 +254,7 @@ def test_the_plot_labels_builds_gpu_aa_and_draws_the_ci_and_the_band():
     from pinset.measures.bench_analysis import reanalysed
     from pinset.measures.plot import bench_figure
 
-    doc = reanalysed(json.loads((FIX / "llama-bench" / "h200-48l-adaptive-head-vs-base.json").read_text()))
+    doc = reanalysed(bench_result(json.loads((FIX / "llama-bench" / "h200-48l-adaptive-head-vs-base.json").read_text()))).to_json()
     fig = bench_figure(doc)
     texts = "\n".join(_texts(fig))
     plt.close(fig)

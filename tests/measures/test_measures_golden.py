@@ -14,6 +14,7 @@ import pytest
 
 from pinset.results import Doc
 from tests import testing
+from tests.testing import round_log
 
 FIX = testing.FIXTURES
 GOLDEN = testing.GOLDEN / "measures"
@@ -49,18 +50,20 @@ def test_bench_fixture_round_trip_markdown_and_reanalysis(fixture):
     from pinset.measures.bench_render import bench_markdown
 
     raw = json.loads(fixture.read_text())
-    read = BenchResult.from_json(Doc(raw, fixture, "")).to_json()
+    result = BenchResult.from_json(Doc(raw, fixture, ""))
+    read = result.to_json()
     check_golden(f"bench/{_label(fixture)}.read.json", dumps(read))
     check_golden(f"bench/{_label(fixture)}.md", bench_markdown(read, "bench.png"))
     if raw.get("round_log") and all("runs" in r for r in raw["round_log"]):
-        again = reanalysed(read)
-        check_golden(f"bench/{_label(fixture)}.reanalysed.json", dumps(again))
+        again = reanalysed(result)
+        check_golden(f"bench/{_label(fixture)}.reanalysed.json", dumps(again.to_json()))
         check_golden(f"bench/{_label(fixture)}.reanalysed.md", bench_markdown(again))
 
 
 def _captured_rounds(n: int, head_factor: float, aa: bool = False):
     """n rounds (warm-up first) from the captured llama-bench lines, head's speeds scaled by head_factor with a
-    fixed per-round jitter, every run timed at 1.5 s: a deterministic stand-in for run_rounds."""
+    fixed per-round jitter, every run timed at 1.5 s: a deterministic stand-in for run_rounds, recorded as
+    run_bench records them (Round.record)."""
     from dataclasses import replace
 
     from pinset.measures.bench_run import Round, SideRun
@@ -77,7 +80,7 @@ def _captured_rounds(n: int, head_factor: float, aa: bool = False):
             scaled = [replace(line, avg_ts=line.avg_ts * f, samples_ts=tuple(s * f for s in line.samples_ts))
                       for line in lines]
             rnd.runs[label] = SideRun(label, True, scaled, None, 1.5)
-        out.append(rnd)
+        out.append(rnd.record())
     return out
 
 
@@ -100,7 +103,7 @@ def test_bench_document_from_captured_rounds(tmp_path, case):
     text = dumps(doc).replace(str(tmp_path), "<tmp>")
     check_golden(f"bench/captured-{name}.json", text)
     check_golden(f"bench/captured-{name}.md", bench_markdown(json.loads(text), "bench.png"))
-    csv = write_csv(rounds_frame(doc["round_log"]), tmp_path / "rounds.csv")
+    csv = write_csv(rounds_frame(round_log(doc["round_log"])), tmp_path / "rounds.csv")
     check_golden(f"bench/captured-{name}.csv", csv.read_text())
 
 

@@ -135,7 +135,8 @@ def _bench_file(tmp_path, bin_dir: Path, rounds: int, pinset: str | None = None)
     recorded = run_rounds(base, head, {"base": model, "head": model}, CAPTURED_ARGS, rounds=rounds, repetitions=2,
                           cpu=True)
     path = tmp_path / "bench.json"
-    write_json(path, bench_document({"base": model, "head": model}, CAPTURED_ARGS, recorded, 2, base, head))
+    write_json(path, bench_document({"base": model, "head": model}, CAPTURED_ARGS, [r.record() for r in recorded], 2,
+                                    base, head))
     return path
 
 
