@@ -35,11 +35,11 @@ def test_missing_binaries_is_a_toolchain_error(tmp_path, capsys):
 @pytest.mark.skipif(not LLAMA_BIN, reason="PINSET_TEST_LLAMA_BIN is not set: no llama.cpp build with llama-bench, "
                                           "llama-imatrix and llama-quantize to run end to end")
 def test_bench_end_to_end_on_cpu(tmp_path):
-    from pinset.models.pipeline import LlamaBin, synthesize
+    from pinset.models.pipeline import LlamaBin, SynthSettings, synthesize
     from pinset.models.synth import preset
 
-    model = synthesize(preset("llama", "tiny"), "Q4_K_M", tmp_path / "model", LlamaBin(Path(LLAMA_BIN)),
-                       name="tiny", threads=2).path
+    model = synthesize(SynthSettings(preset("llama", "tiny"), "Q4_K_M", name="tiny", threads=2), tmp_path / "model",
+                       LlamaBin(Path(LLAMA_BIN))).path
     out = tmp_path / "out"
     rc = main(["bench", "--base-bin", LLAMA_BIN, "--head-bin", LLAMA_BIN, "--cpu", "-m", str(model),
                "--rounds", "4", "-r", "2", "--json", str(out / "bench.json"), "--markdown", str(out / "bench.md"),
@@ -165,11 +165,11 @@ def test_bench_from_pins_yaml_builds_bare_and_pinned_trees(make_repo, tmp_path):
           - id: note
             patches: {tmp_path / 'patches' / 'note'}
         """)
-    from pinset.models.pipeline import LlamaBin, synthesize
+    from pinset.models.pipeline import LlamaBin, SynthSettings, synthesize
     from pinset.models.synth import preset
 
-    model = synthesize(preset("llama", "tiny"), "Q4_K_M", tmp_path / "model", LlamaBin(Path(LLAMA_BIN)),
-                       name="tiny", threads=2).path
+    model = synthesize(SynthSettings(preset("llama", "tiny"), "Q4_K_M", name="tiny", threads=2), tmp_path / "model",
+                       LlamaBin(Path(LLAMA_BIN))).path
     out = tmp_path / "bench.json"
     rc = main(["bench", "-c", str(cfg), "--build", "b1", "--cpu", "-m", str(model), "--rounds", "3", "-r", "1",
                "--json", str(out), "--", "-p", "16", "-n", "0", "-t", "2"])

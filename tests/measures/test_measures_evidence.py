@@ -198,7 +198,7 @@ def test_an_edited_row_contradicts_its_own_speeds():
 
 
 def test_a_kld_verdict_is_rederived_from_its_runs():
-    from pinset.measures.kld import KldResult, verdict_from_klds
+    from pinset.measures.kld_model import KldResult, verdict_from_klds
 
     path = FIX / "report" / "green" / "kld-h200.json"
     raw = json.loads(path.read_text())

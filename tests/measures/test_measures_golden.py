@@ -110,8 +110,8 @@ def test_bench_document_from_captured_rounds(tmp_path, case):
 # --- kld --------------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("fixture", KLD_FIXTURES, ids=_label)
 def test_kld_fixture_round_trip_and_markdown(fixture):
-    from pinset.commands.kld import kld_markdown
-    from pinset.measures.kld import KldResult
+    from pinset.measures.kld_model import KldResult
+    from pinset.measures.kld_render import kld_markdown
 
     read = KldResult.from_json(Doc(json.loads(fixture.read_text()), fixture, "")).to_json()
     check_golden(f"kld/{_label(fixture)}.read.json", dumps(read))
@@ -136,8 +136,8 @@ def _device_run(label: str, fixture: str, backend: str = "CPU", shift: float = 0
 @pytest.mark.parametrize("case", [("as-close", "kld-iq1m-vs-f16", 0.0), ("further", "kld-iq1m-vs-f16", 0.3),
                                   ("failed", "kld-bad-base-file", 0.0)], ids=lambda c: c[0])
 def test_kld_document_from_captured_runs(tmp_path, case):
-    from pinset.commands.kld import kld_markdown
     from pinset.measures.kld import Reference, kld_document
+    from pinset.measures.kld_render import kld_markdown
     from pinset.measures.perplexity import parse_perplexity
 
     name, head_fixture, shift = case
