@@ -14,7 +14,7 @@ from pinset.commands.sides import add_side_args, check_gguf, resolve_sides
 from pinset.errors import PinsetError
 from pinset.measures.bench_analysis import MAX_ROUNDS, MAX_TIME_S, noise_from, reanalysed, rounds_frame, write_csv
 from pinset.measures.bench_model import FIRST_LOOK, BenchResult
-from pinset.measures.bench_render import as_result, bench_markdown, headers, is_aa, p_text, row_cells, subject
+from pinset.measures.bench_render import bench_markdown, headers, is_aa, p_text, row_cells, subject
 from pinset.measures.bench_run import BenchSettings, run_bench
 from pinset.output import check_outputs, console, err_console, write_json, write_text
 from pinset.progress import Progress
@@ -151,8 +151,7 @@ def _write(result: BenchResult, args) -> int:
     return 0 if result.ok else 1
 
 
-def bench_table(doc: BenchResult | dict) -> Table:
-    result = as_result(doc)
+def bench_table(result: BenchResult) -> Table:
     t = Table(title=f"pinset bench: {subject(result)} on {result.device} ({result.rounds} rounds, first = warm-up)")
     more = result.decision.more_rounds if result.decision else None
     notes = [f"too noisy: the scatter so far suggests about {more} more rounds (--max-time / --max-rounds)"] if more else []

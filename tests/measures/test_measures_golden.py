@@ -14,7 +14,7 @@ import pytest
 
 from pinset.results import Doc
 from tests import testing
-from tests.testing import round_log
+from tests.testing import bench_result, round_log
 
 FIX = testing.FIXTURES
 GOLDEN = testing.GOLDEN / "measures"
@@ -53,7 +53,7 @@ def test_bench_fixture_round_trip_markdown_and_reanalysis(fixture):
     result = BenchResult.from_json(Doc(raw, fixture, ""))
     read = result.to_json()
     check_golden(f"bench/{_label(fixture)}.read.json", dumps(read))
-    check_golden(f"bench/{_label(fixture)}.md", bench_markdown(read, "bench.png"))
+    check_golden(f"bench/{_label(fixture)}.md", bench_markdown(result, "bench.png"))
     if raw.get("round_log") and all("runs" in r for r in raw["round_log"]):
         again = reanalysed(result)
         check_golden(f"bench/{_label(fixture)}.reanalysed.json", dumps(again.to_json()))
@@ -102,7 +102,7 @@ def test_bench_document_from_captured_rounds(tmp_path, case):
                          **({"aa": True} if name == "aa-check" else {}))
     text = dumps(doc).replace(str(tmp_path), "<tmp>")
     check_golden(f"bench/captured-{name}.json", text)
-    check_golden(f"bench/captured-{name}.md", bench_markdown(json.loads(text), "bench.png"))
+    check_golden(f"bench/captured-{name}.md", bench_markdown(bench_result(json.loads(text)), "bench.png"))
     csv = write_csv(rounds_frame(round_log(doc["round_log"])), tmp_path / "rounds.csv")
     check_golden(f"bench/captured-{name}.csv", csv.read_text())
 

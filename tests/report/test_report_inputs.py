@@ -396,9 +396,8 @@ def test_a_result_that_holds_no_build_is_no_evidence(tmp_path, empty):
 # --- the speed table is bench's own statistic ---------------------------------------------------------
 @pytest.mark.parametrize("name", ["bench-synth-llama-1b-4l-IQ1_M.json", "bench-synth-qwen3moe-a3b-4l-IQ1_M.json"])
 def test_report_speed_table_shows_what_bench_md_shows(tmp_path, name):
-    doc = load_result(REPORT / "h200" / name).data
     rc, text = report([REPORT / "h200" / name], tmp_path)
-    md = bench_markdown(doc)
+    md = bench_markdown(load_result(REPORT / "h200" / name).model)
     assert "mean over kept rounds" not in text
     for row in load_result(REPORT / "h200" / name).model.rows:
         base, head = row_speeds(row)
@@ -413,10 +412,10 @@ def test_the_band_column_is_named_as_bench_names_it(tmp_path):
     old = REPORT / "h200" / "bench-synth-llama-1b-4l-IQ1_M.json"
     new = FIXTURES / "llama-bench" / "h200-48l-adaptive-head-vs-base.json"
     for path, band in ((old, "A/A spread"), (new, "no-change band")):
-        doc = load_result(path).data
+        result = load_result(path).model
         rc, text = report([path], tmp_path)
-        assert f"| {band} | verdict |" in text and (band == "A/A spread") == (doc.get("schema", 1) == 1)
-        assert f"| {band} |" in bench_markdown(doc) or band == "A/A spread"
+        assert f"| {band} | verdict |" in text and (band == "A/A spread") == (result.schema == 1)
+        assert f"| {band} |" in bench_markdown(result) or band == "A/A spread"
 
 
 def test_excluded_as_noisy_lists_only_noise(tmp_path):
