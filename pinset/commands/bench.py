@@ -137,7 +137,6 @@ def _write(result: BenchResult, args) -> int:
     if args.json:
         write_json(args.json, result.to_json())
     if args.csv:
-
         write_csv(rounds_frame(result.round_log, keep_busy_rounds=args.keep_busy_rounds), args.csv)
     plot_name = None
     if args.plot:

@@ -8,13 +8,13 @@ import json
 import shutil
 from pathlib import Path
 
+from pinset.build.programs import LlamaBin
 from pinset.commands.common import check_inputs, count, cuda_architectures
 from pinset.errors import PinsetError
 from pinset.models.pipeline import (
     AUTO_DIRECT_F16_BYTES,
     DEFAULT_TEXT,
     METHODS,
-    LlamaBin,
     SynthSettings,
     choose_method,
     synthesize,

@@ -35,7 +35,8 @@ def test_missing_binaries_is_a_toolchain_error(tmp_path, capsys):
 @pytest.mark.skipif(not LLAMA_BIN, reason="PINSET_TEST_LLAMA_BIN is not set: no llama.cpp build with llama-bench, "
                                           "llama-imatrix and llama-quantize to run end to end")
 def test_bench_end_to_end_on_cpu(tmp_path):
-    from pinset.models.pipeline import LlamaBin, SynthSettings, synthesize
+    from pinset.build.programs import LlamaBin
+    from pinset.models.pipeline import SynthSettings, synthesize
     from pinset.models.synth import preset
 
     model = synthesize(SynthSettings(preset("llama", "tiny"), "Q4_K_M", name="tiny", threads=2), tmp_path / "model",
@@ -165,7 +166,8 @@ def test_bench_from_pins_yaml_builds_bare_and_pinned_trees(make_repo, tmp_path):
           - id: note
             patches: {tmp_path / 'patches' / 'note'}
         """)
-    from pinset.models.pipeline import LlamaBin, SynthSettings, synthesize
+    from pinset.build.programs import LlamaBin
+    from pinset.models.pipeline import SynthSettings, synthesize
     from pinset.models.synth import preset
 
     model = synthesize(SynthSettings(preset("llama", "tiny"), "Q4_K_M", name="tiny", threads=2), tmp_path / "model",

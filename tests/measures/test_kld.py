@@ -70,7 +70,8 @@ needs_bin = pytest.mark.skipif(
 
 @pytest.fixture(scope="module")
 def tiny_model(tmp_path_factory):
-    from pinset.models.pipeline import LlamaBin, SynthSettings, synthesize
+    from pinset.build.programs import LlamaBin
+    from pinset.models.pipeline import SynthSettings, synthesize
     from pinset.models.synth import preset
 
     out = tmp_path_factory.mktemp("model")
