@@ -121,23 +121,9 @@ def analyse_rows(rounds: list[RoundRecord], *, keep_busy_rounds: bool = False, p
     return rows_from_frame(rounds_frame(rounds, keep_busy_rounds=keep_busy_rounds), plan=plan, noise=noise)
 
 
-def analyse(rounds: list[RoundRecord], *, keep_busy_rounds: bool = False, plan: Plan = Plan(),
-            noise: dict[str, float] | None = None) -> list[dict]:
-    """analyse_rows() in the rows' JSON form."""
-    return [r.to_json() for r in analyse_rows(rounds, keep_busy_rounds=keep_busy_rounds, plan=plan, noise=noise)]
-
-
 def decisive(rows: list[BenchRow]) -> bool:
     """Every row has a verdict a sequential bench may stop on."""
     return bool(rows) and all(r.verdict in DECISIVE for r in rows)
-
-
-def bench_document(models: dict[str, Path], bench_args: list[str], rounds: list[RoundRecord], repetitions: int,
-                   base: Side, head: Side, *, keep_busy_rounds: bool = False, decision: dict | None = None,
-                   host: dict | None = None, aa: bool | None = None) -> dict:
-    """The bench JSON of bench_result."""
-    return bench_result(models, bench_args, rounds, repetitions, base, head, keep_busy_rounds=keep_busy_rounds,
-                        decision=decision, host=host, aa=aa).to_json()
 
 
 def bench_result(models: dict[str, Path], bench_args: list[str], rounds: list[RoundRecord], repetitions: int,

@@ -10,7 +10,7 @@ import pytest
 
 from pinset.cli import main
 from pinset.measures.stats import Plan, compare
-from tests.testing import FIXTURES, bench_result
+from tests.testing import FIXTURES, read_bench
 
 LLAMA_BIN = os.environ.get("PINSET_TEST_LLAMA_BIN")
 
@@ -67,9 +67,9 @@ def test_markdown_and_plot_from_recorded_rounds(tmp_path):
     from pinset.measures.plot import plot_bench
 
     doc = json.loads((FIXTURES / "llama-bench" / "aa-cpu-recorded.json").read_text())
-    md = bench_markdown(bench_result(doc), "bench.png")
+    md = bench_markdown(read_bench(doc), "bench.png")
     assert "| pp128 | ub=512 b=2048 ngl=0 fa=-1 t=1 | 7 |" in md and "too noisy" in md
-    png = plot_bench(bench_result(doc), tmp_path / "bench.png")
+    png = plot_bench(read_bench(doc), tmp_path / "bench.png")
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
@@ -94,11 +94,11 @@ def test_model_comparison_markdown_names_the_models_and_report_refuses_it(tmp_pa
 
     fix = FIXTURES / "llama-bench" / "h200-moe-iq1m-vs-iq1s.json"
     doc = json.loads(fix.read_text())
-    md = bench_markdown(bench_result(doc))
+    md = bench_markdown(read_bench(doc))
     assert md.startswith("### llama-bench: synth-qwen3moe-a3b-4l-IQ1_M.gguf vs synth-qwen3moe-a3b-4l-IQ1_S.gguf")
     assert "| synth-qwen3moe-a3b-4l-IQ1_S.gguf t/s | synth-qwen3moe-a3b-4l-IQ1_M.gguf t/s | vs reference |" in md
     assert "| pp512 | ub=512 b=2048 ngl=99 fa=-1 t=32 | 12 |" in md
-    assert plot_bench(bench_result(doc), tmp_path / "vs.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert plot_bench(read_bench(doc), tmp_path / "vs.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     rc = main(["report", str(fix)])
     assert rc == 2
     assert "a comparison of two models on one build" in capsys.readouterr().err

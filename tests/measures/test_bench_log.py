@@ -15,7 +15,7 @@ from pinset.measures.bench_log import RoundRecord
 from pinset.measures.bench_run import Round, SideRun
 from pinset.measures.llama_bench import parse_jsonl
 from pinset.results import Doc
-from tests.testing import FIXTURES, bench_result, round_log
+from tests.testing import FIXTURES, read_bench, round_log
 
 RECORDED = sorted((FIXTURES / "llama-bench").glob("*.json")) + sorted((FIXTURES / "report").glob("*/bench-*.json"))
 
@@ -60,7 +60,7 @@ def test_the_report_and_the_bench_count_the_same_failed_runs():
     doc = json.loads((FIXTURES / "llama-bench" / "aa-cpu-recorded.json").read_text())
     doc["round_log"][2]["runs"]["head"].update(ok=False, detail="llama-bench exit 1: boom")
     doc["round_log"][3]["runs"]["base"]["tests"][0]["samples_ts"][0] = 2e7
-    result = bench_result(doc)
+    result = read_bench(doc)
     test = doc["round_log"][3]["runs"]["base"]["tests"][0]["test"]
     assert result.failed_runs() == ["round 2 head: llama-bench exit 1: boom",
                                     f"round 3 base: {test}: 2e+07 t/s is beyond any physical rate (> 1e+07)"]

@@ -16,7 +16,7 @@ from scipy import stats
 
 from pinset.cli import main
 from pinset.results import Doc
-from tests.testing import FIXTURES, GOLDEN, bench_result, round_log
+from tests.testing import FIXTURES, GOLDEN, read_bench, round_log
 from tests.testing.fake_llama import FIXTURE_TESTS, bench, fake_bin, fake_perplexity, visible_gpu, write_script  # noqa: F401  (autouse fixture)
 
 FIX = FIXTURES
@@ -34,13 +34,13 @@ def test_two_copies_of_one_program_in_two_folders_are_an_aa_check(tmp_path):
     # the A/A says so wherever it is shown
     from pinset.measures.bench_render import bench_markdown
 
-    md = bench_markdown(bench_result(doc))
+    md = bench_markdown(read_bench(doc))
     assert md.startswith("### llama-bench A/A check") and "head vs base" not in md
     assert "| A t/s | A′ t/s | A/A difference |" in md and "not head's speed" in md
     from pinset.commands.bench import bench_table
     from pinset.measures.plot import test_name
 
-    table = bench_table(bench_result(doc))
+    table = bench_table(read_bench(doc))
     assert "(A/A check)" in str(table.title) and [c.header for c in table.columns][3:6] == ["A t/s", "A′ t/s",
                                                                                           "A/A difference"]
     assert test_name("pp512") == "prompt 512" and test_name("pp512 @ d4096") == "prompt 512 at depth 4096"
@@ -254,7 +254,7 @@ def test_the_plot_labels_builds_gpu_aa_and_draws_the_ci_and_the_band():
     from pinset.measures.bench_analysis import reanalysed
     from pinset.measures.plot import bench_figure
 
-    result = reanalysed(bench_result(json.loads((FIX / "llama-bench" / "h200-48l-adaptive-head-vs-base.json").read_text())))
+    result = reanalysed(read_bench(json.loads((FIX / "llama-bench" / "h200-48l-adaptive-head-vs-base.json").read_text())))
     doc = result.to_json()
     fig = bench_figure(result)
     texts = "\n".join(_texts(fig))
@@ -264,7 +264,7 @@ def test_the_plot_labels_builds_gpu_aa_and_draws_the_ci_and_the_band():
     row = doc["rows"][0]
     lo, hi = (100 * (x - 1) for x in row["ci95"])
     assert f"CI {lo:+.1f} … {hi:+.1f} %" in texts and f"no-change band ±{100 * row['threshold']:.1f} %" in texts
-    aa = bench_figure(bench_result({**doc, "aa_check": True}))
+    aa = bench_figure(read_bench({**doc, "aa_check": True}))
     texts = "\n".join(_texts(aa))
     plt.close(aa)
     assert "(A/A check)" in texts and "A′ (base again)" in texts and "head +" not in texts and "A/A +" in texts

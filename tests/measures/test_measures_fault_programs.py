@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from pinset.cli import main
-from tests.testing import FIXTURES, round_log
+from tests.testing import FIXTURES, analyse, round_log
 from tests.testing.fake_llama import DEVICE_LINES, KLD_OUT, REF_ERR, fake_perplexity, visible_gpu, write_script  # noqa: F401  (visible_gpu: an autouse fixture)
 
 FIX = FIXTURES
@@ -265,12 +265,10 @@ sys.stdout.write({bench_line()!r} if first else {bench_line(n_prompt=128)!r})
 
 
 def test_reanalysis_of_a_recorded_file_with_impossible_speeds_keeps_them_out(tmp_path):
-    from pinset.measures.bench_analysis import analyse
-
     recorded = json.loads((FIX / "llama-bench" / "aa-cpu-recorded.json").read_text())["round_log"]
     for rnd in recorded[1:]:
         rnd["runs"]["head"]["tests"][0]["samples_ts"] = [2e7] * 3   # (a non-finite one is refused on reading)
-    rows = analyse(round_log(recorded))
+    rows = analyse(recorded)
     assert rows[0]["verdict"] == "insufficient data" and "beyond any physical rate" in rows[0]["excluded"][1]
 
 

@@ -14,7 +14,7 @@ import pytest
 
 from pinset.results import Doc
 from tests import testing
-from tests.testing import bench_result, round_log
+from tests.testing import read_bench
 
 FIX = testing.FIXTURES
 GOLDEN = testing.GOLDEN / "measures"
@@ -87,7 +87,7 @@ def _captured_rounds(n: int, head_factor: float, aa: bool = False):
 @pytest.mark.parametrize("case", [("faster", 1.03, 8), ("aa", 1.0, 8), ("insufficient", 1.03, 3),
                                   ("aa-check", 1.0, 8)], ids=lambda c: c[0])
 def test_bench_document_from_captured_rounds(tmp_path, case):
-    from pinset.measures.bench_analysis import bench_document, rounds_frame, write_csv
+    from pinset.measures.bench_analysis import bench_result, rounds_frame, write_csv
     from pinset.measures.bench_render import bench_markdown
     from pinset.measures.sides import Side
 
@@ -97,13 +97,13 @@ def test_bench_document_from_captured_rounds(tmp_path, case):
     base = Side("base", "b1", "0c1e57098" + "0" * 31, tmp_path / "base", None, "abcdef0123456789")
     head = Side("head", "b1", "0c1e57098" + "0" * 31, tmp_path / "head", None, "abcdef0123456789")
     args = ["-t", "2", "-p", "64,128", "-n", "16", "-ub", "64,128", "-b", "128", "-ngl", "0"]
-    doc = bench_document({"base": model, "head": model}, args, _captured_rounds(n, factor, aa=name.startswith("aa")),
-                         2, base, head, host={"hostname": "box", "gpu_uuids": [], "runner": None, "gpu_class": None},
-                         **({"aa": True} if name == "aa-check" else {}))
-    text = dumps(doc).replace(str(tmp_path), "<tmp>")
+    result = bench_result({"base": model, "head": model}, args, _captured_rounds(n, factor, aa=name.startswith("aa")),
+                          2, base, head, host={"hostname": "box", "gpu_uuids": [], "runner": None, "gpu_class": None},
+                          **({"aa": True} if name == "aa-check" else {}))
+    text = dumps(result.to_json()).replace(str(tmp_path), "<tmp>")
     check_golden(f"bench/captured-{name}.json", text)
-    check_golden(f"bench/captured-{name}.md", bench_markdown(bench_result(json.loads(text)), "bench.png"))
-    csv = write_csv(rounds_frame(round_log(doc["round_log"])), tmp_path / "rounds.csv")
+    check_golden(f"bench/captured-{name}.md", bench_markdown(read_bench(json.loads(text)), "bench.png"))
+    csv = write_csv(rounds_frame(result.round_log), tmp_path / "rounds.csv")
     check_golden(f"bench/captured-{name}.csv", csv.read_text())
 
 

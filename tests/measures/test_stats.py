@@ -8,11 +8,10 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from pinset.measures.bench_analysis import analyse
 from pinset.measures.llama_bench import run_speed
 from pinset.measures.stats import MIN_EFFECT, Plan, compare, decide, estimate, rounds_needed, verdict_for, wilcoxon_p
 from pinset.measures.stats_sim import sequential_trials, simulate_log_ratios, verdict_rates
-from tests.testing import FIXTURES, round_log
+from tests.testing import FIXTURES, analyse
 
 FIX = FIXTURES / "llama-bench"
 
@@ -120,7 +119,7 @@ def kept_samples_median(doc, label, test_index):
 def test_recorded_aa_rounds_reanalyse_and_do_not_claim_a_difference():
     """A/A recorded on the shared 2-core CI machine (same binary as base and head): very noisy."""
     doc = json.loads((FIX / "aa-cpu-recorded.json").read_text())
-    rows = analyse(round_log(doc["round_log"]))
+    rows = analyse(doc["round_log"])
     assert [r["test"] for r in rows] == [r["test"] for r in doc["rows"]]
     for i, new in enumerate(rows):
         assert new["base_tps"] == kept_samples_median(doc, "base", i)
@@ -139,7 +138,7 @@ def test_a_run_is_the_median_of_its_samples_so_the_cuda_graph_warm_up_sample_doe
     t = pp[0]
     assert run_speed(t["samples_ts"], t["avg_ts"]) == sorted(t["samples_ts"])[1] > t["avg_ts"]
     assert run_speed([], 5.0) == 5.0  # older llama-bench without samples
-    row = analyse(round_log(doc["round_log"]))[0]
+    row = analyse(doc["round_log"])[0]
     assert row["test"] == "pp512" and row["base_tps"] == kept_samples_median(doc, "base", 0)
 
 
@@ -149,7 +148,7 @@ def test_recorded_model_comparison_reanalyses_to_no_change_within_its_own_noise(
     (5-9 %: the 4-layer model's process-to-process jitter), and says how wide that band is."""
     doc = json.loads((FIX / "h200-moe-iq1m-vs-iq1s.json").read_text())
     assert doc["compare"] == "models" and doc["base"]["model"].endswith("IQ1_S.gguf")
-    rows = analyse(round_log(doc["round_log"]))
+    rows = analyse(doc["round_log"])
     for new, old in zip(rows, doc["rows"], strict=True):
         assert new["base_tps"] == old["base_tps"] and new["head_tps"] == old["head_tps"]
         assert old["verdict"] == "too noisy" and new["verdict"] == "no change"
@@ -164,13 +163,13 @@ def test_recorded_h200_pin_set_bench_reanalyses_to_faster_pp_and_a_round_suggest
     """reports/h200: head vs base on the 4-layer MoE, 4 kept rounds. pp rows: +116 to +303 %, "faster"; tg128 is
     not decided in 4 rounds (CI crosses the 1 % band) and says how many more rounds would do."""
     doc = json.loads((FIX.parent / "report" / "h200" / "bench-synth-qwen3moe-a3b-4l-IQ1_M.json").read_text())
-    rows = analyse(round_log(doc["round_log"]))
+    rows = analyse(doc["round_log"])
     assert [r["verdict"] for r in rows if r["test"].startswith("pp")] == ["faster"] * 4
     for r in rows:
         if r["test"] == "tg128":
             assert r["verdict"] == "too noisy" and 0 < r["more_rounds"] <= 10
     # 3 kept rounds of a build the pin does not touch: nothing decided, each row with its suggestion
-    iq1s = analyse(round_log(json.loads((FIX / "h200-moe-iq1s-recorded.json").read_text())["round_log"]))
+    iq1s = analyse(json.loads((FIX / "h200-moe-iq1s-recorded.json").read_text())["round_log"])
     assert all(r["verdict"] == "too noisy" and r["more_rounds"] > 0 for r in iq1s)
 
 
@@ -179,7 +178,7 @@ def test_recorded_rounds_with_a_strong_slowdown_injected_say_slower():
     for rnd in doc["round_log"]:
         for t in rnd["runs"]["head"]["tests"]:
             t["samples_ts"] = [x * 0.5 for x in t["samples_ts"]]
-    rows = analyse(round_log(doc["round_log"]))
+    rows = analyse(doc["round_log"])
     assert all(r["verdict"] == "slower" for r in rows), [(r["verdict"], r["ci95"]) for r in rows]
 
 
@@ -189,11 +188,11 @@ def test_busy_and_failed_rounds_are_excluded():
     log[1]["other_gpu_processes"] = True
     log[2]["runs"]["head"]["ok"] = False
     log[2]["runs"]["head"]["detail"] = "llama-bench killed by SIGSEGV"
-    row = analyse(round_log(log))[0]
+    row = analyse(log)[0]
     assert 1 not in row["rounds"] and 2 not in row["rounds"]
     assert any("another process used the GPU" in e for e in row["excluded"])
     assert any("SIGSEGV" in e for e in row["excluded"])
-    assert 1 in analyse(round_log(log), keep_busy_rounds=True)[0]["rounds"]
+    assert 1 in analyse(log, keep_busy_rounds=True)[0]["rounds"]
 
 
 def test_the_default_budget_holds_the_guarantee_for_the_full_size_model_on_the_h200():

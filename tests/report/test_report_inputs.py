@@ -3,7 +3,7 @@ more than was measured: ready / blocked / not enough evidence, CUDA code needs e
 
 Failure files are made by the real producers: `pinset verify` and `pinset sim` on real git repositories (a fake
 `cmake` injects the failed build), `kld_document` from captured llama-perplexity output of a failed KLD step,
-`run_rounds`/`bench_document` with a fake `llama-bench` (failing, or replaying captured output).
+`run_rounds`/`bench_result` with a fake `llama-bench` (failing, or replaying captured output).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from pinset.cli import main
-from pinset.measures.bench_analysis import bench_document
+from pinset.measures.bench_analysis import bench_result
 from pinset.measures.bench_render import bench_markdown, row_speeds
 from pinset.measures.bench_run import run_rounds
 from pinset.measures.kld import DeviceRun, Reference, kld_document
@@ -135,8 +135,8 @@ def _bench_file(tmp_path, bin_dir: Path, rounds: int, pinset: str | None = None)
     recorded = run_rounds(base, head, {"base": model, "head": model}, CAPTURED_ARGS, rounds=rounds, repetitions=2,
                           cpu=True)
     path = tmp_path / "bench.json"
-    write_json(path, bench_document({"base": model, "head": model}, CAPTURED_ARGS, [r.record() for r in recorded], 2,
-                                    base, head))
+    write_json(path, bench_result({"base": model, "head": model}, CAPTURED_ARGS, [r.record() for r in recorded], 2,
+                                  base, head).to_json())
     return path
 
 

@@ -130,9 +130,16 @@ def round_log(rounds: list[dict]):
     return read_round_log(Doc({"round_log": rounds}, "<test>", "bench"))
 
 
-def bench_result(doc: dict):
+def read_bench(doc: dict):
     """A bench JSON document (a recorded fixture's, perhaps edited by the test) read through the bench model."""
     from pinset.measures.bench_model import BenchResult
     from pinset.results import Doc
 
     return BenchResult.from_json(Doc(doc, "<test>", "bench"))
+
+
+def analyse(rounds: list[dict], **options) -> list[dict]:
+    """The bench rows (their JSON) the analysis makes of a `round_log` JSON, read as a file's is (round_log)."""
+    from pinset.measures.bench_analysis import analyse_rows
+
+    return [row.to_json() for row in analyse_rows(round_log(rounds), **options)]
