@@ -15,8 +15,8 @@ import textwrap
 
 from pinset import __version__
 from pinset.ci_annotations import annotate_error
+from pinset.commands.paths import check_arguments
 from pinset.errors import PinsetError, RuntimeFailure
-from pinset.outputs_rule import check_arguments, option_names
 from pinset.redact import wrap_streams
 
 # Each verb's one-line summary, written once: `pinset --help` lists it, and it is the verb's help (_Summarised).
@@ -138,7 +138,7 @@ def _main(argv: list[str]) -> int:
         parser = build_parser(chosen if chosen in COMMANDS else None)
         args = parser.parse_args(argv)
         command = f"pinset {args.command}"
-        check_arguments(args, *option_names(parser, argv))  # no output over an input, for every verb
+        check_arguments(parser, args)  # no output over an input, for every verb: the one check, before dispatch
         return args._run(args)
     except (PinsetError, RuntimeFailure) as exc:
         print(f"{command}: error: {exc}", file=sys.stderr)

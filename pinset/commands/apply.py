@@ -13,8 +13,9 @@ import os
 from pathlib import Path
 
 from pinset.commands.common import add_config_args, open_config
+from pinset.commands.paths import OUTPUT_FOLDER, add_path
 from pinset.errors import PinsetError
-from pinset.output import check_outputs, console
+from pinset.output import console
 from pinset.sim.run import pick_builds, simulate
 from pinset.store import scratch_dir
 
@@ -28,7 +29,7 @@ def add_parser(sub):
                     "exit code is 1; --bare writes the build without any pin.")
     add_config_args(p, builds=False)
     p.add_argument("--build", required=True, help="the build (as in pins.yaml, or any tag/commit/pypi:...)")
-    p.add_argument("--out", required=True, help="new or empty folder to write the tree into")
+    add_path(p, "--out", role=OUTPUT_FOLDER, required=True, help="new or empty folder to write the tree into")
     p.add_argument("--bare", action="store_true", help="write the build without any pin")
     return p
 
@@ -44,7 +45,6 @@ def _one_build(pinset, selection: str) -> list[str]:
 def run(args) -> int:
     out = Path(args.out).expanduser().absolute()
     _check_out(out)
-    check_outputs({}, {"--out": out})
     pinset, store = open_config(args)
     with simulate(pinset, _one_build(pinset, args.build), store) as sim:
         build, result = sim.build(args.build)

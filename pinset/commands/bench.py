@@ -10,13 +10,14 @@ from rich.table import Table
 
 from pinset.checks.machine import host_identity
 from pinset.commands.common import check_inputs, count, only_with, seconds
+from pinset.commands.paths import INPUT_FILE, OUTPUT_FILE, OUTPUT_FOLDER, add_path
 from pinset.commands.sides import add_side_args, check_gguf, resolve_sides
 from pinset.errors import PinsetError
 from pinset.measures.bench_analysis import MAX_ROUNDS, MAX_TIME_S, noise_from, reanalysed, rounds_frame, write_csv
 from pinset.measures.bench_model import FIRST_LOOK, BenchResult
 from pinset.measures.bench_render import bench_markdown, headers, is_aa, p_text, row_cells, subject
 from pinset.measures.bench_run import BenchSettings, run_bench
-from pinset.output import check_outputs, console, err_console, write_json, write_text
+from pinset.output import console, err_console, write_json, write_text
 from pinset.progress import Progress
 
 TARGETS = ["llama-bench"]
@@ -31,8 +32,8 @@ def add_parser(sub):
         description="Runs llama-bench for base and head alternately (BH, HB, ...); every option after `--` "
                     "goes to llama-bench, e.g. `pinset bench ... -m model.gguf -- -p 512,2048 -n 128 -ub 512,2048 -ngl 99`.")
     add_side_args(p)
-    p.add_argument("-m", "--model", type=Path, help="GGUF model (required unless --reanalyse)")
-    p.add_argument("--vs-model", type=Path, metavar="REFERENCE",
+    add_path(p, "-m", "--model", role=INPUT_FILE, type=Path, help="GGUF model (required unless --reanalyse)")
+    add_path(p, "--vs-model", role=INPUT_FILE, type=Path, metavar="REFERENCE",
                    help="compare two models on the head build instead of two builds on one model: REFERENCE runs "
                         "as the base side, -m as the head side (e.g. IQ1_M vs IQ1_S of the same weights)")
     p.add_argument("--rounds", type=count(2), default=None,
@@ -43,21 +44,22 @@ def add_parser(sub):
     p.add_argument("--max-rounds", type=count(FIRST_LOOK + 1), default=MAX_ROUNDS,
                    help="adaptive: at most this many rounds, warm-up included (default 40); the statistics "
                         "spread their error rate over every round the bench may stop after")
-    p.add_argument("--noise-from", type=Path, metavar="AA_JSON",
+    add_path(p, "--noise-from", role=INPUT_FILE, type=Path, metavar="AA_JSON",
                    help="an A/A bench (--aa) of this machine and these tests: its per-round noise sets the "
                         "\"no change\" margin")
-    p.add_argument("--csv", type=Path, help="write the tidy per-round table (round, order, side, test, samples, t/s)")
+    add_path(p, "--csv", role=OUTPUT_FILE, type=Path,
+             help="write the tidy per-round table (round, order, side, test, samples, t/s)")
     p.add_argument("-r", "--repetitions", type=count(1), default=3, help="llama-bench -r per run (default 3)")
     p.add_argument("--cpu", action="store_true", help="hide GPUs (CUDA_VISIBLE_DEVICES=): for tests without a GPU")
     p.add_argument("--aa", action="store_true",
                    help="A/A check: run the base build against itself (every row should say \"no change\")")
     p.add_argument("--keep-busy-rounds", action="store_true",
                    help="keep rounds during which another process used the GPU (excluded by default)")
-    p.add_argument("--json", type=Path, help="write the bench JSON here")
-    p.add_argument("--markdown", type=Path, help="write a markdown table here")
-    p.add_argument("--plot", type=Path, help="write a PNG of per-round t/s here")
-    p.add_argument("--log-dir", type=Path, help="keep every llama-bench command line and output here")
-    p.add_argument("--reanalyse", type=Path, metavar="BENCH_JSON",
+    add_path(p, "--json", role=OUTPUT_FILE, type=Path, help="write the bench JSON here")
+    add_path(p, "--markdown", role=OUTPUT_FILE, type=Path, help="write a markdown table here")
+    add_path(p, "--plot", role=OUTPUT_FILE, type=Path, help="write a PNG of per-round t/s here")
+    add_path(p, "--log-dir", role=OUTPUT_FOLDER, type=Path, help="keep every llama-bench command line and output here")
+    add_path(p, "--reanalyse", role=INPUT_FILE, type=Path, metavar="BENCH_JSON",
                    help="run nothing: recompute the rows of a recorded bench JSON from its round_log with this "
                         "pinset's method, and write --json/--markdown/--plot")
     p.add_argument("llama_bench_args", nargs=argparse.REMAINDER, help="-- then llama-bench options")
@@ -65,8 +67,6 @@ def add_parser(sub):
 
 
 def run(args) -> int:
-    check_outputs({"--json": args.json, "--markdown": args.markdown, "--plot": args.plot}, {"--log-dir": args.log_dir},
-                  inputs=[p for p in (args.model, args.vs_model, args.reanalyse, args.config) if p])
     if args.reanalyse is not None:
         return _reanalyse(args)
     if args.model is None:

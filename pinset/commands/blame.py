@@ -7,12 +7,13 @@ import time
 from rich.table import Table
 
 from pinset.commands.common import add_config_args, open_config
+from pinset.commands.paths import OUTPUT_FILE, add_path
 from pinset.config.selectors import looks_like_selector
 from pinset.errors import PinsetError
 from pinset.nightly.blame import blame
 from pinset.nightly.markdown import write_results
 from pinset.nightly.model import BlameResult
-from pinset.output import check_outputs, console, err_console
+from pinset.output import console, err_console
 from pinset.sim.pins import prepare_pins
 from pinset.upstream.builds import resolve_build
 from pinset.upstream.mirror import Mirror
@@ -26,13 +27,12 @@ def add_parser(sub):
     p.add_argument("--good", required=True, help="a build (tag, branch, commit) on which the pins are fine")
     p.add_argument("--bad", required=True, help="a later build on which some pin is broken")
     p.add_argument("--pin", action="append", metavar="ID", help="bisect only this pin (repeatable; default: all)")
-    p.add_argument("--json", help="write the blame JSON here")
-    p.add_argument("--markdown", help="write a markdown table here")
+    add_path(p, "--json", role=OUTPUT_FILE, help="write the blame JSON here")
+    add_path(p, "--markdown", role=OUTPUT_FILE, help="write a markdown table here")
     return p
 
 
 def run(args) -> int:
-    check_outputs({"--json": args.json, "--markdown": args.markdown}, inputs=[args.config])
     pinset, store = open_config(args)
     known = {p.id for p in pinset.pins}
     for pin_id in args.pin or []:

@@ -10,7 +10,8 @@ import os
 import sys
 
 from pinset.bump import BLOCKED, COMMITTED, CURRENT, DEFAULT_BRANCH, DRY_RUN, BumpOptions, BumpResult, bump
-from pinset.commands.common import check_inputs
+from pinset.commands.common import add_cache_arg, check_inputs, pins_read
+from pinset.commands.paths import INPUT_FILE, add_path
 from pinset.errors import PinsetError
 from pinset.output import console, err_console
 from pinset.report.github import DEFAULT_API_URL, GitHub, clean_token, parse_api_url, parse_repo
@@ -28,10 +29,11 @@ def add_parser(sub):
                     "pushes the branch (force-with-lease, on that branch only) and, with --repo, opens the one pull "
                     "request of the branch or updates it (token: $GITHUB_TOKEN). Exit 0 when the branch and PR are up "
                     "to date, 1 when the pin set cannot move, 2 on bad input.")
-    p.add_argument("results", nargs="*", help="result files of this run (sim, verify, kld, bench) for the PR body, "
-                                              "as `pinset report` takes them")
-    p.add_argument("-c", "--config", default="pins.yaml", help="pin set file (default: pins.yaml)")
-    p.add_argument("--cache", help="cache folder (default: $PINSET_CACHE or $XDG_CACHE_HOME/pinset)")
+    add_path(p, "results", role=INPUT_FILE, nargs="*", help="result files of this run (sim, verify, kld, bench) for "
+                                                            "the PR body, as `pinset report` takes them")
+    add_path(p, "-c", "--config", role=INPUT_FILE, derived=pins_read, default="pins.yaml",
+             help="pin set file (default: pins.yaml)")
+    add_cache_arg(p)
     p.add_argument("--onto", metavar="BUILD", help="the build to move to (default: pick's among the newer builds)")
     p.add_argument("--branch", default=DEFAULT_BRANCH, help=f"the branch of the bump commit (default: {DEFAULT_BRANCH})")
     p.add_argument("--push", metavar="REMOTE", help="push the branch to this git remote")

@@ -14,8 +14,9 @@ import sys
 from pathlib import Path
 
 from pinset import cache_usage
+from pinset.commands.paths import INPUT_FOLDER, OUTPUT_FILE, add_path
 from pinset.errors import PinsetError
-from pinset.output import check_outputs, write_text
+from pinset.output import write_text
 from pinset.store import default_cache_dir
 
 SCHEMA = 1
@@ -33,7 +34,8 @@ def add_parser(sub):
     info = verbs.add_parser("info", help="size of the cache by kind", description=(
         "Size the cache by kind: mirror, sdists, builds, ccache, results (PR diffs, KLD references, logs), "
         "scratch and other; bytes on disk, entries and files. A missing cache is listed as empty, not made."))
-    info.add_argument("--json", nargs="?", const="-", metavar="FILE", help="JSON on stdout, or into FILE")
+    add_path(info, "--json", role=OUTPUT_FILE, stdout="-", nargs="?", const="-", metavar="FILE",
+             help="JSON on stdout, or into FILE")
     clean = verbs.add_parser("clean", help="remove build folders, sdists, PR diffs, KLD references and logs",
                              description=(
         "Remove build folders and (without --builds) downloaded sdists, PR diffs, KLD references, logs and "
@@ -43,11 +45,11 @@ def add_parser(sub):
                        help="only entries not used for DAYS days (a number > 0, e.g. 14 or 0.5)")
     clean.add_argument("--builds", action="store_true", help="only build folders")
     clean.add_argument("--dry-run", action="store_true", help="say what would go, remove nothing")
-    clean.add_argument("--json", nargs="?", const="-", metavar="FILE", help="JSON on stdout, or into FILE")
+    add_path(clean, "--json", role=OUTPUT_FILE, stdout="-", nargs="?", const="-", metavar="FILE",
+             help="JSON on stdout, or into FILE")
     for q in (info, clean):
         # the folder these verbs read and clean: no output may be it or an entry of it (clean could remove it)
-        q.add_argument("--cache", help="cache folder (default: $PINSET_CACHE or $XDG_CACHE_HOME/pinset)"
-                       ).pinset_io = "input-folder"
+        add_path(q, "--cache", role=INPUT_FOLDER, help="cache folder (default: $PINSET_CACHE or $XDG_CACHE_HOME/pinset)")
     return p
 
 
@@ -78,8 +80,6 @@ def _emit_json(target: str, doc: dict) -> None:
 
 def run(args) -> int:
     root = _root(args)
-    if args.json not in (None, "-"):
-        check_outputs({"--json": args.json})
     if args.cache_command == "info":
         return _info(root, args)
     return _clean(root, args)

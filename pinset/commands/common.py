@@ -7,20 +7,56 @@ import math
 import os
 import stat
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
+from pinset.commands.paths import INPUT_FILE, UNGUARDED, add_path
+from pinset.config.paths import pin_paths
 from pinset.config.schema import ARCH_RE, load_pinset
 from pinset.errors import PinsetError
 from pinset.runner import MAX_TIMEOUT_S
 from pinset.store import Store
 
+CACHE_HELP = "cache folder (default: $PINSET_CACHE or $XDG_CACHE_HOME/pinset)"
+
 
 def add_config_args(parser: argparse.ArgumentParser, builds: bool = True) -> None:
-    parser.add_argument("-c", "--config", default="pins.yaml", help="pin set file (default: pins.yaml)")
+    add_path(parser, "-c", "--config", role=INPUT_FILE, derived=pins_read, default="pins.yaml",
+             help="pin set file (default: pins.yaml)")
     if builds:
         parser.add_argument("--builds", help="comma-separated builds or selectors (tags:b*:3, pypi:PKG>=V) "
                                              "to use instead of pins.yaml's")
-    parser.add_argument("--cache", help="cache folder (default: $PINSET_CACHE or $XDG_CACHE_HOME/pinset)")
+    add_cache_arg(parser)
+
+
+def add_cache_arg(parser: argparse._ActionsContainer, help: str = CACHE_HELP) -> None:
+    """--cache: pinset's own folder, which the store checks (not an input or output of the verb)."""
+    add_path(parser, "--cache", role=UNGUARDED, help=help)
+
+
+def pin_set_read(config: str | os.PathLike | None) -> dict[str, str]:
+    """What a verb reading pins.yaml `config` reads besides it, for the outputs rule: its pins' patch files and
+    folders (path -> what it is), as the config reader finds them."""
+    if config is None:
+        return {}
+    return {path: f"patches of {config}" if os.path.isdir(path) else f"a patch of {config}"
+            for path in pin_paths(config)}
+
+
+def pins_read(args: argparse.Namespace) -> dict[str, str]:
+    """The `derived` hook of -c/--config: the patches of the pin set it names."""
+    return pin_set_read(args.config)
+
+
+def pins_read_unless(*folders: str) -> Callable[[argparse.Namespace], dict[str, str]]:
+    """The `derived` hook of kld's, bench's and model synth's -c: without -c and without any of the program
+    `folders` (dests) they read ./pins.yaml, which is then an input too."""
+    def read(args: argparse.Namespace) -> dict[str, str]:
+        if args.config is None and not any(getattr(args, folder) for folder in folders):
+            found = {"pins.yaml": "pins.yaml"} if os.path.isfile("pins.yaml") else {}
+            return {**found, **pin_set_read("pins.yaml")}
+        return pin_set_read(args.config)
+    return read
 
 
 def open_config(args, require_pins: bool = True):
@@ -33,7 +69,6 @@ def open_config(args, require_pins: bool = True):
 def recover_pin_folders(config) -> None:
     """Finish or undo a pin folder's replacement that a killed `refresh --write`/`rebase --continue` left half-way
     (pinset/heal/series.py), before pins.yaml is read: a pin's folder may be missing until then. Said on stderr."""
-    from pinset.config.paths import pin_paths
     from pinset.heal.series import recover
 
     for parent in sorted({Path(p).parent for p in pin_paths(config)}):

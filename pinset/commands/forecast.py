@@ -8,12 +8,13 @@ from rich.markup import escape
 from rich.table import Table
 
 from pinset.commands.common import add_config_args, open_config
+from pinset.commands.paths import OUTPUT_FILE, add_path
 from pinset.errors import PinsetError
 from pinset.forecast.github import PullsAPI, parse_repo, repo_of
 from pinset.forecast.markdown import ICON, ORDER, forecast_markdown, rebase_line
 from pinset.forecast.model import BREAKS, CARRIES, ForecastResult
 from pinset.forecast.run import forecast
-from pinset.output import check_outputs, console, write_json, write_text
+from pinset.output import console, write_json, write_text
 from pinset.report.github import DEFAULT_API_URL, clean_token, parse_api_url
 
 STYLE = {"breaks": "red", "carries": "cyan", "fixes": "green", "moves": "yellow"}
@@ -32,13 +33,12 @@ def add_parser(sub):
     p.add_argument("--repo", help="OWNER/NAME of upstream on GitHub (default: from a github.com `upstream:`)")
     p.add_argument("--api-url", default=os.environ.get("GITHUB_API_URL") or DEFAULT_API_URL,
                    help="GitHub REST API base URL (default: $GITHUB_API_URL or https://api.github.com)")
-    p.add_argument("--json", help="write the forecast JSON here")
-    p.add_argument("--markdown", help="write the tracking issue's markdown here")
+    add_path(p, "--json", role=OUTPUT_FILE, help="write the forecast JSON here")
+    add_path(p, "--markdown", role=OUTPUT_FILE, help="write the tracking issue's markdown here")
     return p
 
 
 def run(args) -> int:
-    check_outputs({"--json": args.json, "--markdown": args.markdown}, inputs=[args.config])
     api_url = parse_api_url(args.api_url)
     token = clean_token(os.environ.get("GITHUB_TOKEN"))
     pinset, store = open_config(args)

@@ -13,10 +13,11 @@ import sys
 import uuid
 from pathlib import Path
 
+from pinset.commands.paths import INPUT_FILE, OUTPUT_FILE, add_path
 from pinset.config import importers
 from pinset.config.schema import load_pinset
 from pinset.errors import ConfigError, PinsetError
-from pinset.output import check_outputs, write_text
+from pinset.output import write_text
 
 
 def add_parser(sub):
@@ -28,8 +29,9 @@ def add_parser(sub):
                     "one pin each, in name order). Each pin gets a YAML comment naming where it came from. "
                     "The result is checked as every verb reads pins.yaml before it is written; nothing else "
                     "is written.")
-    p.add_argument("source", help="a pr-set.json file, or the folder of an Ollama-style checkout")
-    p.add_argument("-o", "--out", required=True, help="the pins.yaml to write").pinset_io = "output-file"   # a file, not a folder (outputs_rule)
+    add_path(p, "source", role=INPUT_FILE, derived=lambda args: import_inputs(args.source),
+             help="a pr-set.json file, or the folder of an Ollama-style checkout")
+    add_path(p, "-o", "--out", role=OUTPUT_FILE, required=True, help="the pins.yaml to write")
     p.add_argument("--format", choices=("pr-set", "ollama"),
                    help="the source's format (default: pr-set for a file, ollama for a folder)")
     p.add_argument("--upstream", help="upstream of the pin set (default: the source's, else "
@@ -45,7 +47,6 @@ def run(args) -> int:
     out = Path(args.out).expanduser().absolute()
     if not source.exists():
         raise PinsetError(f"{source}: no such file or folder")
-    check_outputs({"--out": out})
     if out.exists() and not args.force:
         raise PinsetError(f"--out {out}: exists (give --force to replace it)")
     if out.resolve() == source.resolve():
@@ -89,3 +90,17 @@ def _check(text: str, out: Path) -> None:
                           f"{str(exc).replace(str(probe), out.name)}") from None
     finally:
         probe.unlink(missing_ok=True)
+
+
+def import_inputs(source: str | os.PathLike) -> dict[str, str]:
+    """What `pinset import` reads from `source` (path -> what it is), for the outputs rule: a pr-set.json itself;
+    of an Ollama-style checkout its Makefile.sync and its patch queue (a sealed input folder: no output over a
+    patch in it and no new `*.patch` in it)."""
+    path = Path(source).expanduser()
+    if not path.is_dir():
+        return {str(path): str(path)}
+    found = {str(path / "Makefile.sync"): f"Makefile.sync of the checkout {source}"}
+    queue = path / "llama" / "patches"
+    if queue.is_dir():
+        found[str(queue)] = f"the patch queue of the checkout {source}"
+    return found

@@ -8,12 +8,13 @@ from rich.table import Table
 
 from pinset.checks.machine import host_identity
 from pinset.commands.common import check_inputs, count, only_with
+from pinset.commands.paths import INPUT_FILE, OUTPUT_FILE, OUTPUT_FOLDER, add_path
 from pinset.commands.sides import add_side_args, check_gguf, resolve_sides
 from pinset.measures.kld import ATTEMPTS, KldSettings, run_kld
 from pinset.measures.kld_model import KldResult
 from pinset.measures.kld_render import HEADERS, kld_markdown, kld_rows
 from pinset.models.pipeline import DEFAULT_TEXT
-from pinset.output import check_outputs, console, write_json, write_text
+from pinset.output import console, write_json, write_text
 
 TARGETS = ["llama-perplexity"]
 
@@ -21,8 +22,8 @@ TARGETS = ["llama-perplexity"]
 def add_parser(sub):
     p = sub.add_parser("kld", help="KL divergence of base and head device paths against the CPU reference")
     add_side_args(p)
-    p.add_argument("-m", "--model", type=Path, required=True, help="GGUF model (e.g. from `pinset model synth`)")
-    p.add_argument("-f", "--text", type=Path, default=DEFAULT_TEXT,
+    add_path(p, "-m", "--model", role=INPUT_FILE, type=Path, required=True, help="GGUF model (e.g. from `pinset model synth`)")
+    add_path(p, "-f", "--text", role=INPUT_FILE, type=Path, default=DEFAULT_TEXT,
                    help="text file for perplexity (default: pinset's generated prose, pinset/data/prose.txt)")
     p.add_argument("--ctx", type=count(16), default=512, help="context size (default 512)")
     p.add_argument("--chunks", type=count(1), default=16, help="chunks of --ctx tokens (default 16)")
@@ -30,15 +31,13 @@ def add_parser(sub):
                    help="device path = CPU too (-ngl 0, CUDA hidden): for tests and machines without a GPU")
     p.add_argument("-ngl", "--gpu-layers", type=count(0), default=99, help="layers on the device (default 99)")
     p.add_argument("-t", "--threads", type=count(1), help="threads for llama-perplexity")
-    p.add_argument("--json", type=Path, help="write the kld JSON here")
-    p.add_argument("--markdown", type=Path, help="write a markdown table here")
-    p.add_argument("--log-dir", type=Path, help="keep the llama-perplexity command lines and output here")
+    add_path(p, "--json", role=OUTPUT_FILE, type=Path, help="write the kld JSON here")
+    add_path(p, "--markdown", role=OUTPUT_FILE, type=Path, help="write a markdown table here")
+    add_path(p, "--log-dir", role=OUTPUT_FOLDER, type=Path, help="keep the llama-perplexity command lines and output here")
     return p
 
 
 def run(args) -> int:
-    check_outputs({"--json": args.json, "--markdown": args.markdown}, {"--log-dir": args.log_dir},
-                  inputs=[p for p in (args.model, args.text, args.config) if p])
     check_inputs({"--model": args.model, "--text": args.text})
     only_with("the device (not --cpu, which runs -ngl 0)", not args.cpu,
               {"-ngl/--gpu-layers": args.gpu_layers not in (0, 99)})   # 0: what --cpu runs, said again

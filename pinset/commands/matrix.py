@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 from pinset.commands.common import add_config_args
+from pinset.commands.paths import INPUT_FILE, OUTPUT_FILE, UNGUARDED, add_path
 from pinset.config.schema import PinSet, load_pinset
 from pinset.errors import PinsetError
 from pinset.matrix.cells import green_builds, matrix
@@ -24,18 +25,20 @@ from pinset.sim.run import pick_builds
 def add_parser(sub):
     p = sub.add_parser("matrix")
     add_config_args(p)
-    p.add_argument("--sim", type=Path, help="sim JSON of this pin set (default: run the sim now)")
+    add_path(p, "--sim", role=INPUT_FILE, type=Path, help="sim JSON of this pin set (default: run the sim now)")
     p.add_argument("--gpus", help="comma-separated GPU classes of pins.yaml's `gpus:` (default: all)")
-    p.add_argument("--kld-model", help="GGUF model: each cell also runs `pinset kld` on it (a path on the runner)")
-    p.add_argument("--bench-model", help="GGUF model: each cell also runs `pinset bench` on it (a path on the runner)")
+    add_path(p, "--kld-model", role=UNGUARDED,
+             help="GGUF model: each cell also runs `pinset kld` on it (a path on the runner)")
+    add_path(p, "--bench-model", role=UNGUARDED,
+             help="GGUF model: each cell also runs `pinset bench` on it (a path on the runner)")
     p.add_argument("--bench-args", default="-p 512 -n 128 -ngl 99",
                    help="llama-bench options of the bench cells (default: \"-p 512 -n 128 -ngl 99\")")
     p.add_argument("--verify-args", default="",
                    help="extra options of each cell's `pinset verify` (e.g. \"--op-jobs 4\")")
-    p.add_argument("--results-dir", default="pinset-results",
-                   help="where the cells write their JSON and logs: RESULTS_DIR/ARTIFACT each (default pinset-results)")
+    add_path(p, "--results-dir", role=UNGUARDED, default="pinset-results",  # on the runner
+             help="where the cells write their JSON and logs: RESULTS_DIR/ARTIFACT each (default pinset-results)")
     p.add_argument("--pinset-command", default="pinset", help="how the cells call pinset (default: pinset)")
-    p.add_argument("--json", type=Path, help="write the matrix here instead of stdout")
+    add_path(p, "--json", role=OUTPUT_FILE, type=Path, help="write the matrix here instead of stdout")
     return p
 
 

@@ -9,7 +9,8 @@ import shutil
 from pathlib import Path
 
 from pinset.build.programs import LlamaBin
-from pinset.commands.common import check_inputs, count, cuda_architectures
+from pinset.commands.common import add_cache_arg, check_inputs, count, cuda_architectures, pins_read_unless
+from pinset.commands.paths import INPUT_FILE, INPUT_FOLDER, OUTPUT_FILE, OUTPUT_FOLDER, add_path
 from pinset.errors import PinsetError
 from pinset.models.pipeline import (
     AUTO_DIRECT_F16_BYTES,
@@ -20,7 +21,7 @@ from pinset.models.pipeline import (
     synthesize,
 )
 from pinset.models.synth import ARCHS, DIRECT_QUANTS, OTHER_QUANTS, PRESETS, preset
-from pinset.output import check_outputs, console, write_json
+from pinset.output import console, write_json
 from pinset.results import SCHEMAS
 
 OVERRIDES = [("layers", "n_layer"), ("embd", "n_embd"), ("heads", "n_head"), ("heads-kv", "n_head_kv"),
@@ -53,32 +54,36 @@ methods:
     s.add_argument("--direct", dest="method", action="store_const", const="direct", help="same as --method direct")
     s.add_argument("--other-quant", choices=OTHER_QUANTS,
                    help="direct only: type of token_embd, output and attention (default Q8_0)")
-    s.add_argument("--bin", type=Path, help="folder with llama-imatrix and llama-quantize (build/bin); "
-                                            "default: the base build of -c/--build; not needed by direct")
-    s.add_argument("-c", "--config", default=None, help="pin set file: use (and build) its bare build's tools")
+    add_path(s, "--bin", role=INPUT_FOLDER, type=Path, help="folder with llama-imatrix and llama-quantize (build/bin); "
+                                                            "default: the base build of -c/--build; not needed by direct")
+    add_path(s, "-c", "--config", role=INPUT_FILE, derived=pins_read_unless("bin", "llama_tree"), default=None,
+             help="pin set file: use (and build) its bare build's tools")
     s.add_argument("--build", help="which build of pins.yaml (default: the first)")
-    s.add_argument("--cache", help="cache folder")
+    add_cache_arg(s, help="cache folder")
     s.add_argument("--cuda", action="store_true", help="with -c: build with CUDA (for -ngl > 0 imatrix)")
     s.add_argument("--cuda-architectures", type=cuda_architectures, help="with -c --cuda: CMAKE_CUDA_ARCHITECTURES")
     s.add_argument("-j", "--jobs", type=count(1), help="with -c: build jobs")
-    s.add_argument("-o", "--out", type=Path, required=True, help="output folder")
+    add_path(s, "-o", "--out", role=OUTPUT_FOLDER, type=Path, required=True, help="output folder")
     s.add_argument("--name", help="file name stem (default synth-<arch>-<size>)")
-    s.add_argument("--vocab", help="tokenizer: models/ggml-vocab-<NAME>.gguf of the llama.cpp tree, or a GGUF path")
-    s.add_argument("--llama-tree", type=Path, help="llama.cpp source tree (for models/ vocab files and gguf-py); "
-                                                   "default: $PINSET_LLAMA_TREE or the tree above --bin")
+    add_path(s, "--vocab", role=INPUT_FILE,
+             help="tokenizer: models/ggml-vocab-<NAME>.gguf of the llama.cpp tree, or a GGUF path")
+    add_path(s, "--llama-tree", role=INPUT_FOLDER, type=Path,
+             help="llama.cpp source tree (for models/ vocab files and gguf-py); "
+                  "default: $PINSET_LLAMA_TREE or the tree above --bin")
     s.add_argument("--tie-embeddings", action="store_const", const=True, default=None,
                    help="share token_embd as the output matrix")
     for flag, field in OVERRIDES:
         s.add_argument(f"--{flag}", type=count(0 if flag.startswith("expert") else 1), dest=field,
                        help=f"override {field}")
     s.add_argument("--seed", type=count(0), default=0, help="random seed of the weights (default 0)")
-    s.add_argument("-f", "--text", type=Path, default=DEFAULT_TEXT, help="text for llama-imatrix (default: pinset prose)")
+    add_path(s, "-f", "--text", role=INPUT_FILE, type=Path, default=DEFAULT_TEXT,
+             help="text for llama-imatrix (default: pinset prose)")
     s.add_argument("--imatrix-chunks", type=count(1), default=8, help="llama-imatrix chunks (default 8)")
     s.add_argument("-ngl", "--gpu-layers", type=count(0), default=0, help="layers on the GPU for llama-imatrix (default 0)")
     s.add_argument("-t", "--threads", type=count(1), help="threads for generation, imatrix and quantize")
     s.add_argument("--force", action="store_true", help="rebuild even if the same recipe exists")
     s.add_argument("--drop-f16", action="store_true", help="delete the F16 file after quantizing")
-    s.add_argument("--json", type=Path, help="write a description of the model here")
+    add_path(s, "--json", role=OUTPUT_FILE, type=Path, help="write a description of the model here")
     return p
 
 
@@ -98,7 +103,6 @@ def _check_room(out: Path, existing: Path, shape, method: str, name: str) -> Non
 def run(args) -> int:
     if args.model_verb != "synth":
         raise PinsetError(f"unknown model verb {args.model_verb}")
-    check_outputs({"--json": args.json}, {"--out": args.out}, inputs=[p for p in (args.text, args.config) if p])
     check_inputs({"--text": args.text})
     overrides = {field: getattr(args, field) for _, field in OVERRIDES}
     if args.vocab:

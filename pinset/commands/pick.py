@@ -8,11 +8,12 @@ from rich.table import Table
 
 from pinset import ci_annotations
 from pinset.commands.common import add_config_args, count, only_with, open_config
+from pinset.commands.paths import OUTPUT_FILE, OUTPUT_FOLDER, add_path
 from pinset.commands.verify import warn
 from pinset.nightly.markdown import pick_markdown, why_text, write_results
 from pinset.nightly.model import NOT_GREEN, NOT_TRIED, PICKED, VERIFY_FAILED, PickResult
 from pinset.nightly.pick import pick
-from pinset.output import check_outputs, console, err_console
+from pinset.output import console, err_console
 from pinset.sim.pins import carried_symbols, prepare_pins
 from pinset.sim.run import pick_builds
 from pinset.upstream.builds import resolve_builds
@@ -33,17 +34,16 @@ def add_parser(sub):
                         "when a gate fails")
     p.add_argument("--cuda", action="store_true", help="with --verify: also the CUDA build and GPU gates")
     p.add_argument("-j", "--jobs", type=count(1), help="with --verify: parallel compile jobs (default: all cores)")
-    p.add_argument("--logs", help="with --verify: folder for program output (default: in the cache)")
+    add_path(p, "--logs", role=OUTPUT_FOLDER, help="with --verify: folder for program output (default: in the cache)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar while building")
-    p.add_argument("--json", help="write the pick JSON here")
-    p.add_argument("--markdown", help="write a markdown summary here")
+    add_path(p, "--json", role=OUTPUT_FILE, help="write the pick JSON here")
+    add_path(p, "--markdown", role=OUTPUT_FILE, help="write a markdown summary here")
     return p
 
 
 def run(args) -> int:
     only_with("--verify", args.verify, {"--cuda": args.cuda, "-j/--jobs": args.jobs is not None,
                                         "--logs": args.logs is not None, "--no-progress": args.no_progress})
-    check_outputs({"--json": args.json, "--markdown": args.markdown}, {"--logs": args.logs}, inputs=[args.config])
     pinset, store = open_config(args)
     names = pick_builds(pinset, args.builds)
     cuda_flags, arch = [], None

@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from pinset.commands.common import add_config_args, open_config, pin_named
+from pinset.commands.paths import OUTPUT_FOLDER, add_path
 from pinset.commands.refresh import one_build, the_build, write_folders
 from pinset.config.ledger import LedgerProblem
 from pinset.config.schema import load_pinset
@@ -40,9 +41,8 @@ def add_parser(sub):
     what.add_argument("--onto", metavar="BUILD", help="start: the build to rebase the series onto")
     what.add_argument("--continue", dest="cont", action="store_true", help="finish after resolving and staging")
     what.add_argument("--abort", action="store_true", help="remove the worktree; change nothing")
-    what.add_argument("--as-series", metavar="FOLDER",
-                      help="PR pin: export it into FOLDER as a series pin").pinset_io = "output-folder"
-    p.add_argument("--worktree", metavar="DIR", help="the worktree (default ./pinset-rebase-PIN)")
+    add_path(what, "--as-series", role=OUTPUT_FOLDER, metavar="FOLDER", help="PR pin: export it into FOLDER as a series pin")
+    add_path(p, "--worktree", role=OUTPUT_FOLDER, metavar="DIR", help="the worktree (default ./pinset-rebase-PIN)")
     return p
 
 

@@ -5,9 +5,11 @@ from __future__ import annotations
 import os
 import sys
 
+from pinset.commands.common import add_cache_arg, pins_read
+from pinset.commands.paths import INPUT_FILE, OUTPUT_FILE, add_path
 from pinset.config.schema import load_pinset
 from pinset.errors import PinsetError, PostError
-from pinset.output import check_outputs, write_json, write_text
+from pinset.output import write_json, write_text
 from pinset.report import build_report, post_report
 from pinset.report.github import DEFAULT_API_URL, GitHub, clean_token, describe_dry_run, parse_api_url, parse_target
 from pinset.store import Store
@@ -15,26 +17,24 @@ from pinset.store import Store
 
 def add_parser(sub):
     p = sub.add_parser("report")
-    p.add_argument("results", nargs="*", help="JSON result files written by sim, verify, kld and bench")
-    p.add_argument("-c", "--config", help="pins.yaml: adds the pin set's and pins' descriptions "
-                                          "(must be the pin set the results were made with)")
-    p.add_argument("--expect", metavar="MATRIX_JSON",
+    add_path(p, "results", role=INPUT_FILE, nargs="*", help="JSON result files written by sim, verify, kld and bench")
+    add_path(p, "-c", "--config", role=INPUT_FILE, derived=pins_read,
+             help="pins.yaml: adds the pin set's and pins' descriptions (must be the pin set the results were made with)")
+    add_path(p, "--expect", role=INPUT_FILE, metavar="MATRIX_JSON",
                    help="the `pinset matrix` JSON of this run: a cell without its results is listed as not tested "
                         "(failed or cancelled cells never go missing silently)")
-    p.add_argument("--markdown", help="write the PR comment here (default: print it)")
-    p.add_argument("--json", help="write the verdict as JSON here")
+    add_path(p, "--markdown", role=OUTPUT_FILE, help="write the PR comment here (default: print it)")
+    add_path(p, "--json", role=OUTPUT_FILE, help="write the verdict as JSON here")
     p.add_argument("--post", metavar="OWNER/REPO#N", help="post or update the comment on this PR (token: $GITHUB_TOKEN)")
     p.add_argument("--dry-run", action="store_true", help="with --post: print the requests instead of sending them")
     p.add_argument("--api-url", default=os.environ.get("GITHUB_API_URL") or DEFAULT_API_URL,
                    help="GitHub REST API base URL (default: $GITHUB_API_URL or https://api.github.com)")
-    p.add_argument("--cache", help="cache folder, where the report is kept if posting fails "
-                                   "(default: $PINSET_CACHE or $XDG_CACHE_HOME/pinset)")
+    add_cache_arg(p, help="cache folder, where the report is kept if posting fails "
+                          "(default: $PINSET_CACHE or $XDG_CACHE_HOME/pinset)")
     return p
 
 
 def run(args) -> int:
-    check_outputs({"--markdown": args.markdown, "--json": args.json},
-                  inputs=[*args.results, *([args.config] if args.config else [])])
     target = parse_target(args.post) if args.post else None
     if args.dry_run and not target:
         raise PinsetError("--dry-run only applies to --post")

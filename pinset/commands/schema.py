@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 import sys
 
+from pinset.commands.paths import OUTPUT_FILE, add_path
 from pinset.config.json_schema import pins_schema
-from pinset.output import check_outputs, write_text
+from pinset.output import write_text
 
 
 def add_parser(sub):
@@ -17,7 +18,7 @@ def add_parser(sub):
                     "language server at it (`# yaml-language-server: $schema=PATH` on pins.yaml's first line) "
                     "to see key, type and pattern errors as you type; the checks that need the disk (patch "
                     "files, local repositories) remain pinset's.")
-    p.add_argument("-o", "--out", help="write it into this file instead of stdout").pinset_io = "output-file"   # a file, not a folder (outputs_rule)
+    add_path(p, "-o", "--out", role=OUTPUT_FILE, help="write it into this file instead of stdout")
     return p
 
 
@@ -27,7 +28,6 @@ def text() -> str:
 
 def run(args) -> int:
     if args.out:
-        check_outputs({"--out": args.out})
         write_text(args.out, text())
     else:
         sys.stdout.write(text())

@@ -7,7 +7,8 @@ from dataclasses import replace
 from pathlib import Path
 
 from pinset.build.settings import build_settings, require_visible_gpu
-from pinset.commands.common import count, cuda_architectures
+from pinset.commands.common import add_cache_arg, count, cuda_architectures, pins_read_unless
+from pinset.commands.paths import INPUT_FILE, INPUT_FOLDER, add_path
 from pinset.errors import PinsetError
 from pinset.measures.sides import Side, built_sides, folder_side
 from pinset.output import err_console, remove_stale
@@ -34,11 +35,12 @@ def check_gguf(files: dict[str, Path | None]) -> None:
 
 def add_side_args(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("builds (either -c/--build, or --base-bin/--head-bin)")
-    g.add_argument("-c", "--config", default=None, help="pin set file: base = bare build, head = build + pins")
+    add_path(g, "-c", "--config", role=INPUT_FILE, derived=pins_read_unless("base_bin", "head_bin"), default=None,
+             help="pin set file: base = bare build, head = build + pins")
     g.add_argument("--build", help="which build of pins.yaml (default: the first)")
-    g.add_argument("--cache", help="cache folder (default: $PINSET_CACHE or $XDG_CACHE_HOME/pinset)")
-    g.add_argument("--base-bin", type=Path, help="folder with the base build's llama.cpp programs")
-    g.add_argument("--head-bin", type=Path, help="folder with the head build's llama.cpp programs")
+    add_cache_arg(g)
+    add_path(g, "--base-bin", role=INPUT_FOLDER, type=Path, help="folder with the base build's llama.cpp programs")
+    add_path(g, "--head-bin", role=INPUT_FOLDER, type=Path, help="folder with the head build's llama.cpp programs")
     g.add_argument("--base-commit", default=None, help="commit to record for --base-bin")
     g.add_argument("--head-commit", default=None, help="commit to record for --head-bin")
     g.add_argument("--cuda-architectures", type=cuda_architectures, help="CMAKE_CUDA_ARCHITECTURES when building (default: pins.yaml, else the GPU's)")

@@ -7,7 +7,8 @@ from rich.table import Table
 
 from pinset import ci_annotations
 from pinset.commands.common import add_config_args, open_config
-from pinset.output import check_outputs, console, write_json, write_text
+from pinset.commands.paths import OUTPUT_FILE, add_path
+from pinset.output import console, write_json, write_text
 from pinset.sim.markdown import base_line, fix_command, numbered, place_label, sim_markdown
 from pinset.sim.model import BuildResult, PinResult, SimResult
 from pinset.sim.run import pick_builds, simulate
@@ -23,13 +24,12 @@ def add_parser(sub):
                     "each pin's contracts (symbols that must exist). Prints a table of pin x build; --json "
                     "and --markdown write the same result. Exit 1 when a required pin fails on a build.")
     add_config_args(p)
-    p.add_argument("--json", help="write the result JSON here")
-    p.add_argument("--markdown", help="write a markdown grid here")
+    add_path(p, "--json", role=OUTPUT_FILE, help="write the result JSON here")
+    add_path(p, "--markdown", role=OUTPUT_FILE, help="write a markdown grid here")
     return p
 
 
 def run(args) -> int:
-    check_outputs({"--json": args.json, "--markdown": args.markdown}, inputs=[args.config])
     pinset, store = open_config(args)
     with simulate(pinset, pick_builds(pinset, args.builds), store) as sim:
         result = sim.result

@@ -14,10 +14,11 @@ from pinset.build.cmake import find_nvcc
 from pinset.checks.machine import Machine, probe_machine
 from pinset.checks.nvidia_smi import visible_gpus
 from pinset.commands.common import add_config_args, count, only_with, open_config, seconds
+from pinset.commands.paths import OUTPUT_FILE, OUTPUT_FOLDER, add_path
 from pinset.commands.sim import short_build
 from pinset.config.schema import cuda_flag_problem
 from pinset.errors import PinsetError
-from pinset.output import check_outputs, console, err_console, remove_stale, write_json, write_text
+from pinset.output import console, err_console, remove_stale, write_json, write_text
 from pinset.result_parts import MachineRecord
 from pinset.sim.run import pick_builds, simulate
 from pinset.verify.gates import Gates, VerifyOptions
@@ -44,18 +45,15 @@ def add_parser(sub):
     p.add_argument("--op-timeout", type=seconds, default=1800.0, help="seconds per test-backend-ops run (default 1800)")
     p.add_argument("--op-jobs", type=count(1), default=1,
                    help="test-backend-ops -j N (parallel workers) for the GPU runs (default 1)")
-    p.add_argument("--json", help="write the result JSON here")
-    p.add_argument("--markdown", help="write a markdown summary here")
-    p.add_argument("--logs", help="folder for program output (default: next to --json, else in the cache)")
+    add_path(p, "--json", role=OUTPUT_FILE, help="write the result JSON here")
+    add_path(p, "--markdown", role=OUTPUT_FILE, help="write a markdown summary here")
+    add_path(p, "--logs", role=OUTPUT_FOLDER, derived=_logs_next_to_json,
+             help="folder for program output (default: next to --json, else in the cache)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar while building")
     return p
 
 
 def run(args) -> int:
-    logs = {"--logs": args.logs}
-    if args.json and not args.logs:
-        logs = {"the logs folder next to --json,": _log_dir(args, None)}
-    check_outputs({"--json": args.json, "--markdown": args.markdown}, logs, inputs=[args.config])
     ops = parse_ops(args.ops)
     cuda_flags = (args.cuda_flags or "").split()
     if problem := next(filter(None, map(cuda_flag_problem, cuda_flags)), None):
@@ -137,9 +135,18 @@ def _log_dir(args, store) -> Path:
     if args.logs:
         return Path(args.logs)
     if args.json:
-        json_path = Path(args.json)
-        return json_path.with_name(json_path.stem + "-logs")
+        return _next_to(args.json)
     return store.dir("logs", "verify")
+
+
+def _next_to(json: str) -> Path:
+    """The logs folder of a run given --json and no --logs: `r.json` -> `r-logs`."""
+    return Path(json).with_name(Path(json).stem + "-logs")
+
+
+def _logs_next_to_json(args) -> dict[str, str]:
+    """The `derived` hook of --logs: without it the logs go next to --json, an output folder too."""
+    return {str(_next_to(args.json)): "the logs folder next to --json,"} if args.json and not args.logs else {}
 
 
 def _table(result: VerifyResult) -> Table:

@@ -13,6 +13,7 @@ import argparse
 import hashlib
 import importlib
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -20,12 +21,7 @@ from pathlib import Path
 import pytest
 
 from pinset import cli
-from pinset.outputs_rule import (
-    OUTPUT_FILES,
-    OUTPUT_FOLDERS,
-    kind_of,
-    verb_parsers,
-)
+from pinset.commands.paths import INPUT_FILE, INPUT_FOLDER, OUTPUT_FILE, OUTPUT_FOLDER, role_of, verb_parsers
 from tests.testing import ROOT
 
 
@@ -43,12 +39,52 @@ def _verbs():
 VERBS = _verbs()
 
 
+# What makes an option look like a path: a Path type, a path word in its dest or metavar, or help that speaks of
+# a file, folder or path ("write ... here"). An option that takes a free value and looks like one must declare its
+# role with add_path (UNGUARDED where it names a path the rule does not guard); one that names no path says nothing.
+PATH_NAME = re.compile(r"(^|[_/-])(files?|folders?|dirs?|directory|paths?|trees?|out|output|logs?|json|markdown|md"
+                       r"|csv|plot|png|gguf|yaml|model|bin|config|text|worktree|series|source|results?|sim|expect"
+                       r"|reanalyse|cache)($|[_/-])", re.I)
+PATH_HELP = re.compile(r"\b(files?(?! name)|folders?|director(y|ies)|paths?|here)\b", re.I)
+
+
+def looks_like_a_path(action: argparse.Action) -> bool:
+    """The action takes a free value (not a flag, a choice or a number) that reads as a path."""
+    if not isinstance(action, (argparse._StoreAction, argparse._AppendAction, argparse._ExtendAction)):
+        return False
+    if action.choices is not None or action.type not in (None, str, Path):
+        return False
+    return action.type is Path or any(PATH_NAME.search(text) for text in (action.dest, str(action.metavar or ""))) \
+        or bool(PATH_HELP.search(action.help or ""))
+
+
+def undeclared(verbs) -> list[str]:
+    return sorted({f"{' '.join(w)} {a.dest}" for w, p in verbs for a in p._actions
+                   if role_of(a) is None and looks_like_a_path(a)})
+
+
 def test_every_option_of_every_verb_is_declared():
-    """A new option must say whether it is an output, an input or no path, or this rule cannot see it."""
-    undeclared = sorted({f"{' '.join(w)} {a.dest}" for w, p in VERBS for a in p._actions if kind_of(a) is None})
-    assert not undeclared, f"declare these in pinset/outputs_rule.py: {undeclared}"
-    outputs = {a.dest for _, p in VERBS for a in p._actions} & (OUTPUT_FILES | OUTPUT_FOLDERS)
+    """A new option that names a path must say where it is defined whether it is an output or an input, or this
+    rule cannot see it."""
+    assert not undeclared(VERBS), "declare these with add_path(..., role=...) where they are defined"
+    roles = {role_of(a) for _, p in VERBS for a in p._actions}
+    assert {OUTPUT_FILE, OUTPUT_FOLDER, INPUT_FILE, INPUT_FOLDER} <= roles
+    outputs = {a.dest for _, p in VERBS for a in p._actions if role_of(a) in (OUTPUT_FILE, OUTPUT_FOLDER)}
     assert {"json", "markdown", "csv", "plot", "out", "logs", "log_dir"} <= outputs
+
+
+@pytest.mark.parametrize("flag,kwargs", [
+    ("--report-file", {}), ("--out-dir", {}), ("--summary", {"help": "write the summary here"}),
+    ("--weights", {"type": Path}), ("--extra", {"metavar": "FOLDER"}), ("--notes", {"help": "a notes file"}),
+])
+def test_an_undeclared_path_option_is_found(flag, kwargs):
+    """The declaration test fails on a new path option that says nothing (and not on a new count or flag)."""
+    parser = cli.OneLineParser(prog="pinset x")
+    parser.add_argument(flag, **kwargs)
+    parser.add_argument("--rounds", type=int, help="rounds")
+    parser.add_argument("--quiet", action="store_true", help="no output files")
+    parser.add_argument("--name", help="file name stem")
+    assert undeclared([(["x"], parser)]) == [f"x {flag.lstrip('-').replace('-', '_')}"]
 
 
 @pytest.fixture
@@ -61,7 +97,7 @@ def world(tmp_path, monkeypatch):
     (tmp_path / "pins.yaml").write_text("builds: [b1]\npins:\n  - {id: a, patches: series}\n"
                                         "  - {id: b, patches: one.patch}\n")
     for name in ("model.gguf", "vs.gguf", "noise.json", "text.txt", "expect.json", "reanalyse.json", "sim.json",
-                 "r1.json", "r2.json", "source.json"):
+                 "r1.json", "r2.json", "source.json", "vocab.gguf"):
         (tmp_path / name).write_bytes(b"GGUF input " + name.encode())
     for name in ("base", "head", "bin", "tree"):
         (tmp_path / name).mkdir()
@@ -78,7 +114,7 @@ def world(tmp_path, monkeypatch):
 INPUT_VALUES = {"config": "pins.yaml", "model": "model.gguf", "vs_model": "vs.gguf", "noise_from": "noise.json",
                 "text": "text.txt", "expect": "expect.json", "reanalyse": "reanalyse.json", "sim": "sim.json",
                 "results": "r1.json", "base_bin": "base", "head_bin": "head", "bin": "bin", "llama_tree": "tree",
-                "source": "source.json", "cache": "tree"}
+                "source": "source.json", "cache": "tree", "vocab": "vocab.gguf"}
 
 
 def _snapshot(root: Path) -> dict[str, str]:
@@ -104,7 +140,7 @@ def _argv(words, parser, given: dict[str, str]) -> list[str]:
             value = "x"                                    # a required positional that names no path (a pin id)
         if value is None and action.required and action.option_strings:
             value = action.choices and next(iter(action.choices)) or (
-                "req-out" if action.dest in OUTPUT_FOLDERS else "x")
+                "req-out" if role_of(action) == OUTPUT_FOLDER else "x")
         if value is None:
             continue
         if action.option_strings:
@@ -121,11 +157,11 @@ NO_INPUTS = {"schema"}
 def _targets(dests) -> list[tuple[str, str, str, str]]:
     """(input dest, its value, the output's path, how it is reached) for one verb's inputs."""
     targets = []
-    for dest in sorted(d for d, a in dests.items() if kind_of(a) in ("input-file", "input-folder")):
+    for dest in sorted(d for d, a in dests.items() if role_of(a) in (INPUT_FILE, INPUT_FOLDER)):
         assert dest in INPUT_VALUES, f"{dest}: a new input; give it a file or folder in INPUT_VALUES and world"
         value = INPUT_VALUES[dest]
         targets.append((dest, value, value))                       # the input itself
-        if kind_of(dests[dest]) == "input-folder":
+        if role_of(dests[dest]) == INPUT_FOLDER:
             targets.append((dest, value, f"{value}/llama-bench"))  # a file in it
     if "config" in dests:
         for patch in ("series", "series/0001-a.patch", "series/new.patch", "one.patch"):
@@ -133,7 +169,7 @@ def _targets(dests) -> list[tuple[str, str, str, str]]:
     out = []
     for dest, value, target in targets:
         new = target.endswith("/new.patch")
-        folder = target == "series" or (kind_of(dests[dest]) == "input-folder" and target == value)
+        folder = target == "series" or (role_of(dests[dest]) == INPUT_FOLDER and target == value)
         for via in ("path", "symlink", "hardlink"):
             if via == "path" or not new and not (via == "hardlink" and folder):
                 out.append((dest, value, target, via))
@@ -142,7 +178,7 @@ def _targets(dests) -> list[tuple[str, str, str, str]]:
 
 def _cases():
     for words, parser in VERBS:
-        dests = {a.dest for a in parser._actions if kind_of(a) in ("output-file", "output-folder")}
+        dests = {a.dest for a in parser._actions if role_of(a) in (OUTPUT_FILE, OUTPUT_FOLDER)}
         for out in sorted(dests):
             yield pytest.param(words, parser, out, id=f"{'-'.join(words)}:{out}")
 
@@ -174,12 +210,15 @@ def test_output_over_an_input_is_bad_input(world, capsys, words, parser, out):
             alias.unlink()
 
 
+def _output_files(parser) -> list[str]:
+    return sorted(a.dest for a in parser._actions if role_of(a) == OUTPUT_FILE)
+
+
 @pytest.mark.parametrize("words,parser", [pytest.param(w, p, id="-".join(w)) for w, p in VERBS
-                                          if len({a.dest for a in p._actions} & OUTPUT_FILES) >= 2])
+                                          if len(_output_files(p)) >= 2])
 def test_two_outputs_on_one_path_are_bad_input(world, capsys, words, parser):
     root, calls = world
-    dests = {a.dest for a in parser._actions}
-    files = sorted(dests & OUTPUT_FILES)
+    files = _output_files(parser)
     (root / "real.out").write_text("old")
     os.link(root / "real.out", root / "hard.out")
     for second in ("real.out", "hard.out"):
@@ -232,22 +271,53 @@ def test_bench_csv_over_the_model_end_to_end(tmp_path):
     assert "would overwrite the input file m.gguf" in r.stderr and (tmp_path / "m.gguf").read_bytes() == b"GGUF\x03\x00\x00\x00model"
 
 
-def test_an_action_can_declare_its_own_kind(tmp_path, monkeypatch):
-    """A dest the table reads one way (`--out`, a folder) can be declared otherwise on its action."""
+def test_the_role_is_declared_where_the_option_is_defined(tmp_path, monkeypatch):
+    """add_path tags the action; the rule reads the role back from the chosen verb (a sub-verb too), runs each
+    `derived` hook, and knows nothing of the verb's option names."""
+    from pinset.commands.paths import add_path, check_arguments
     from pinset.errors import PinsetError
-    from pinset.outputs_rule import check_arguments, option_names
 
     monkeypatch.chdir(tmp_path)
-    (tmp_path / "pins.yaml").write_text("builds: [b1]\n")
     parser = cli.OneLineParser(prog="pinset")
     sub = parser.add_subparsers(dest="command")
-    verb = sub.add_parser("import")
-    verb.add_argument("--from", dest="source").pinset_io = "input-file"
-    verb.add_argument("--out").pinset_io = "output-file"
-    argv = ["import", "--from", "pr-set.json", "--out", "pr-set.json"]
-    (tmp_path / "pr-set.json").write_text("[]")
-    with pytest.raises(PinsetError, match="would overwrite the input file pr-set.json"):
-        check_arguments(parser.parse_args(argv), *option_names(parser, argv))
-    verb.add_argument("--bad").pinset_io = "outptu"
-    with pytest.raises(ValueError, match="pinset_io 'outptu'"):
-        option_names(parser, argv)
+    verb = sub.add_parser("tool").add_subparsers(dest="tool_verb").add_parser("make")
+    add_path(verb, "--from", dest="origin", role=INPUT_FILE, derived=lambda args: {"queue": "the queue of --from"})
+    add_path(verb, "--out", role=OUTPUT_FILE)
+    add_path(verb, "--logs", role=OUTPUT_FOLDER, derived=lambda args: {"next": "the logs folder next to --out,"})
+    (tmp_path / "a.json").write_text("[]")
+    (tmp_path / "queue").mkdir()
+    (tmp_path / "next").write_text("a file where a folder goes")
+
+    def check(*argv):
+        check_arguments(parser, parser.parse_args(["tool", "make", *argv]))
+
+    with pytest.raises(PinsetError, match="^--out a.json: would overwrite the input file a.json;"):
+        check("--from", "a.json", "--out", "a.json", "--logs", "logs")
+    with pytest.raises(PinsetError, match="^--out queue/0001-x.patch: is in the input folder the queue of --from;"):
+        check("--from", "a.json", "--out", "queue/0001-x.patch")
+    with pytest.raises(PinsetError, match="^the logs folder next to --out, next: exists and is not a folder"):
+        check("--from", "a.json", "--out", "b.json")
+    with pytest.raises(ValueError, match="role 'outptu'"):
+        add_path(verb, "--bad", role="outptu")  # type: ignore[arg-type]
+
+
+def test_cache_json_dash_is_stdout_not_a_path(world, capsys):
+    """`cache info --json` (or `--json -`) prints the JSON: "-" names no file, so a folder called "-" is no
+    reason to refuse it (the verb said so; the one check in cli now says it from the declaration)."""
+    root, calls = world
+    (root / "-").mkdir()
+    assert cli.main(["cache", "info", "--json"]) == 0, capsys.readouterr().err
+    assert cli.main(["cache", "info", "--json", "-"]) == 0, capsys.readouterr().err
+    assert calls == ["cache", "cache"]
+    assert cli.main(["cache", "info", "--json", "./-"]) == 2       # a path is still one
+    assert "--json -: is a folder; give a file name (nothing was run)" in capsys.readouterr().err
+    assert calls == ["cache", "cache"]
+
+
+def test_no_verb_checks_outputs_itself():
+    """One check, in cli, before dispatch: no verb calls the rule (or could forget to)."""
+    for path in sorted((ROOT / "pinset" / "commands").glob("*.py")):
+        if path.name == "paths.py":   # the declarations and the check cli runs
+            continue
+        text = path.read_text(encoding="utf-8")
+        assert "check_outputs" not in text and "check_arguments" not in text, path.name

@@ -48,8 +48,8 @@ def test_schema_out_is_no_folder(tmp_path):
 
 def test_rebase_as_series_is_an_output_folder():
     from pinset import cli
-    from pinset.outputs_rule import kind_of, verb_parsers
+    from pinset.commands.paths import OUTPUT_FOLDER, role_of, verb_parsers
 
     parser = cli.build_parser("rebase")
-    kinds = {a.dest: kind_of(a) for _, p in verb_parsers(parser) for a in p._actions}
-    assert kinds["as_series"] == "output-folder" and kinds["worktree"] == "output-folder"
+    roles = {a.dest: role_of(a) for _, p in verb_parsers(parser) for a in p._actions}
+    assert roles["as_series"] == OUTPUT_FOLDER and roles["worktree"] == OUTPUT_FOLDER
