@@ -71,3 +71,23 @@ def test_a_round_log_entry_of_the_wrong_type_is_refused_naming_the_key():
     with pytest.raises(PinsetError, match=r"round_log\[0\]\.runs\.base\.ok: expected"):
         RoundRecord.from_json(Doc({**raw, "runs": {"base": {**raw["runs"]["base"], "ok": "yes"}}}, "f.json",
                                   "round_log[0]"))
+
+
+def test_the_stage_runs_from_its_settings_alone_and_records_the_round_log(tmp_path):
+    """run_bench takes a BenchSettings (no argparse namespace): what the verb builds from its options."""
+    from pinset.measures.bench_log import RoundRecord
+    from pinset.measures.bench_run import BenchSettings, run_bench
+    from pinset.measures.sides import folder_side
+    from tests.testing.fake_llama import FIXTURE_TESTS, fake_bin
+
+    base = folder_side("base", fake_bin(tmp_path / "base", {"pp": 1000.0, "tg": 100.0}, 0.01, 1), None, ["llama-bench"])
+    head = folder_side("head", fake_bin(tmp_path / "head", {"pp": 1500.0, "tg": 100.0}, 0.01, 2), None, ["llama-bench"])
+    model = tmp_path / "m.gguf"
+    model.write_bytes(b"GGUF")
+    looks = []
+    result = run_bench(base, head, BenchSettings({"base": model, "head": model}, tuple(FIXTURE_TESTS), repetitions=1,
+                                                 rounds=4, cpu=True), on_look=looks.append)
+    assert [r.round for r in result.round_log] == [0, 1, 2, 3] and all(isinstance(r, RoundRecord) for r in result.round_log)
+    assert [look.rounds for look in looks] == [1, 2, 3, 4] and not looks[-1].adaptive
+    assert {row.kept for row in result.rows} == {3} and result.to_json()["round_log"] == [r.to_json() for r in result.round_log]
+    assert result.decision is not None and not result.decision.adaptive and not result.aa_check
