@@ -2,7 +2,7 @@
 each access naming the file and the key when the document does not hold what the model needs.
 
 Each kind's model lives beside its producer (pinset/sim/model.py, pinset/verify/model.py,
-pinset/measures/kld.py, pinset/measures/bench.py, pinset/nightly/model.py for pick and blame,
+pinset/measures/kld_model.py, pinset/measures/bench_model.py, pinset/nightly/model.py for pick and blame,
 pinset/report/model.py) and owns both `to_json` and
 `from_json`; `pinset report` reads every file through the model of its kind, so what the producer writes
 and what the report reads cannot drift apart. Like pyperf's Benchmark.load/dump, a model reads the older

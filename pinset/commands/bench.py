@@ -13,21 +13,10 @@ from pinset.commands.common import check_inputs, count, only_with, seconds
 from pinset.commands.paths import INPUT_FILE, OUTPUT_FILE, OUTPUT_FOLDER, add_path
 from pinset.commands.sides import add_side_args, check_gguf, resolve_sides
 from pinset.errors import PinsetError
-from pinset.measures.bench import (
-    FIRST_LOOK,
-    MAX_ROUNDS,
-    MAX_TIME_S,
-    bench_markdown,
-    headers,
-    noise_from,
-    reanalysed,
-    row_cells,
-    run_bench,
-    run_tps,
-    subject,
-)
-from pinset.measures.bench_model import BenchResult
-from pinset.measures.bench_render import as_result, is_aa, p_text
+from pinset.measures.bench_analysis import MAX_ROUNDS, MAX_TIME_S, noise_from, reanalysed, rounds_frame, write_csv
+from pinset.measures.bench_model import FIRST_LOOK, BenchResult
+from pinset.measures.bench_render import bench_markdown, headers, is_aa, p_text, row_cells, subject
+from pinset.measures.bench_run import BenchSettings, run_bench
 from pinset.output import console, err_console, write_json, write_text
 from pinset.progress import Progress
 
@@ -102,13 +91,17 @@ def run(args) -> int:
     base, head, _store = resolve_sides(args, TARGETS, cpu=args.cpu, head_only=args.vs_model is not None,
                                        replaced=[args.json, args.markdown, args.csv, args.plot])
     models = {"base": args.vs_model or args.model, "head": args.model}
+    settings = BenchSettings(models, tuple(bench_args), repetitions=args.repetitions, rounds=args.rounds,
+                             max_rounds=args.max_rounds, max_time_s=args.max_time, cpu=args.cpu, aa=args.aa,
+                             keep_busy_rounds=args.keep_busy_rounds, noise=noise, log_dir=args.log_dir,
+                             host={**host_identity(), "gpu_class": args.gpu_class})
 
     def progress(rnd):
         parts = []
         for label in ("base", "head"):
             run = rnd.runs[label]
             name = models[label].name if args.vs_model else label
-            parts.append(f"{name} " + (", ".join(f"{l.test} {run_tps(vars(l)):,.0f}" for l in run.lines) if run.ok
+            parts.append(f"{name} " + (", ".join(f"{l.test} {l.tps:,.0f}" for l in run.lines) if run.ok
                                         else f"[red]failed[/] ({run.detail})"))
         tag = " (warm-up)" if rnd.warmup else ""
         busy = " [yellow]other GPU process[/]" if rnd.other_gpu_processes else ""
@@ -120,14 +113,9 @@ def run(args) -> int:
                           f"undecided: {', '.join(seen.undecided) or 'none'}", highlight=False)
         shown.update(done=seen.rounds, note=f"undecided: {', '.join(seen.undecided) or 'none'}")
 
-    planned = args.max_rounds if args.rounds is None else args.rounds
     # A live line on a terminal; without one the plain line per round above says it.
-    with Progress("bench", unit="rounds", total=planned, enabled=err_console.is_terminal) as shown:
-        result = run_bench(base, head, models, bench_args, rounds=args.rounds, max_rounds=args.max_rounds,
-                           max_time_s=args.max_time, repetitions=args.repetitions, cpu=args.cpu, aa=args.aa,
-                           keep_busy_rounds=args.keep_busy_rounds, noise=noise,
-                           noise_from=str(args.noise_from) if noise else None, log_dir=args.log_dir,
-                           host={**host_identity(), "gpu_class": args.gpu_class}, on_round=progress, on_look=look)
+    with Progress("bench", unit="rounds", total=settings.planned, enabled=err_console.is_terminal) as shown:
+        result = run_bench(base, head, settings, on_round=progress, on_look=look)
     return _write(result, args)
 
 
@@ -137,22 +125,18 @@ def _reanalyse(args) -> int:
     if args.model or args.vs_model or args.llama_bench_args:
         raise PinsetError("--reanalyse runs nothing: drop -m/--vs-model and the llama-bench options")
     recorded = load_result(args.reanalyse)
-    if recorded.kind != "bench":
+    if not isinstance(recorded.model, BenchResult):
         raise PinsetError(f"{args.reanalyse}: kind {recorded.kind!r}, --reanalyse takes a bench result")
-    doc = reanalysed(recorded.data, keep_busy_rounds=args.keep_busy_rounds)
-    # written as re-analysed (its keys as recorded), shown through the model like a fresh bench
-    return _write(as_result(doc), args, doc)
+    # the recorded model, its rows recomputed: written and shown like a fresh bench
+    return _write(reanalysed(recorded.model, keep_busy_rounds=args.keep_busy_rounds), args)
 
 
-def _write(result: BenchResult, args, doc: dict | None = None) -> int:
-    """Table on the console, then the requested JSON (`doc`, default the result's), PNG and markdown; exit 0 when
-    the bench is ok, else 1."""
+def _write(result: BenchResult, args) -> int:
+    """Table on the console, then the requested JSON, CSV, PNG and markdown; exit 0 when the bench is ok, else 1."""
     console.print(bench_table(result))
     if args.json:
-        write_json(args.json, result.to_json() if doc is None else doc)
+        write_json(args.json, result.to_json())
     if args.csv:
-        from pinset.measures.bench import rounds_frame, write_csv
-
         write_csv(rounds_frame(result.round_log, keep_busy_rounds=args.keep_busy_rounds), args.csv)
     plot_name = None
     if args.plot:
@@ -163,11 +147,10 @@ def _write(result: BenchResult, args, doc: dict | None = None) -> int:
             else str(args.plot)
     if args.markdown:
         write_text(args.markdown, bench_markdown(result, plot_name))
-    return 0 if (result.ok if doc is None else doc["ok"]) else 1
+    return 0 if result.ok else 1
 
 
-def bench_table(doc: BenchResult | dict) -> Table:
-    result = as_result(doc)
+def bench_table(result: BenchResult) -> Table:
     t = Table(title=f"pinset bench: {subject(result)} on {result.device} ({result.rounds} rounds, first = warm-up)")
     more = result.decision.more_rounds if result.decision else None
     notes = [f"too noisy: the scatter so far suggests about {more} more rounds (--max-time / --max-rounds)"] if more else []

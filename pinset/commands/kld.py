@@ -10,7 +10,8 @@ from pinset.checks.machine import host_identity
 from pinset.commands.common import check_inputs, count, only_with
 from pinset.commands.paths import INPUT_FILE, OUTPUT_FILE, OUTPUT_FOLDER, add_path
 from pinset.commands.sides import add_side_args, check_gguf, resolve_sides
-from pinset.measures.kld import ATTEMPTS, KldResult, run_kld
+from pinset.measures.kld import ATTEMPTS, KldSettings, run_kld
+from pinset.measures.kld_model import KldResult
 from pinset.measures.kld_render import HEADERS, kld_markdown, kld_rows
 from pinset.models.pipeline import DEFAULT_TEXT
 from pinset.output import console, write_json, write_text
@@ -56,10 +57,10 @@ def run(args) -> int:
     def on_retry(side, attempt, why):
         console.print(f"  [yellow]{side.label if side else 'reference'}[/]: {why}: run {attempt} of {ATTEMPTS}")
 
-    result = run_kld(base, head, args.model, args.text, ctx=args.ctx, chunks=args.chunks, store=store, cpu=args.cpu,
-                     gpu_layers=args.gpu_layers, threads=args.threads, log_dir=args.log_dir,
-                     host={**host_identity(), "gpu_class": args.gpu_class}, on_reference=on_reference, on_run=on_run,
-                     on_retry=on_retry)
+    settings = KldSettings(args.model, args.text, ctx=args.ctx, chunks=args.chunks, cpu=args.cpu,
+                           gpu_layers=args.gpu_layers, threads=args.threads, log_dir=args.log_dir,
+                           host={**host_identity(), "gpu_class": args.gpu_class})
+    result = run_kld(base, head, settings, store, on_reference=on_reference, on_run=on_run, on_retry=on_retry)
     console.print(kld_table(result))
     for r in result.runs:
         if not r.ok:

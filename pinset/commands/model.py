@@ -8,10 +8,18 @@ import json
 import shutil
 from pathlib import Path
 
+from pinset.build.programs import LlamaBin
 from pinset.commands.common import add_cache_arg, check_inputs, count, cuda_architectures, pins_read_unless
 from pinset.commands.paths import INPUT_FILE, INPUT_FOLDER, OUTPUT_FILE, OUTPUT_FOLDER, add_path
 from pinset.errors import PinsetError
-from pinset.models.pipeline import AUTO_DIRECT_F16_BYTES, DEFAULT_TEXT, METHODS, LlamaBin, choose_method, synthesize
+from pinset.models.pipeline import (
+    AUTO_DIRECT_F16_BYTES,
+    DEFAULT_TEXT,
+    METHODS,
+    SynthSettings,
+    choose_method,
+    synthesize,
+)
 from pinset.models.synth import ARCHS, DIRECT_QUANTS, OTHER_QUANTS, PRESETS, preset
 from pinset.output import console, write_json
 from pinset.results import SCHEMAS
@@ -129,10 +137,11 @@ def run(args) -> int:
     _check_room(args.out, existing, shape, method, name)
     console.print(f"synth {shape.describe()} -> {args.quant} ({method})")
     try:
-        result = synthesize(shape, args.quant, args.out, tools, name=name,
-                            method=method, other_quant=args.other_quant or "Q8_0", text=args.text, seed=args.seed,
-                            gpu_layers=args.gpu_layers, imatrix_chunks=args.imatrix_chunks, threads=args.threads,
-                            trees=trees, keep_f16=not args.drop_f16, force=args.force)
+        settings = SynthSettings(shape, args.quant, name=name, method=method, other_quant=args.other_quant or "Q8_0",
+                                 seed=args.seed, text=args.text, gpu_layers=args.gpu_layers,
+                                 imatrix_chunks=args.imatrix_chunks, threads=args.threads, keep_f16=not args.drop_f16,
+                                 force=args.force)
+        result = synthesize(settings, args.out, tools, trees=trees)
     except PinsetError:  # bad input found on the way (vocab, block sizes): nothing changed, no empty --out
         made = args.out
         while made != existing and made.is_dir() and not any(made.iterdir()):

@@ -1,6 +1,7 @@
-"""From recorded rounds (the JSON form of bench_run.Round, so a recorded file re-analyses like a fresh bench) to
-bench rows, through one tidy pandas table; the bench document; and the domain rules around it: which benches
-are A/A checks, whether an A/A file may set a later bench's noise, when a row's verdict contradicts its speeds.
+"""From the round log (bench_log.RoundRecord: a bench's own rounds and a recorded file's read alike) to bench rows,
+through one tidy pandas table; the bench result; and the domain rules around it: which benches are A/A checks,
+whether an A/A file may set a later bench's noise. The rule that makes one row from its speeds is the model's
+(bench_model.row_from_speeds), so a row read from a file checks itself without this module.
 """
 
 from __future__ import annotations
@@ -8,27 +9,29 @@ from __future__ import annotations
 import json
 import math
 import socket
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from pinset.errors import PinsetError
+from pinset.measures.bench_log import RoundRecord
 from pinset.measures.bench_model import (
     DECISIVE,
-    FIRST_LOOK,
     BenchModelFile,
     BenchResult,
     BenchRow,
     BenchSide,
     Exclusion,
-    recorded_speed_problem,
-    run_tps,
+    noise_of,
+    plan_of,
+    row_from_speeds,
 )
 from pinset.measures.sides import Side, same_programs
-from pinset.measures.stats import MIN_EFFECT, MIN_ROUNDS, NOISE_K, RULE, Plan, compare
+from pinset.measures.stats import MIN_EFFECT, MIN_ROUNDS, NOISE_K, RULE, Plan
 from pinset.result_parts import GpuRecord
-from pinset.results import SCHEMAS, Doc
+from pinset.results import SCHEMAS
 
 MAX_ROUNDS = 40  # default round cap, warm-up included: an A/A row noisier than 1 % needs ~20-30 kept rounds
 # Default --max-time: the whole cap for the 48-layer synthetic Qwen3-30B-A3B (`-p 512,2048 -n 128 -r 3`: 15-19 s a
@@ -41,57 +44,53 @@ METHOD = ("run speed = median of llama-bench's samples; per-round log(head/base)
           "look; no change = CI inside ±max(1 %, per-round noise sd)")
 
 
-def _key(params: dict) -> tuple:
-    return tuple(sorted((k, repr(v)) for k, v in params.items()))
-
-
-def _round_exclusion(rnd: dict, k: tuple, keep_busy_rounds: bool) -> Exclusion | None:
+def _round_exclusion(rnd: RoundRecord, k: tuple, keep_busy_rounds: bool) -> Exclusion | None:
     """Why round `rnd` gives no value for test `k` (None: it does)."""
-    if rnd["warmup"]:
-        return Exclusion.warmup(rnd["round"])
-    if rnd.get("other_gpu_processes") and not keep_busy_rounds:
-        return Exclusion.busy(rnd["round"])
+    if rnd.warmup:
+        return Exclusion.warmup(rnd.round)
+    if rnd.other_gpu_processes and not keep_busy_rounds:
+        return Exclusion.busy(rnd.round)
     for label in ("base", "head"):
-        run = (rnd.get("runs") or {}).get(label)
-        match = [t for t in (run or {}).get("tests", []) if _key(t["params"]) == k]
-        why = (run or {}).get("detail") or (("test missing" if not match else "the test twice" if len(match) > 1
-                                            else recorded_speed_problem(match[0])) if run else None)
-        if not run or not run["ok"] or why:
-            return Exclusion.failed(rnd["round"], label, why)
+        run = rnd.run(label)
+        if run is None:
+            return Exclusion.failed(rnd.round, label, None)
+        match = run.matching(k)
+        why = run.detail or ("test missing" if not match else "the test twice" if len(match) > 1 else match[0].problem)
+        if not run.ok or why:
+            return Exclusion.failed(rnd.round, label, why)
     return None
 
 
 FRAME_COLUMNS = ["round", "order", "side", "test", "params", "samples", "tps", "kept", "excluded"]
 
 
-def rounds_frame(rounds: list[dict], *, keep_busy_rounds: bool = False):
+def rounds_frame(rounds: list[RoundRecord], *, keep_busy_rounds: bool = False):
     """The tidy table of a round log (pandas): one line per round, side and test, with the run's speed
-    (run_tps) and whether the statistics keep it (else why not, an Exclusion). Rows, the CSV, the tables and the
-    report's speeds all come from here."""
+    (SpeedRecord.tps) and whether the statistics keep it (else why not, an Exclusion). Rows, the CSV, the tables
+    and the report's speeds all come from here."""
     import pandas as pd
 
     order: list[tuple] = []
     names: dict[tuple, tuple[str, dict]] = {}
     for rnd in rounds:
-        for run in (rnd.get("runs") or {}).values():
-            for t in run.get("tests") or []:
-                k = _key(t["params"])
-                if k not in names:
-                    names[k] = (t["test"], t["params"])
-                    order.append(k)
+        for run in (rnd.runs or {}).values():
+            for t in run.tests:
+                if t.key not in names:
+                    names[t.key] = (t.test, t.params)
+                    order.append(t.key)
     records = []
     for k in order:
         test, params = names[k]
         for rnd in rounds:
             why = _round_exclusion(rnd, k, keep_busy_rounds)
             for label in ("base", "head"):
-                run = (rnd.get("runs") or {}).get(label) or {}
-                match = [t for t in run.get("tests", []) if _key(t["params"]) == k]
-                records.append({"round": rnd["round"], "order": rnd["order"], "side": label, "test": test,
+                side = rnd.run(label)
+                match = side.matching(k) if side else []
+                records.append({"round": rnd.round, "order": rnd.order, "side": label, "test": test,
                                 "params": json.dumps(params, sort_keys=True),
-                                "samples": list(match[0].get("samples_ts") or []) if match else [],
-                                "tps": run_tps(match[0]) if len(match) == 1 and run.get("ok")
-                                and not recorded_speed_problem(match[0]) else math.nan,
+                                "samples": list(match[0].samples_ts or []) if match else [],
+                                "tps": match[0].tps if side and side.ok and len(match) == 1 and not match[0].problem
+                                else math.nan,
                                 "kept": why is None, "excluded": why})
     return pd.DataFrame.from_records(records, columns=FRAME_COLUMNS)
 
@@ -100,19 +99,6 @@ def write_csv(frame, dest: Path) -> Path:
     dest.parent.mkdir(parents=True, exist_ok=True)
     frame.assign(samples=frame["samples"].map(json.dumps)).to_csv(dest, index=False)
     return dest
-
-
-def row_from_speeds(test: str, params: dict, rounds: list[int] | None, base_tps: list[float], head_tps: list[float],
-                    excluded: list[Exclusion], *, plan: Plan = Plan(), noise_sd: float | None = None) -> BenchRow:
-    """One row from its kept rounds' speeds by the rule (stats.compare): the producer's, and the one the report
-    re-derives a recorded row with (rederive_row)."""
-    st = compare(base_tps, head_tps, plan, noise_sd=noise_sd) if base_tps else None
-    eff = st.effect if st else None
-    band = math.exp(st.margin) - 1.0 if st and eff else None
-    return BenchRow(test, params, base_tps, head_tps, eff.ratio if eff else None, list(eff.ci_ratio) if eff else None,
-                    st.p_value if st and eff else None, band, st.verdict if st else "insufficient data", excluded, rounds,
-                    "t-seq" if eff else None, band, st.noise_sd if st else None, st.decided_after if st else None,
-                    st.more_rounds if st else None, st.p_test if st and eff else None)
 
 
 def rows_from_frame(frame, *, plan: Plan = Plan(), noise: dict[str, float] | None = None) -> list[BenchRow]:
@@ -129,74 +115,28 @@ def rows_from_frame(frame, *, plan: Plan = Plan(), noise: dict[str, float] | Non
     return rows
 
 
-def analyse_rows(rounds: list[dict], *, keep_busy_rounds: bool = False, plan: Plan = Plan(),
+def analyse_rows(rounds: list[RoundRecord], *, keep_busy_rounds: bool = False, plan: Plan = Plan(),
                  noise: dict[str, float] | None = None) -> list[BenchRow]:
-    """Bench rows from recorded rounds (the JSON form of Round, so recorded files re-analyse the same way)."""
+    """Bench rows from the round log (a bench's own or a recorded file's: the same records)."""
     return rows_from_frame(rounds_frame(rounds, keep_busy_rounds=keep_busy_rounds), plan=plan, noise=noise)
 
 
-def analyse(rounds: list[dict], *, keep_busy_rounds: bool = False, plan: Plan = Plan(),
-            noise: dict[str, float] | None = None) -> list[dict]:
-    """analyse_rows() in the rows' JSON form."""
-    return [r.to_json() for r in analyse_rows(rounds, keep_busy_rounds=keep_busy_rounds, plan=plan, noise=noise)]
-
-
-def _verdict(row) -> str:
-    return row.verdict if isinstance(row, BenchRow) else row["verdict"]
-
-
-def decisive(rows) -> bool:
+def decisive(rows: list[BenchRow]) -> bool:
     """Every row has a verdict a sequential bench may stop on."""
-    return bool(rows) and all(_verdict(r) in DECISIVE for r in rows)
+    return bool(rows) and all(r.verdict in DECISIVE for r in rows)
 
 
-def rederive_row(row: BenchRow, decision: dict | None) -> BenchRow:
-    """`row` recomputed from its own kept speeds under the bench's budget and A/A noise (plan_of, noise_of)."""
-    n = min(len(row.base_tps), len(row.head_tps))
-    noise = noise_of(decision) or {}
-    return row_from_speeds(row.test, row.params, row.rounds, row.base_tps[:n], row.head_tps[:n], row.excluded,
-                           plan=plan_of(decision), noise_sd=noise.get(json.dumps(row.params, sort_keys=True)))
-
-
-def row_contradiction(row: BenchRow, decision: dict | None) -> str | None:
-    """Why a recorded row is not what its kept speeds give (None: it is): another verdict, or a ratio or CI the
-    speeds do not have; speeds that cannot be a measurement (unequal counts, not positive) contradict any verdict."""
-    if len(row.base_tps) != len(row.head_tps):
-        return f"{len(row.base_tps)} base speeds but {len(row.head_tps)} head speeds (one of each per kept round)"
-    try:
-        again = rederive_row(row, decision)
-    except ValueError as exc:   # stats.log_ratios: a speed <= 0
-        return f"its speeds are not a measurement ({exc})"
-    if again.verdict != row.verdict:
-        kept = f"{row.kept} kept round{'s' if row.kept != 1 else ''}"
-        return f"recorded \"{row.verdict}\", but its {kept} give \"{again.verdict}\""
-    for name in ("ratio", "ci95"):
-        mine, theirs = getattr(again, name), getattr(row, name)
-        pairs = list(zip(np.atleast_1d(mine or []), np.atleast_1d(theirs or [])))
-        if (mine is None) != (theirs is None) or not all(math.isclose(a, b, rel_tol=1e-6) for a, b in pairs):
-            return f"recorded {name} {theirs} but its kept speeds give {mine}"
-    return None
-
-
-def bench_document(models: dict[str, Path], bench_args: list[str], rounds, repetitions: int,
-                   base: Side, head: Side, *, keep_busy_rounds: bool = False, decision: dict | None = None,
-                   host: dict | None = None, aa: bool | None = None) -> dict:
-    """The bench JSON of bench_result."""
-    return bench_result(models, bench_args, rounds, repetitions, base, head, keep_busy_rounds=keep_busy_rounds,
-                        decision=decision, host=host, aa=aa).to_json()
-
-
-def bench_result(models: dict[str, Path], bench_args: list[str], rounds, repetitions: int,
+def bench_result(models: dict[str, Path], bench_args: list[str], rounds: list[RoundRecord], repetitions: int,
                  base: Side, head: Side, *, keep_busy_rounds: bool = False, decision: dict | None = None,
                  host: dict | None = None, aa: bool | None = None) -> BenchResult:
     """compare "builds" (one model, base vs head build) or "models" (one build, the base side's model as the
-    reference); pinset report takes only the first kind. `rounds`: bench_run.Round objects. aa: whether head is
-    the base programs themselves (an A/A check: `aa_check` and `aa_noise` recorded); None: not said (older callers)."""
+    reference); pinset report takes only the first kind. `rounds`: the round log (bench_run.Round.record);
+    base/head: the sides with the commits they ran (bench_run resolves a folder's from llama-bench). aa: whether
+    head is the base programs themselves (an A/A check: `aa_check` and `aa_noise` recorded); None: not said."""
     model = models["head"]
     compare_models = models["base"] != models["head"]
-    recorded = [r.to_json() for r in rounds]
     decision = decision or decision_record(Plan())
-    rows = analyse_rows(recorded, keep_busy_rounds=keep_busy_rounds, plan=plan_of(decision), noise=noise_of(decision))
+    rows = analyse_rows(rounds, keep_busy_rounds=keep_busy_rounds, plan=plan_of(decision), noise=noise_of(decision))
     decision = {**decision, "more_rounds": more_rounds(rows)}
     snap = next((s for r in rounds for s in (r.gpu_before, r.gpu_after) if s), None)
     extra: dict[str, Any] = {"method": METHOD, "decision": decision, **({"host": host} if host else {}),
@@ -206,11 +146,10 @@ def bench_result(models: dict[str, Path], bench_args: list[str], rounds, repetit
         if aa:
             extra["aa_noise"] = aa_noise(rows)
     return BenchResult(
-        _ok(rows, recorded), "models" if compare_models else "builds", BenchModelFile(str(model), model.name),
+        bench_ok(rows, rounds), "models" if compare_models else "builds", BenchModelFile(str(model), model.name),
         list(bench_args), len(rounds), repetitions, 1,
-        BenchSide(base.build, _commit(base, rounds, "base"), models["base"].name),
-        BenchSide(head.build, _commit(head, rounds, "head"), models["head"].name),
-        GpuRecord(snap.name, snap.driver, keys=("name", "driver")) if snap else None, recorded, rows, extra)
+        BenchSide(base.build, base.commit, models["base"].name), BenchSide(head.build, head.commit, models["head"].name),
+        GpuRecord(snap["name"], snap["driver"], keys=("name", "driver")) if snap else None, list(rounds), rows, extra)
 
 
 def is_aa_check(base: Side, head: Side, *, program: str, aa_flag: bool, compare_models: bool) -> bool:
@@ -233,75 +172,55 @@ def decision_record(plan: Plan, *, noise: list[dict] | None = None, noise_from: 
             "budget_ran_out": budget_ran_out, "more_rounds": None}
 
 
-def plan_of(decision: dict | None) -> Plan:
-    """The plan a bench ran under, from its budget (not from the recorded looks and alpha, which an edited file
-    could set to narrow every interval): adaptive with a round cap, else one look."""
-    if not decision or not decision.get("adaptive") or not decision.get("max_rounds"):
-        return Plan()
-    return Plan.adaptive(int(decision["max_rounds"]) - 1, FIRST_LOOK)
-
-
-def noise_of(decision: dict | None) -> dict[str, float] | None:
-    """{params json: per-round sd of ln(head/base)} from the decision's A/A noise, as rows_from_frame takes it."""
-    entries = (decision or {}).get("noise")
-    return {json.dumps(e["params"], sort_keys=True): float(e["sd"]) for e in entries} if entries else None
-
-
-def _row(r) -> BenchRow:
-    return r if isinstance(r, BenchRow) else BenchRow.from_json(Doc(r, "<bench>", "bench.rows"))
-
-
-def aa_noise(rows) -> list[dict]:
+def aa_noise(rows: list[BenchRow]) -> list[dict]:
     """The noise an A/A bench measured, per test, to feed a later bench's margin (--noise-from): the sd of
-    ln(head/base) over all its kept rounds (not only up to the deciding look). rows: BenchRow or their JSON."""
-    rows = [_row(r) for r in rows]
+    ln(head/base) over all its kept rounds (not only up to the deciding look)."""
     return [{"test": r.test, "params": r.params, "rounds": len(r.base_tps),
              "sd": float(np.std(np.log(np.asarray(r.head_tps) / np.asarray(r.base_tps)), ddof=1))}
             for r in rows if len(r.base_tps) >= MIN_ROUNDS]
 
 
-def more_rounds(rows) -> int | None:
+def more_rounds(rows: list[BenchRow]) -> int | None:
     """The most further rounds any "too noisy" row suggests (None: none is, or none can say)."""
-    rows = [_row(r) for r in rows]
     wanted = [r.more_rounds for r in rows if r.verdict == "too noisy" and r.more_rounds]
     return max(wanted) if wanted else None
 
 
-def _ok(rows, recorded: list[dict]) -> bool:
+def bench_ok(rows: list[BenchRow], rounds: list[RoundRecord]) -> bool:
     """Every run succeeded (with physical speeds, also in a re-analysed file) and every row is "faster" or
     "no change"."""
-    run_failed = any(not run["ok"] or any(recorded_speed_problem(t) for t in run.get("tests") or [])
-                     for r in recorded for run in (r.get("runs") or {}).values())
-    return bool(rows) and not run_failed and all(_verdict(r) in ("faster", "no change") for r in rows)
+    run_failed = any(r.failed_runs() for r in rounds)
+    return bool(rows) and not run_failed and all(r.verdict in ("faster", "no change") for r in rows)
 
 
-def reanalysed(doc: dict, *, keep_busy_rounds: bool = False) -> dict:
-    """A recorded bench document with its rows recomputed from round_log by this pinset's method: for results
-    written before the method changed. The original method is kept under reanalysed_from."""
-    decision = doc.get("decision") or decision_record(Plan())
+def reanalysed(result: BenchResult, *, keep_busy_rounds: bool = False) -> BenchResult:
+    """A recorded bench with its rows recomputed from its round log by this pinset's method: for results written
+    before the method changed. The original method is kept under reanalysed_from."""
+    decision = result.decision_record or decision_record(Plan())
     plan = plan_of(decision)
-    rows = analyse_rows(doc["round_log"], keep_busy_rounds=keep_busy_rounds, plan=plan, noise=noise_of(decision))
+    rows = analyse_rows(result.round_log, keep_busy_rounds=keep_busy_rounds, plan=plan, noise=noise_of(decision))
     fresh = decision_record(plan)
     method = {k: fresh[k] for k in ("rule", "alpha", "looks", "first_look", "alpha_per_look", "margin_min", "noise_k")}
-    return {**doc, "schema": SCHEMAS["bench"], "ok": _ok(rows, doc["round_log"]), "rows": [r.to_json() for r in rows],
-            "method": METHOD, "decision": {**fresh, **decision, **method, "more_rounds": more_rounds(rows)},
-            "reanalysed_from": {"method": doc.get("method"), "schema": doc.get("schema")}}
-
-
-def _commit(side: Side, rounds, label: str) -> str:
-    """The side's commit; for explicit folders, llama-bench's own build_commit when it knows it."""
-    if side.commit != "unknown":
-        return side.commit
-    for r in rounds:
-        run = r.runs.get(label)
-        for line in (run.lines if run else []):
-            if line.build_commit and line.build_commit != "unknown":
-                return line.build_commit
-    return "unknown"
+    extra = {**result.extra, "method": METHOD, "decision": {**fresh, **decision, **method, "more_rounds": more_rounds(rows)},
+             "reanalysed_from": {"method": result.method, "schema": result.schema}}
+    return replace(result, ok=bench_ok(rows, result.round_log), rows=rows, extra=extra, schema=SCHEMAS["bench"])
 
 
 # --- --noise-from: an A/A bench of this machine sets a later bench's no-change band ------------------------
-def noise_from(path: Path, bench_args: list[str], *, cpu: bool, model: Path, repetitions: int) -> dict:
+@dataclass(frozen=True)
+class AaNoise:
+    """The per-round noise an A/A bench of this machine measured (noise_from), for a later bench's band."""
+
+    source: str           # the A/A file, as given (recorded as the decision's noise_from)
+    entries: list[dict]   # aa_noise() of its rounds: {test, params, rounds, sd}, recorded as the decision's noise
+
+    @property
+    def by_params(self) -> dict[str, float]:
+        """{params json: sd}, as the analysis takes it (noise_of)."""
+        return {json.dumps(e["params"], sort_keys=True): float(e["sd"]) for e in self.entries}
+
+
+def noise_from(path: Path, bench_args: list[str], *, cpu: bool, model: Path, repetitions: int) -> AaNoise:
     """The A/A noise of `path` for this bench: refused (exit 2) unless it is an A/A bench of this host and GPU,
     on this model, with the same llama-bench options (so the same tests) and -r (a run's speed is the median
     of -r samples: more samples scatter less). The noise is computed from the file's own rounds; its
@@ -339,7 +258,7 @@ def noise_from(path: Path, bench_args: list[str], *, cpu: bool, model: Path, rep
         raise PinsetError(f"--noise-from {path}: its aa_noise does not match the sd of its own rounds (edited?)")
     if not entries:
         raise PinsetError(f"--noise-from {path}: no test with a measured noise (fewer than 3 kept rounds)")
-    return {"noise": entries, "by_params": {json.dumps(e["params"], sort_keys=True): float(e["sd"]) for e in entries}}
+    return AaNoise(str(path), entries)
 
 
 def _same_noise(recorded: list[dict], computed: list[dict]) -> bool:

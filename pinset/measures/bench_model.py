@@ -2,7 +2,10 @@
 
 Rows are `BenchRow` objects from the moment the analysis computes them; the reasons a round is left out of a
 row are `Exclusion`s (a string, so the JSON and every reader of `excluded` see the recorded text, with its kind
-attached), made by the analysis and read back from a file in one place (`Exclusion.from_text`).
+attached), made by the analysis and read back from a file in one place (`Exclusion.from_text`); the rounds are
+the typed round log (bench_log). The rule that turns a row's kept speeds into its verdict (`row_from_speeds`)
+is here too, beside the row it makes: the analysis calls it to make rows, and a row read from a file calls it to
+check itself (`BenchRow.contradiction`), so the producer and the report use one rule and neither imports the other.
 """
 
 from __future__ import annotations
@@ -11,11 +14,13 @@ import json
 import math
 from dataclasses import dataclass, field
 from enum import Enum
-from statistics import median
+
+import numpy as np
 
 from pinset.cells import BuildCommits, Cells, PinStates, canonical, device_key, device_text
 from pinset.checks.machine import read_host
-from pinset.measures.llama_bench import speed_problem
+from pinset.measures.bench_log import RoundRecord, read_round_log
+from pinset.measures.stats import Plan, compare
 from pinset.result_parts import GpuRecord
 from pinset.results import SCHEMAS, Doc
 
@@ -81,23 +86,6 @@ def exclusion_kind(text: str) -> str:
     return Exclusion.from_text(text).kind.value
 
 
-def run_tps(test: dict) -> float:
-    """The speed of one run of one test (a recorded test dict): the median of its samples."""
-    samples = test.get("samples_ts") or []
-    return float(median(samples)) if samples else float(test["avg_ts"])
-
-
-def recorded_speed_problem(test: dict) -> str | None:
-    """Why a recorded test (round_log, possibly from an older or edited file) has no usable speed."""
-    samples = test.get("samples_ts") or []
-    if not isinstance(samples, list):
-        return f"samples_ts {samples!r} is not a list"
-    for value in samples or [test.get("avg_ts")]:
-        if problem := speed_problem(value):
-            return problem
-    return None
-
-
 @dataclass
 class BenchRow:
     """One test's base/head comparison. Numbers are None where they could not be computed ("insufficient
@@ -128,18 +116,34 @@ class BenchRow:
         return len(self.base_tps)
 
     def rederived(self, decision: dict | None) -> BenchRow:
-        """This row recomputed from its own kept speeds by the rule that made it (bench_analysis.row_from_speeds),
-        under the bench's recorded budget and A/A noise (`decision`): what the report compares a file's row with."""
-        from pinset.measures.bench_analysis import rederive_row
-
-        return rederive_row(self, decision)
+        """This row recomputed from its own kept speeds by the rule that made it (row_from_speeds), under the
+        bench's recorded budget and A/A noise (`decision`: plan_of, noise_of): what the report compares a file's
+        row with."""
+        n = min(len(self.base_tps), len(self.head_tps))
+        noise = noise_of(decision) or {}
+        return row_from_speeds(self.test, self.params, self.rounds, self.base_tps[:n], self.head_tps[:n],
+                               self.excluded, plan=plan_of(decision),
+                               noise_sd=noise.get(json.dumps(self.params, sort_keys=True)))
 
     def contradiction(self, decision: dict | None) -> str | None:
         """Why this (schema 2) row's recorded verdict or numbers are not what its own speeds give under the rule
-        (an edited file, a row with fewer kept rounds than the rule needs called decided); None when they agree."""
-        from pinset.measures.bench_analysis import row_contradiction
-
-        return row_contradiction(self, decision)
+        (an edited file, a row with fewer kept rounds than the rule needs called decided); None when they agree.
+        Speeds that cannot be a measurement (unequal counts, not positive) contradict any verdict."""
+        if len(self.base_tps) != len(self.head_tps):
+            return f"{len(self.base_tps)} base speeds but {len(self.head_tps)} head speeds (one of each per kept round)"
+        try:
+            again = self.rederived(decision)
+        except ValueError as exc:   # stats.log_ratios: a speed <= 0
+            return f"its speeds are not a measurement ({exc})"
+        if again.verdict != self.verdict:
+            kept = f"{self.kept} kept round{'s' if self.kept != 1 else ''}"
+            return f"recorded \"{self.verdict}\", but its {kept} give \"{again.verdict}\""
+        for name in ("ratio", "ci95"):
+            mine, theirs = getattr(again, name), getattr(self, name)
+            pairs = list(zip(np.atleast_1d(mine or []), np.atleast_1d(theirs or [])))
+            if (mine is None) != (theirs is None) or not all(math.isclose(a, b, rel_tol=1e-6) for a, b in pairs):
+                return f"recorded {name} {theirs} but its kept speeds give {mine}"
+        return None
 
     def to_json(self) -> dict:
         return {"test": self.test, "params": dict(self.params), "rounds": self.rounds, "base_tps": list(self.base_tps),
@@ -171,6 +175,33 @@ class BenchRow:
                    d.num("noise_sd", null=True, default=None), d.get("decided_after", int, None, default=None),
                    d.get("more_rounds", int, None, default=None),
                    d.choice("p_test", ("t", "tost"), default=None) if d.has("p_test") else None)
+
+
+def row_from_speeds(test: str, params: dict, rounds: list[int] | None, base_tps: list[float], head_tps: list[float],
+                    excluded: list[Exclusion], *, plan: Plan = Plan(), noise_sd: float | None = None) -> BenchRow:
+    """One row from its kept rounds' speeds by the rule (stats.compare): the producer's (bench_analysis), and the
+    one a recorded row is re-derived with (BenchRow.rederived)."""
+    st = compare(base_tps, head_tps, plan, noise_sd=noise_sd) if base_tps else None
+    eff = st.effect if st else None
+    band = math.exp(st.margin) - 1.0 if st and eff else None
+    return BenchRow(test, params, base_tps, head_tps, eff.ratio if eff else None, list(eff.ci_ratio) if eff else None,
+                    st.p_value if st and eff else None, band, st.verdict if st else "insufficient data", excluded, rounds,
+                    "t-seq" if eff else None, band, st.noise_sd if st else None, st.decided_after if st else None,
+                    st.more_rounds if st else None, st.p_test if st and eff else None)
+
+
+def plan_of(decision: dict | None) -> Plan:
+    """The plan a bench ran under, from its budget (not from the recorded looks and alpha, which an edited file
+    could set to narrow every interval): adaptive with a round cap, else one look."""
+    if not decision or not decision.get("adaptive") or not decision.get("max_rounds"):
+        return Plan()
+    return Plan.adaptive(int(decision["max_rounds"]) - 1, FIRST_LOOK)
+
+
+def noise_of(decision: dict | None) -> dict[str, float] | None:
+    """{params json: per-round sd of ln(head/base)} from the decision's A/A noise, as the analysis takes it."""
+    entries = (decision or {}).get("noise")
+    return {json.dumps(e["params"], sort_keys=True): float(e["sd"]) for e in entries} if entries else None
 
 
 @dataclass(frozen=True)
@@ -249,7 +280,7 @@ class BenchResult:
     base: BenchSide
     head: BenchSide
     gpu: GpuRecord | None         # name and driver; None: run with the GPU hidden (device: CPU)
-    round_log: list[dict]         # Round.to_json() of every round, warm-up included
+    round_log: list[RoundRecord]  # every round, warm-up included (bench_log)
     rows: list[BenchRow]
     extra: dict = field(default_factory=dict)   # method, aa_check, reanalysed_from, host, decision, aa_noise
     schema: int = SCHEMAS["bench"]               # a file read keeps its own (schema 1: the A/A-band rule's fields)
@@ -306,52 +337,32 @@ class BenchResult:
     @property
     def round_orders(self) -> list[str]:
         """Each round's order of the sides ("base,head" ...), warm-up included, as recorded."""
-        return [r["order"] for r in self.round_log]
+        return [r.order for r in self.round_log]
 
     @property
     def gpu_clocks_mhz(self) -> list[int]:
         """The distinct GPU clocks the rounds recorded, lowest first (none with the GPU hidden or unreadable)."""
-        return sorted({r["gpu_clock_mhz"] for r in self.round_log if r.get("gpu_clock_mhz") is not None})
+        return sorted({r.gpu_clock_mhz for r in self.round_log if r.gpu_clock_mhz is not None})
 
-    @staticmethod
-    def failed_runs_of(round_log: list[dict]) -> list[str]:
+    def failed_runs(self) -> list[str]:
         """"round N base: why" for every llama-bench run that failed or recorded no usable speed (warm-up
-        included): what `_ok` counts as failed, so the report never reads such a run as a measurement."""
-        out = []
-        for r in round_log:
-            for label, run in (r.get("runs") or {}).items():
-                problem = next((f"{t.get('test')}: {why}" for t in run.get("tests") or []
-                                if (why := recorded_speed_problem(t))), None) if run.get("ok") else None
-                if not run.get("ok") or problem:
-                    out.append(f"round {r['round']} {label}: {problem or run.get('detail') or 'failed'}")
-        return out
+        included): what the bench counts as failed (bench_analysis.bench_ok), so the report never reads such a
+        run as a measurement."""
+        return [why for r in self.round_log for why in r.failed_runs()]
 
     def to_json(self) -> dict:
         return {"schema": self.schema, "kind": "bench", "ok": self.ok, "compare": self.compare,
                 "model": self.model.to_json(), "llama_bench_args": list(self.llama_bench_args), "rounds": self.rounds,
                 "repetitions": self.repetitions, "warmup_rounds": self.warmup_rounds, "base": self.base.to_json(),
-                "head": self.head.to_json(), "gpu": self.gpu.to_json() if self.gpu else None, "round_log": self.round_log,
+                "head": self.head.to_json(), "gpu": self.gpu.to_json() if self.gpu else None,
+                "round_log": [r.to_json() for r in self.round_log],
                 "rows": [r.to_json() for r in self.rows], **self.extra}
 
     @classmethod
     def from_json(cls, d: Doc) -> BenchResult:
         m, sides = d.obj("model"), {label: d.obj(label) for label in ("base", "head")}
         gpu = d.obj("gpu", null=True)
-        seen: set[int] = set()
-        for r in d.objs("round_log"):
-            number = r.get("round", int)
-            if number in seen:
-                r.fail("round", f"round {number} is recorded twice")
-            seen.add(number)
-            r.get("order", str), r.get("warmup", bool)
-            r.get("gpu_clock_mhz", int, None), r.get("other_gpu_processes", bool, None)
-            runs = r.obj("runs", default=None)   # report fixtures of schema 1 summarised rounds without runs
-            for label in (runs.raw if runs else {}):
-                assert runs is not None
-                run = runs.obj(label)
-                run.get("ok", bool), run.get("detail", str, None, default=None)
-                for t in run.objs("tests", default=[]):
-                    t.get("test", str), t.get("params", dict), t.nums("samples_ts") if t.has("samples_ts") else None
+        round_log = read_round_log(d)
         _check_decision(d.obj("decision", default=None))
         for e in d.objs("aa_noise", default=[]):
             _check_noise_entry(e)
@@ -365,7 +376,7 @@ class BenchResult:
                    BenchModelFile(m.get("path", str), m.get("name", str)), d.strs("llama_bench_args"),
                    d.get("rounds", int), d.get("repetitions", int), d.get("warmup_rounds", int), base, head,
                    GpuRecord.name_driver(gpu) if gpu else None,
-                   d.get("round_log", list), rows, {k: v for k, v in d.raw.items() if k not in known},
+                   round_log, rows, {k: v for k, v in d.raw.items() if k not in known},
                    d.get("schema", int))
 
     @property

@@ -1,7 +1,6 @@
 """Bench results as people read them: the markdown table, the cells every table shares, titles and headers.
 Works on the bench model (what `pinset bench` writes and `pinset report` loads), so a recorded file renders as
-recorded. The entry points the report and the tests call with a bench JSON document read it through the model
-(`as_result`) until the report holds model objects (#22)."""
+recorded."""
 
 from __future__ import annotations
 
@@ -9,13 +8,7 @@ from statistics import median
 from typing import cast
 
 from pinset.markdown_table import table
-from pinset.measures.bench_model import BenchResult, BenchRow, exclusion_kind  # noqa: F401  (exclusion_kind: read by the report)
-from pinset.results import Doc
-
-
-def as_result(doc: BenchResult | dict) -> BenchResult:
-    """The bench model of a result or of its JSON document."""
-    return doc if isinstance(doc, BenchResult) else BenchResult.from_json(Doc(doc, "bench", "bench"))
+from pinset.measures.bench_model import BenchResult, BenchRow
 
 
 def _pct(x: float | None) -> str:
@@ -109,8 +102,7 @@ def _params_text(params: dict) -> str:
     return " ".join(f"{short}={params[k]}" for k, short in keep.items() if k in params)
 
 
-def bench_markdown(doc: BenchResult | dict, plot_name: str | None = None) -> str:
-    result = as_result(doc)
+def bench_markdown(result: BenchResult, plot_name: str | None = None) -> str:
     base, head = result.base, result.head
     cols = headers(result)
     if result.compares_models:

@@ -17,7 +17,17 @@ from typing import Callable
 from pinset import runner
 from pinset.checks.nvidia_smi import gpu_order_env
 from pinset.measures import gpu as gpu_mod
-from pinset.measures.bench_analysis import analyse_rows, bench_result, decision_record, decisive, is_aa_check
+from pinset.measures.bench_analysis import (
+    MAX_ROUNDS,
+    MAX_TIME_S,
+    AaNoise,
+    analyse_rows,
+    bench_result,
+    decision_record,
+    decisive,
+    is_aa_check,
+)
+from pinset.measures.bench_log import RoundRecord, RunRecord, SpeedRecord
 from pinset.measures.bench_model import DECISIVE, FIRST_LOOK, BenchResult, BenchRow
 from pinset.measures.llama_bench import BenchLine, BenchParseError, parse_jsonl, run_problem
 from pinset.measures.sides import Side
@@ -51,19 +61,28 @@ class Round:
             return None
         return any(s.other_processes for s in snaps)
 
-    def to_json(self) -> dict:
+    def record(self) -> RoundRecord:
+        """The round as the round log records it (bench_log): what the analysis, the JSON and the report read."""
         clock = self.gpu_after.sm_clock_mhz if self.gpu_after else (self.gpu_before.sm_clock_mhz if self.gpu_before else None)
-        return {
-            "round": self.index, "order": self.order, "warmup": self.warmup, "gpu_clock_mhz": clock,
-            "other_gpu_processes": self.other_gpu_processes,
-            "gpu_before": self.gpu_before.to_json() if self.gpu_before else None,
-            "gpu_after": self.gpu_after.to_json() if self.gpu_after else None,
-            "runs": {label: {"ok": r.ok, "detail": r.detail, "seconds": round(r.seconds, 2),
-                             "tests": [{"test": line.test, "params": line.params, "avg_ts": line.avg_ts,
-                                        "stddev_ts": line.stddev_ts, "samples_ts": list(line.samples_ts)}
-                                       for line in r.lines]}
-                     for label, r in self.runs.items()},
-        }
+        return RoundRecord(
+            self.index, self.order, self.warmup, clock, self.other_gpu_processes,
+            self.gpu_before.to_json() if self.gpu_before else None, self.gpu_after.to_json() if self.gpu_after else None,
+            {label: RunRecord(r.ok, r.detail, round(r.seconds, 2),
+                              [SpeedRecord(line.test, line.params, line.avg_ts, line.stddev_ts, list(line.samples_ts))
+                               for line in r.lines])
+             for label, r in self.runs.items()})
+
+
+def ran_commit(side: Side, rounds: list[Round], label: str) -> str:
+    """The side's commit; for explicit folders, llama-bench's own build_commit when it knows it."""
+    if side.commit != "unknown":
+        return side.commit
+    for r in rounds:
+        run = r.runs.get(label)
+        for line in (run.lines if run else []):
+            if line.build_commit and line.build_commit != "unknown":
+                return line.build_commit
+    return "unknown"
 
 
 def run_side(side: Side, model: Path, bench_args: list[str], repetitions: int, *, cpu: bool,
@@ -131,46 +150,78 @@ class Look:
     max_time_s: float
 
 
-def run_bench(base: Side, head: Side, models: dict[str, Path], bench_args: list[str], *, rounds: int | None,
-              max_rounds: int, max_time_s: float, repetitions: int, cpu: bool, aa: bool = False,
-              keep_busy_rounds: bool = False, noise: dict | None = None, noise_from: str | None = None,
-              log_dir: Path | None = None, host: dict | None = None,
-              on_round: Callable[[Round], None] | None = None,
+@dataclass(frozen=True)
+class BenchSettings:
+    """What one bench measures and for how long: the models, llama-bench's options and the round budget. The verb
+    makes it from its options (commands/bench.py); the stage (run_bench) and what it calls read it."""
+
+    models: dict[str, Path]          # the GGUF each side runs ({"base", "head"}); one file for a build comparison
+    bench_args: tuple[str, ...] = ()   # llama-bench options after `--` (not -m, -r, -o: pinset sets them)
+    repetitions: int = 3             # llama-bench -r per run
+    rounds: int | None = None        # a fixed count, warm-up included; None: adaptive up to max_rounds / max_time_s
+    max_rounds: int = MAX_ROUNDS
+    max_time_s: float = MAX_TIME_S
+    cpu: bool = False                # GPUs hidden (CUDA_VISIBLE_DEVICES=)
+    aa: bool = False                 # --aa: head runs the base programs
+    keep_busy_rounds: bool = False   # keep rounds during which another process used the GPU
+    noise: AaNoise | None = None     # --noise-from: the A/A noise that sets the no-change band (noise_from)
+    log_dir: Path | None = None      # where every llama-bench command line and output is kept
+    host: dict | None = None         # checks.machine.host_identity() with the cell's gpu_class
+
+    @property
+    def compare_models(self) -> bool:
+        return self.models["base"] != self.models["head"]
+
+    @property
+    def adaptive(self) -> bool:
+        return self.rounds is None
+
+    @property
+    def planned(self) -> int:
+        """The most rounds the bench runs: the fixed count, or the adaptive cap."""
+        return self.max_rounds if self.rounds is None else self.rounds
+
+    @property
+    def plan(self) -> Plan:
+        return Plan.adaptive(self.max_rounds - 1, FIRST_LOOK) if self.adaptive else Plan()
+
+
+def run_bench(base: Side, head: Side, settings: BenchSettings, *, on_round: Callable[[Round], None] | None = None,
               on_look: Callable[[Look], None] | None = None) -> BenchResult:
     """The whole bench: rounds (a fixed count, or adaptive up to max_rounds/max_time_s), the analysis, and the
-    bench result. aa: --aa (head runs the base programs); identical programs on both sides are an A/A check
-    too (is_aa_check). noise: bench_analysis.noise_from() of the --noise-from file. on_round/on_look: progress."""
-    if aa:
+    bench result. settings.aa: head runs the base programs; identical programs on both sides are an A/A check
+    too (is_aa_check). on_round/on_look: progress."""
+    s = settings
+    if s.aa:
         head = replace(base, label="head")
-    compare_models = models["base"] != models["head"]
-    adaptive = rounds is None
-    plan = Plan.adaptive(max_rounds - 1, FIRST_LOOK) if adaptive else Plan()
-    decision = decision_record(plan, noise=noise["noise"] if noise else None, noise_from=noise_from,
-                               max_rounds=max_rounds if adaptive else None, max_time_s=max_time_s if adaptive else None)
+    plan, noise = s.plan, s.noise
+    decision = decision_record(plan, noise=noise.entries if noise else None, noise_from=noise.source if noise else None,
+                               max_rounds=s.max_rounds if s.adaptive else None,
+                               max_time_s=s.max_time_s if s.adaptive else None)
     start = time.monotonic()
     state = {"ran_out": False}
-    planned = max_rounds if rounds is None else rounds   # adaptive: up to max_rounds
 
     def done(so_far: list[Round]) -> bool:
         """Adaptive stop: every row decisive, or the budget spent."""
-        rows: list[BenchRow] = analyse_rows([r.to_json() for r in so_far], keep_busy_rounds=keep_busy_rounds,
-                                            plan=plan, noise=noise and noise["by_params"])
+        rows: list[BenchRow] = analyse_rows([r.record() for r in so_far], keep_busy_rounds=s.keep_busy_rounds,
+                                            plan=plan, noise=noise.by_params if noise else None)
         used = time.monotonic() - start
         if on_look:
-            on_look(Look(len(so_far), planned, used, [r.test for r in rows if r.verdict not in DECISIVE], adaptive,
-                         max_time_s))
-        if not adaptive:
+            on_look(Look(len(so_far), s.planned, used, [r.test for r in rows if r.verdict not in DECISIVE], s.adaptive,
+                         s.max_time_s))
+        if not s.adaptive:
             return False
         if decisive(rows) or failing(so_far):
             return True
         last = sum(run.seconds for run in so_far[-1].runs.values())
-        state["ran_out"] = used + last > max_time_s or len(so_far) >= max_rounds   # the next would overrun
+        state["ran_out"] = used + last > s.max_time_s or len(so_far) >= s.max_rounds   # the next would overrun
         return state["ran_out"]
 
-    recorded = run_rounds(base, head, models, bench_args, rounds=planned, repetitions=repetitions, cpu=cpu,
-                          log_dir=log_dir, on_round=on_round, done=done)
+    ran = run_rounds(base, head, s.models, list(s.bench_args), rounds=s.planned, repetitions=s.repetitions, cpu=s.cpu,
+                     log_dir=s.log_dir, on_round=on_round, done=done)
     decision.update(elapsed_s=round(time.monotonic() - start, 1), budget_ran_out=state["ran_out"])
     # head is the base build itself: --aa, or the same programs given for both sides (never evidence for the pins)
-    is_aa = is_aa_check(base, head, program="llama-bench", aa_flag=aa, compare_models=compare_models)
-    return bench_result(models, bench_args, recorded, repetitions, base, head, keep_busy_rounds=keep_busy_rounds,
-                        decision=decision, host=host, aa=is_aa)
+    is_aa = is_aa_check(base, head, program="llama-bench", aa_flag=s.aa, compare_models=s.compare_models)
+    base, head = (replace(side, commit=ran_commit(side, ran, side.label)) for side in (base, head))
+    return bench_result(s.models, list(s.bench_args), [r.record() for r in ran], s.repetitions, base, head,
+                        keep_busy_rounds=s.keep_busy_rounds, decision=decision, host=s.host, aa=is_aa)

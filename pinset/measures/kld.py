@@ -7,7 +7,7 @@ a device kernel should leave head "as close to the CPU result as base".
 
 The reference is cached per (model identity, text, ctx, chunks, reference build commit) in
 store.dir("kld-ref"): it is the slow, device-independent part. The result model and the verdict rule live in
-kld_model.py (re-exported here); the markdown in kld_render.py.
+kld_model.py; the markdown in kld_render.py.
 """
 
 from __future__ import annotations
@@ -22,11 +22,8 @@ from typing import Sequence
 from pinset import runner
 from pinset.checks.nvidia_smi import gpu_order_env
 from pinset.errors import RuntimeFailure
-from pinset.measures.kld_model import (  # noqa: F401
+from pinset.measures.kld_model import (
     FURTHER,
-    KLD_STATS,
-    SIGMAS,
-    VERDICTS,
     KldModelFile,
     KldReference,
     KldResult,
@@ -234,22 +231,39 @@ def kld_result(model: Path, text: Path, ctx: int, chunks: int, ref: Reference, r
         [run_result(r) for r in runs], v, host, head.side.pinset)
 
 
-def run_kld(base: Side, head: Side, model: Path, text: Path, *, ctx: int, chunks: int, store, cpu: bool,
-            gpu_layers: int = 99, threads: int | None = None, log_dir: Path | None = None, host: dict | None = None,
-            on_reference=None, on_run=None, on_retry=None) -> KldResult:
-    """The whole kld: the CPU reference (cached), base's and head's device runs against it, and the kld result.
-    Explicit folders without --*-commit record the commit their llama-perplexity reports (--version): the build
-    identity bench records from llama-bench, so kld and bench of the same folders merge in the report.
+@dataclass(frozen=True)
+class KldSettings:
+    """What one kld measures and where: the model, the text and how much of it, the device path. The verb makes it
+    from its options (commands/kld.py); run_kld reads it."""
+
+    model: Path
+    text: Path                       # the text llama-perplexity reads
+    ctx: int = 512                   # context size
+    chunks: int = 16                 # chunks of ctx tokens
+    cpu: bool = False                # device path = CPU too (-ngl 0, CUDA hidden): machines without a GPU
+    gpu_layers: int = 99             # layers on the device
+    threads: int | None = None       # llama-perplexity -t
+    log_dir: Path | None = None      # where every command line and output is kept
+    host: dict | None = None         # checks.machine.host_identity() with the cell's gpu_class
+
+
+def run_kld(base: Side, head: Side, settings: KldSettings, store, *, on_reference=None, on_run=None,
+            on_retry=None) -> KldResult:
+    """The whole kld: the CPU reference (cached in `store`), base's and head's device runs against it, and the kld
+    result. Explicit folders without --*-commit record the commit their llama-perplexity reports (--version): the
+    build identity bench records from llama-bench, so kld and bench of the same folders merge in the report.
     on_reference(side) / on_run(side): progress, before each step; on_retry(side or None for the reference,
     attempt, why): before a step is run again (its output was cut short at exit)."""
+    s = settings
     base, head = (with_build_identity(side, "llama-perplexity") for side in (base, head))
     if on_reference:
         on_reference(base)
-    ref = reference(base, model, text, ctx, chunks, store, threads=threads, log_dir=log_dir, on_retry=on_retry)
+    ref = reference(base, s.model, s.text, s.ctx, s.chunks, store, threads=s.threads, log_dir=s.log_dir,
+                    on_retry=on_retry)
     runs = []
     for side in (base, head):
         if on_run:
             on_run(side, ref)
-        runs.append(device_run(side, model, ref, ctx, chunks, cpu=cpu, gpu_layers=gpu_layers, threads=threads,
-                               log_dir=log_dir, on_retry=on_retry))
-    return kld_result(model, text, ctx, chunks, ref, runs, host=host)
+        runs.append(device_run(side, s.model, ref, s.ctx, s.chunks, cpu=s.cpu, gpu_layers=s.gpu_layers,
+                               threads=s.threads, log_dir=s.log_dir, on_retry=on_retry))
+    return kld_result(s.model, s.text, s.ctx, s.chunks, ref, runs, host=s.host)

@@ -2,7 +2,7 @@
 
 A test is identified by the parameters that change what is measured (prompt/gen sizes, batch sizes,
 offload, flash attention, cache types, threads...), so base and head runs of the same invocation pair
-up row by row. Each line keeps llama-bench's per-repetition samples; measures/bench.py takes their median.
+up row by row. Each line keeps llama-bench's per-repetition samples; `run_speed` takes their median.
 
 A line is refused (BenchParseError) unless every speed is a real number in (0, MAX_TOKENS_PER_SECOND]:
 NaN, infinite, zero, negative, absurd or non-numeric speeds are not measurements. `run_problem` then
@@ -16,7 +16,8 @@ import json
 import math
 import re
 from dataclasses import dataclass
-from typing import Any
+from statistics import median
+from typing import Any, Sequence
 
 from pinset.errors import BenchParseError  # noqa: F401 (raised here; importers name it from this module too)
 
@@ -44,6 +45,18 @@ class BenchLine:
     def key(self) -> tuple:
         """Identity of the test across runs and builds."""
         return tuple((k, json.dumps(self.params.get(k), sort_keys=True)) for k in sorted(self.params))
+
+    @property
+    def tps(self) -> float:
+        """The run's speed for this test (run_speed)."""
+        return run_speed(self.samples_ts, self.avg_ts)
+
+
+def run_speed(samples_ts: Sequence[float], avg_ts: Any) -> float:
+    """The speed of one run of one test: the median of its samples; llama-bench's avg_ts (their mean) only
+    where no samples were recorded (older llama-bench). On CUDA the first sample still captures the CUDA graphs
+    and is often the slowest by ~20 %: a mean would carry that warm-up into every round."""
+    return float(median(samples_ts)) if samples_ts else float(avg_ts)
 
 
 # No llama.cpp run produces more than this: a toy 2-layer model on an H200 stays below ~1e6 t/s (the

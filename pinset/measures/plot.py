@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 
 from pinset.measures.bench_model import BenchResult, BenchRow
-from pinset.measures.bench_render import as_result, is_aa, subject, verdict_text
+from pinset.measures.bench_render import is_aa, subject, verdict_text
 
 _TEST = re.compile(r"^(pp|tg)(\d+)$")
 
@@ -50,10 +50,10 @@ def _builds(result: BenchResult) -> str:
     return f"base {build('base')} ({commit('base')}), head {build('head')} ({commit('head')})"
 
 
-def plot_bench(doc: BenchResult | dict, dest: Path) -> Path:
+def plot_bench(result: BenchResult, dest: Path) -> Path:
     import matplotlib.pyplot as plt
 
-    fig = bench_figure(doc)
+    fig = bench_figure(result)
     dest = Path(dest)
     dest.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(dest, dpi=110)
@@ -61,16 +61,14 @@ def plot_bench(doc: BenchResult | dict, dest: Path) -> Path:
     return dest
 
 
-def bench_figure(doc: BenchResult | dict):
-    """The matplotlib figure plot_bench saves (the caller closes it); a bench JSON document is read through the
-    model."""
+def bench_figure(result: BenchResult):
+    """The matplotlib figure plot_bench saves (the caller closes it)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     from matplotlib.ticker import MaxNLocator
 
-    result = as_result(doc)
     rows = result.rows
     names = _side_names(result)
     aa = is_aa(result)

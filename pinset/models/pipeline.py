@@ -100,24 +100,44 @@ def quantize(tools: LlamaBin, model: Path, out: Path, quant: str, *, imatrix: Pa
     return done
 
 
-def synthesize(shape: Shape, quant: str, out_dir: Path, tools: LlamaBin | None, *, name: str | None = None,
-               method: str = "auto", other_quant: str = "Q8_0", text: Path = DEFAULT_TEXT, seed: int = 0,
-               gpu_layers: int = 0, imatrix_chunks: int = 8, imatrix_ctx: int = 512, threads: int | None = None,
-               trees=(), keep_f16: bool = True, force: bool = False) -> QuantizedModel:
+@dataclass(frozen=True)
+class SynthSettings:
+    """What `pinset model synth` makes and how: the recipe (shape, quant, seed, method; an existing output of the
+    same recipe is reused) and how llama-imatrix and llama-quantize run. The verb makes it from its options
+    (commands/model.py); synthesize reads it."""
+
+    shape: Shape
+    quant: str                       # llama-quantize type (IQ1_M, Q4_K_M, F16...)
+    name: str | None = None          # file name stem (default synth-<arch>)
+    method: str = "auto"             # METHODS
+    other_quant: str = "Q8_0"        # direct: type of token_embd, output and attention
+    seed: int = 0                    # random seed of the weights
+    text: Path = DEFAULT_TEXT        # llama-imatrix's text
+    gpu_layers: int = 0              # llama-imatrix -ngl
+    imatrix_chunks: int = 8
+    imatrix_ctx: int = 512
+    threads: int | None = None       # generation, imatrix and quantize
+    keep_f16: bool = True            # keep the F16 file llama-quantize read
+    force: bool = False              # make it again even if the same recipe exists
+
+
+def synthesize(settings: SynthSettings, out_dir: Path, tools: LlamaBin | None, *, trees=()) -> QuantizedModel:
     """Write <name>-<QUANT>.gguf (+ <name>-<QUANT>.json) in out_dir; method "quantize" also leaves
     <name>-F16.gguf and <name>.imatrix.gguf there. tools (llama-imatrix, llama-quantize) are needed only
-    by "quantize".
+    by "quantize"; trees: llama.cpp source trees to find the vocab in (besides the tools' own).
 
-    An existing output with the same recipe (shape, seed, quant, vocab, method) is reused unless force.
+    An existing output with the same recipe (shape, seed, quant, vocab, method) is reused unless settings.force.
     """
+    s = settings
+    shape, seed, other_quant, threads = s.shape, s.seed, s.other_quant, s.threads
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    quant = quant.upper()
-    method = choose_method(method, quant, shape)
+    quant = s.quant.upper()
+    method = choose_method(s.method, quant, shape)
     if method == "quantize" and tools is None:
         raise PinsetError(f"{quant} by llama-quantize needs a build: give --bin DIR or -c pins.yaml "
                           f"(or --method direct for {', '.join(DIRECT_QUANTS)})")
-    name = name or f"synth-{shape.arch}"
+    name = s.name or f"synth-{shape.arch}"
     f16_path = out_dir / f"{name}-F16.gguf"
     q_path = out_dir / f"{name}-{quant}.gguf"
     meta_path = out_dir / f"{name}-{quant}.json"
@@ -127,7 +147,7 @@ def synthesize(shape: Shape, quant: str, out_dir: Path, tools: LlamaBin | None, 
     recipe = {"shape": shape.__dict__, "seed": seed, "quant": quant, "vocab": str(vocab_path), "method": method}
     if method == "direct":
         recipe["other_quant"] = other_quant.upper()
-    if not force and q_path.is_file() and meta_path.is_file():
+    if not s.force and q_path.is_file() and meta_path.is_file():
         old = json.loads(meta_path.read_text())
         if {"method": "quantize", **old.get("recipe", {})} == recipe:  # files before "method" were quantized
             return QuantizedModel(q_path, quant, None, Path(old["imatrix"]) if old.get("imatrix") else None,
@@ -154,13 +174,13 @@ def synthesize(shape: Shape, quant: str, out_dir: Path, tools: LlamaBin | None, 
         if quant in NEEDS_IMATRIX:
             imatrix = out_dir / f"{name}.imatrix.gguf"
             t0 = time.monotonic()
-            make_imatrix(tools, f16_path, Path(text), imatrix, ctx=imatrix_ctx, chunks=imatrix_chunks,
-                         gpu_layers=gpu_layers, threads=threads, log=log)
+            make_imatrix(tools, f16_path, Path(s.text), imatrix, ctx=s.imatrix_ctx, chunks=s.imatrix_chunks,
+                         gpu_layers=s.gpu_layers, threads=threads, log=log)
             seconds["imatrix"] = round(time.monotonic() - t0, 1)
         t0 = time.monotonic()
         quantize(tools, f16_path, q_path, quant, imatrix=imatrix, threads=threads, log=log)
         seconds["quantize"] = round(time.monotonic() - t0, 1)
-        if not keep_f16:
+        if not s.keep_f16:
             f16_path.unlink()
     result = QuantizedModel(q_path, quant, f16, imatrix, q_path.stat().st_size, seconds, method)
     meta_path.write_text(json.dumps({"recipe": recipe, **result.to_json()}, indent=2) + "\n")

@@ -371,7 +371,7 @@ def _judge_bench(m: Merged, v: Verdict) -> set[str]:
         for result, path in models_of(m.files, BenchResult):
             if path not in study.sources:
                 continue
-            runs = BenchResult.failed_runs_of(result.round_log)
+            runs = result.failed_runs()
             failed += runs
             if runs or not result.rows or any(r.verdict in (SLOWER, TOO_NOISY, INSUFFICIENT_DATA) for r in result.rows):
                 explained.add(path)

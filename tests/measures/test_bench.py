@@ -10,7 +10,7 @@ import pytest
 
 from pinset.cli import main
 from pinset.measures.stats import Plan, compare
-from tests.testing import FIXTURES
+from tests.testing import FIXTURES, read_bench
 
 LLAMA_BIN = os.environ.get("PINSET_TEST_LLAMA_BIN")
 
@@ -35,11 +35,12 @@ def test_missing_binaries_is_a_toolchain_error(tmp_path, capsys):
 @pytest.mark.skipif(not LLAMA_BIN, reason="PINSET_TEST_LLAMA_BIN is not set: no llama.cpp build with llama-bench, "
                                           "llama-imatrix and llama-quantize to run end to end")
 def test_bench_end_to_end_on_cpu(tmp_path):
-    from pinset.models.pipeline import LlamaBin, synthesize
+    from pinset.build.programs import LlamaBin
+    from pinset.models.pipeline import SynthSettings, synthesize
     from pinset.models.synth import preset
 
-    model = synthesize(preset("llama", "tiny"), "Q4_K_M", tmp_path / "model", LlamaBin(Path(LLAMA_BIN)),
-                       name="tiny", threads=2).path
+    model = synthesize(SynthSettings(preset("llama", "tiny"), "Q4_K_M", name="tiny", threads=2), tmp_path / "model",
+                       LlamaBin(Path(LLAMA_BIN))).path
     out = tmp_path / "out"
     rc = main(["bench", "--base-bin", LLAMA_BIN, "--head-bin", LLAMA_BIN, "--cpu", "-m", str(model),
                "--rounds", "4", "-r", "2", "--json", str(out / "bench.json"), "--markdown", str(out / "bench.md"),
@@ -62,13 +63,13 @@ def test_bench_end_to_end_on_cpu(tmp_path):
 
 
 def test_markdown_and_plot_from_recorded_rounds(tmp_path):
-    from pinset.measures.bench import bench_markdown
+    from pinset.measures.bench_render import bench_markdown
     from pinset.measures.plot import plot_bench
 
     doc = json.loads((FIXTURES / "llama-bench" / "aa-cpu-recorded.json").read_text())
-    md = bench_markdown(doc, "bench.png")
+    md = bench_markdown(read_bench(doc), "bench.png")
     assert "| pp128 | ub=512 b=2048 ngl=0 fa=-1 t=1 | 7 |" in md and "too noisy" in md
-    png = plot_bench(doc, tmp_path / "bench.png")
+    png = plot_bench(read_bench(doc), tmp_path / "bench.png")
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
@@ -88,16 +89,16 @@ def test_vs_model_argument_errors(tmp_path, capsys):
 
 
 def test_model_comparison_markdown_names_the_models_and_report_refuses_it(tmp_path, capsys):
-    from pinset.measures.bench import bench_markdown
+    from pinset.measures.bench_render import bench_markdown
     from pinset.measures.plot import plot_bench
 
     fix = FIXTURES / "llama-bench" / "h200-moe-iq1m-vs-iq1s.json"
     doc = json.loads(fix.read_text())
-    md = bench_markdown(doc)
+    md = bench_markdown(read_bench(doc))
     assert md.startswith("### llama-bench: synth-qwen3moe-a3b-4l-IQ1_M.gguf vs synth-qwen3moe-a3b-4l-IQ1_S.gguf")
     assert "| synth-qwen3moe-a3b-4l-IQ1_S.gguf t/s | synth-qwen3moe-a3b-4l-IQ1_M.gguf t/s | vs reference |" in md
     assert "| pp512 | ub=512 b=2048 ngl=99 fa=-1 t=32 | 12 |" in md
-    assert plot_bench(doc, tmp_path / "vs.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert plot_bench(read_bench(doc), tmp_path / "vs.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     rc = main(["report", str(fix)])
     assert rc == 2
     assert "a comparison of two models on one build" in capsys.readouterr().err
@@ -105,7 +106,7 @@ def test_model_comparison_markdown_names_the_models_and_report_refuses_it(tmp_pa
 
 def test_reanalyse_recomputes_a_recorded_bench_with_the_current_method(tmp_path, capsys):
     """The H200 IQ1_S bench was written when a run's speed was avg_ts; re-analysis uses the samples' median."""
-    from pinset.measures.bench import METHOD
+    from pinset.measures.bench_analysis import METHOD
 
     src = FIXTURES / "llama-bench" / "h200-moe-iq1s-recorded.json"
     before = src.read_bytes()
@@ -165,11 +166,12 @@ def test_bench_from_pins_yaml_builds_bare_and_pinned_trees(make_repo, tmp_path):
           - id: note
             patches: {tmp_path / 'patches' / 'note'}
         """)
-    from pinset.models.pipeline import LlamaBin, synthesize
+    from pinset.build.programs import LlamaBin
+    from pinset.models.pipeline import SynthSettings, synthesize
     from pinset.models.synth import preset
 
-    model = synthesize(preset("llama", "tiny"), "Q4_K_M", tmp_path / "model", LlamaBin(Path(LLAMA_BIN)),
-                       name="tiny", threads=2).path
+    model = synthesize(SynthSettings(preset("llama", "tiny"), "Q4_K_M", name="tiny", threads=2), tmp_path / "model",
+                       LlamaBin(Path(LLAMA_BIN))).path
     out = tmp_path / "bench.json"
     rc = main(["bench", "-c", str(cfg), "--build", "b1", "--cpu", "-m", str(model), "--rounds", "3", "-r", "1",
                "--json", str(out), "--", "-p", "16", "-n", "0", "-t", "2"])

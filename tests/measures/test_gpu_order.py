@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pinset.measures.bench import run_side
+from pinset.measures.bench_run import run_side
 from pinset.measures.kld import Reference, device_run
 from pinset.measures.sides import Side
 

@@ -70,12 +70,13 @@ needs_bin = pytest.mark.skipif(
 
 @pytest.fixture(scope="module")
 def tiny_model(tmp_path_factory):
-    from pinset.models.pipeline import LlamaBin, synthesize
+    from pinset.build.programs import LlamaBin
+    from pinset.models.pipeline import SynthSettings, synthesize
     from pinset.models.synth import preset
 
     out = tmp_path_factory.mktemp("model")
-    return synthesize(preset("qwen3moe", "tiny"), "IQ1_M", out, LlamaBin(Path(LLAMA_BIN)), name="tiny",
-                      imatrix_chunks=2, imatrix_ctx=256, threads=2).path
+    return synthesize(SynthSettings(preset("qwen3moe", "tiny"), "IQ1_M", name="tiny", imatrix_chunks=2, imatrix_ctx=256,
+                                    threads=2), out, LlamaBin(Path(LLAMA_BIN))).path
 
 
 @pytest.mark.slow

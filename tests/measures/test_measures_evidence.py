@@ -16,7 +16,7 @@ from scipy import stats
 
 from pinset.cli import main
 from pinset.results import Doc
-from tests.testing import FIXTURES, GOLDEN
+from tests.testing import FIXTURES, GOLDEN, read_bench, round_log
 from tests.testing.fake_llama import FIXTURE_TESTS, bench, fake_bin, fake_perplexity, visible_gpu, write_script  # noqa: F401  (autouse fixture)
 
 FIX = FIXTURES
@@ -32,15 +32,15 @@ def test_two_copies_of_one_program_in_two_folders_are_an_aa_check(tmp_path):
     rc, doc = bench(tmp_path, base, head, "--rounds", "6")
     assert doc["aa_check"] is True and doc["aa_noise"], "byte-identical programs are the base build against itself"
     # the A/A says so wherever it is shown
-    from pinset.measures.bench import bench_markdown
+    from pinset.measures.bench_render import bench_markdown
 
-    md = bench_markdown(doc)
+    md = bench_markdown(read_bench(doc))
     assert md.startswith("### llama-bench A/A check") and "head vs base" not in md
     assert "| A t/s | A′ t/s | A/A difference |" in md and "not head's speed" in md
     from pinset.commands.bench import bench_table
     from pinset.measures.plot import test_name
 
-    table = bench_table(doc)
+    table = bench_table(read_bench(doc))
     assert "(A/A check)" in str(table.title) and [c.header for c in table.columns][3:6] == ["A t/s", "A′ t/s",
                                                                                           "A/A difference"]
     assert test_name("pp512") == "prompt 512" and test_name("pp512 @ d4096") == "prompt 512 at depth 4096"
@@ -163,7 +163,7 @@ def test_a_too_noisy_row_shows_the_t_test_p_at_its_last_look():
 
 # --- the producer's rule, re-derived from a file's numbers ------------------------------------------------
 def _row(**changes):
-    from pinset.measures.bench import BenchRow
+    from pinset.measures.bench_model import BenchRow
 
     doc = json.loads((FIX / "llama-bench" / "h200-48l-adaptive-head-vs-base.json").read_text())
     row = {**doc["rows"][0], **changes}
@@ -171,7 +171,7 @@ def _row(**changes):
 
 
 def test_recorded_rows_rederive_to_themselves():
-    from pinset.measures.bench import BenchResult
+    from pinset.measures.bench_model import BenchResult
 
     written = sorted((GOLDEN / "measures" / "bench").glob("*.json"))  # fresh, re-analysed
     schema2 = 0
@@ -198,7 +198,7 @@ def test_an_edited_row_contradicts_its_own_speeds():
 
 
 def test_a_kld_verdict_is_rederived_from_its_runs():
-    from pinset.measures.kld import KldResult, verdict_from_klds
+    from pinset.measures.kld_model import KldResult, verdict_from_klds
 
     path = FIX / "report" / "green" / "kld-h200.json"
     raw = json.loads(path.read_text())
@@ -213,13 +213,14 @@ def test_a_kld_verdict_is_rederived_from_its_runs():
 
 # --- typed exclusions -------------------------------------------------------------------------------------
 def test_exclusions_are_typed_when_made_and_when_read():
-    from pinset.measures.bench import Exclusion, ExclusionKind, analyse_rows, exclusion_kind
+    from pinset.measures.bench_analysis import analyse_rows
+    from pinset.measures.bench_model import Exclusion, ExclusionKind, exclusion_kind
 
     doc = json.loads((FIX / "llama-bench" / "aa-cpu-recorded.json").read_text())
     rounds = doc["round_log"]
     rounds[2]["other_gpu_processes"] = True
     rounds[3]["runs"]["head"]["ok"], rounds[3]["runs"]["head"]["detail"] = False, "llama-bench exit 1: boom"
-    row = analyse_rows(rounds)[0]
+    row = analyse_rows(round_log(rounds))[0]
     kinds = [(e.round, e.kind) for e in row.excluded]
     assert kinds == [(0, ExclusionKind.WARMUP), (2, ExclusionKind.NOISE), (3, ExclusionKind.FAILED)]
     assert list(map(str, row.excluded)) == ["round 0: warm-up", "round 2: another process used the GPU",
@@ -250,11 +251,12 @@ def _texts(fig) -> list[str]:
 def test_the_plot_labels_builds_gpu_aa_and_draws_the_ci_and_the_band():
     import matplotlib.pyplot as plt
 
-    from pinset.measures.bench import reanalysed
+    from pinset.measures.bench_analysis import reanalysed
     from pinset.measures.plot import bench_figure
 
-    doc = reanalysed(json.loads((FIX / "llama-bench" / "h200-48l-adaptive-head-vs-base.json").read_text()))
-    fig = bench_figure(doc)
+    result = reanalysed(read_bench(json.loads((FIX / "llama-bench" / "h200-48l-adaptive-head-vs-base.json").read_text())))
+    doc = result.to_json()
+    fig = bench_figure(result)
     texts = "\n".join(_texts(fig))
     plt.close(fig)
     assert "NVIDIA H200" in texts and f"({doc['base']['commit'][:12]})" in texts and "A/A" not in texts
@@ -262,7 +264,7 @@ def test_the_plot_labels_builds_gpu_aa_and_draws_the_ci_and_the_band():
     row = doc["rows"][0]
     lo, hi = (100 * (x - 1) for x in row["ci95"])
     assert f"CI {lo:+.1f} … {hi:+.1f} %" in texts and f"no-change band ±{100 * row['threshold']:.1f} %" in texts
-    aa = bench_figure({**doc, "aa_check": True})
+    aa = bench_figure(read_bench({**doc, "aa_check": True}))
     texts = "\n".join(_texts(aa))
     plt.close(aa)
     assert "(A/A check)" in texts and "A′ (base again)" in texts and "head +" not in texts and "A/A +" in texts

@@ -7,12 +7,13 @@ everything else is pinset's own code: the CLI, the runner, the parsers and the v
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from pinset.cli import main
-from tests.testing import FIXTURES
+from tests.testing import FIXTURES, analyse, round_log
 from tests.testing.fake_llama import DEVICE_LINES, KLD_OUT, REF_ERR, fake_perplexity, visible_gpu, write_script  # noqa: F401  (visible_gpu: an autouse fixture)
 
 FIX = FIXTURES
@@ -264,20 +265,18 @@ sys.stdout.write({bench_line()!r} if first else {bench_line(n_prompt=128)!r})
 
 
 def test_reanalysis_of_a_recorded_file_with_impossible_speeds_keeps_them_out(tmp_path):
-    from pinset.measures.bench import analyse
-
     recorded = json.loads((FIX / "llama-bench" / "aa-cpu-recorded.json").read_text())["round_log"]
     for rnd in recorded[1:]:
-        rnd["runs"]["head"]["tests"][0]["samples_ts"] = [float("inf")] * 3
+        rnd["runs"]["head"]["tests"][0]["samples_ts"] = [2e7] * 3   # (a non-finite one is refused on reading)
     rows = analyse(recorded)
-    assert rows[0]["verdict"] == "insufficient data" and "is not finite" in rows[0]["excluded"][1]
+    assert rows[0]["verdict"] == "insufficient data" and "beyond any physical rate" in rows[0]["excluded"][1]
 
 
 def test_a_recorded_bench_with_an_impossible_speed_is_not_ok():
-    from pinset.measures.bench import _ok
+    from pinset.measures.bench_analysis import analyse_rows, bench_ok
 
     recorded = json.loads((FIX / "llama-bench" / "aa-cpu-recorded.json").read_text())["round_log"]
-    rows = [{"verdict": "no change"}]
-    assert _ok(rows, recorded)
-    recorded[-1]["runs"]["head"]["tests"][0]["samples_ts"][1] = float("nan")
-    assert not _ok(rows, recorded)
+    rows = [replace(row, verdict="no change") for row in analyse_rows(round_log(recorded))]
+    assert bench_ok(rows, round_log(recorded))
+    recorded[-1]["runs"]["head"]["tests"][0]["samples_ts"][1] = -1.0
+    assert not bench_ok(rows, round_log(recorded))

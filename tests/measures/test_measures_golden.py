@@ -14,6 +14,7 @@ import pytest
 
 from pinset.results import Doc
 from tests import testing
+from tests.testing import read_bench
 
 FIX = testing.FIXTURES
 GOLDEN = testing.GOLDEN / "measures"
@@ -44,24 +45,28 @@ def _label(path: Path) -> str:
 # --- bench ------------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("fixture", BENCH_FIXTURES, ids=_label)
 def test_bench_fixture_round_trip_markdown_and_reanalysis(fixture):
-    from pinset.measures.bench import BenchResult, bench_markdown, reanalysed
+    from pinset.measures.bench_analysis import reanalysed
+    from pinset.measures.bench_model import BenchResult
+    from pinset.measures.bench_render import bench_markdown
 
     raw = json.loads(fixture.read_text())
-    read = BenchResult.from_json(Doc(raw, fixture, "")).to_json()
+    result = BenchResult.from_json(Doc(raw, fixture, ""))
+    read = result.to_json()
     check_golden(f"bench/{_label(fixture)}.read.json", dumps(read))
-    check_golden(f"bench/{_label(fixture)}.md", bench_markdown(read, "bench.png"))
+    check_golden(f"bench/{_label(fixture)}.md", bench_markdown(result, "bench.png"))
     if raw.get("round_log") and all("runs" in r for r in raw["round_log"]):
-        again = reanalysed(read)
-        check_golden(f"bench/{_label(fixture)}.reanalysed.json", dumps(again))
+        again = reanalysed(result)
+        check_golden(f"bench/{_label(fixture)}.reanalysed.json", dumps(again.to_json()))
         check_golden(f"bench/{_label(fixture)}.reanalysed.md", bench_markdown(again))
 
 
 def _captured_rounds(n: int, head_factor: float, aa: bool = False):
     """n rounds (warm-up first) from the captured llama-bench lines, head's speeds scaled by head_factor with a
-    fixed per-round jitter, every run timed at 1.5 s: a deterministic stand-in for run_rounds."""
+    fixed per-round jitter, every run timed at 1.5 s: a deterministic stand-in for run_rounds, recorded as
+    run_bench records them (Round.record)."""
     from dataclasses import replace
 
-    from pinset.measures.bench import Round, SideRun
+    from pinset.measures.bench_run import Round, SideRun
     from pinset.measures.llama_bench import parse_jsonl
 
     lines = parse_jsonl((FIX / "llama-bench" / "cpu-tiny-moe-iq1m.jsonl").read_text())
@@ -75,14 +80,15 @@ def _captured_rounds(n: int, head_factor: float, aa: bool = False):
             scaled = [replace(line, avg_ts=line.avg_ts * f, samples_ts=tuple(s * f for s in line.samples_ts))
                       for line in lines]
             rnd.runs[label] = SideRun(label, True, scaled, None, 1.5)
-        out.append(rnd)
+        out.append(rnd.record())
     return out
 
 
 @pytest.mark.parametrize("case", [("faster", 1.03, 8), ("aa", 1.0, 8), ("insufficient", 1.03, 3),
                                   ("aa-check", 1.0, 8)], ids=lambda c: c[0])
 def test_bench_document_from_captured_rounds(tmp_path, case):
-    from pinset.measures.bench import bench_document, bench_markdown, rounds_frame, write_csv
+    from pinset.measures.bench_analysis import bench_result, rounds_frame, write_csv
+    from pinset.measures.bench_render import bench_markdown
     from pinset.measures.sides import Side
 
     name, factor, n = case
@@ -91,21 +97,21 @@ def test_bench_document_from_captured_rounds(tmp_path, case):
     base = Side("base", "b1", "0c1e57098" + "0" * 31, tmp_path / "base", None, "abcdef0123456789")
     head = Side("head", "b1", "0c1e57098" + "0" * 31, tmp_path / "head", None, "abcdef0123456789")
     args = ["-t", "2", "-p", "64,128", "-n", "16", "-ub", "64,128", "-b", "128", "-ngl", "0"]
-    doc = bench_document({"base": model, "head": model}, args, _captured_rounds(n, factor, aa=name.startswith("aa")),
-                         2, base, head, host={"hostname": "box", "gpu_uuids": [], "runner": None, "gpu_class": None},
-                         **({"aa": True} if name == "aa-check" else {}))
-    text = dumps(doc).replace(str(tmp_path), "<tmp>")
+    result = bench_result({"base": model, "head": model}, args, _captured_rounds(n, factor, aa=name.startswith("aa")),
+                          2, base, head, host={"hostname": "box", "gpu_uuids": [], "runner": None, "gpu_class": None},
+                          **({"aa": True} if name == "aa-check" else {}))
+    text = dumps(result.to_json()).replace(str(tmp_path), "<tmp>")
     check_golden(f"bench/captured-{name}.json", text)
-    check_golden(f"bench/captured-{name}.md", bench_markdown(json.loads(text), "bench.png"))
-    csv = write_csv(rounds_frame(doc["round_log"]), tmp_path / "rounds.csv")
+    check_golden(f"bench/captured-{name}.md", bench_markdown(read_bench(json.loads(text)), "bench.png"))
+    csv = write_csv(rounds_frame(result.round_log), tmp_path / "rounds.csv")
     check_golden(f"bench/captured-{name}.csv", csv.read_text())
 
 
 # --- kld --------------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("fixture", KLD_FIXTURES, ids=_label)
 def test_kld_fixture_round_trip_and_markdown(fixture):
-    from pinset.commands.kld import kld_markdown
-    from pinset.measures.kld import KldResult
+    from pinset.measures.kld_model import KldResult
+    from pinset.measures.kld_render import kld_markdown
 
     read = KldResult.from_json(Doc(json.loads(fixture.read_text()), fixture, "")).to_json()
     check_golden(f"kld/{_label(fixture)}.read.json", dumps(read))
@@ -130,8 +136,8 @@ def _device_run(label: str, fixture: str, backend: str = "CPU", shift: float = 0
 @pytest.mark.parametrize("case", [("as-close", "kld-iq1m-vs-f16", 0.0), ("further", "kld-iq1m-vs-f16", 0.3),
                                   ("failed", "kld-bad-base-file", 0.0)], ids=lambda c: c[0])
 def test_kld_document_from_captured_runs(tmp_path, case):
-    from pinset.commands.kld import kld_markdown
     from pinset.measures.kld import Reference, kld_document
+    from pinset.measures.kld_render import kld_markdown
     from pinset.measures.perplexity import parse_perplexity
 
     name, head_fixture, shift = case

@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from pinset.measures.bench import analyse, run_tps
+from pinset.measures.llama_bench import run_speed
 from pinset.measures.stats import MIN_EFFECT, Plan, compare, decide, estimate, rounds_needed, verdict_for, wilcoxon_p
 from pinset.measures.stats_sim import sequential_trials, simulate_log_ratios, verdict_rates
-from tests.testing import FIXTURES
+from tests.testing import FIXTURES, analyse
 
 FIX = FIXTURES / "llama-bench"
 
@@ -136,8 +136,8 @@ def test_a_run_is_the_median_of_its_samples_so_the_cuda_graph_warm_up_sample_doe
     pp = [t for r in doc["round_log"] for run in r["runs"].values() for t in run["tests"] if t["test"].startswith("pp")]
     assert sum(t["samples_ts"][0] < min(t["samples_ts"][1:]) for t in pp) == 30 and len(pp) == 32
     t = pp[0]
-    assert run_tps(t) == sorted(t["samples_ts"])[1] > t["avg_ts"]
-    assert run_tps({"avg_ts": 5.0, "samples_ts": []}) == 5.0  # older llama-bench without samples
+    assert run_speed(t["samples_ts"], t["avg_ts"]) == sorted(t["samples_ts"])[1] > t["avg_ts"]
+    assert run_speed([], 5.0) == 5.0  # older llama-bench without samples
     row = analyse(doc["round_log"])[0]
     assert row["test"] == "pp512" and row["base_tps"] == kept_samples_median(doc, "base", 0)
 
@@ -199,7 +199,8 @@ def test_the_default_budget_holds_the_guarantee_for_the_full_size_model_on_the_h
     """pinset bench's default --max-time and --max-rounds, at the round time of the 48-layer synthetic
     Qwen3-30B-A3B on the H200 (15-19 s: reports/bench-decides): A/A "no change" >= 95 % and a true 3 % change
     called right >= 90 % at a per-round sd of 2 % (the pp rows' noise). 300 s (15 rounds) gave 0 % and 87 %."""
-    from pinset.measures.bench import FIRST_LOOK, MAX_ROUNDS, MAX_TIME_S
+    from pinset.measures.bench_analysis import MAX_ROUNDS, MAX_TIME_S
+    from pinset.measures.bench_model import FIRST_LOOK
 
     kept = min(MAX_ROUNDS, int(MAX_TIME_S // 19)) - 1
     aa, _ = sequential_trials(0.02, 1.0, max_kept=kept, first_look=FIRST_LOOK, trials=200, seed=3,
@@ -218,7 +219,7 @@ from hypothesis import given, settings, strategies as st  # noqa: E402
 def test_a_verdict_is_the_rule_at_the_look_it_names_and_never_before_the_first_look(d, max_rounds, noise_sd):
     """decided_after is the kept-round count of the CI and band shown, never below the plan's first look when the
     bench ran that far, and no earlier look was decisive (the verdict is the first decisive look's)."""
-    from pinset.measures.bench import FIRST_LOOK
+    from pinset.measures.bench_model import FIRST_LOOK
     from pinset.measures.stats import estimate, margin_for, verdict_for
 
     d = np.asarray(d[:max_rounds - 1], float)

@@ -78,7 +78,7 @@ from hypothesis import (  # noqa: E402
 )
 
 from pinset.models import blocks  # noqa: E402
-from pinset.models.pipeline import choose_method, synthesize  # noqa: E402
+from pinset.models.pipeline import SynthSettings, choose_method, synthesize  # noqa: E402
 from pinset.models.synth import find_vocab, read_gguf_kv  # noqa: E402
 
 LLAMA_BIN = os.environ.get("PINSET_TEST_LLAMA_BIN")
@@ -273,8 +273,8 @@ def test_direct_models_run_in_llama_cpp_with_sane_logits(tmp_path, arch, quant, 
     """llama-perplexity loads the file and computes finite logits. With the final RMS norm and output
     std 3/sqrt(n_embd), logits are ~N(0, 9) whatever the token, so ln PPL ~ ln(n_vocab) + 9/2: a NaN,
     overflow or a broken scale anywhere in the 48 layers shows up as far off (or no) PPL."""
-    model = synthesize(preset(arch, "tiny", n_layer=layers), quant, tmp_path, None, method="direct", threads=2,
-                       trees=[os.environ["PINSET_LLAMA_TREE"]]).path
+    model = synthesize(SynthSettings(preset(arch, "tiny", n_layer=layers), quant, method="direct", threads=2), tmp_path,
+                       None, trees=[os.environ["PINSET_LLAMA_TREE"]]).path
     ppl, n_vocab = _perplexity(model, tmp_path)
     assert np.isfinite(ppl)
     assert abs(np.log(ppl) - (np.log(n_vocab) + 4.5)) < 1.5, ppl
@@ -286,7 +286,7 @@ def test_llama_bench_runs_a_direct_model(tmp_path):
     from pinset import runner
     from pinset.measures.llama_bench import parse_jsonl
 
-    model = synthesize(preset("qwen3moe", "tiny"), "IQ1_M", tmp_path, None, method="direct", threads=2,
+    model = synthesize(SynthSettings(preset("qwen3moe", "tiny"), "IQ1_M", method="direct", threads=2), tmp_path, None,
                        trees=[os.environ["PINSET_LLAMA_TREE"]]).path
     done = runner.run([Path(LLAMA_BIN) / "llama-bench", "-m", model, "-p", "64", "-n", "8", "-r", "2", "-t", "2",
                        "-o", "jsonl"], timeout=600, log=tmp_path / "bench.log")
@@ -303,7 +303,7 @@ def test_kld_runs_on_a_direct_model_without_any_f16(tmp_path):
     """KLD compares two runs on the same file: a directly written model is all it needs."""
     import json
 
-    model = synthesize(preset("qwen3moe", "tiny"), "IQ1_S", tmp_path, None, method="direct", threads=2,
+    model = synthesize(SynthSettings(preset("qwen3moe", "tiny"), "IQ1_S", method="direct", threads=2), tmp_path, None,
                        trees=[os.environ["PINSET_LLAMA_TREE"]]).path
     assert sorted(p.suffix for p in tmp_path.iterdir()) == [".gguf", ".json"]
     argv = ["kld", "--base-bin", LLAMA_BIN, "--head-bin", LLAMA_BIN, "--cpu", "-m", str(model), "--ctx", "256",

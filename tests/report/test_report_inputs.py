@@ -3,7 +3,7 @@ more than was measured: ready / blocked / not enough evidence, CUDA code needs e
 
 Failure files are made by the real producers: `pinset verify` and `pinset sim` on real git repositories (a fake
 `cmake` injects the failed build), `kld_document` from captured llama-perplexity output of a failed KLD step,
-`run_rounds`/`bench_document` with a fake `llama-bench` (failing, or replaying captured output).
+`run_rounds`/`bench_result` with a fake `llama-bench` (failing, or replaying captured output).
 """
 
 from __future__ import annotations
@@ -17,7 +17,9 @@ from pathlib import Path
 import pytest
 
 from pinset.cli import main
-from pinset.measures.bench import bench_document, bench_markdown, row_speeds, run_rounds
+from pinset.measures.bench_analysis import bench_result
+from pinset.measures.bench_render import bench_markdown, row_speeds
+from pinset.measures.bench_run import run_rounds
 from pinset.measures.kld import DeviceRun, Reference, kld_document
 from pinset.measures.perplexity import kld_problem, parse_perplexity
 from pinset.measures.sides import Side
@@ -133,7 +135,8 @@ def _bench_file(tmp_path, bin_dir: Path, rounds: int, pinset: str | None = None)
     recorded = run_rounds(base, head, {"base": model, "head": model}, CAPTURED_ARGS, rounds=rounds, repetitions=2,
                           cpu=True)
     path = tmp_path / "bench.json"
-    write_json(path, bench_document({"base": model, "head": model}, CAPTURED_ARGS, recorded, 2, base, head))
+    write_json(path, bench_result({"base": model, "head": model}, CAPTURED_ARGS, [r.record() for r in recorded], 2,
+                                  base, head).to_json())
     return path
 
 
@@ -391,9 +394,8 @@ def test_a_result_that_holds_no_build_is_no_evidence(tmp_path, empty):
 # --- the speed table is bench's own statistic ---------------------------------------------------------
 @pytest.mark.parametrize("name", ["bench-synth-llama-1b-4l-IQ1_M.json", "bench-synth-qwen3moe-a3b-4l-IQ1_M.json"])
 def test_report_speed_table_shows_what_bench_md_shows(tmp_path, name):
-    doc = load_result(REPORT / "h200" / name).data
     rc, text = report([REPORT / "h200" / name], tmp_path)
-    md = bench_markdown(doc)
+    md = bench_markdown(load_result(REPORT / "h200" / name).model)
     assert "mean over kept rounds" not in text
     for row in load_result(REPORT / "h200" / name).model.rows:
         base, head = row_speeds(row)
@@ -408,10 +410,10 @@ def test_the_band_column_is_named_as_bench_names_it(tmp_path):
     old = REPORT / "h200" / "bench-synth-llama-1b-4l-IQ1_M.json"
     new = FIXTURES / "llama-bench" / "h200-48l-adaptive-head-vs-base.json"
     for path, band in ((old, "A/A spread"), (new, "no-change band")):
-        doc = load_result(path).data
+        result = load_result(path).model
         rc, text = report([path], tmp_path)
-        assert f"| {band} | verdict |" in text and (band == "A/A spread") == (doc.get("schema", 1) == 1)
-        assert f"| {band} |" in bench_markdown(doc) or band == "A/A spread"
+        assert f"| {band} | verdict |" in text and (band == "A/A spread") == (result.schema == 1)
+        assert f"| {band} |" in bench_markdown(result) or band == "A/A spread"
 
 
 def test_excluded_as_noisy_lists_only_noise(tmp_path):

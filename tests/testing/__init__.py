@@ -164,3 +164,27 @@ def one_pin_project(folder: Path, upstream: GitRepo) -> Path:
     (folder / "p" / "0001-change.patch").write_text(A_TXT_PATCH)
     (folder / "pins.yaml").write_text(f"upstream: {upstream.path}\nbuilds: [b1]\npins:\n  - id: a\n    patches: p\n")
     return folder / "pins.yaml"
+
+
+def round_log(rounds: list[dict]):
+    """A bench's `round_log` JSON (a recorded fixture's, perhaps edited by the test) as the analysis reads it:
+    the typed records (pinset.measures.bench_log), read as a file's are."""
+    from pinset.measures.bench_log import read_round_log
+    from pinset.results import Doc
+
+    return read_round_log(Doc({"round_log": rounds}, "<test>", "bench"))
+
+
+def read_bench(doc: dict):
+    """A bench JSON document (a recorded fixture's, perhaps edited by the test) read through the bench model."""
+    from pinset.measures.bench_model import BenchResult
+    from pinset.results import Doc
+
+    return BenchResult.from_json(Doc(doc, "<test>", "bench"))
+
+
+def analyse(rounds: list[dict], **options) -> list[dict]:
+    """The bench rows (their JSON) the analysis makes of a `round_log` JSON, read as a file's is (round_log)."""
+    from pinset.measures.bench_analysis import analyse_rows
+
+    return [row.to_json() for row in analyse_rows(round_log(rounds), **options)]
