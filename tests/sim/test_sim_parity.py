@@ -32,7 +32,8 @@ def git(cwd: Path, *args: str, check: bool = True) -> subprocess.CompletedProces
 
 def world(make_repo, tmp_path):
     """Upstream: base (tag b-old) -> master "ten". The pin `newer` is written on master in a clone of its
-    own (its commit never reaches upstream); the pin `side` on a branch of that clone."""
+    own (its commit never reaches upstream); the pin `side` on a branch of that clone. `side` comes first:
+    its lookup fetches upstream's default branch before `newer` is applied (the memo key must hold its tip)."""
     up = make_repo("upstream")
     up.commit("base", {"src/f.c": LINES, "README": "r\n"})
     up.tag("b-old")
@@ -52,10 +53,10 @@ def world(make_repo, tmp_path):
         upstream: {up.path}
         builds: [b-old]
         pins:
-          - id: newer
-            patches: newer
           - id: side
             patches: side
+          - id: newer
+            patches: newer
     """)
     return up, work, cfg
 
@@ -66,7 +67,7 @@ def git_am_truth(up: Path, tmp_path: Path, build: str) -> tuple[dict[str, str], 
     git(tmp_path, "clone", "-q", str(up), str(clone))
     git(clone, "checkout", "-q", "--detach", build)
     status = {}
-    for name in ("newer", "side"):
+    for name in ("side", "newer"):
         patches = sorted(str(p) for p in (tmp_path / name).glob("*.patch"))
         if git(clone, "am", "-q", "-3", *patches, check=False).returncode != 0:
             git(clone, "am", "--abort", check=False)
@@ -88,7 +89,7 @@ def test_pin_written_on_newer_upstream_merges_as_git_am_3_in_a_full_clone(make_r
     [(got_tree, pins)] = sim_on(cfg, tmp_path / "cache")
     assert {pin: status for pin, status, _, _ in pins} == truth, pins
     assert got_tree == tree
-    assert pins[0][2] == "3-way"
+    assert {pin: mode for pin, _, mode, _ in pins}["newer"] == "3-way"
 
 
 def test_other_refs_in_the_cache_never_change_the_answer(make_repo, tmp_path):
@@ -103,7 +104,7 @@ def test_other_refs_in_the_cache_never_change_the_answer(make_repo, tmp_path):
                     f"+{side}:refs/pinset/pr/o/r/1", f"+{side}:refs/pinset/forecast/1"):
         git(tmp_path, "--git-dir", str(warm.mirror), "fetch", "-q", str(work), refspec)
     assert sim_on(cfg, tmp_path / "warm") == fresh
-    assert [status for _, status, _, _ in fresh[0][1]] == ["applied", "conflict"]
+    assert [status for _, status, _, _ in fresh[0][1]] == ["conflict", "applied"]
 
 
 def test_a_memoised_merge_is_not_replayed_once_upstream_no_longer_holds_its_preimage(make_repo, tmp_path):
@@ -111,7 +112,7 @@ def test_a_memoised_merge_is_not_replayed_once_upstream_no_longer_holds_its_prei
     the memo the earlier answer), but a full clone no longer does, so neither does the sim."""
     up, _, cfg = world(make_repo, tmp_path)
     cache = tmp_path / "cache"
-    assert [s for _, s, _, _ in sim_on(cfg, cache)[0][1]] == ["applied", "conflict"]
+    assert [s for _, s, _, _ in sim_on(cfg, cache)[0][1]] == ["conflict", "applied"]
     up.git("reset", "-q", "--hard", "b-old")
     up.git("commit", "-q", "--allow-empty", "-m", "another master")
     up.git("reflog", "expire", "--expire=now", "--all")
@@ -133,5 +134,5 @@ def test_sdist_build_of_an_upstream_commit_merges_with_upstreams_preimages(make_
     old = up.git("rev-parse", "b-old").strip()
     sdist = fake_sdist(tmp_path / "cache", "0.0.1", old, {"src/f.c": LINES, "README": "r\n"})
     (git_tree, git_pins), (sdist_tree, sdist_pins) = sim_on(cfg, tmp_path / "cache", ("b-old", sdist))
-    assert [p[1:3] for p in sdist_pins] == [p[1:3] for p in git_pins] == [("applied", "3-way"), ("conflict", None)]
+    assert [p[1:3] for p in sdist_pins] == [p[1:3] for p in git_pins] == [("conflict", None), ("applied", "3-way")]
     assert sdist_tree == git_tree
