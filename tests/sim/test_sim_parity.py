@@ -136,3 +136,31 @@ def test_sdist_build_of_an_upstream_commit_merges_with_upstreams_preimages(make_
     (git_tree, git_pins), (sdist_tree, sdist_pins) = sim_on(cfg, tmp_path / "cache", ("b-old", sdist))
     assert [p[1:3] for p in sdist_pins] == [p[1:3] for p in git_pins] == [("conflict", None), ("applied", "3-way")]
     assert sdist_tree == git_tree
+
+
+def test_apply_pick_and_blame_use_the_same_lookup(make_repo, tmp_path, capsys):
+    """`pinset apply` writes the tree `git am -3` gives; pick's and blame's probes count the pin as applied."""
+    import json
+
+    from pinset.cli import main
+
+    up, _, cfg = world(make_repo, tmp_path)
+    truth, _ = git_am_truth(up.path, tmp_path, "b-old")
+    only = write_pins(tmp_path / "newer.yaml", f"""
+        upstream: {up.path}
+        builds: [b-old]
+        pins:
+          - id: newer
+            patches: newer
+    """)
+    out = tmp_path / "tree"
+    assert main(["apply", "-c", str(only), "--build", "b-old", "--out", str(out)]) == 0, capsys.readouterr()
+    assert (out / "src/f.c").read_text() == (tmp_path / "clone-b-old" / "src/f.c").read_text()
+    assert "twelve\n" in (out / "src/f.c").read_text() and "line 10\n" in (out / "src/f.c").read_text()
+    pick = tmp_path / "pick.json"
+    assert main(["pick", "-c", str(only), "--builds", "b-old", "--json", str(pick)]) == 0, capsys.readouterr()
+    assert json.loads(pick.read_text())["picked"] == "b-old"
+    blame = tmp_path / "blame.json"
+    up.tag("b-new")
+    assert main(["blame", "-c", str(only), "--good", "b-old", "--bad", "b-new", "--json", str(blame)]) == 0
+    assert json.loads(blame.read_text())["pins"][0]["status"] == "ok"
