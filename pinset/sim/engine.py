@@ -96,7 +96,7 @@ class Simulator:
         url = upstream_url(pinset.upstream, pinset.path.parent) if pinset.upstream is not None else None
         self._finder = Preimages.of(mirror, url)   # one per mirror: shared by every simulator of the command
         self._series: dict[str, list[list[FileBlobs]]] = {}            # pin id -> its patches' index lines
-        self._found: dict[tuple[str, str], list[Path]] = {}             # (pin id, history) -> preimage dirs
+        self._found: dict[tuple[str, str | None], list[Path]] = {}      # (pin id, history; None: sdist) -> preimage dirs
         self._base_made: dict[str, Path] = {}            # pin id -> the blobs its series creates on its base
         self._shared: set[tuple[str, str]] = set()       # (pin, object dir) whose series' blobs are in the mirror
         # The indexes we apply to hold only the paths some pin names: `git apply` then reads and

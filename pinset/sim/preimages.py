@@ -2,20 +2,34 @@
 
 `git apply --3way` (and so `git am -3`) builds a patch's merge base from its `index <pre>..<post>` lines: the
 blob `pre` of each file, looked up anywhere in the repository. Anywhere in the mirror would depend on what
-the cache happens to hold (other builds, sdists, other pin sets' PRs), so here a preimage counts only when
-the history of the build's own commit holds it at the patch's path: where a patch written on an older
-upstream commit finds it in a full clone. Asked per build, never of other builds of the run.
+the cache happens to hold (other builds, sdists, other pin sets' PRs), so here a preimage counts only when,
+at the patch's path, one of two histories holds it, where a full clone of upstream has it too:
+- the history of the build's own commit (a patch written on an older upstream commit);
+- for the preimages that one lacks, the history of upstream's default branch (a patch written on a newer
+  upstream commit than the build, or on an sdist build, which has no history of its own).
+
+The default branch is read as this run fetches it (`+HEAD:refs/pinset/upstream/HEAD`), once per command
+(one finder per mirror, `Preimages.of`) and only when a lookup needs it: never as an earlier run left the
+ref, so the answer is upstream's as a clone made now would see it, the same on every cache; unreachable
+upstream is an UpstreamError then. Not searched, because a cache holds them or not by its past, not by
+upstream and the pins: upstream's other branches and tags in the mirror (those earlier runs asked for), the
+other builds of the run (a build's verdict must not depend on the builds beside it: `apply --build X` and
+`sim`), forks, PR and forecast refs, sdist imports, loose objects. A preimage only on an upstream side
+branch (which a full clone would find) needs the series' `base-commit:`.
 
 The cost is one question per preimage: one `git cat-file --batch-check` over all of them drops those the
-mirror lacks (a fetched commit's history is always whole in the mirror), and the rest are looked for in one
-path-limited `git log --raw` of the build's history (memoised per commit and path).
+mirror lacks (a fetched commit's history is always whole in the mirror; asked again after the fetch), and
+the rest are looked for in one path-limited `git log --raw` per history (memoised per tip and path).
 
 A series' later patch often names as preimage a blob its earlier patch creates, which no upstream history
 holds: `series_blobs` leaves those out of the question and `replay` makes them, each patch applied on its
 own preimages (as the series was written).
 
 Input and output, for the engine and a memo of its results: `Preimages.find(history, wanted)`, history a
-commit, wanted (path, id as the patch writes it) pairs -> {pair: full blob id} of those available.
+commit (None: an sdist), wanted (path, id as the patch writes it) pairs -> {pair: full blob id} of those
+available. A memo of an answer that may have used it keys it by `Preimages.key(history)` (the search set's
+tips as this run knows them) and keeps no answer whose lookup made the run fetch the default branch under
+the key made before that fetch (`Preimages.fetched` changed meanwhile).
 """
 
 from __future__ import annotations

@@ -500,7 +500,7 @@ def written_on_newer_master(make_repo, tmp_path, commits):
     mine = type(up)(work)
     for message, change in commits:
         mine.commit(message, {"a.txt": change(newer)})
-    mine.git("format-patch", "-q", "-o", str(tmp_path / "patches" / "p"), f"origin/master..HEAD")
+    mine.git("format-patch", "-q", "-o", str(tmp_path / "patches" / "p"), "origin/master..HEAD")
     return up, write_pins(tmp_path / "pins.yaml", f"""
         upstream: {up.path}
         builds: [b1]
