@@ -164,3 +164,28 @@ def test_apply_pick_and_blame_use_the_same_lookup(make_repo, tmp_path, capsys):
     up.tag("b-new")
     assert main(["blame", "-c", str(only), "--good", "b-old", "--bad", "b-new", "--json", str(blame)]) == 0
     assert json.loads(blame.read_text())["pins"][0]["status"] == "ok"
+
+
+def test_unreachable_upstream_when_the_lookup_needs_it_is_an_error_not_another_verdict(make_repo, tmp_path, capsys,
+                                                                                         monkeypatch):
+    """Offline, upstream's default branch cannot be had: one line, exit 2, rather than the verdict of a cache
+    that happened to hold it (or not)."""
+    from pinset.cli import main
+
+    up, _, _ = world(make_repo, tmp_path)
+    monkeypatch.setenv("PINSET_CACHE", str(tmp_path / "c"))
+    text = """
+        upstream: {}
+        builds: [b-old]
+        pins:
+          - id: newer
+            patches: newer
+    """
+    assert main(["sim", "-c", str(write_pins(tmp_path / "pins.yaml", text.format(up.path)))]) == 0
+    # The same upstream, now out of reach (nothing listens there); the mirror still has b-old, the blob and the memo.
+    cfg = write_pins(tmp_path / "pins.yaml", text.format("https://127.0.0.1:9/llama.cpp"))
+    capsys.readouterr()
+    assert main(["sim", "-c", str(cfg)]) == 2   # as an unreachable upstream is for a build or a base-commit
+    err = capsys.readouterr().err
+    assert "unreachable, needed for the preimages of a 3-way merge" in err, err
+    assert len(err.strip().splitlines()) == 1
