@@ -232,7 +232,7 @@ class Simulator:
 
     def _share(self, prep: PreparedPin) -> None:
         """Copy into the mirror the blobs the pin's series creates (on its base-commit, on the preimages
-        found in this build's history): `git am -3` in refresh's and rebase's worktrees needs them as
+        found for this build): `git am -3` in refresh's and rebase's worktrees needs them as
         the preimages of its later patches, and no upstream history has them. Once per pin and dir."""
         pin_id = prep.spec.id
         made = [self._base_made[pin_id]] if pin_id in self._base_made else []
@@ -364,7 +364,7 @@ class Simulator:
         `how`: the apply that counts (not a probe) also learns how each patch applied (below)."""
         assert prep.change is not None   # only prepared pins are simulated (pins.prepare_pins)
         written, brought = self._new_dir(), self._objects_of(prep)
-        found: list[Path] | None = None   # the preimages from the build's history: looked up when a 3-way merge fails
+        found: list[Path] | None = None   # preimages from the lookup (pinset.sim.preimages): asked when a 3-way merge fails
         env = self.mirror.objects_env(written, [*index.objects, *brought])
         # --3way writes a conflicted new file (add/add) into the work tree even with --cached: without one of
         # its own, that was the current folder (the user's checkout), whose files could also change git's
