@@ -8,9 +8,9 @@ Which blobs a 3-way merge may use is fixed by the inputs, never by what the cach
 every apply runs against private object directories (Mirror.object_dir) that hold the blobs of the
 index it applies to (the build's, and those of the pins applied before it on this build), the
 blobs the pin brings as its base (a PR's fork point and its own commit; a series' `base-commit:`,
-with the blobs the series creates on it), the preimages the build's own history holds (as `git am -3`
-finds them in a clone: pinset.sim.preimages, looked up only when a 3-way merge is needed) and nothing
-else of the mirror.
+with the blobs the series creates on it), the preimages the build's own history and upstream's default
+branch hold (as `git am -3` finds them in a full clone: pinset.sim.preimages, looked up only when a 3-way
+merge is needed) and nothing else of the mirror.
 """
 
 from __future__ import annotations
@@ -93,9 +93,10 @@ class Simulator:
         self._base_trees: dict[str, str] = {}           # base commit -> its tree
         self._blob_cache: dict[tuple[str, str], dict[str, int]] = {}
         self._history: str | None = None                # the commit of the build simulated now (None: an sdist)
-        self._finder = Preimages(mirror)
+        url = upstream_url(pinset.upstream, pinset.path.parent) if pinset.upstream is not None else None
+        self._finder = Preimages.of(mirror, url)   # one per mirror: shared by every simulator of the command
         self._series: dict[str, list[list[FileBlobs]]] = {}            # pin id -> its patches' index lines
-        self._found: dict[tuple[str, str], list[Path]] = {}             # (pin id, history) -> preimage dirs
+        self._found: dict[tuple[str, str | None], list[Path]] = {}      # (pin id, history; None: sdist) -> preimage dirs
         self._base_made: dict[str, Path] = {}            # pin id -> the blobs its series creates on its base
         self._shared: set[tuple[str, str]] = set()       # (pin, object dir) whose series' blobs are in the mirror
         # The indexes we apply to hold only the paths some pin names: `git apply` then reads and
@@ -208,12 +209,13 @@ class Simulator:
 
     def _preimages_for(self, prep: PreparedPin) -> list[Path]:
         """Object dirs with the preimages a 3-way merge of the pin may use on the build simulated now, found
-        as `git am -3` finds them (pinset.sim.preimages: in the build's history, never elsewhere in the
-        cache), and the blobs its series creates on them. Those a series creates (here or on its
-        base-commit) also go into the mirror: refresh and rebase run `git am -3` in its worktrees."""
+        as `git am -3` finds them (pinset.sim.preimages: in the build's history and upstream's default
+        branch, never elsewhere in the cache), and the blobs its series creates on them. Those a series
+        creates (here or on its base-commit) also go into the mirror: refresh and rebase run `git am -3` in
+        its worktrees, which read the mirror (where the fetched upstream history is too)."""
         pin_id, change = prep.spec.id, prep.change
         assert change is not None  # only a prepared pin is applied
-        if self._history is not None and (pin_id, self._history) not in self._found:
+        if self._finder.searches(self._history) and (pin_id, self._history) not in self._found:
             if pin_id not in self._series:
                 self._series[pin_id] = series_blobs([p.read_text(encoding="utf-8", errors="replace")
                                                      for p in change.patches])
@@ -226,15 +228,15 @@ class Simulator:
                        self.mirror.fresh_path("replay-index"), dirs[-1])
             self._found[pin_id, self._history] = dirs
         self._share(prep)
-        return self._found.get((pin_id, self._history), []) if self._history is not None else []
+        return self._found.get((pin_id, self._history), [])
 
     def _share(self, prep: PreparedPin) -> None:
         """Copy into the mirror the blobs the pin's series creates (on its base-commit, on the preimages
-        found in this build's history): `git am -3` in refresh's and rebase's worktrees needs them as
+        found for this build): `git am -3` in refresh's and rebase's worktrees needs them as
         the preimages of its later patches, and no upstream history has them. Once per pin and dir."""
         pin_id = prep.spec.id
         made = [self._base_made[pin_id]] if pin_id in self._base_made else []
-        found = self._found.get((pin_id, self._history), []) if self._history is not None else []
+        found = self._found.get((pin_id, self._history), [])
         made += found[1:]   # after the found preimages: the blobs the series made on them
         for written in made:
             if (pin_id, str(written)) not in self._shared:
@@ -263,9 +265,11 @@ class Simulator:
             answer = self._memo.get(key)
             if answer is not None and self._replay(index, prep, answer, before):
                 return _outcome_of(answer, prep)
-        start = len(index.objects)
+        start, fetched = len(index.objects), self._finder.fetched
         outcome = self._apply_git(index, prep, how)
-        if asked is not None:
+        # An apply whose lookup fetched upstream's default branch was asked under the key of a run that had
+        # not (its tip `unasked`): its answer may depend on that tip, so it is not kept under that key.
+        if asked is not None and fetched == self._finder.fetched:
             self._remember(asked[0], asked[1], index, start, prep, outcome)
         return outcome
 
@@ -293,13 +297,14 @@ class Simulator:
         available = [(named, tuple(sorted(oid for oid in readable if oid.startswith(named))))
                      for named in memo.named_blobs(patches)]
         names = tuple(str(Path(patch).absolute()) for patch in change.patches)
-        # A preimage the apply cannot read here may be found in the build's history (_preimages_for): then
-        # the answer is the history's too, and only the same history may reuse it.
+        # A preimage the apply cannot read here may be found by the lookup (_preimages_for: the build's
+        # history, upstream's default branch): then the answer is theirs too, and only the same search set
+        # (its tips' ids: Preimages.key) may reuse it.
         pre = set(memo.preimage_ids(patches))
-        history = ("history", self._history) if self._history is not None and any(
+        searched = self._finder.key(self._history) if any(
             not oids for named, oids in available if named in pre) else ()
         return memo.apply_key(patches, how, memo.relevant(entries, touched), available, self._git,
-                              extra=history, names=names), entries
+                              extra=searched, names=names), entries
 
     def _replay(self, index: _Index, prep: PreparedPin, answer: memo.Answer, before: memo.Entries) -> bool:
         """Leave `index` as git left it for this answer: its entries and the blobs they name (linked from the
@@ -359,7 +364,7 @@ class Simulator:
         `how`: the apply that counts (not a probe) also learns how each patch applied (below)."""
         assert prep.change is not None   # only prepared pins are simulated (pins.prepare_pins)
         written, brought = self._new_dir(), self._objects_of(prep)
-        found: list[Path] | None = None   # the preimages from the build's history: looked up when a 3-way merge fails
+        found: list[Path] | None = None   # preimages from the lookup (pinset.sim.preimages): asked when a 3-way merge fails
         env = self.mirror.objects_env(written, [*index.objects, *brought])
         # --3way writes a conflicted new file (add/add) into the work tree even with --cached: without one of
         # its own, that was the current folder (the user's checkout), whose files could also change git's

@@ -5,8 +5,8 @@ the index entries of the paths it touches (and of the paths that could clash wit
 needs a folder, files under a path it makes a file, `.gitattributes`), which of the blobs its `index
 <pre>..<post>` lines name the apply may read (the 3-way merge's preimages: the object directories the
 engine hands git, see engine.py), how it is asked (`how`: the -v try that tells exact from offset), and
-git itself. apply_key() is the one place that key is made; a later input (e.g. which preimages an upstream
-lookup may find) joins it there, through `extra`.
+git itself. apply_key() is the one place that key is made; the engine adds through `extra` the search
+set of the preimage lookup (pinset.sim.preimages.Preimages.key) when a preimage is not readable there.
 
 An answer is kept in the run and in the cache (`memo/`, like the moved-code index): the outcome, the
 index entries the pin leaves on its paths, and the loose objects git wrote for them, so another build,

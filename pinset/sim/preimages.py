@@ -2,30 +2,47 @@
 
 `git apply --3way` (and so `git am -3`) builds a patch's merge base from its `index <pre>..<post>` lines: the
 blob `pre` of each file, looked up anywhere in the repository. Anywhere in the mirror would depend on what
-the cache happens to hold (other builds, sdists, other pin sets' PRs), so here a preimage counts only when
-the history of the build's own commit holds it at the patch's path: where a patch written on an older
-upstream commit finds it in a full clone. Asked per build, never of other builds of the run.
+the cache happens to hold (other builds, sdists, other pin sets' PRs), so here a preimage counts only when,
+at the patch's path, one of two histories holds it, where a full clone of upstream has it too:
+- the history of the build's own commit (a patch written on an older upstream commit);
+- for the preimages that one lacks, the history of upstream's default branch (a patch written on a newer
+  upstream commit than the build, or on an sdist build, which has no history of its own).
+
+The default branch is read as this run fetches it (`+HEAD:refs/pinset/upstream/HEAD`), once per command
+(one finder per mirror, `Preimages.of`) and only when a lookup needs it: never as an earlier run left the
+ref, so the answer is upstream's as a clone made now would see it, the same on every cache; unreachable
+upstream is an UpstreamError then. Not searched, because a cache holds them or not by its past, not by
+upstream and the pins: upstream's other branches and tags in the mirror (those earlier runs asked for), the
+other builds of the run (a build's verdict must not depend on the builds beside it: `apply --build X` and
+`sim`), forks, PR and forecast refs, sdist imports, loose objects. A preimage only on an upstream side
+branch (which a full clone would find) needs the series' `base-commit:`.
 
 The cost is one question per preimage: one `git cat-file --batch-check` over all of them drops those the
-mirror lacks (a fetched commit's history is always whole in the mirror), and the rest are looked for in one
-path-limited `git log --raw` of the build's history (memoised per commit and path).
+mirror lacks (a fetched commit's history is always whole in the mirror; asked again after the fetch), and
+the rest are looked for in one path-limited `git log --raw` per history (memoised per tip and path).
 
 A series' later patch often names as preimage a blob its earlier patch creates, which no upstream history
 holds: `series_blobs` leaves those out of the question and `replay` makes them, each patch applied on its
 own preimages (as the series was written).
 
 Input and output, for the engine and a memo of its results: `Preimages.find(history, wanted)`, history a
-commit, wanted (path, id as the patch writes it) pairs -> {pair: full blob id} of those available.
+commit (None: an sdist), wanted (path, id as the patch writes it) pairs -> {pair: full blob id} of those
+available. A memo of an answer that may have used it keys it by `Preimages.key(history)` (the search set's
+tips as this run knows them) and keeps no answer whose lookup made the run fetch the default branch under
+the key made before that fetch (`Preimages.fetched` changed meanwhile).
 """
 
 from __future__ import annotations
 
 import os
+import weakref
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from pinset.errors import UpstreamError
 from pinset.sim.diffs import DiffError, read_diffs
+from pinset.upstream.builds import UPSTREAM_HEAD_REF, _unreachable
 from pinset.upstream.mirror import Mirror
 
 
@@ -71,25 +88,78 @@ def wanted(series: list[list[FileBlobs]]) -> list[tuple[str, str]]:
 
 
 class Preimages:
-    """Answers `find` for one mirror; memoises each (commit, path)'s blob ids."""
+    """Answers `find` for one mirror (one per mirror: `of`, so every simulator of a command shares its
+    fetch of upstream's default branch and its memo of each (tip, path)'s blob ids)."""
 
-    def __init__(self, mirror: Mirror):
+    _of: weakref.WeakKeyDictionary[Mirror, Preimages] = weakref.WeakKeyDictionary()
+
+    @classmethod
+    def of(cls, mirror: Mirror, upstream: str | None) -> Preimages:
+        """The mirror's finder; `upstream`: the URL of upstream (None: a pin set of sdists only)."""
+        finder = cls._of.get(mirror)
+        if finder is None or finder.upstream != upstream:
+            finder = cls._of[mirror] = cls(mirror, upstream)
+        return finder
+
+    def __init__(self, mirror: Mirror, upstream: str | None = None):
         self.mirror = mirror
-        self._walked: dict[tuple[str, str], set[str]] = {}   # (commit, path) -> every blob id of path in its history
+        self.upstream = upstream
+        self._walked: dict[tuple[str, str], set[str]] = {}   # (tip, path) -> every blob id of path in its history
         self._present: dict[str, bool] = {}                   # id as written -> the mirror has an object by that name
+        self._head: str | None = None                         # upstream's default branch as this run fetched it
+        self.fetched = False                                  # whether this run fetched it (once, when first needed)
 
-    def find(self, history: str, pairs: Iterable[tuple[str, str]]) -> dict[tuple[str, str], str]:
-        """{(path, id): full id} of the pairs whose blob the history of commit `history` holds at `path`
-        (an abbreviated id: the one blob of that path's history it names)."""
+    def key(self, history: str | None) -> tuple[str, ...]:
+        """What a memo key of an apply that may use `find(history, ...)` must hold: the search set's tips, as
+        far as this run knows them (upstream's tip `unasked` until a lookup needed it: an answer computed
+        while it was fetched is not kept under that key, see the engine). Empty: nothing is searched."""
+        if history is None and self.upstream is None:
+            return ()
+        head = "-" if self.upstream is None else (self._head or "none") if self.fetched else "unasked"
+        return ("preimages", history or "-", "upstream", head)
+
+    def searches(self, history: str | None) -> bool:
+        """Whether a lookup for a build of that history (None: an sdist) has anything to search."""
+        return history is not None or self.upstream is not None
+
+    def find(self, history: str | None, pairs: Iterable[tuple[str, str]]) -> dict[tuple[str, str], str]:
+        """{(path, id): full id} of the pairs whose blob the history of commit `history` (None: none, an
+        sdist) or, for those it lacks, of upstream's default branch holds at `path` (an abbreviated id: the
+        one blob of that path's history it names)."""
         pairs = list(dict.fromkeys(pairs))
         self._check_present([oid for _, oid in pairs])
-        pairs = [(path, oid) for path, oid in pairs if self._present[oid]]
-        self._walk(history, sorted({path for path, _ in pairs if (history, path) not in self._walked}))
+        own = [history] if history is not None else []
+        found = self._match(own, [(path, oid) for path, oid in pairs if self._present[oid]])
+        rest = [pair for pair in pairs if pair not in found]
+        if rest and self.upstream is not None:
+            head = self._upstream_head()
+            if head is not None:
+                self._check_present([oid for _, oid in rest])
+                found.update(self._match([*own, head], [(path, oid) for path, oid in rest if self._present[oid]]))
+        return found
+
+    def _upstream_head(self) -> str | None:
+        """Upstream's default branch, fetched once per run (into refs/pinset/upstream/HEAD): the history a
+        full clone has now. Unreachable upstream is an error (no answer rather than another one)."""
+        if not self.fetched:
+            assert self.upstream is not None
+            result = self.mirror.fetch(self.upstream, [f"+HEAD:{UPSTREAM_HEAD_REF}"])
+            if not result.ok and _unreachable(result.stderr):
+                raise UpstreamError(f"upstream {self.upstream}: unreachable, needed for the preimages of a 3-way "
+                                    f"merge ({result.tail(1)})")
+            self._head = self.mirror.rev_parse(UPSTREAM_HEAD_REF) if result.ok else None
+            self.fetched = True
+            self._present = {oid: True for oid, there in self._present.items() if there}   # the fetch may bring some
+        return self._head
+
+    def _match(self, tips: list[str], pairs: list[tuple[str, str]]) -> dict[tuple[str, str], str]:
+        for tip in tips:
+            self._walk(tip, sorted({path for path, _ in pairs if (tip, path) not in self._walked}))
         found = {}
         for path, oid in pairs:
-            ids = [full for full in self._walked[history, path] if full.startswith(oid)]
+            ids = {full for tip in tips for full in self._walked[tip, path] if full.startswith(oid)}
             if len(ids) == 1:
-                found[path, oid] = ids[0]
+                found[path, oid] = ids.pop()
         return found
 
     def _check_present(self, oids: list[str]) -> None:
@@ -101,22 +171,22 @@ class Preimages:
         for oid, line in zip(ask, answer.splitlines()):
             self._present[oid] = not line.endswith(" missing")
 
-    def _walk(self, history: str, paths: list[str]) -> None:
-        """Every blob id each path had in the history of `history` (both sides of every change to it, on
+    def _walk(self, tip: str, paths: list[str]) -> None:
+        """Every blob id each path had in the history of `tip` (both sides of every change to it, on
         side branches and in merges too), from one path-limited `git log --raw`."""
         if not paths:
             return
         for path in paths:
-            self._walked[history, path] = set()
+            self._walked[tip, path] = set()
         log = self.mirror.git_ok("log", "--format=", "--raw", "-z", "--no-abbrev", "--no-renames", "--full-history",
-                                 "-m", "--root", history, "--", *paths, env={"GIT_LITERAL_PATHSPECS": "1"})
+                                 "-m", "--root", tip, "--", *paths, env={"GIT_LITERAL_PATHSPECS": "1"})
         fields = log.split("\0")
         for i, field in enumerate(fields[:-1]):
             meta = field.lstrip("\n")
             if not meta.startswith(":"):
                 continue
             parts = meta.split()
-            key = (history, fields[i + 1])
+            key = (tip, fields[i + 1])
             if len(parts) >= 4 and key in self._walked:
                 self._walked[key].update(oid for oid in parts[2:4] if oid.strip("0"))
 

@@ -226,3 +226,23 @@ def test_continue_refuses_a_leftover_diff3_marker_and_records_nothing(moved, tmp
     assert "conflict markers left in: a.txt" in capsys.readouterr().out
     assert {p.name: p.read_bytes() for p in folder.iterdir()} == before
     assert main(["rebase", "p", "-c", str(pins_yaml), "--abort", "--worktree", str(wt)]) == 0
+
+
+def test_rebase_of_a_series_written_on_newer_upstream_stops_at_its_real_conflict(make_repo, tmp_path, capsys):
+    """Issue 32: the first patch needs master's blob for its 3-way merge on b1, the second conflicts for real.
+    The worktree's `git am -3` builds the first one's fake ancestor (the sim's lookup fetched master into the
+    mirror) and stops at the second, where the sim's conflict is."""
+    from tests.heal.test_heal_refresh import written_on_newer_master
+
+    _, pins_yaml = written_on_newer_master(make_repo, tmp_path, [
+        ("change line 12", lambda text: text.replace("line 12\n", "twelve\n")),
+        ("change line 30", lambda text: text.replace("line 12\n", "twelve\n").replace("line 30 up\n", "line 30 pinned\n"))])
+    rc, doc = sim_json(tmp_path, pins_yaml)
+    assert rc == 1 and modes_of(doc) == {"b1": ("conflict", None)}, doc
+    assert "0002-change-line-30.patch" in doc["builds"][0]["pins"][0]["detail"]
+    wt = tmp_path / "wt"
+    assert start(pins_yaml, wt, "b1") == 1
+    out = capsys.readouterr().out
+    assert "conflicts on b1 at 0002-change-line-30.patch: resolve a.txt" in out, out
+    assert "twelve\n" in (wt / "a.txt").read_text()
+    assert main(["rebase", "p", "-c", str(pins_yaml), "--abort", "--worktree", str(wt)]) == 0

@@ -472,3 +472,41 @@ def test_refresh_of_a_series_whose_second_patch_needs_the_first_ones_blob(make_r
     rc, doc = sim_json(tmp_path, pins_yaml)
     assert modes_of(doc) == {"b2": ("applied", "exact")}
     capsys.readouterr()
+
+
+def written_on_newer_master(make_repo, tmp_path, commits):
+    """Issue 32: upstream b1 (tag) -> master (line 10 "ten", line 30 "line 30 up"); the pin `p`, `commits`
+    ((message, a.txt) pairs), written on master in a clone of its own (never pushed) without base-commit.
+    On b1 its patches apply only by a 3-way merge with master's blob, which b1's history lacks."""
+    up = make_repo("upstream")
+    up.commit("base", {"a.txt": LINES})
+    up.tag("b1")
+    newer = LINES.replace("line 10\n", "ten\n").replace("line 30\n", "line 30 up\n")
+    up.commit("upstream change", {"a.txt": newer})
+    work = tmp_path / "work"
+    subprocess.run(["git", "clone", "-q", str(up.path), str(work)], check=True, capture_output=True)
+    mine = type(up)(work)
+    for message, change in commits:
+        mine.commit(message, {"a.txt": change(newer)})
+    mine.git("format-patch", "-q", "-o", str(tmp_path / "patches" / "p"), "origin/master..HEAD")
+    return up, write_pins(tmp_path / "pins.yaml", f"""
+        upstream: {up.path}
+        builds: [b1]
+        pins:
+          - id: p
+            patches: patches/p
+        """)
+
+
+def test_refresh_of_a_pin_written_on_newer_upstream_merges_with_its_preimage(make_repo, tmp_path, capsys):
+    """The sim merges it with master's blob (as `git am -3` in a full clone); the worktree's `git am -3`
+    finds that blob in the mirror too, and the refreshed series applies exactly."""
+    _, pins_yaml = written_on_newer_master(make_repo, tmp_path, [
+        ("change line 12", lambda text: text.replace("line 12\n", "twelve\n"))])
+    rc, doc = sim_json(tmp_path, pins_yaml)
+    assert modes_of(doc) == {"b1": ("applied", "3-way")}, doc
+    assert main(["refresh", "p", "-c", str(pins_yaml), "--onto", "b1", "--write"]) == 0, capsys.readouterr()
+    rc, doc = sim_json(tmp_path, pins_yaml)
+    assert modes_of(doc) == {"b1": ("applied", "exact")}
+    text = (tmp_path / "patches" / "p").glob("*.patch").__next__().read_text()
+    assert "+twelve" in text and " line 10" in text   # now made on b1's line 10

@@ -2,8 +2,9 @@
 
 Upstream is a replay of two real files (src/llama-model-loader.cpp, common/common.h) through the
 llama-cpp-python sdists 0.3.33..0.3.36 (one commit each, tagged). The pins are written on the 0.3.33 commit
-in a clone of their own and exported without `base-commit:`; their preimages are only in upstream's
-history. Ground truth: `git am -3` of the pins in order on each build in a full clone of upstream (a pin
+(and some on the 0.3.36 commit, upstream's default branch) in a clone of their own and exported without
+`base-commit:`; their preimages are only in upstream's history (for the 0.3.36 ones: newer than the older
+builds). Ground truth: `git am -3` of the pins in order on each build in a full clone of upstream (a pin
 that fails is aborted and the next goes on). Same status for every pin and build, same trees.
 Needs the sdists (PINSET_SDIST_CACHE); skipped without them.
 """
@@ -29,6 +30,7 @@ pytestmark = pytest.mark.slow
 VERSIONS = ["0.3.33", "0.3.34", "0.3.35", "0.3.36"]
 FILES = ["src/llama-model-loader.cpp", "common/common.h"]
 LOADER_AT = [4, 40, 320, 560, 880, 1250]  # 0.3.33 lines a pin inserts after (upstream rewrote some nearby)
+NEWER_AT = [40, 560, 880]                 # 0.3.36 lines a pin written there inserts after
 IDENTITY = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",
             "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com"}
 
@@ -73,14 +75,14 @@ def world(tmp_path_factory):
     new = {p: texts["0.3.34"][p].decode() for p in FILES}
     pins: list[tuple[str, Path]] = []
 
-    def pin(name: str, commits: list[dict[str, str]]) -> None:
-        git(work, "checkout", "-q", "-B", name, "t0.3.33")
+    def pin(name: str, commits: list[dict[str, str]], on: str = "t0.3.33") -> None:
+        git(work, "checkout", "-q", "-B", name, on)
         for n, files in enumerate(commits):
             for path, text in files.items():
                 (work / path).write_text(text)
             git(work, "commit", "-q", "-am", f"{name} {n + 1}")
         out = root / "pins" / name
-        git(work, "format-patch", "-q", "-o", str(out), f"t0.3.33..{name}")
+        git(work, "format-patch", "-q", "-o", str(out), f"{on}..{name}")
         pins.append((name, out))
 
     loader = "src/llama-model-loader.cpp"
@@ -93,6 +95,12 @@ def world(tmp_path_factory):
     took = new[common].splitlines(True)[643:646]
     partial = insert_after(insert_after(old[common], 30, "// local\n"), 643, "".join(took))
     pin("common-partial", [{common: partial}])
+    # Written on upstream's newest commit (its default branch): on the older builds their preimages are only
+    # in that newer history, where `git am -3` in a full clone finds them.
+    newest = {p: texts["0.3.36"][p].decode() for p in FILES}
+    for at in NEWER_AT:
+        pin(f"newer-loader-{at}", [{loader: insert_after(newest[loader], at, f"// pinned on 0.3.36 after line {at}\n")}],
+            on="t0.3.36")
     cfg = write_pins(root / "pins.yaml", f"upstream: {up}\nbuilds: [{', '.join('t' + v for v in VERSIONS)}]\npins:\n"
                      + "".join(f"  - id: {name}\n    patches: {out}\n" for name, out in pins))
     return up, cfg, pins
@@ -128,16 +136,19 @@ def test_sim_matches_git_am_3_in_a_full_clone_on_real_history(world, tmp_path):
     git(tmp_path, "clone", "-q", str(up), str(clone))
     builds = [f"t{v}" for v in VERSIONS]
     with simulate(load_pinset(cfg), builds, Store.open(str(tmp_path / "cache"))) as sim:
-        three_way = conflicts = 0
+        three_way = conflicts = newer = 0
         for v, result in zip(VERSIONS, sim.result.builds):
             status, tree, merged = git_am_truth(up, clone, pins, v)
             got = {p.id: p.status for p in result.pins}
             assert got == status, (v, {p.id: p.detail for p in result.pins if got[p.id] != status[p.id]})
             assert result.tree == tree, v
             three_way += sum(merged[n] and status[n] == "applied" for n in status)
+            newer += sum(merged[n] and status[n] == "applied" for n in status if n.startswith("newer-") and v != "0.3.36")
             conflicts += sum(s == "conflict" for s in status.values())
     # The comparison has teeth: pins that only a 3-way merge with upstream's preimages applies, and conflicts.
     assert three_way >= 3 and conflicts >= 1, (three_way, conflicts)
+    # ... and pins written on newer upstream that only its history's preimages merge onto older builds.
+    assert newer >= 1, newer
 
 
 def test_same_verdict_on_a_cache_that_holds_the_pins_own_commits(world, tmp_path):
