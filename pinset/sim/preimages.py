@@ -78,6 +78,11 @@ class Preimages:
         self._walked: dict[tuple[str, str], set[str]] = {}   # (commit, path) -> every blob id of path in its history
         self._present: dict[str, bool] = {}                   # id as written -> the mirror has an object by that name
 
+    def sources(self, history: str) -> tuple[str, ...]:
+        """The commits whose history `find(history, ...)` may read: a memo of answers that used the lookup
+        (the apply memo, the whole-build memo) is keyed by them."""
+        return (history,)
+
     def find(self, history: str, pairs: Iterable[tuple[str, str]]) -> dict[tuple[str, str], str]:
         """{(path, id): full id} of the pairs whose blob the history of commit `history` holds at `path`
         (an abbreviated id: the one blob of that path's history it names)."""
