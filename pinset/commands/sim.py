@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
-from rich.markup import escape
-from rich.table import Table
+import sys
+from typing import TYPE_CHECKING
 
-from pinset import ci_annotations
+from pinset import ci_annotations, output
 from pinset.commands.common import add_config_args, open_config
-from pinset.output import check_outputs, console, write_json, write_text
+from pinset.output import check_outputs, write_json, write_text
 from pinset.sim.markdown import base_line, fix_command, numbered, place_label, sim_markdown
 from pinset.sim.model import BuildResult, PinResult, SimResult
 from pinset.sim.run import pick_builds, simulate
+
+if TYPE_CHECKING:
+    from rich.table import Table
 
 STYLE = {"applied": "green", "upstream": "cyan", "conflict": "red", "skipped": "yellow", "error": "red"}
 
@@ -33,11 +36,11 @@ def run(args) -> int:
     pinset, store = open_config(args)
     with simulate(pinset, pick_builds(pinset, args.builds), store) as sim:
         result = sim.result
-    if console.is_terminal:
+    if output.stdout_is_terminal():
         _print_report(result)
-    else:  # a pipe, a file, a CI log without FORCE_COLOR: the same words laid out once, one write
-        console.file.write(plain_report(result))
-        console.file.flush()
+    else:  # a pipe, a file, a CI log without FORCE_COLOR: the same words laid out once, one write (rich not imported)
+        sys.stdout.write(plain_report(result))
+        sys.stdout.flush()
     if args.json:
         write_json(args.json, result.to_json())
     if args.markdown:
@@ -74,14 +77,16 @@ def _problems(result: SimResult, mark=lambda style, text: text) -> list[str]:
 
 
 def _markup(style: str, text: str) -> str:
+    from rich.markup import escape
+
     return f"[{style}]{escape(text)}[/]" if style else escape(text)
 
 
 def _print_report(result: SimResult) -> None:
     """The grid and each problem on a terminal, in colour (rich)."""
-    console.print(sim_table(result))
+    output.console.print(sim_table(result))
     for line in _problems(result, _markup):
-        console.print(line, soft_wrap=True)
+        output.console.print(line, soft_wrap=True)
 
 
 def plain_report(result: SimResult) -> str:
@@ -112,6 +117,8 @@ def _conflict_place(build: BuildResult, pin: PinResult, mark) -> list[str]:
 
 
 def sim_table(result: SimResult) -> Table:
+    from rich.table import Table
+
     table = Table(title="pinset sim")
     # overflow="fold": on a narrow terminal a long pin id or status wraps instead of ending in "…".
     table.add_column("pin", overflow="fold")

@@ -16,7 +16,6 @@ from pathlib import Path
 from pinset import runner
 from pinset.errors import SeriesProblem, ToolchainError
 
-
 Parsed = frozenset[tuple[str, str]]   # (path, sha256 of its bytes) of patch files known to parse (parse_all)
 
 
@@ -98,14 +97,14 @@ def _known(path: Path, parsed: Parsed) -> bool:
         return False
 
 
-def _series_parses(folder: Path, series: tuple[Path, ...], parsed: Parsed = frozenset()) -> bool:
+def _series_parses(folder: Path, series: tuple[Path, ...], known: Parsed = frozenset()) -> bool:
     """Every file of the series is a readable patch git parses, told by one `git apply --numstat` of them
     all (git refuses the whole call when any file has no diff or does not parse): one process for a
     36-patch queue instead of 36 on every run; a file with a traditional diff is checked alone.
     False sends the caller through the files one by one."""
     if any(_file_problem(path) for path in series):
         return False
-    if parsed and all(_known(path, parsed) for path in series):
+    if known and all(_known(path, known) for path in series):
         return True
     # A traditional (non-git) diff makes git guess -p and keep the guess for the later files of the call,
     # where it can make a file parse that alone does not: such files are checked alone.
