@@ -9,7 +9,9 @@ Two cases, both on llama.cpp trees vendored in the llama-cpp-python sdists (PyPI
   fetched here (no GitHub): the queue is built from the sdists, and the output says so.
 
 Per case, in the same run, warm cache, pairs interleaved (pinset, plain loop, pinset...): the median
-times and their ratio. pinset does strictly more than the loop: besides the applies it attributes
+times and their ratio. Warm, every build's answer is known (the whole-build memo, sim/memo.py); the line
+"builds not known" times pinset with that memo emptied before each run (the apply memo, moved-code
+indexes and mirror still warm): what a run costs whose builds are new. pinset does strictly more than the loop: besides the applies it attributes
 conflicts, checks retirement (also in moved code) and each pin's contract. Then cold: pinset on an empty
 cache given the downloaded sdists (it imports them) against the plain loop's own cold start from the
 same sdists (fresh repository, tar -xzf + git add -A + commit each; benchmarks/plain_git.py), interleaved.
@@ -223,11 +225,18 @@ def compare(title: str, cfg: Path, store: Store, names: list[str], oids: list[st
     pinset_sim(cfg, store.root, names)  # warm-up: PR/patch caches, stored indexes, page cache
     if other is not None:
         pinset_sim(cfg, store.root, names, other)
+    def unknown_builds() -> float:
+        """pinset sim with the whole-build memo emptied first: every build worked out again (the apply memo,
+        the moved-code indexes and the mirror stay warm), what a run costs whose builds are not known yet."""
+        shutil.rmtree(store.root / "memo" / "build", ignore_errors=True)
+        return pinset_sim(cfg, store.root, names)
+
     sides = [lambda: pinset_sim(cfg, store.root, names), lambda: plain_loop(store.mirror, oids, pins),
-             lambda: checkout_loop(clone, oids, pins)]
+             lambda: checkout_loop(clone, oids, pins), unknown_builds]
     if other is not None:
         sides.append(lambda: pinset_sim(cfg, store.root, names, other))
-    sims, loops, checkouts, *others = interleaved(repeat, *sides)
+    sims, loops, checkouts, unknown, *others = interleaved(repeat, *sides)
+    pinset_sim(cfg, store.root, names)  # the builds known again, for the process count below
     s, l, c = (statistics.median(x) for x in (sims, loops, checkouts))
     patches = sum(len(pin_patches(p)) for p in pins)
     failed = checkout_failures(clone, oids, pins)
@@ -236,6 +245,8 @@ def compare(title: str, cfg: Path, store: Store, names: list[str], oids: list[st
     print(_line("pinset sim (applies + attribution + retirement + contracts):", sims))
     print(_line("plain loop, worktree per build (worktree add + git am -3):", loops))
     print(_line("plain loop, one clone (checkout -f + git am -3 / --abort):", checkouts))
+    print(_line("pinset sim, builds not known (memo/build emptied first):", unknown)
+          + f"  -> checkout loop/that: {c / statistics.median(unknown):.2f}x")
     if other is not None:
         o = statistics.median(others[0])
         print(_line(f"pinset sim of {other} (same cache):", others[0])

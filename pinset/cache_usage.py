@@ -24,8 +24,12 @@ from pinset.store import clean_scratch, safe_remove
 
 # top-level entry -> kind (anything else is "other")
 KINDS = {"mirror.git": "mirror", "downloads": "sdists", "builds": "builds", "ccache": "ccache",
-         "pins": "results", "kld-ref": "results", "logs": "results", "tmp": "scratch", "locks": "other"}
-KIND_ORDER = ("mirror", "sdists", "builds", "ccache", "results", "scratch", "other")
+         "pins": "results", "kld-ref": "results", "logs": "results", "memo": "memo", "moved": "memo",
+         "tmp": "scratch", "locks": "other"}
+KIND_ORDER = ("mirror", "sdists", "builds", "ccache", "results", "memo", "scratch", "other")
+# sim's remembered answers (sim/memo.py: memo/apply, memo/build, memo/objects; sim/moved.py: moved/): each file
+# is an entry, taken whatever its age (a missing or half-gone answer is only a miss: the run works it out again)
+MEMO_FOLDERS = ("memo", "moved")
 # entries no lock protects (PR diffs, KLD references, logs) are only taken when untouched this long: a
 # running kld or verify has written its own within the last minutes
 UNLOCKED_MIN_AGE_S = 3600.0
@@ -119,7 +123,7 @@ def removable(root: Path, builds_only: bool) -> list[Entry]:
     references and logs. Never the mirror (refetching upstream's history is the slow part) nor ccache
     (ccache bounds its own size)."""
     out: list[Entry] = []
-    kinds = ("builds",) if builds_only else ("builds", "downloads", "pins", "kld-ref", "logs", "tmp")
+    kinds = ("builds",) if builds_only else ("builds", "downloads", "pins", "kld-ref", "logs", *MEMO_FOLDERS, "tmp")
 
     def children(folder: str):
         if folder not in kinds or (root / folder).is_symlink():
@@ -151,7 +155,36 @@ def removable(root: Path, builds_only: bool) -> list[Entry]:
             if path.name.endswith(".sha256"):
                 continue
             out.append(Entry("results", path, tree_size(path)[0] + tree_size(_marker(path))[0], _last_use(path)))
+    for folder in MEMO_FOLDERS:
+        if (root / folder).is_dir() and not (root / folder).is_symlink():
+            for path in _memo_files(root / folder):
+                out.append(Entry("memo", path, tree_size(path)[0] + tree_size(_marker(path))[0], _last_use(path)))
     return out
+
+
+def _memo_files(folder: Path) -> list[Path]:
+    """Every answer file under a memo folder (its digest marker goes with it), links not followed (a link is
+    an entry of its own, removed as a link); a write in progress (`.NAME.tmp`) is not an answer yet."""
+    found: list[Path] = []
+    for top, subdirs, files in os.walk(folder):
+        links = [d for d in subdirs if os.path.islink(os.path.join(top, d))]
+        subdirs[:] = sorted(d for d in subdirs if d not in links)
+        found += [Path(top) / name for name in sorted([*files, *links])
+                  if not name.startswith(".") and not name.endswith(".sha256")]
+    return found
+
+
+def _prune_empty(root: Path) -> None:
+    """The memo's shard folders left empty by a clean (never the memo folders themselves, never through a link)."""
+    for folder in MEMO_FOLDERS:
+        if not (root / folder).is_dir() or (root / folder).is_symlink():
+            continue
+        for top, subdirs, _ in os.walk(root / folder, topdown=False):
+            for name in subdirs:
+                try:
+                    os.rmdir(os.path.join(top, name))   # only an empty folder goes (a link: ENOTDIR)
+                except OSError:
+                    pass
 
 
 def _marker(path: Path) -> Path:
@@ -184,7 +217,7 @@ def clean(root: Path, *, older_than_days: float | None, builds_only: bool, dry_r
         age = now - entry.mtime
         if older_than_days is not None and age < older_than_days * 86400:
             continue
-        if entry.lock is None and entry.kind != "builds" and age < UNLOCKED_MIN_AGE_S:
+        if entry.lock is None and entry.kind not in ("builds", "memo") and age < UNLOCKED_MIN_AGE_S:
             in_use.append(entry)  # no lock says whether a run uses it: a fresh one may be in use
             continue
         if dry_run:
@@ -198,6 +231,8 @@ def clean(root: Path, *, older_than_days: float | None, builds_only: bool, dry_r
         else:
             in_use.append(entry)
     scratch = [] if dry_run or builds_only else clean_scratch(root / "tmp")
+    if not dry_run and not builds_only:
+        _prune_empty(root)
     return CleanResult(removed, in_use, scratch)
 
 

@@ -12,7 +12,6 @@ import sys
 from pathlib import Path
 
 from pinset.sim import model as sim
-from pinset.verify.model import FAILED
 
 ERROR, WARNING, NOTICE = "error", "warning", "notice"
 MAX_ANNOTATIONS = 50   # GitHub shows 10 per step and 50 per job; more are dropped by GitHub, not by pinset
@@ -160,6 +159,8 @@ def verify_annotations(pinset, result) -> int:
     line). result: the VerifyResult. Returns how many were printed."""
     if not under_actions():
         return 0
+    from pinset.verify.model import FAILED  # here: sim and every other verb import this module, verify's model is 20 ms
+
     checks = {(p.id, c.describe()): c.line for p in pinset.pins for c in p.checks}
     printed = 0
     for b in result.builds:

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol, TypeVar
-
-from rich.console import Console
-from rich.errors import MarkupError
 
 from pinset.redact import redact
 from pinset.store import atomic_write, write_problem
@@ -19,49 +18,77 @@ from pinset.store import atomic_write, write_problem
 UNLIMITED_WIDTH = 10_000
 
 
-class _Console(Console):
-    """Lines mix pinset's markup ("[red]...[/]") with text from outside: paths, file names, git's words.
-    Such text that reads as a broken tag ("out[/x]") would end the run in rich's MarkupError after the
-    work was done: the line is printed as it is instead.
+@functools.lru_cache(maxsize=1)
+def _console_class():
+    """The console class, made when a console is first used: rich costs 50 ms of imports that a verb writing
+    off a terminal (sim in a pipe, CI) never needs."""
+    from rich.console import Console
+    from rich.errors import MarkupError
 
-    Not a terminal and COLUMNS unset, rich would lay tables out for 80 columns and cut cells to "…": the
-    width is then UNLIMITED_WIDTH (a table is as wide as its cells; COLUMNS still decides where set). A CI
-    log coloured by FORCE_COLOR is still no terminal: what counts is whether the stream is a TTY.
-    NO_COLOR (any non-empty value, no-color.org) is honoured by rich itself: no colour, styles kept."""
+    class _Console(Console):
+        """Lines mix pinset's markup ("[red]...[/]") with text from outside: paths, file names, git's words.
+        Such text that reads as a broken tag ("out[/x]") would end the run in rich's MarkupError after the
+        work was done: the line is printed as it is instead.
 
-    @property
-    def on_a_tty(self) -> bool:
-        """The stream is a real terminal (rich's is_terminal is also true under FORCE_COLOR or TTY_COMPATIBLE)."""
-        try:
-            return bool(self.file.isatty())
-        except (AttributeError, ValueError, OSError):
-            return False
+        Not a terminal and COLUMNS unset, rich would lay tables out for 80 columns and cut cells to "…": the
+        width is then UNLIMITED_WIDTH (a table is as wide as its cells; COLUMNS still decides where set). A CI
+        log coloured by FORCE_COLOR is still no terminal: what counts is whether the stream is a TTY.
+        NO_COLOR (any non-empty value, no-color.org) is honoured by rich itself: no colour, styles kept."""
 
-    @property
-    def size(self):
-        dims = super().size
-        columns = self._environ.get("COLUMNS") or ""
-        if self._width is None and not self.on_a_tty and not columns.isdigit():
-            return type(dims)(UNLIMITED_WIDTH, dims.height)
-        return dims
+        @property
+        def on_a_tty(self) -> bool:
+            """The stream is a real terminal (rich's is_terminal is also true under FORCE_COLOR or TTY_COMPATIBLE)."""
+            try:
+                return bool(self.file.isatty())
+            except (AttributeError, ValueError, OSError):
+                return False
 
-    @size.setter
-    def size(self, new_size):
-        Console.size.fset(self, new_size)
+        @property
+        def size(self):
+            dims = super().size
+            columns = self._environ.get("COLUMNS") or ""
+            if self._width is None and not self.on_a_tty and not columns.isdigit():
+                return type(dims)(UNLIMITED_WIDTH, dims.height)
+            return dims
 
-    def print(self, *objects, **kwargs):
-        if "soft_wrap" not in kwargs and all(isinstance(o, str) for o in objects):
-            # a line of text is the terminal's to wrap: rich would fold it at COLUMNS, a path or a command in it
-            # cut by a newline that a copy keeps (tables still lay out for the width)
-            kwargs["soft_wrap"] = True
-        try:
-            super().print(*objects, **kwargs)
-        except MarkupError:
-            super().print(*objects, **{**kwargs, "markup": False})
+        @size.setter
+        def size(self, new_size):
+            Console.size.fset(self, new_size)
+
+        def print(self, *objects, **kwargs):
+            if "soft_wrap" not in kwargs and all(isinstance(o, str) for o in objects):
+                # a line of text is the terminal's to wrap: rich would fold it at COLUMNS, a path or a command
+                # in it cut by a newline that a copy keeps (tables still lay out for the width)
+                kwargs["soft_wrap"] = True
+            try:
+                super().print(*objects, **kwargs)
+            except MarkupError:
+                super().print(*objects, **{**kwargs, "markup": False})
+
+    return _Console
 
 
-console = _Console(stderr=False, highlight=False)
-err_console = _Console(stderr=True, highlight=False)
+def __getattr__(name: str):
+    """`console`, `err_console` and `_Console`, made (and rich imported) on first use (PEP 562)."""
+    if name == "_Console":
+        return _console_class()
+    if name in ("console", "err_console"):
+        made = _console_class()(stderr=name == "err_console", highlight=False)
+        globals()[name] = made
+        return made
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def stdout_is_terminal() -> bool:
+    """`console.is_terminal`, without making the console (and importing rich) where the answer is plainly no:
+    stdout is no TTY and neither FORCE_COLOR nor TTY_COMPATIBLE asks rich to treat it as one."""
+    try:
+        tty = bool(sys.stdout.isatty())
+    except (AttributeError, ValueError, OSError):
+        tty = False
+    if not tty and "FORCE_COLOR" not in os.environ and "TTY_COMPATIBLE" not in os.environ:
+        return False
+    return bool(__getattr__("console").is_terminal)
 
 
 def write_json(path: str | Path, data: dict) -> None:

@@ -24,7 +24,9 @@ class Progress:
                  every: float | None = None, ticker: bool = True, done_as: str | None = None,
                  announce: bool = False):
         if console is None:
-            from pinset.output import err_console as console
+            from pinset import output
+
+            console = output.err_console
         self.what, self.kind, self.unit = what, kind, unit
         self.done_as = done_as or what  # the end line's name ("downloaded X" after "downloading X")
         self.total, self.done, self.start_done, self.note = total, done, done, ""

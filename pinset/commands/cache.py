@@ -26,20 +26,22 @@ def add_parser(sub):
     p = sub.add_parser(
         "cache", help="what the cache holds (info) and removing what can be made again (clean)",
         description="The cache holds the upstream mirror, downloaded sdists, build folders (the bulk: hundreds of "
-                    "MB each), PR diffs, KLD references and logs. `info` sizes it by kind; `clean` removes "
-                    "build folders, sdists, PR diffs, KLD references and logs (never the mirror or ccache), "
-                    "skipping whatever a running pinset holds.")
+                    "MB each), PR diffs, KLD references, logs and sim's remembered answers (memo/, moved/). `info` "
+                    "sizes it by kind; `clean` removes build folders, sdists, PR diffs, KLD references, logs and "
+                    "remembered answers (never the mirror or ccache), skipping whatever a running pinset holds.")
     verbs = p.add_subparsers(dest="cache_command", metavar="SUBCOMMAND")
     verbs.required = True
     info = verbs.add_parser("info", help="size of the cache by kind", description=(
         "Size the cache by kind: mirror, sdists, builds, ccache, results (PR diffs, KLD references, logs), "
-        "scratch and other; bytes on disk, entries and files. A missing cache is listed as empty, not made."))
+        "memo (sim's remembered answers), scratch and other; bytes on disk, entries and files. A missing cache "
+        "is listed as empty, not made."))
     add_path(info, "--json", role=OUTPUT_FILE, stdout="-", nargs="?", const="-", metavar="FILE",
              help="JSON on stdout, or into FILE")
     clean = verbs.add_parser("clean", help="remove build folders, sdists, PR diffs, KLD references and logs",
                              description=(
-        "Remove build folders and (without --builds) downloaded sdists, PR diffs, KLD references, logs and "
-        "dead runs' scratch folders: all made again on demand. Never the mirror or ccache, never an "
+        "Remove build folders and (without --builds) downloaded sdists, PR diffs, KLD references, logs, "
+        "sim's remembered answers (memo/, moved/: any age, a missing one is worked out again) and dead runs' "
+        "scratch folders: all made again on demand. Never the mirror or ccache, never an "
         "unfinished download, never what a running pinset holds, never anything outside the cache."))
     clean.add_argument("--older-than", type=_days, metavar="DAYS",
                        help="only entries not used for DAYS days (a number > 0, e.g. 14 or 0.5)")
@@ -112,7 +114,12 @@ def _clean(root: Path, args) -> int:
         return 0
     verb = "would remove" if args.dry_run else "removed"
     for e in result.removed:
-        print(f"{verb} {e.kind}: {e.path.relative_to(root)} ({cache_usage.human(e.bytes)})")
+        if e.kind != "memo":
+            print(f"{verb} {e.kind}: {e.path.relative_to(root)} ({cache_usage.human(e.bytes)})")
+    memo = [e for e in result.removed if e.kind == "memo"]
+    if memo:   # thousands of small files: one line (--json lists each)
+        print(f"{verb} memo: {len(memo)} remembered sim answers under "
+              f"{', '.join(f + '/' for f in cache_usage.MEMO_FOLDERS)} ({cache_usage.human(sum(e.bytes for e in memo))})")
     for e in result.in_use:
         print(f"kept {e.kind}: {e.path.relative_to(root)} (in use by a running pinset, or written within the last hour)")
     print(f"cache {root}: {verb} {len(result.removed)} entries, {cache_usage.human(result.freed)}"

@@ -2,19 +2,20 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from rich.markup import escape
-from rich.table import Table
-
-from pinset import ci_annotations
+from pinset import ci_annotations, output
 from pinset.commands.common import add_config_args, open_config
 from pinset.commands.paths import OUTPUT_FILE, add_path
-from pinset.output import console, write_result
+from pinset.output import write_result
 from pinset.sim.markdown import base_line, fix_command, numbered, place_label, sim_markdown
 from pinset.sim.model import BuildResult, PinResult, SimResult
 from pinset.sim.run import pick_builds, simulate
+
+if TYPE_CHECKING:
+    from rich.table import Table
 
 STYLE = {"applied": "green", "upstream": "cyan", "conflict": "red", "skipped": "yellow", "error": "red"}
 
@@ -36,11 +37,11 @@ def run(args) -> int:
     pinset, store = open_config(args)
     with simulate(pinset, pick_builds(pinset, args.builds), store) as sim:
         result = sim.result
-    if console.is_terminal:
+    if output.stdout_is_terminal():
         _print_report(result)
-    else:  # a pipe, a file, a CI log without FORCE_COLOR: the same words laid out once, one write
-        console.file.write(plain_report(result))
-        console.file.flush()
+    else:  # a pipe, a file, a CI log without FORCE_COLOR: the same words laid out once, one write (rich not imported)
+        sys.stdout.write(plain_report(result))
+        sys.stdout.flush()
     write_result(result, args.json, args.markdown, lambda r: sim_markdown(r, conflicts=True))
     ci_annotations.sim_annotations(pinset, result)   # GitHub Actions only: pins.yaml lines, patch files
     ci_annotations.step_summary("## pinset sim\n\n" + sim_markdown(result, conflicts=True))
@@ -74,14 +75,16 @@ def _problems(result: SimResult, mark=lambda style, text: text) -> list[str]:
 
 
 def _markup(style: str, text: str) -> str:
+    from rich.markup import escape
+
     return f"[{style}]{escape(text)}[/]" if style else escape(text)
 
 
 def _print_report(result: SimResult) -> None:
     """The grid and each problem on a terminal, in colour (rich)."""
-    console.print(sim_table(result))
+    output.console.print(sim_table(result))
     for line in _problems(result, _markup):
-        console.print(line, soft_wrap=True)
+        output.console.print(line, soft_wrap=True)
 
 
 def plain_report(result: SimResult) -> str:
@@ -121,6 +124,8 @@ class _Built(Protocol):
 def build_grid(title: str, first: str, builds: Sequence[_Built], sha_len: int) -> Table:
     """A table of a column `first` and one column per build, headed by its short name over its commit; overflow=
     "fold": on a narrow terminal a long pin id, status, build name or op list wraps instead of ending in "…"."""
+    from rich.table import Table
+
     table = Table(title=title)
     table.add_column(first, overflow="fold")
     for b in builds:

@@ -19,7 +19,7 @@ import yaml
 
 from pinset import runner
 from pinset.config.ledger import resolution_files
-from pinset.config.patches import SeriesProblem, patch_series, single_patch
+from pinset.config.patches import Parsed, SeriesProblem, parse_all, patch_series, single_patch
 from pinset.config.reading import compose, decode_utf8, read_regular_file
 from pinset.config.selectors import looks_like_selector, parse_selector, specifier
 from pinset.errors import ConfigError, ToolchainError
@@ -312,8 +312,9 @@ def load_pinset(path: str | Path, *, require_pins: bool = True) -> PinSet:
     pins: list[PinSpec] = []
     seen: dict[str, int] = {}
     pin_nodes = r.sequence(top["pins"], "pins") if "pins" in top else []
+    parsed = parse_all(_patch_places(r, pin_nodes, path.parent))   # every pin's patches checked by one git
     for index, node in enumerate(pin_nodes):
-        for pin in _read_pin(r, node, f"pins[{index}]", path.parent, upstream):
+        for pin in _read_pin(r, node, f"pins[{index}]", path.parent, upstream, parsed):
             if pin.id in seen:
                 r.fail(node, f"pins[{index}].id", f"duplicate id {pin.id!r} (first on line {seen[pin.id]})")
             seen[pin.id] = pin.line
@@ -452,7 +453,22 @@ def _check_local_repository(r: _Reader, node, value: str, local: Path, key: str 
         r.fail(node, key, f"{value!r} is not a git repository ({reason})")
 
 
-def _read_pin(r: _Reader, node, key: str, base: Path, upstream: str | None) -> list[PinSpec]:
+def _patch_places(r: _Reader, pin_nodes, base: Path) -> list[Path]:
+    """The `patches:` path of each pin that names one (read leniently: _read_pin says what is wrong)."""
+    places = []
+    for node in pin_nodes:
+        if isinstance(node, yaml.MappingNode):
+            for k_node, v_node in node.value:
+                if isinstance(k_node, yaml.ScalarNode) and k_node.value == "patches":
+                    try:
+                        places.append(r.local_path(v_node, "patches", base)[1])
+                    except ConfigError:
+                        pass
+    return places
+
+
+def _read_pin(r: _Reader, node, key: str, base: Path, upstream: str | None,
+              parsed: Parsed = frozenset()) -> list[PinSpec]:
     """One pin, or with `each: true` one pin per patch file of the folder (id `ID/NAME`, in name order)."""
     fields = r.mapping(node, key, PIN_KEYS)
     if "id" not in fields:
@@ -475,8 +491,8 @@ def _read_pin(r: _Reader, node, key: str, base: Path, upstream: str | None) -> l
                 r.fail(fields[name], f"{key}.{name}", f"only PR pins take a {name}")
         rel, patches = r.local_path(fields["patches"], f"{key}.patches", base)
         try:
-            series = single_patch(patches, rel) if rel.endswith(".patch") and not patches.is_dir() \
-                else patch_series(patches, rel.rstrip("/"))
+            series = single_patch(patches, rel, parsed) if rel.endswith(".patch") and not patches.is_dir() \
+                else patch_series(patches, rel.rstrip("/"), parsed)
         except SeriesProblem as exc:
             r.fail(fields["patches"], f"{key}.patches", str(exc))
     else:

@@ -15,15 +15,16 @@ merge is needed) and nothing else of the mirror.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from pinset.config.schema import PinSet
 from pinset.errors import PinsetError, UpstreamError
 from pinset.sim import memo, modes
-from pinset.sim.apply_errors import conflict_place, explain_apply_failure
+from pinset.sim.apply_errors import BuildPlace, conflict_place, explain_apply_failure
 from pinset.sim.changes import MovedMatch, PinChange, line_counts, series_base
 from pinset.sim.model import BuildResult, Contract, PinResult, SimResult
 from pinset.sim.moved import TreeLines
@@ -117,6 +118,9 @@ class Simulator:
         self._git = memo.git_identity()
         self._dir_blobs: dict[Path, frozenset[str]] = {}   # object dir -> the blob ids it holds
         self._patch_bytes: dict[str, list[bytes]] = {}      # pin id -> its patch files' bytes
+        # A whole build's result, by the content of everything it reads (simulate_build, memo.BuildMemo).
+        self._builds = memo.BuildMemo(mirror.cache / "memo")
+        self._final_index: bytes | None = None              # the last build's index (its merged entries)
 
     # --- git primitives -------------------------------------------------------------------
     def _new_dir(self, blobs=()) -> Path:
@@ -629,6 +633,100 @@ class Simulator:
 
     # --- one build ------------------------------------------------------------------------
     def simulate_build(self, build: Build) -> BuildResult:
+        """The pin set on one build; answered whole from the build memo (sim/memo.py) when the same inputs
+        were simulated before, in this run or an earlier one: then no apply, probe or contract runs."""
+        key = self._build_key(build)
+        if key is not None:
+            known = self._builds.get(key)
+            if known is not None and "asks_upstream" in known and not self._finder.fetched:
+                self._finder.upstream_head()   # what the build's answer reads: fetched now, then asked by its tip
+                key = self._build_key(build)
+                known = self._builds.get(key) if key is not None else None
+            if known is not None and "needs" in known and self._has_objects(known["needs"]):
+                try:
+                    result = _build_from_json(known["result"])
+                except (KeyError, TypeError, ValueError):
+                    result = None
+                if result is not None:
+                    self._builds.hits += 1
+                    return result
+            self._builds.misses += 1
+        fetched = self._finder.fetched
+        result = self._simulate_build(build)
+        # A build whose lookup fetched upstream's default branch was keyed before it (its tip `unasked`): its
+        # result may depend on that tip, so the key made before says only that (a later run fetches first and
+        # asks again, `asks_upstream`), and the result is kept under the key that names the tip.
+        if key is not None and fetched != self._finder.fetched:
+            self._builds.put(key, {"asks_upstream": True})
+            key = self._build_key(build)
+        if key is not None:
+            needs = self._needs(build, result)
+            if needs is not None:
+                self._builds.put(key, {"result": asdict(result), "needs": needs})
+        return result
+
+    def _build_key(self, build: Build) -> str | None:
+        """The key of the build's whole result: every input simulate_build reads. The build (name, commit, mirror
+        commit and tree), for a git build the commits whose history the preimage lookup may read, each pin in
+        order (its spec as pins.yaml gave it, why it could not be prepared, its fork point, its base, its
+        patch files' paths and bytes), the options (apply_modes, look_for_moved_code, attribute_conflicts),
+        git's identity and pinset's own code (memo.code_digest). None (no memo) when a pin has recorded
+        resolutions (their files are more input) or a ledger that does not read."""
+        parts = [memo.code_digest(), self._git, repr(build), repr(self.apply_modes),
+                 repr(sorted(self.look_for_moved_code) if isinstance(self.look_for_moved_code, set)
+                      else self.look_for_moved_code), repr(self.attribute_conflicts)]
+        parts += ["preimages", *self._finder.key(build.oid if build.source == "git" else None)]
+        for spec in self.pinset.pins:
+            prep = self.prepared[spec.id]
+            parts += ["pin", repr(spec), repr(prep.error), repr(prep.fork_point)]
+            if prep.change is None:
+                continue
+            try:
+                if self._ledger.ledger_of(spec):
+                    return None
+            except PinsetError:
+                return None
+            parts.append(repr(self._base(prep) if prep.change.patches else None))
+            if spec.id not in self._patch_bytes:
+                self._patch_bytes[spec.id] = [Path(patch).read_bytes() for patch in prep.change.patches]
+            for patch, data in zip(prep.change.patches, self._patch_bytes[spec.id]):
+                parts += [str(Path(patch).absolute()), hashlib.sha256(data).hexdigest()]
+        return memo.build_key(parts)
+
+    def _has_objects(self, needs: list) -> bool:
+        """The mirror holds every object a remembered result names (read through the run's object reader:
+        no process); one gone (a gc, a cache rebuilt) makes it a miss."""
+        if not needs:
+            return True
+        if not all(isinstance(oid, str) and len(oid) == 40 for oid in needs):
+            return False
+        return len(self.mirror.read_objects(needs)) == len(set(needs))
+
+    def _needs(self, build: Build, result: BuildResult) -> list[str] | None:
+        """The objects of the mirror `result` names beyond the build's own: its merged tree, the blobs the
+        pins left in it and the blobs the pins' series made (_share). None: not known (no memo)."""
+        needs: set[str] = set()
+        if result.tree is not None and result.tree != build.tree:
+            index = self._final_index
+            if index is None:
+                return None
+            try:
+                entries = memo.read_index(index)
+            except memo.IndexFormat:
+                return None
+            own = self._dir_blobs.get(self._build_objects.get(build.tree, Path()), frozenset())
+            needs.add(result.tree)
+            needs |= {oid for mode, oid in entries.values() if mode != 0o160000 and oid not in own}
+        history = build.oid if build.source == "git" else None
+        for spec in self.pinset.pins:
+            made = [self._base_made[spec.id]] if spec.id in self._base_made else []
+            made += self._found.get((spec.id, history), [])[1:] if history is not None else []
+            for written in made:
+                needs.update(loose_ids(written))
+        return sorted(needs)
+
+    def _simulate_build(self, build: Build) -> BuildResult:
+        self._final_index = None
         self._history = build.oid if build.source == "git" else None  # an sdist's tree has no history
         index = _Index(self.mirror.temp_path(f"build-index-{build.tree[:12]}"))
         self._load(index, build.tree)
@@ -695,6 +793,7 @@ class Simulator:
             result.contract = Contract(False, [f"{f}: does not apply (conflict with {result.conflict_with})"
                                                for f in outcome.conflict_files])
         merged = self._merged_tree(build.tree, index) if applied else build.tree
+        self._final_index = index.path.read_bytes() if applied else None
         by_id = {r.id: r for r in results}
         for i, entry in enumerate(applied):
             by_id[entry.pin_id].contract = self._contract(entry, merged, build.tree, applied[i + 1:])
@@ -703,6 +802,16 @@ class Simulator:
 
     def run(self, builds: list[Build]) -> SimResult:
         return SimResult([self.simulate_build(b) for b in builds], self.pinset.digest)
+
+
+def _build_from_json(doc: dict) -> BuildResult:
+    """A BuildResult from its dataclasses.asdict form (as the build memo keeps it)."""
+    pins = []
+    for p in doc["pins"]:
+        place = p["build_has"]
+        pins.append(PinResult(**{**p, "contract": Contract(**p["contract"]),
+                                 "build_has": BuildPlace(**place) if place is not None else None}))
+    return BuildResult(**{**doc, "pins": pins})
 
 
 def _outcome_of(answer: memo.Answer, prep: PreparedPin) -> ApplyOutcome:

@@ -15,10 +15,16 @@ written whole (write_checked); a missing or damaged one is only a miss.
 
 The index file is read and written here in git's own format (version 2/3, the versions git writes for
 these indexes); anything else (version 4, a SHA-256 mirror) is no memo: the apply runs as before.
+
+A whole build's result is kept too (BuildMemo, `memo/build/`): keyed by everything simulate_build reads
+(the engine's build_key: the build's commit and tree, each pin's spec, patch bytes and paths, base, the
+commits the preimage lookup may read, the options, git's identity and pinset's own code), it lets a run
+whose answer is already known skip every apply, attribution, probe and contract of that build.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -31,6 +37,7 @@ from pathlib import Path
 from pinset.store import atomic_write, read_checked, write_checked
 
 MEMO_FORMAT = "apply-memo-1"   # a change of what a key covers or an answer holds: new names
+BUILD_FORMAT = "build-memo-1"  # the same for a whole build's result
 _INDEX_LINE_RE = re.compile(rb"^index ([0-9a-f]{4,64})\.\.([0-9a-f]{4,64})", re.M)
 _LOOSE_RE = re.compile(r"^[0-9a-f]{38}$")
 
@@ -236,3 +243,72 @@ class ApplyMemo:
             else:
                 return False
         return True
+
+
+@functools.lru_cache(maxsize=1)
+def code_digest() -> str:
+    """sha256 of pinset's own source (every .py of the package, by path): a whole build's result is a function
+    of the code that made it, so any change of pinset is a new key (read once per run, about 10 ms)."""
+    package = Path(__file__).resolve().parent.parent
+    digest = hashlib.sha256()
+    for folder, subdirs, files in os.walk(package):
+        subdirs.sort()
+        for name in sorted(files):
+            if name.endswith(".py"):
+                path = Path(folder) / name
+                digest.update(str(path.relative_to(package)).encode() + b"\0")
+                try:
+                    digest.update(hashlib.sha256(path.read_bytes()).digest())
+                except OSError:
+                    digest.update(b"unreadable")
+    return digest.hexdigest()
+
+
+def build_key(parts: list[str]) -> str:
+    """The key of a whole build's result from the inputs the engine names (engine.Simulator._build_key)."""
+    digest = hashlib.sha256()
+    for part in (BUILD_FORMAT, *parts):
+        digest.update(part.encode(errors="surrogateescape") + b"\0")
+    return digest.hexdigest()
+
+
+class BuildMemo:
+    """Whole build results by key, in the run and under `root` (memo/; None: in the run only). An entry holds
+    the result and `needs`: the objects of the mirror the result names (its merged tree, the blobs the pins
+    wrote and those a series made for refresh/rebase); a hit counts only while the mirror has them all."""
+
+    def __init__(self, root: Path | None):
+        self.root = root
+        self._docs: dict[str, dict | None] = {}
+        self.hits = self.misses = 0
+
+    def _path(self, key: str) -> Path:
+        assert self.root is not None
+        return self.root / "build" / key[:2] / f"{key}.json"
+
+    def get(self, key: str) -> dict | None:
+        """{"result": ..., "needs": [...]}, or {"asks_upstream": true} (the build's preimage lookup needed
+        upstream's default branch, not asked yet when the key was made: the engine fetches it and asks under the
+        key that names its tip); None when not known (or the entry is damaged)."""
+        if key not in self._docs:
+            found = None
+            data = read_checked(self._path(key)) if self.root is not None else None
+            if data is not None:
+                try:
+                    found = json.loads(data)
+                    if not (isinstance(found, dict) and (found == {"asks_upstream": True} or (
+                            isinstance(found.get("result"), dict) and isinstance(found.get("needs"), list)))):
+                        found = None
+                except ValueError:
+                    found = None
+            self._docs[key] = found
+        return self._docs[key]
+
+    def put(self, key: str, doc: dict) -> None:
+        self._docs[key] = doc
+        if self.root is None:
+            return
+        try:
+            write_checked(self._path(key), json.dumps(doc, sort_keys=True, separators=(",", ":")).encode())
+        except OSError:
+            pass  # a cache that cannot take it: the next run works it out again

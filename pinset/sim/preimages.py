@@ -132,17 +132,17 @@ class Preimages:
         found = self._match(own, [(path, oid) for path, oid in pairs if self._present[oid]])
         rest = [pair for pair in pairs if pair not in found]
         if rest and self.upstream is not None:
-            head = self._upstream_head()
+            head = self.upstream_head()
             if head is not None:
                 self._check_present([oid for _, oid in rest])
                 found.update(self._match([*own, head], [(path, oid) for path, oid in rest if self._present[oid]]))
         return found
 
-    def _upstream_head(self) -> str | None:
-        """Upstream's default branch, fetched once per run (into refs/pinset/upstream/HEAD): the history a
-        full clone has now. Unreachable upstream is an error (no answer rather than another one)."""
-        if not self.fetched:
-            assert self.upstream is not None
+    def upstream_head(self) -> str | None:
+        """Upstream's default branch (None: a pin set without upstream, or none there), fetched once per run
+        (into refs/pinset/upstream/HEAD): the history a full clone has now. Unreachable upstream is an error
+        (no answer rather than another one)."""
+        if not self.fetched and self.upstream is not None:
             result = self.mirror.fetch(self.upstream, [f"+HEAD:{UPSTREAM_HEAD_REF}"])
             if not result.ok and _unreachable(result.stderr):
                 raise UpstreamError(f"upstream {self.upstream}: unreachable, needed for the preimages of a 3-way "

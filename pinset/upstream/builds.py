@@ -33,12 +33,17 @@ def upstream_url(upstream: str, base: Path) -> str:
 
 
 def resolve_builds(names: list[str], upstream: str | None, base: Path, store: Store, mirror: Mirror) -> list[Build]:
+    """resolve_build of each name, the trees checked whole together (one process, Mirror.check_trees)."""
     names = expand_builds(names, upstream_url(upstream, base) if upstream else None, mirror)
-    return [resolve_build(name, upstream, base, store, mirror) for name in names]
+    builds = [resolve_build(name, upstream, base, store, mirror, check=False) for name in names]
+    mirror.check_trees([build.tree for build in builds])
+    return builds
 
 
-def resolve_build(name: str, upstream: str | None, base: Path, store: Store, mirror: Mirror) -> Build:
-    """The build as a commit in the mirror, its tree checked whole (a lost blob is damage, not a conflict)."""
+def resolve_build(name: str, upstream: str | None, base: Path, store: Store, mirror: Mirror,
+                  check: bool = True) -> Build:
+    """The build as a commit in the mirror, its tree checked whole (a lost blob is damage, not a conflict;
+    `check=False`: the caller checks it)."""
     m = PYPI_BUILD_RE.match(name)
     if m:
         build = _pypi_build(name, m["package"], m["version"], store, mirror)
@@ -46,18 +51,21 @@ def resolve_build(name: str, upstream: str | None, base: Path, store: Store, mir
         raise UpstreamError(f"build {name!r}: no upstream configured to fetch it from")
     else:
         build = _git_build(name, upstream_url(upstream, base), mirror)
-    mirror.check_tree(build.tree)
+    if check:
+        mirror.check_tree(build.tree)
     return build
 
 
 def _pypi_build(name: str, package: str, version: str, store: Store, mirror: Mirror) -> Build:
     ref = f"refs/pinset/pypi/{package}/{version}"
-    oid = mirror.rev_parse(ref)
-    if oid is None:
+    known = mirror.commit_of(ref)   # the imported commit, its tree and message: no process
+    if known is None:
         with store.lock(f"pypi-{pypi.normalized_name(package)}-{version}", waiting=f"{name}: waiting for another pinset importing it"):
             oid = mirror.rev_parse(ref) or _import_sdist(package, version, ref, store, mirror)
-    commit = _trailer(mirror.commit_message(oid), "upstream-commit") or "unknown"
-    return Build(name, commit, oid, mirror.tree_of(oid), "pypi")
+        known = (oid, mirror.tree_of(oid), mirror.commit_message(oid))
+    oid, tree, message = known
+    commit = _trailer(message, "upstream-commit") or "unknown"
+    return Build(name, commit, oid, tree, "pypi")
 
 
 def _import_sdist(package: str, version: str, ref: str, store: Store, mirror: Mirror) -> str:
@@ -106,9 +114,10 @@ def _trailer(message: str, key: str) -> str | None:
 
 def _git_build(name: str, url: str, mirror: Mirror) -> Build:
     tag_ref = f"refs/pinset/upstream/tags/{name}"
-    oid = mirror.rev_parse(tag_ref)
-    if oid is None and SHA_RE.match(name):
-        oid = mirror.rev_parse(name)
+    known = mirror.commit_of(tag_ref)   # no process for a tag fetched before
+    if known is not None:
+        return Build(name, known[0], known[0], known[1], "git")
+    oid = mirror.rev_parse(name) if SHA_RE.match(name) else None
     if oid is None:
         oid = _fetch_build(name, url, mirror, tag_ref)
     return Build(name, oid, oid, mirror.tree_of(oid), "git")

@@ -240,15 +240,40 @@ class Mirror:
     def check_tree(self, tree: str) -> None:
         """Every blob of `tree` is in the mirror: a tree with a lost blob would make pins "conflict"
         (git apply lacks the blob) or lose files, so it is named as damage instead."""
-        listing = self.git_ok("ls-tree", "-r", "-z", "--full-tree", tree)
-        entries = [entry.split("\t", 1)[0].split() for entry in listing.split("\0") if entry]
-        blobs = [oid for _, kind, oid in entries if kind == "blob"]
-        if not blobs:
+        self.check_trees([tree])
+
+    def check_trees(self, trees: list[str]) -> None:
+        """check_tree of several trees in one process: `git rev-list --objects --missing=print` walks them all
+        (their shared folders once) and names each object it cannot find, tree or blob (submodule commits are
+        not followed). A loss is named per tree, as check_tree always did."""
+        trees = list(dict.fromkeys(trees))
+        if not trees:
             return
-        check = self.git_ok("cat-file", "--batch-check", input="".join(oid + "\n" for oid in blobs))
-        missing = [line.split()[0] for line in check.splitlines() if line.endswith(" missing")]
-        if missing:
-            raise CacheDamaged(self.path, f"tree {tree[:12]} lacks {len(missing)} objects (e.g. {missing[0][:12]})")
+        walk = self.git_ok("rev-list", "--objects", "--missing=print", "--no-object-names", *trees)
+        missing = [line[1:] for line in walk.splitlines() if line.startswith("?")]
+        if not missing:
+            return
+        for tree in trees:
+            lost = [line[1:] for line in self.git_ok("rev-list", "--objects", "--missing=print", "--no-object-names",
+                                                     tree).splitlines() if line.startswith("?")]
+            if lost:
+                raise CacheDamaged(self.path, f"tree {tree[:12]} lacks {len(lost)} objects (e.g. {lost[0][:12]})")
+        raise CacheDamaged(self.path, f"lacks {len(missing)} objects (e.g. {missing[0][:12]})")   # not reached
+
+    def commit_of(self, rev: str) -> tuple[str, str, str] | None:
+        """(commit id, its tree, its message) of what `rev` names, peeled to a commit (rev_parse, tree_of and
+        commit_message in one), read by the run's object reader: no process. None: no such commit."""
+        if "\n" in rev:
+            return None
+        found = self._reader.lookup([f"{rev}^{{commit}}"])[0]
+        if found is None or found[1] != "commit":
+            return None
+        oid, _, data = found
+        header, _, message = data.partition(b"\n\n")
+        first = header.split(b"\n", 1)[0].split()
+        if len(first) != 2 or first[0] != b"tree":
+            return None
+        return oid, first[1].decode(), message.decode(errors="replace")
 
     # --- imports --------------------------------------------------------------------------
     def import_directory(self, directory: Path, ref: str, message: str) -> str:
@@ -461,6 +486,10 @@ class ObjectReader:
 
     def read(self, names: list[str]) -> list[tuple[str, bytes] | None]:
         """(type, contents) of each object name (an id, `<tree>:<path>`), None when absent."""
+        return [None if found is None else found[1:] for found in self.lookup(names)]
+
+    def lookup(self, names: list[str]) -> list[tuple[str, str, bytes] | None]:
+        """(id, type, contents) of each object name (an id, `<tree>:<path>`, `<ref>^{commit}`), None when absent."""
         if not names:
             return []
         with self._lock:
@@ -507,7 +536,7 @@ class ObjectReader:
         except OSError:
             pass  # git is gone: the reader sees its end and says why
 
-    def _answer(self, session: runner.Session) -> tuple[str, bytes] | None:
+    def _answer(self, session: runner.Session) -> tuple[str, str, bytes] | None:
         header = session.stdout.readline()
         if not header.endswith(b"\n"):
             self._died(session)
@@ -518,7 +547,7 @@ class ObjectReader:
         data = session.stdout.read(size + 1)
         if len(data) != size + 1:
             self._died(session)
-        return parts[1].decode(), data[:size]
+        return parts[0].decode(), parts[1].decode(), data[:size]
 
     def _died(self, session: runner.Session):
         session.proc.wait()

@@ -14,7 +14,9 @@ import pytest
 
 from pinset import cli
 from pinset.store import Store, scratch_dir
+from tests.sim.test_sim import pin_set, world  # noqa: F401  (the fixture)
 from tests.testing import child_env
+from tests.testing.sim import run_sim
 
 DAY = 86400.0
 
@@ -252,3 +254,34 @@ def test_safe_remove_never_goes_through_a_link(tmp_path):
     with pytest.raises(ValueError):
         safe_remove(root, root / "kind" / ".." / ".." / "outside")
     assert safe_remove(root, root / "kind") is True and outside.is_dir() and not os.path.lexists(root / "kind")
+
+
+def test_clean_trims_sim_s_remembered_answers_by_age_and_all_of_them_without(world, tmp_path, capsys,
+                                                                             isolated_cache):  # noqa: F811
+    """memo/ (apply answers, whole builds, their blobs) and moved/ are the cache's too: `clean` takes them (one
+    line of text), `--older-than` only the old ones, and the next sim works out the same answers again."""
+    up, pins = world
+    cfg = pin_set(tmp_path, up, ["b1", "b2", "b3"], pins, "feat-iq1m", "readme-note", "rival")
+    _, first = run_sim(tmp_path, cfg)
+    capsys.readouterr()
+    memo = [p for p in (isolated_cache / "memo").rglob("*") if p.is_file()]
+    kinds = {p.relative_to(isolated_cache / "memo").parts[0] for p in memo}
+    assert kinds == {"apply", "build", "objects"} and list((isolated_cache / "moved").iterdir())
+    code, out = _cli(capsys, "cache", "info", "--cache", str(isolated_cache), "--json")
+    assert {k["kind"]: k for k in json.loads(out)["kinds"]}["memo"]["bytes"] > 0
+    builds = sorted((isolated_cache / "memo" / "build").rglob("*.json"))
+    for path in (builds[0], builds[0].with_name(builds[0].name + ".sha256")):
+        _age(path, 30)
+    code, out = _cli(capsys, "cache", "clean", "--cache", str(isolated_cache), "--older-than", "7", "--json")
+    doc = json.loads(out)
+    assert code == 0 and [e["path"] for e in doc["removed"]] == [str(builds[0].relative_to(isolated_cache))]
+    assert not builds[0].exists() and not builds[0].with_name(builds[0].name + ".sha256").exists()
+    assert all(p.exists() for p in builds[1:])
+    code, out = _cli(capsys, "cache", "clean", "--cache", str(isolated_cache))
+    assert code == 0 and len([line for line in out.splitlines() if line.startswith("removed memo:")]) == 1
+    assert not any(p.is_file() for p in (isolated_cache / "memo").rglob("*"))
+    assert not any(p.is_file() for p in (isolated_cache / "moved").rglob("*"))
+    assert not list((isolated_cache / "memo").rglob("*"))   # the emptied shard folders go too
+    assert (isolated_cache / "mirror.git" / "HEAD").exists()
+    _, again = run_sim(tmp_path, cfg)
+    assert again == first

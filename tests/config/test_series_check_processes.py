@@ -66,3 +66,37 @@ def test_an_empty_file_is_named_without_a_whole_series_call(tmp_path, counted):
     with pytest.raises(SeriesProblem, match=r"^q/0002-change.patch: empty file, not a patch$"):
         patches.patch_series(folder, "q")
     assert [c.count(".patch") for c in calls(counted)] == [1]
+
+
+def _pins_yaml(tmp_path: Path, folders: list[Path]) -> Path:
+    cfg = tmp_path / "pins.yaml"
+    cfg.write_text("builds: [pypi:llama-cpp-python==0.3.36]\npins:\n"
+                   + "".join(f"  - id: {f.name}\n    patches: {f}\n" for f in folders))
+    return cfg
+
+
+def test_every_pin_s_patches_are_parsed_by_one_git_call(tmp_path, counted):
+    """13 pins of one or more patches: one `git apply --numstat` for all of them when pins.yaml is read."""
+    from pinset.config.schema import load_pinset
+
+    folders = [series(tmp_path / f"pin{n}", 1 + n % 3) for n in range(13)]
+    pinset = load_pinset(_pins_yaml(tmp_path, folders))
+    assert [p.id for p in pinset.pins] == [f.name for f in folders]
+    (call,) = calls(counted)
+    assert call.count(".patch") == sum(1 + n % 3 for n in range(13))
+
+
+def test_a_broken_pin_among_many_is_named_as_alone(tmp_path, counted):
+    """The batch fails on the broken file: every series is then checked as before, the broken one named in
+    the same words, at its pin's line."""
+    from pinset.config.schema import load_pinset
+    from pinset.errors import ConfigError
+
+    folders = [series(tmp_path / "pin0", 2), series(tmp_path / "pin1", 3, {2: "From abc\nSubject: x\n\nno diff\n"}),
+               series(tmp_path / "pin2", 1)]
+    with pytest.raises(ConfigError) as caught:
+        load_pinset(_pins_yaml(tmp_path, folders))
+    assert "pins[1].patches" in str(caught.value)
+    assert f"{folders[1]}/0002-change.patch: no diff in it: not a git format-patch file" in str(caught.value)
+    # the batch (6 files), pin0's series, pin1's series, then pin1's files up to the broken one
+    assert [c.count(".patch") for c in calls(counted)] == [6, 2, 3, 1, 1]
