@@ -93,18 +93,36 @@ def test_a_damaged_entry_or_one_naming_an_object_the_mirror_lacks_is_a_miss(
     assert gits.count("read-tree") >= 2   # both builds worked out again (their index loaded), the third not
 
 
-def test_the_key_covers_the_commits_the_preimage_lookup_may_read(world, tmp_path, monkeypatch,
-                                                                 isolated_cache):  # noqa: F811
-    """A git build's answer may use preimages from history (sim/preimages.py): the commits that lookup may
-    read (Preimages.sources) are part of the key, so a lookup that would read more is a new key."""
+def test_the_key_covers_the_search_set_of_the_preimage_lookup(world, tmp_path, monkeypatch,
+                                                              isolated_cache):  # noqa: F811
+    """A build's answer may use preimages from history (sim/preimages.py): the search set that lookup may
+    read (Preimages.key: the build's commit, upstream's default branch as fetched) is part of the key, so a
+    lookup that would read more is a new key."""
     up, pins = world
     cfg = pin_set(tmp_path, up, ["b1", "b2"], pins, "feat-iq1m", "rival")
     _, first = run_sim(tmp_path, cfg)
     gits = _gits(monkeypatch)
     run_sim(tmp_path, cfg)
     assert "read-tree" not in gits
-    real = Preimages.sources
-    monkeypatch.setattr(Preimages, "sources", lambda self, history: (*real(self, history), "f" * 40))
+    real = Preimages.key
+    monkeypatch.setattr(Preimages, "key", lambda self, history: (*real(self, history), "f" * 40))
     _, again = run_sim(tmp_path, cfg)
     assert again == first and "read-tree" in gits
     assert len(_entries(isolated_cache)) == 4
+
+
+def test_a_build_whose_lookup_fetched_upstream_is_known_by_upstreams_tip(make_repo, tmp_path, monkeypatch):
+    """The first run keys the build before any lookup needed upstream's default branch (`unasked`); its
+    lookup then fetched it. The next run meets the `asks_upstream` marker under that key, fetches first and
+    finds the result under the key naming the tip: no engine git, the same answer, upstream still asked."""
+    from tests.sim.test_sim_parity import sim_on
+    from tests.sim.test_sim_parity import world as parity_world
+
+    _, _, cfg = parity_world(make_repo, tmp_path)
+    cache = tmp_path / "cache"
+    first = sim_on(cfg, cache)
+    docs = [json.loads(read_checked(path) or b"{}") for path in _entries(cache)]
+    assert {"asks_upstream": True} in docs and any("result" in doc for doc in docs), docs
+    gits = _gits(monkeypatch)
+    assert sim_on(cfg, cache) == first
+    assert "fetch" in gits and not ENGINE_GIT & set(gits), gits
