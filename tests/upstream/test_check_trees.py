@@ -1,5 +1,6 @@
 """Mirror.check_trees: every build's tree checked whole in one `git rev-list --objects --missing=print`, a lost
-blob or folder named as damage of the tree that lacks it (as check_tree of each did), and Mirror.commit_of."""
+blob or folder named as damage of the tree that lacks it (as check_tree of each did), a loose object that does
+not read named too, and Mirror.commit_of."""
 
 from __future__ import annotations
 
@@ -31,23 +32,25 @@ def _mirror_with_trees(tmp_path: Path) -> tuple[Mirror, Path, str, str, str, str
     return Mirror(repo), repo, one, two, own, sub
 
 
-def test_whole_trees_pass_and_a_lost_blob_names_the_tree_that_lacks_it(tmp_path):
-    mirror, repo, one, two, own, _ = _mirror_with_trees(tmp_path)
+@pytest.mark.parametrize("damage", ["lost blob", "lost folder", "emptied blob", "cut blob"])
+def test_whole_trees_pass_and_damage_names_what_lacks_or_does_not_read(tmp_path, damage):
+    """Lost objects name the tree that lacks them; a loose object emptied or cut (a crash mid-write) is named
+    too, although the walk only asks whether each exists."""
+    mirror, repo, one, two, own, sub = _mirror_with_trees(tmp_path)
     try:
         mirror.check_trees([one, two, one])
-        (repo / "objects" / own[:2] / own[2:]).unlink()
+        oid = sub if damage == "lost folder" else own
+        loose = repo / "objects" / oid[:2] / oid[2:]
+        if damage.startswith("lost"):
+            loose.unlink()
+            expected = rf"tree {two[:12]} lacks 1 objects \(e\.g\. {oid[:12]}\)"
+        else:
+            data = loose.read_bytes()
+            loose.chmod(0o644)
+            loose.write_bytes(b"" if damage == "emptied blob" else data[:-3])
+            expected = rf"object {oid[:12]} does not read"
         mirror.check_tree(one)   # the other tree is whole
-        with pytest.raises(CacheDamaged, match=rf"tree {two[:12]} lacks 1 objects \(e\.g\. {own[:12]}\)"):
-            mirror.check_trees([one, two])
-    finally:
-        mirror.close()
-
-
-def test_a_lost_folder_is_damage_too(tmp_path):
-    mirror, repo, one, two, _, sub = _mirror_with_trees(tmp_path)
-    try:
-        (repo / "objects" / sub[:2] / sub[2:]).unlink()
-        with pytest.raises(CacheDamaged, match=rf"tree {two[:12]} lacks"):
+        with pytest.raises(CacheDamaged, match=expected):
             mirror.check_trees([one, two])
     finally:
         mirror.close()
