@@ -115,8 +115,7 @@ def test_a_build_whose_lookup_fetched_upstream_is_known_by_upstreams_tip(make_re
     """The first run keys the build before any lookup needed upstream's default branch (`unasked`); its
     lookup then fetched it. The next run meets the `asks_upstream` marker under that key, fetches first and
     finds the result under the key naming the tip: no engine git, the same answer, upstream still asked."""
-    from tests.sim.test_sim_parity import sim_on
-    from tests.sim.test_sim_parity import world as parity_world
+    from tests.sim.test_sim_parity import sim_on, world as parity_world
 
     _, _, cfg = parity_world(make_repo, tmp_path)
     cache = tmp_path / "cache"
