@@ -40,9 +40,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from pinset.errors import UpstreamError
 from pinset.sim.diffs import DiffError, read_diffs
-from pinset.upstream.builds import UPSTREAM_HEAD_REF, _unreachable
+from pinset.upstream.builds import fetch_head
 from pinset.upstream.mirror import Mirror
 
 
@@ -140,14 +139,10 @@ class Preimages:
 
     def upstream_head(self) -> str | None:
         """Upstream's default branch (None: a pin set without upstream, or none there), fetched once per run
-        (into refs/pinset/upstream/HEAD): the history a full clone has now. Unreachable upstream is an error
-        (no answer rather than another one)."""
+        (into refs/pinset/upstream/HEAD): the history a full clone has now. A fetch that fails otherwise than
+        by upstream having no default branch is an error (no answer rather than another one)."""
         if not self.fetched and self.upstream is not None:
-            result = self.mirror.fetch(self.upstream, [f"+HEAD:{UPSTREAM_HEAD_REF}"])
-            if not result.ok and _unreachable(result.stderr):
-                raise UpstreamError(f"upstream {self.upstream}: unreachable, needed for the preimages of a 3-way "
-                                    f"merge ({result.tail(1)})")
-            self._head = self.mirror.rev_parse(UPSTREAM_HEAD_REF) if result.ok else None
+            self._head = fetch_head(self.upstream, self.mirror, ", needed for the preimages of a 3-way merge")
             self.fetched = True
             self._present = {oid: True for oid, there in self._present.items() if there}   # the fetch may bring some
         return self._head

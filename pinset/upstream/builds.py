@@ -160,11 +160,16 @@ def _unreachable(stderr: str) -> bool:
                                    "could not read from remote"))
 
 
-def fetch_head(url: str, mirror: Mirror) -> str | None:
-    """Fetch upstream's default branch (for PR fork points); None when upstream has none."""
+def fetch_head(url: str, mirror: Mirror, needed_for: str = "") -> str | None:
+    """Fetch upstream's default branch (PR fork points, forecast, 3-way preimages); None when upstream has
+    none. Any other failed fetch (offline, a broken pack, a timeout) is an UpstreamError: no answer, never
+    the answer of a run without it (nor an earlier run's ref)."""
     result = mirror.fetch(url, [f"+HEAD:{UPSTREAM_HEAD_REF}"])
-    if not result.ok and _unreachable(result.stderr):
-        raise UpstreamError(f"upstream {url}: unreachable ({result.tail(1)})")
+    if not result.ok:
+        if _unreachable(result.stderr) or "couldn't find remote ref" not in result.stderr:
+            what = "unreachable" if _unreachable(result.stderr) else "its default branch could not be fetched"
+            raise UpstreamError(f"upstream {url}: {what}{needed_for} ({result.tail(1)})")
+        return None
     return mirror.rev_parse(UPSTREAM_HEAD_REF)
 
 

@@ -273,7 +273,10 @@ class Mirror:
             except OSError:
                 continue
         for oid in oids:
-            if oid in loose and not _loose_reads(root / oid[:2] / oid[2:], oid):
+            # git is asked about a file that does not read: another run's gc may have packed it away meanwhile,
+            # or a pack holds a good copy (git reads packs first); only what git cannot read either is damage
+            if oid in loose and not _loose_reads(root / oid[:2] / oid[2:], oid) \
+                    and not self.git("cat-file", "-p", oid, check_damage=False, binary=True).ok:
                 raise CacheDamaged(self.path, f"object {oid[:12]} does not read (objects/{oid[:2]}/{oid[2:]})")
 
     def commit_of(self, rev: str) -> tuple[str, str, str] | None:

@@ -189,3 +189,17 @@ def test_unreachable_upstream_when_the_lookup_needs_it_is_an_error_not_another_v
     err = capsys.readouterr().err
     assert "unreachable, needed for the preimages of a 3-way merge" in err, err
     assert len(err.strip().splitlines()) == 1
+
+
+def test_a_fetch_of_the_default_branch_that_fails_otherwise_is_an_error_too(make_repo, tmp_path, capsys, monkeypatch):
+    """Upstream answers but cannot send its default branch (here: its newest commit lost, as a broken pack or a
+    cut connection would): no answer, exit 2, not the verdict of a lookup without upstream's preimages."""
+    from pinset.cli import main
+
+    up, _, cfg = world(make_repo, tmp_path)
+    head = up.git("rev-parse", "HEAD").strip()
+    (up.path / ".git" / "objects" / head[:2] / head[2:]).unlink()
+    monkeypatch.setenv("PINSET_CACHE", str(tmp_path / "c"))
+    assert main(["sim", "-c", str(cfg)]) == 2
+    err = capsys.readouterr().err
+    assert "needed for the preimages of a 3-way merge" in err and len(err.strip().splitlines()) == 1, err

@@ -69,3 +69,19 @@ def test_commit_of_reads_commit_tree_and_message_without_a_process(tmp_path):
         assert mirror.commit_of(one) is None   # a tree is no commit
     finally:
         mirror.close()
+
+
+def test_a_loose_file_that_does_not_read_but_git_reads_is_no_damage(tmp_path):
+    """A loose copy cut while a pack holds the object (git reads packs first), or a loose file another run's
+    gc packed away between the listing and the read: git still reads the object, so the mirror is whole."""
+    mirror, repo, one, two, own, _ = _mirror_with_trees(tmp_path)
+    try:
+        loose = repo / "objects" / own[:2] / own[2:]
+        data = loose.read_bytes()
+        _git(repo, "pack-objects", "-q", str(repo / "objects" / "pack" / "pack"), input=own + "\n")   # a pack holds it
+        loose.chmod(0o644)
+        loose.write_bytes(data[:-3])
+        mirror.check_trees([one, two])
+    finally:
+        mirror.close()
+
