@@ -20,7 +20,6 @@ from pinset.errors import PinsetError
 from pinset.heal.rebase import STATE, State, Stop, current_patch, has_markers, record_stop, start_rebase, unmerged
 from pinset.heal.worktree import Worktree, check_outside_cache, safe_name
 from pinset.output import console
-from pinset.sim.modes import EXACT
 from pinset.sim.run import simulate
 from pinset.store import cache_tmp, scratch_dir
 from pinset.upstream.mirror import Mirror
@@ -135,7 +134,7 @@ def _start(args, pinset, store, spec, where: Path) -> int:
         build, result = the_build(sim, args.onto, "--onto")
         pin = next(p for p in result.pins if p.id == spec.id)
         if not pin.conflicts:
-            hint = " (`pinset refresh` makes it apply exactly)" if pin.applied and pin.apply_mode != EXACT else ""
+            hint = " (`pinset refresh` makes it apply exactly)" if pin.applied_inexactly else ""
             console.print(f"{spec.id} on {build.name}: {pin.status_text}{hint}; nothing to rebase, nothing changed")
             return 0 if pin.in_tree else 1
         tree, state, applied = start_rebase(sim, where, build, pinset, result, spec)

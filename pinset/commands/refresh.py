@@ -57,7 +57,7 @@ def not_applied(pinset, result) -> list[str]:
     lines = []
     for spec, pin in zip(pinset.pins, result.pins):
         if spec.required and not pin.ok:
-            what = pin.status_text if pin.status != "applied" else "applied, contract broken"
+            what = "applied, contract broken" if pin.contract_broken else pin.status_text
             hint = (f"`pinset rebase {pin.id} --onto {result.build}` resolves it" if pin.conflicts
                     else pin.detail or "see `pinset sim`")
             lines.append(f"{pin.id} (required) on {result.build}: {what}: {hint}")

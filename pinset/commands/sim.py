@@ -65,7 +65,7 @@ def _problems(result: SimResult, mark=lambda style, text: text) -> list[str]:
                 if p.detail:
                     lines.append(f"    {mark('', p.detail)}")
                 lines += _conflict_place(b, p, mark)
-            elif p.status == "error":
+            elif p.errored:
                 lines.append(f"  {mark('red', p.id)} on {mark('', short_build(b.build))}: {mark('', str(p.detail))}")
             else:
                 for problem in p.contract.problems:

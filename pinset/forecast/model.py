@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from pinset.results import SCHEMAS, Doc
-from pinset.sim.model import UPSTREAM, PinResult
+from pinset.sim.model import PinResult
 from pinset.sim.modes import APPLY_MODES
 
 EFFECTS = ("breaks", "carries", "fixes", "moves", "none")
@@ -31,13 +31,13 @@ STATES = ("approved", "reviewed", "open", "draft")   # best first: the ranking's
 
 def effect(before: PinResult, after: PinResult) -> str:
     """The effect rule (module docstring)."""
-    if after.status == UPSTREAM and before.status != UPSTREAM:
+    if after.is_upstream and not before.is_upstream:
         return CARRIES
     if before.ok and not after.ok:
         return BREAKS
     if not before.ok and after.ok:
         return FIXES
-    if before.status == after.status == "applied" and before.apply_mode and after.apply_mode \
+    if before.applied and after.applied and before.apply_mode and after.apply_mode \
             and APPLY_MODES.index(after.apply_mode) > APPLY_MODES.index(before.apply_mode):
         return MOVES
     return NONE

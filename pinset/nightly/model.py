@@ -197,6 +197,12 @@ class Reason:
     upstream_commit: CommitRef | None = None   # the first bad upstream commit, when blamed
     monotone: bool | None = None               # when blamed: False if the pin flips more than once in between
 
+    @property
+    def broken_by_upstream(self) -> bool:
+        """A pin that conflicts with upstream (not with another pin) or broke its contract: an upstream commit
+        is behind it, which blame can name."""
+        return self.status in (CONFLICT, CONTRACT) and self.conflict_with in (None, UPSTREAM)
+
     def summary(self) -> str:
         if self.pin is None:
             return f"verify failed: {self.detail}"

@@ -72,7 +72,7 @@ def pick(pinset: PinSet, mirror: Mirror, prepared: dict[str, PreparedPin], newes
 
 def _reason(pin: PinResult) -> Reason:
     state = pin_state(pin)
-    problems = list(pin.contract.problems) if state == CONTRACT else []
+    problems = list(pin.contract.problems) if pin.contract_broken else []
     files = sorted({p.split(":", 1)[0] for p in problems}) if problems else list(pin.files)
     return Reason(pin.id, state, pin.required, pin.conflict_with, files, problems, pin.detail)
 
@@ -83,8 +83,7 @@ def _blame_passed_over(pinset, mirror, prepared, picked: Build, builds: list[Bui
     by_name = {b.name: b for b in builds}
     for row in rows:
         build = by_name[row.build]
-        pins = [r.pin for r in row.reasons if r.pin and r.status in (CONFLICT, CONTRACT)
-                and r.conflict_with in (None, UPSTREAM)]
+        pins = [r.pin for r in row.reasons if r.pin and r.broken_by_upstream]
         if row.verdict != NOT_GREEN or not pins or picked.source != "git" or build.source != "git" \
                 or build.oid == picked.oid or not mirror.git("merge-base", "--is-ancestor", picked.oid, build.oid).ok:
             continue

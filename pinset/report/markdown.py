@@ -31,7 +31,7 @@ from pinset.report.verdict import (
 from pinset.result_parts import MachineRecord
 from pinset.sim.evidence import evidence_lines
 from pinset.sim.markdown import cell as sim_cell, sim_markdown
-from pinset.sim.model import CONFLICT, ERROR, BuildResult, PinResult, SimResult
+from pinset.sim.model import BuildResult, PinResult, SimResult
 from pinset.verify.model import FAILED, NOT_RUN, PASSED, RAN, UNCHECKED, GateResult
 
 GATE_ICON = {PASSED: "✅", FAILED: "❌", NOT_RUN: "⏭️", UNCHECKED: "➖"}
@@ -377,7 +377,7 @@ def _pinset(m: Merged) -> list[str]:
     conflicts = []
     for b in m.sim.builds:
         for p in b.pins:
-            if p.status in (CONFLICT, ERROR):
+            if p.did_not_apply:
                 files = ", ".join(f"`{f}`" for f in p.files) or "—"
                 cause = f" — {p.detail}" if p.detail else ""
                 conflicts.append(f"- **{b.build}** `{p.id}`: {sim_cell(p)} in {files}{cause}")

@@ -19,7 +19,6 @@ from pinset.report.load import EVIDENCE_KINDS, kld_delta_text
 from pinset.report.merge import BenchStudy, KldStudy, Merged, VerifyRun, models_of
 from pinset.report.model import BLOCKED, NOT_ENOUGH, READY, Untested, grouped
 from pinset.sim import evidence
-from pinset.sim.model import APPLIED, CONFLICT, ERROR
 from pinset.verify.model import (
     FAILED,
     GPU_GATES,
@@ -250,13 +249,13 @@ def _judge_sim(m: Merged, v: Verdict) -> bool:
     for b in m.sim.builds:
         for p in b.pins:
             text = None
-            if p.status == CONFLICT:
+            if p.conflicts:
                 with_ = p.conflict_with
                 text = (f"`{p.id}` {UPSTREAM_CONFLICT[p.base_relation]}" if with_ in (None, "upstream")
                         else f"`{p.id}` conflicts with `{with_}`")
-            elif p.status == ERROR:
+            elif p.errored:
                 text = f"`{p.id}` could not be applied ({p.detail or 'error'})"
-            elif p.status == APPLIED and not p.contract.ok:
+            elif p.contract_broken:
                 first = p.contract.problems[0] if p.contract.problems else "contract broken"
                 text = f"`{p.id}` contract broken ({first})"
             if text:
@@ -280,7 +279,7 @@ def _unapplied_in_verify(m: Merged) -> list[str]:
     simulated = {b.build for b in m.sim.builds} if m.sim else set()
     return _grouped([(f"`{p.id}` did not apply ({p.status} in verify)", run.build.build)
                      for run in m.verify if run.build.build not in simulated
-                     for p in run.build.pins if p.status in (CONFLICT, ERROR)])
+                     for p in run.build.pins if p.did_not_apply])
 
 
 def _red_gates(run: VerifyRun, where: str) -> list[str]:

@@ -22,7 +22,7 @@ import fnmatch
 from dataclasses import dataclass
 
 from pinset.config.schema import EVIDENCE_KINDS
-from pinset.sim.model import APPLIED, SimResult, is_cuda_path
+from pinset.sim.model import SimResult, is_cuda_path
 
 KINDS = EVIDENCE_KINDS   # pins.yaml `evidence:` items, in this order when shown
 VERIFY, GPU_VERIFY, KLD, BENCH = KINDS
@@ -164,7 +164,7 @@ def needs_by_build(sim: SimResult | None) -> dict[tuple[str, str], Need]:
     out: dict[tuple[str, str], Need] = {}
     for b in sim.builds if sim else []:
         for p in b.pins:
-            if p.status == APPLIED:
+            if p.applied:
                 out[p.id, b.build] = pin_needs(p.id, p.touched, p.evidence)
     return out
 

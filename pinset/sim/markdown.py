@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from pinset.markdown_table import table
-from pinset.sim.model import CONFLICT, BuildResult, PinResult, SimResult
+from pinset.sim.model import BuildResult, PinResult, SimResult
 
 if TYPE_CHECKING:
     from pinset.sim.apply_errors import BuildPlace
@@ -44,7 +44,7 @@ def sim_markdown(sim: SimResult, conflicts: bool = False) -> str:
                 for prob in p.contract.problems]
     if problems:
         lines += ["", "Problems:", *problems]
-    causes = [item for b in builds for p in b.pins if p.status == CONFLICT
+    causes = [item for b in builds for p in b.pins if p.conflicts
               for item in _conflict_cause(b, p)] if conflicts else []
     if causes:
         lines += ["", "Conflicts:", *causes]

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Literal, cast
 
 from pinset.cells import BuildCommits, Cells, PinStates
 from pinset.results import SCHEMAS, Doc
-from pinset.sim.modes import APPLY_MODES, REFRESHABLE, ApplyMode
+from pinset.sim.modes import APPLY_MODES, EXACT, REFRESHABLE, ApplyMode
 
 if TYPE_CHECKING:
     from pinset.sim.apply_errors import BuildPlace
@@ -56,13 +56,13 @@ class PinResult:
     @property
     def status_text(self) -> str:
         """`applied (recorded resolution R)` for a pin the ledger applied, else the status."""
-        if self.status == "applied" and self.resolutions:
+        if self.status == APPLIED and self.resolutions:
             return f"applied (recorded resolution {', '.join(self.resolutions)})"
         return self.status
 
     @property
     def ok(self) -> bool:
-        return self.status in ("applied", "upstream") and self.contract.ok
+        return self.status in (APPLIED, UPSTREAM) and self.contract.ok
 
     @property
     def applied(self) -> bool:
@@ -75,6 +75,26 @@ class PinResult:
     @property
     def errored(self) -> bool:
         return self.status == ERROR
+
+    @property
+    def is_upstream(self) -> bool:
+        """Upstream already has its change (retired or carried by the build)."""
+        return self.status == UPSTREAM
+
+    @property
+    def applied_inexactly(self) -> bool:
+        """Applied, but not exactly (lines away, by a 3-way merge or a recorded resolution, or not known)."""
+        return self.status == APPLIED and self.apply_mode != EXACT
+
+    @property
+    def did_not_apply(self) -> bool:
+        """A conflict or an error: the pin's change is not in the tree and upstream does not have it."""
+        return self.status in (CONFLICT, ERROR)
+
+    @property
+    def contract_broken(self) -> bool:
+        """Applied, but its contract (the symbols and files it promises) does not hold on the tree."""
+        return self.status == APPLIED and not self.contract.ok
 
     @property
     def in_tree(self) -> bool:
@@ -90,7 +110,7 @@ class PinResult:
     @property
     def state(self) -> str:
         """sim's status, with an applied pin whose contract broke told apart as `contract` (as blame's states)."""
-        return "contract" if self.status == "applied" and not self.contract.ok else self.status
+        return "contract" if self.contract_broken else self.status
 
     @property
     def touches_cuda(self) -> bool | None:

@@ -9,7 +9,7 @@ from pinset.config.schema import PinSet, PinSpec
 from pinset.errors import UpstreamError
 from pinset.sim.changes import PinChange, combine, file_changes, patch_text
 from pinset.sim.diffs import DiffError, path_problem, read_diffs
-from pinset.sim.model import APPLIED, UPSTREAM, BuildResult
+from pinset.sim.model import BuildResult
 from pinset.store import Store, read_checked, write_checked
 from pinset.upstream.builds import UPSTREAM_HEAD_REF, fetch_fork, fetch_head, upstream_url
 from pinset.upstream.mirror import Mirror
@@ -33,7 +33,7 @@ class PreparedPin:
 def carried_symbols(prepared: dict[str, PreparedPin], build: BuildResult) -> set[str]:
     """Feature symbols of the pins a build carries (applied on it, or already upstream)."""
     return set().union(*(prepared[p.id].feature_symbols() for p in build.pins
-                         if p.status in (APPLIED, UPSTREAM) and p.id in prepared))
+                         if p.in_tree and p.id in prepared))
 
 
 def prepare_pins(pinset: PinSet, store: Store | None, mirror: Mirror) -> dict[str, PreparedPin]:

@@ -26,7 +26,7 @@ from pinset.checks.text import last_lines, strip_ansi
 from pinset.config.schema import FeatureCheck, PinSet
 from pinset.errors import PinsetError, ToolchainError
 from pinset.progress import Progress
-from pinset.sim.model import APPLIED, UPSTREAM
+from pinset.sim.model import ERROR, PinResult
 from pinset.verify import plan
 from pinset.verify.model import (
     FAILED,
@@ -85,7 +85,7 @@ class BuildInput:
     name: str
     commit: str
     tree: str | None
-    pin_status: Mapping[str, str]
+    pins: Mapping[str, PinResult]     # sim's result of each pin on the build, by id
     required_failed: list[str]
     symbols: set[str] = field(default_factory=set)
     touched: list[list[str] | None] | None = None   # per pin carried: its files (None: unknown); scopes the CPU gate
@@ -113,7 +113,7 @@ class Gates:
             raise PinsetError(f"logs folder {logs}: {(exc.strerror or str(exc)).lower()} (pass another --logs)") from None
         result = BuildVerification(
             item.name, item.commit,
-            [PinRef(p.id, item.pin_status.get(p.id, "error"), plan.pin_ref(p)) for p in self.pinset.pins],
+            [PinRef(p.id, item.pins[p.id].status if p.id in item.pins else ERROR, plan.pin_ref(p)) for p in self.pinset.pins],
             [GateResult(name) for name in GATES], tree=item.tree,
             cuda_architectures=o.cuda_architectures if o.cuda else None)
         if not o.cuda:
@@ -329,9 +329,10 @@ class Gates:
             if not pin.checks:
                 out.not_tested.append(NotTested(f"pin {pin.id}", "declares no feature check and no `unchecked:` reason"))
                 continue
-            status = item.pin_status.get(pin.id)
+            sim_pin = item.pins.get(pin.id)
             for check in pin.checks:
-                if status not in (APPLIED, UPSTREAM):
+                if sim_pin is None or not sim_pin.in_tree:
+                    status = sim_pin.status if sim_pin else None
                     gate.checks.append(CheckResult(pin.id, check.describe(), NOT_RUN, 0, f"pin is {status} on this build"))
                     continue
                 started = time.monotonic()

@@ -10,6 +10,7 @@ from pinset.cells import SAYS_NOTHING, BuildCommits, Cells, PinStates, device_te
 from pinset.checks.backend_ops import OpCount
 from pinset.result_parts import FieldsJson, MachineRecord
 from pinset.results import SCHEMAS, Doc
+from pinset.sim.model import CONFLICT, ERROR
 
 GATES = ("cpu-build", "cpu-backend-ops", "cpu-test-chat", "cuda-build", "test-chat", "backend-ops", "feature-checks")
 CPU_GATES = ("cpu-build", "cpu-backend-ops", "cpu-test-chat")
@@ -151,6 +152,11 @@ class PinRef(FieldsJson):
     id: str
     status: str
     ref: str             # PR commit sha, or the first 12 hex of sha256 over the patch series
+
+    @property
+    def did_not_apply(self) -> bool:
+        """Verify's own word that the pin conflicted or errored (sim's statuses, as verify wrote them)."""
+        return self.status in (CONFLICT, ERROR)
 
     @classmethod
     def from_json(cls, d: Doc) -> PinRef:

@@ -33,10 +33,10 @@ def check_toolchain(pinset, cuda: bool, cuda_flags: list[str], *, gpu_class: str
 
 def build_input(b: BuildResult, symbols: set[str]) -> BuildInput:
     """`symbols`: the feature symbols of the pins the build carries (Simulation.feature_symbols)."""
-    status = {p.id: p.status for p in b.pins}
+    pins = {p.id: p for p in b.pins}
     failed = [p.id for p in b.pins if p.required and not p.ok]
     touched = [p.touched for p in b.pins if p.in_tree]  # scopes the CPU gate (plan)
-    return BuildInput(b.build, b.commit, b.tree, status, failed, symbols, touched)
+    return BuildInput(b.build, b.commit, b.tree, pins, failed, symbols, touched)
 
 
 def verify_builds(gates: Gates, sim) -> tuple[list[BuildVerification], Interrupted | None]:
