@@ -169,6 +169,8 @@ def fetch_head(url: str, mirror: Mirror, needed_for: str = "") -> str | None:
         if _unreachable(result.stderr) or "couldn't find remote ref" not in result.stderr:
             what = "unreachable" if _unreachable(result.stderr) else "its default branch could not be fetched"
             raise UpstreamError(f"upstream {url}: {what}{needed_for} ({result.tail(1)})")
+        # upstream has no default branch now: an earlier run's ref must not stand in for it
+        mirror.git("update-ref", "-d", "--no-deref", UPSTREAM_HEAD_REF, check_damage=False)
         return None
     return mirror.rev_parse(UPSTREAM_HEAD_REF)
 

@@ -145,7 +145,7 @@ class Mirror:
         """git's "loose object X is corrupt" of an X that reads whole now: a concurrent run wrote X while this
         call looked for it (concurrent runs on one cache must agree, not call it damaged)."""
         m = _LOOSE_UNREADABLE_RE.search(stderr)
-        return m is not None and self.git("cat-file", "-p", m.group(1), check_damage=False, binary=True).ok
+        return m is not None and self._git_reads(m.group(1))
 
     def git_ok(self, *args: str, **kw) -> str:
         result = self.git(*args, **kw)
@@ -275,9 +275,23 @@ class Mirror:
         for oid in oids:
             # git is asked about a file that does not read: another run's gc may have packed it away meanwhile,
             # or a pack holds a good copy (git reads packs first); only what git cannot read either is damage
-            if oid in loose and not _loose_reads(root / oid[:2] / oid[2:], oid) \
-                    and not self.git("cat-file", "-p", oid, check_damage=False, binary=True).ok:
+            if oid in loose and not _loose_reads(root / oid[:2] / oid[2:], oid) and not self._git_reads(oid):
                 raise CacheDamaged(self.path, f"object {oid[:12]} does not read (objects/{oid[:2]}/{oid[2:]})")
+
+    def _git_reads(self, oid: str) -> bool:
+        """git reads `oid` and what it reads hashes to that id (a loose file holding another object's data is
+        read by git without complaint). Its own process: a corrupt object must not end the run's reader."""
+        read = self.git("cat-file", "--batch", input=f"{oid}\n".encode(), check_damage=False, binary=True)
+        if not read.ok:
+            return False
+        out = read.stdout if isinstance(read.stdout, bytes) else read.stdout.encode()
+        header, nl, rest = out.partition(b"\n")
+        fields = header.split()
+        if not nl or len(fields) != 3 or not fields[2].isdigit() or len(rest) < int(fields[2]):
+            return False
+        size = int(fields[2])
+        digest = hashlib.sha256 if len(oid) == 64 else hashlib.sha1
+        return digest(fields[1] + b" " + fields[2] + b"\0" + rest[:size]).hexdigest() == oid
 
     def commit_of(self, rev: str) -> tuple[str, str, str] | None:
         """(commit id, its tree, its message) of what `rev` names, peeled to a commit (rev_parse, tree_of and

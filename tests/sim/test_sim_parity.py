@@ -202,4 +202,5 @@ def test_a_fetch_of_the_default_branch_that_fails_otherwise_is_an_error_too(make
     monkeypatch.setenv("PINSET_CACHE", str(tmp_path / "c"))
     assert main(["sim", "-c", str(cfg)]) == 2
     err = capsys.readouterr().err
-    assert "needed for the preimages of a 3-way merge" in err and len(err.strip().splitlines()) == 1, err
+    assert "its default branch could not be fetched" in err and "needed for the preimages of a 3-way merge" in err
+    assert len(err.strip().splitlines()) == 1, err

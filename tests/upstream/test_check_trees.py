@@ -32,10 +32,11 @@ def _mirror_with_trees(tmp_path: Path) -> tuple[Mirror, Path, str, str, str, str
     return Mirror(repo), repo, one, two, own, sub
 
 
-@pytest.mark.parametrize("damage", ["lost blob", "lost folder", "emptied blob", "cut blob"])
+@pytest.mark.parametrize("damage", ["lost blob", "lost folder", "emptied blob", "cut blob", "another's data"])
 def test_whole_trees_pass_and_damage_names_what_lacks_or_does_not_read(tmp_path, damage):
-    """Lost objects name the tree that lacks them; a loose object emptied or cut (a crash mid-write) is named
-    too, although the walk only asks whether each exists."""
+    """Lost objects name the tree that lacks them; a loose object emptied or cut (a crash mid-write), or
+    holding another object's whole data (which `git cat-file` prints without a word), is named too, although
+    the walk only asks whether each exists."""
     mirror, repo, one, two, own, sub = _mirror_with_trees(tmp_path)
     try:
         mirror.check_trees([one, two, one])
@@ -47,7 +48,9 @@ def test_whole_trees_pass_and_damage_names_what_lacks_or_does_not_read(tmp_path,
         else:
             data = loose.read_bytes()
             loose.chmod(0o644)
-            loose.write_bytes(b"" if damage == "emptied blob" else data[:-3])
+            other = _blob(repo, "another object\n")
+            swapped = (repo / "objects" / other[:2] / other[2:]).read_bytes()
+            loose.write_bytes({"emptied blob": b"", "cut blob": data[:-3], "another's data": swapped}[damage])
             expected = rf"object {oid[:12]} does not read"
         mirror.check_tree(one)   # the other tree is whole
         with pytest.raises(CacheDamaged, match=expected):
