@@ -31,7 +31,6 @@ from pinset.nightly.pick import pick
 from pinset.output import write_json
 from pinset.report import build_report
 from pinset.report.github import MAX_BODY, PULL_NOTE, REDACTED, GitHub, Posted, Repo, describe_dry_run
-from pinset.sim import modes
 from pinset.sim.pins import prepare_pins
 from pinset.sim.run import simulate
 from pinset.store import Store, cache_tmp, scratch_dir
@@ -140,8 +139,7 @@ def _bump(repository: Repository, tree: Path, rel: str, store: Store, options: B
         sim_json = scratch / "sim.json"
         write_json(sim_json, sim.result.to_json())
         report = build_report([str(sim_json), *options.results], pinset)
-        loose = [p for p in sim_result.pins if specs[p.id].patches is not None and p.applied
-                 and p.apply_mode in (modes.OFFSET, modes.THREE_WAY)]
+        loose = [p for p in sim_result.pins if specs[p.id].patches is not None and p.needs_refresh]
         if loose:
             say(f"{target.name}: refreshing {', '.join(p.id for p in loose)}")
             refreshed = refresh_series(sim, build, sim_result, [p.id for p in loose], scratch / "refresh")

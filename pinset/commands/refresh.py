@@ -14,7 +14,6 @@ from pinset.errors import PinsetError
 from pinset.heal.refresh import prove, refresh_series
 from pinset.heal.series import write_folders  # noqa: F401 (rebase imports it from here)
 from pinset.output import console
-from pinset.sim import modes
 from pinset.sim.run import pick_builds, simulate
 from pinset.store import cache_tmp, scratch_dir
 
@@ -85,7 +84,7 @@ def run(args) -> int:
                 console.print(f"[red]{pin_id}[/] on {build.name}: {by_id[pin_id].status_text}, not applied: "
                               f"`pinset rebase {pin_id} --onto {args.onto}` resolves a conflict; nothing written")
                 return 1
-            if by_id[pin_id].apply_mode == modes.RESOLUTION:
+            if by_id[pin_id].applied_by_resolution:
                 console.print(f"[red]{pin_id}[/] on {build.name}: applies by its recorded resolution, which `git am -3` "
                               f"cannot replay; `pinset rebase {pin_id} --onto {args.onto}` fits the series to this "
                               f"build; nothing written")
@@ -94,7 +93,7 @@ def run(args) -> int:
         # keeps working by it on this build; `git am -3` cannot replay it (it would stop at the conflict).
         chosen = list(args.pins) or [p.id for p in result.pins if known[p.id].patches is not None
                                      and p.needs_refresh]
-        exact = [p for p in chosen if by_id[p].apply_mode == modes.EXACT]
+        exact = [p for p in chosen if by_id[p].applied_exactly]
         for pin_id in exact:
             console.print(f"{pin_id}: applies exactly on {build.name} already")
         chosen = [p for p in chosen if p not in exact]

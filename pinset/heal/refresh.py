@@ -18,7 +18,6 @@ from pathlib import Path
 from pinset import runner
 from pinset.errors import RuntimeFailure
 from pinset.heal.worktree import Worktree
-from pinset.sim import modes
 from pinset.sim.changes import series_base
 from pinset.sim.engine import Simulator
 from pinset.sim.pins import prepare_pins
@@ -105,7 +104,7 @@ def prove(sim, build, result, refreshed: list[Refreshed], scratch: Path) -> None
     by_id = {p.id: p for p in again.pins}
     for r in refreshed:
         pin = by_id[r.pin_id]
-        if not pin.applied or pin.apply_mode != modes.EXACT:
+        if not pin.applied_exactly:
             raise RuntimeFailure(f"refresh of {r.pin_id} on {build.name}: the new series does not apply exactly "
                                  f"({pin.status_text}, {pin.apply_mode or pin.detail}); nothing written")
     if again.tree != result.tree:

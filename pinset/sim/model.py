@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Literal, cast
 
 from pinset.cells import BuildCommits, Cells, PinStates
 from pinset.results import SCHEMAS, Doc
-from pinset.sim.modes import APPLY_MODES, EXACT, REFRESHABLE, ApplyMode
+from pinset.sim.modes import APPLY_MODES, EXACT, REFRESHABLE, RESOLUTION, ApplyMode
 
 if TYPE_CHECKING:
     from pinset.sim.apply_errors import BuildPlace
@@ -80,6 +80,15 @@ class PinResult:
     def is_upstream(self) -> bool:
         """Upstream already has its change (retired or carried by the build)."""
         return self.status == UPSTREAM
+
+    @property
+    def applied_exactly(self) -> bool:
+        return self.status == APPLIED and self.apply_mode == EXACT
+
+    @property
+    def applied_by_resolution(self) -> bool:
+        """Applied by a recorded resolution (the ledger), which `git am -3` cannot replay."""
+        return self.status == APPLIED and self.apply_mode == RESOLUTION
 
     @property
     def applied_inexactly(self) -> bool:

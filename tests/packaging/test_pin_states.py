@@ -32,7 +32,8 @@ def _names_a_value(node: ast.expr) -> bool:
     for n in ast.walk(node):
         if isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value in VALUES:
             return True
-        if isinstance(n, ast.Name) and n.id in CONSTANTS:
+        if (isinstance(n, ast.Name) and n.id in CONSTANTS) or (isinstance(n, ast.Attribute)
+                                                               and n.attr in CONSTANTS):   # modes.EXACT
             return True
     return False
 
@@ -64,4 +65,5 @@ def test_the_check_sees_a_comparison():
     assert comparisons('if p.status == "conflict":\n    pass\n') == [1]
     assert comparisons("x = [p for p in pins if p.apply_mode in REFRESHABLE]\n") == [1]
     assert comparisons("ok = CONFLICT != pin.state\n") == [1]
+    assert comparisons("if pin.apply_mode == modes.EXACT:\n    pass\n") == [1]
     assert comparisons('if gate.status == "passed":\n    pass\n') == []
