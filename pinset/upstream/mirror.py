@@ -24,6 +24,7 @@ import threading
 from collections.abc import Iterable
 from contextlib import contextmanager
 from pathlib import Path
+from typing import cast
 
 from pinset import runner
 from pinset.disk import check_disk
@@ -284,14 +285,11 @@ class Mirror:
         read = self.git("cat-file", "--batch", input=f"{oid}\n".encode(), check_damage=False, binary=True)
         if not read.ok:
             return False
-        out = read.stdout if isinstance(read.stdout, bytes) else read.stdout.encode()
-        header, nl, rest = out.partition(b"\n")
+        header, nl, rest = cast(bytes, read.stdout).partition(b"\n")
         fields = header.split()
         if not nl or len(fields) != 3 or not fields[2].isdigit() or len(rest) < int(fields[2]):
             return False
-        size = int(fields[2])
-        digest = hashlib.sha256 if len(oid) == 64 else hashlib.sha1
-        return digest(fields[1] + b" " + fields[2] + b"\0" + rest[:size]).hexdigest() == oid
+        return _hashes_to(fields[1] + b" " + fields[2] + b"\0" + rest[:int(fields[2])], oid)
 
     def commit_of(self, rev: str) -> tuple[str, str, str] | None:
         """(commit id, its tree, its message) of what `rev` names, peeled to a commit (rev_parse, tree_of and
@@ -632,5 +630,10 @@ def _loose_reads(path: Path, oid: str) -> bool:
     size = header.split(b" ")[-1]
     if not nul or not size.isdigit() or int(size) != len(body):
         return False
+    return _hashes_to(data, oid)
+
+
+def _hashes_to(data: bytes, oid: str) -> bool:
+    """`TYPE SIZE\0` + contents hash to `oid` (sha256 for a 64-hex id, else sha1)."""
     digest = hashlib.sha256 if len(oid) == 64 else hashlib.sha1
     return digest(data).hexdigest() == oid
