@@ -271,8 +271,8 @@ class Simulator:
                 return _outcome_of(answer, prep)
         start, fetched = len(index.objects), self._finder.fetched
         outcome = self._apply_git(index, prep, how)
-        # An apply whose lookup fetched upstream's default branch was asked under the key of a run that had
-        # not (its tip `unasked`): its answer may depend on that tip, so it is not kept under that key.
+        # An apply whose lookup fetched upstream's refs was asked under the key of a run that had not (their
+        # tips `unasked`): its answer may depend on those tips, so it is not kept under that key.
         if asked is not None and fetched == self._finder.fetched:
             self._remember(asked[0], asked[1], index, start, prep, outcome)
         return outcome
@@ -302,7 +302,7 @@ class Simulator:
                      for named in memo.named_blobs(patches)]
         names = tuple(str(Path(patch).absolute()) for patch in change.patches)
         # A preimage the apply cannot read here may be found by the lookup (_preimages_for: the build's
-        # history, upstream's default branch): then the answer is theirs too, and only the same search set
+        # history, upstream's branches and tags): then the answer is theirs too, and only the same search set
         # (its tips' ids: Preimages.key) may reuse it.
         pre = set(memo.preimage_ids(patches))
         searched = self._finder.key(self._history) if any(
@@ -639,7 +639,7 @@ class Simulator:
         if key is not None:
             known = self._builds.get(key)
             if known is not None and "asks_upstream" in known and not self._finder.fetched:
-                self._finder.upstream_head()   # what the build's answer reads: fetched now, then asked by its tip
+                self._finder.upstream_tips()   # what the build's answer reads: fetched now, then asked by their tips
                 key = self._build_key(build)
                 known = self._builds.get(key) if key is not None else None
             if known is not None and "needs" in known and self._has_objects(known["needs"]):
@@ -653,9 +653,9 @@ class Simulator:
             self._builds.misses += 1
         fetched = self._finder.fetched
         result = self._simulate_build(build)
-        # A build whose lookup fetched upstream's default branch was keyed before it (its tip `unasked`): its
-        # result may depend on that tip, so the key made before says only that (a later run fetches first and
-        # asks again, `asks_upstream`), and the result is kept under the key that names the tip.
+        # A build whose lookup fetched upstream's refs was keyed before it (their tips `unasked`): its result
+        # may depend on those tips, so the key made before says only that (a later run fetches first and asks
+        # again, `asks_upstream`), and the result is kept under the key that names the tips.
         if key is not None and fetched != self._finder.fetched:
             self._builds.put(key, {"asks_upstream": True})
             key = self._build_key(build)

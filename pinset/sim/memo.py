@@ -288,8 +288,8 @@ class BuildMemo:
 
     def get(self, key: str) -> dict | None:
         """{"result": ..., "needs": [...]}, or {"asks_upstream": true} (the build's preimage lookup needed
-        upstream's default branch, not asked yet when the key was made: the engine fetches it and asks under the
-        key that names its tip); None when not known (or the entry is damaged)."""
+        upstream's refs, not asked yet when the key was made: the engine fetches them and asks under the key
+        that names their tips); None when not known (or the entry is damaged)."""
         if key not in self._docs:
             found = None
             data = read_checked(self._path(key)) if self.root is not None else None

@@ -5,21 +5,21 @@ blob `pre` of each file, looked up anywhere in the repository. Anywhere in the m
 the cache happens to hold (other builds, sdists, other pin sets' PRs), so here a preimage counts only when,
 at the patch's path, one of two histories holds it, where a full clone of upstream has it too:
 - the history of the build's own commit (a patch written on an older upstream commit);
-- for the preimages that one lacks, the history of upstream's default branch (a patch written on a newer
-  upstream commit than the build, or on an sdist build, which has no history of its own).
+- for the preimages that one lacks, the history of upstream's refs: every branch and tag and the default
+  branch (a patch written on a newer upstream commit than the build, on a release or side branch, or on an
+  sdist build, which has no history of its own).
 
-The default branch is read as this run fetches it (`+HEAD:refs/pinset/upstream/HEAD`), once per command
-(one finder per mirror, `Preimages.of`) and only when a lookup needs it: never as an earlier run left the
-ref, so the answer is upstream's as a clone made now would see it, the same on every cache; unreachable
-upstream is an UpstreamError then. Not searched, because a cache holds them or not by its past, not by
-upstream and the pins: upstream's other branches and tags in the mirror (those earlier runs asked for), the
-other builds of the run (a build's verdict must not depend on the builds beside it: `apply --build X` and
-`sim`), forks, PR and forecast refs, sdist imports, loose objects. A preimage only on an upstream side
-branch (which a full clone would find) needs the series' `base-commit:`.
+Upstream's refs are read as this run fetches them (`+refs/heads/*` and `+refs/tags/*` into
+`refs/pinset/upstream-refs/`, pruned, and `+HEAD`), once per command (one finder per mirror, `Preimages.of`)
+and only when a lookup needs them: never as an earlier run left the refs, so the answer is upstream's as a
+clone made now would see it, the same on every cache; unreachable upstream is an UpstreamError then. Not
+searched, because a cache holds them or not by its past, not by upstream and the pins: the other builds of
+the run (a build's verdict must not depend on the builds beside it: `apply --build X` and `sim`), forks, PR
+and forecast refs (a full clone has no `refs/pull/*`), sdist imports, loose objects.
 
 The cost is one question per preimage: one `git cat-file --batch-check` over all of them drops those the
 mirror lacks (a fetched commit's history is always whole in the mirror; asked again after the fetch), and
-the rest are looked for in one path-limited `git log --raw` per history (memoised per tip and path).
+the rest are looked for in one path-limited `git log --raw` per history (memoised per history and path).
 
 A series' later patch often names as preimage a blob its earlier patch creates, which no upstream history
 holds: `series_blobs` leaves those out of the question and `replay` makes them, each patch applied on its
@@ -28,12 +28,13 @@ own preimages (as the series was written).
 Input and output, for the engine and a memo of its results: `Preimages.find(history, wanted)`, history a
 commit (None: an sdist), wanted (path, id as the patch writes it) pairs -> {pair: full blob id} of those
 available. A memo of an answer that may have used it keys it by `Preimages.key(history)` (the search set's
-tips as this run knows them) and keeps no answer whose lookup made the run fetch the default branch under
-the key made before that fetch (`Preimages.fetched` changed meanwhile).
+tips as this run knows them) and keeps no answer whose lookup made the run fetch upstream's refs under the
+key made before that fetch (`Preimages.fetched` changed meanwhile).
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import weakref
 from collections.abc import Iterable
@@ -41,7 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pinset.sim.diffs import DiffError, read_diffs
-from pinset.upstream.builds import fetch_head
+from pinset.upstream.builds import fetch_upstream_refs
 from pinset.upstream.mirror import Mirror
 
 
@@ -86,9 +87,12 @@ def wanted(series: list[list[FileBlobs]]) -> list[tuple[str, str]]:
     return list(dict.fromkeys(out))
 
 
+UPSTREAM = "upstream"   # the name of upstream's refs' history in Preimages' memo (a commit id never reads so)
+
+
 class Preimages:
     """Answers `find` for one mirror (one per mirror: `of`, so every simulator of a command shares its
-    fetch of upstream's default branch and its memo of each (tip, path)'s blob ids)."""
+    fetch of upstream's refs and its memo of each (history, path)'s blob ids)."""
 
     _of: weakref.WeakKeyDictionary[Mirror, Preimages] = weakref.WeakKeyDictionary()
 
@@ -103,19 +107,23 @@ class Preimages:
     def __init__(self, mirror: Mirror, upstream: str | None = None):
         self.mirror = mirror
         self.upstream = upstream
-        self._walked: dict[tuple[str, str], set[str]] = {}   # (tip, path) -> every blob id of path in its history
+        self._walked: dict[tuple[str, str], set[str]] = {}   # (history, path) -> every blob id of path in it
         self._present: dict[str, bool] = {}                   # id as written -> the mirror has an object by that name
-        self._head: str | None = None                         # upstream's default branch as this run fetched it
-        self.fetched = False                                  # whether this run fetched it (once, when first needed)
+        self._tips: list[str] = []                            # the commits upstream's refs name, as this run fetched them
+        self.fetched = False                                  # whether this run fetched them (once, when first needed)
 
     def key(self, history: str | None) -> tuple[str, ...]:
         """What a memo key of an apply that may use `find(history, ...)` must hold: the search set's tips, as
-        far as this run knows them (upstream's tip `unasked` until a lookup needed it: an answer computed
-        while it was fetched is not kept under that key, see the engine). Empty: nothing is searched."""
+        far as this run knows them (upstream's refs `unasked` until a lookup needed them: an answer computed
+        while they were fetched is not kept under that key, see the engine; then the sha256 of the commits
+        they name). Empty: nothing is searched."""
         if history is None and self.upstream is None:
             return ()
-        head = "-" if self.upstream is None else (self._head or "none") if self.fetched else "unasked"
-        return ("preimages", history or "-", "upstream", head)
+        refs = "-" if self.upstream is None else self._tips_digest() if self.fetched else "unasked"
+        return ("preimages", history or "-", "upstream-refs", refs)
+
+    def _tips_digest(self) -> str:
+        return hashlib.sha256("".join(tip + "\n" for tip in self._tips).encode()).hexdigest() if self._tips else "none"
 
     def searches(self, history: str | None) -> bool:
         """Whether a lookup for a build of that history (None: an sdist) has anything to search."""
@@ -123,36 +131,38 @@ class Preimages:
 
     def find(self, history: str | None, pairs: Iterable[tuple[str, str]]) -> dict[tuple[str, str], str]:
         """{(path, id): full id} of the pairs whose blob the history of commit `history` (None: none, an
-        sdist) or, for those it lacks, of upstream's default branch holds at `path` (an abbreviated id: the
-        one blob of that path's history it names)."""
+        sdist) or, for those it lacks, the history of upstream's branches and tags holds at `path` (an
+        abbreviated id: the one blob of those histories at that path it names)."""
         pairs = list(dict.fromkeys(pairs))
         self._check_present([oid for _, oid in pairs])
-        own = [history] if history is not None else []
+        own = [(history, [history])] if history is not None else []
         found = self._match(own, [(path, oid) for path, oid in pairs if self._present[oid]])
         rest = [pair for pair in pairs if pair not in found]
         if rest and self.upstream is not None:
-            head = self.upstream_head()
-            if head is not None:
+            tips = self.upstream_tips()
+            if tips:
                 self._check_present([oid for _, oid in rest])
-                found.update(self._match([*own, head], [(path, oid) for path, oid in rest if self._present[oid]]))
+                found.update(self._match([*own, (UPSTREAM, tips)],
+                                         [(path, oid) for path, oid in rest if self._present[oid]]))
         return found
 
-    def upstream_head(self) -> str | None:
-        """Upstream's default branch (None: a pin set without upstream, or none there), fetched once per run
-        (into refs/pinset/upstream/HEAD): the history a full clone has now. A fetch that fails otherwise than
-        by upstream having no default branch is an error (no answer rather than another one)."""
+    def upstream_tips(self) -> list[str]:
+        """The commits upstream's branches, tags and default branch name (none: a pin set without upstream, or
+        an empty upstream), fetched once per run: the history a full clone made now has. A failed fetch is
+        an error (no answer rather than another one)."""
         if not self.fetched and self.upstream is not None:
-            self._head = fetch_head(self.upstream, self.mirror, ", needed for the preimages of a 3-way merge")
+            self._tips = fetch_upstream_refs(self.upstream, self.mirror, ", needed for the preimages of a 3-way merge")
             self.fetched = True
             self._present = {oid: True for oid, there in self._present.items() if there}   # the fetch may bring some
-        return self._head
+        return self._tips
 
-    def _match(self, tips: list[str], pairs: list[tuple[str, str]]) -> dict[tuple[str, str], str]:
-        for tip in tips:
-            self._walk(tip, sorted({path for path, _ in pairs if (tip, path) not in self._walked}))
+    def _match(self, histories: list[tuple[str, list[str]]], pairs: list[tuple[str, str]]) -> dict[tuple[str, str], str]:
+        """The pairs whose abbreviated id names exactly one blob of the path in the histories (name, tips)."""
+        for name, tips in histories:
+            self._walk(name, tips, sorted({path for path, _ in pairs if (name, path) not in self._walked}))
         found = {}
         for path, oid in pairs:
-            ids = {full for tip in tips for full in self._walked[tip, path] if full.startswith(oid)}
+            ids = {full for name, _ in histories for full in self._walked[name, path] if full.startswith(oid)}
             if len(ids) == 1:
                 found[path, oid] = ids.pop()
         return found
@@ -166,22 +176,24 @@ class Preimages:
         for oid, line in zip(ask, answer.splitlines()):
             self._present[oid] = not line.endswith(" missing")
 
-    def _walk(self, tip: str, paths: list[str]) -> None:
-        """Every blob id each path had in the history of `tip` (both sides of every change to it, on
-        side branches and in merges too), from one path-limited `git log --raw`."""
+    def _walk(self, name: str, tips: list[str], paths: list[str]) -> None:
+        """Every blob id each path had in the history of the commits `tips` (both sides of every change to it,
+        on side branches and in merges too), from one path-limited `git log --raw` (tips on its stdin:
+        upstream's may be thousands of tags), kept under `name`."""
         if not paths:
             return
         for path in paths:
-            self._walked[tip, path] = set()
-        log = self.mirror.git_ok("log", "--format=", "--raw", "-z", "--no-abbrev", "--no-renames", "--full-history",
-                                 "-m", "--root", tip, "--", *paths, env={"GIT_LITERAL_PATHSPECS": "1"})
+            self._walked[name, path] = set()
+        log = self.mirror.git_ok("log", "--stdin", "--format=", "--raw", "-z", "--no-abbrev", "--no-renames",
+                                 "--full-history", "-m", "--root", "--", *paths, input="".join(t + "\n" for t in tips),
+                                 env={"GIT_LITERAL_PATHSPECS": "1"})
         fields = log.split("\0")
         for i, field in enumerate(fields[:-1]):
             meta = field.lstrip("\n")
             if not meta.startswith(":"):
                 continue
             parts = meta.split()
-            key = (tip, fields[i + 1])
+            key = (name, fields[i + 1])
             if len(parts) >= 4 and key in self._walked:
                 self._walked[key].update(oid for oid in parts[2:4] if oid.strip("0"))
 

@@ -15,6 +15,8 @@ from pinset.upstream.mirror import Mirror
 from pinset.upstream.select import expand_builds, not_a_commit
 
 UPSTREAM_HEAD_REF = "refs/pinset/upstream/HEAD"
+# every branch and tag of upstream as the last lookup of 3-way preimages fetched them (pruned)
+UPSTREAM_REFS = "refs/pinset/upstream-refs/"
 
 
 @dataclass(frozen=True)
@@ -161,18 +163,44 @@ def _unreachable(stderr: str) -> bool:
 
 
 def fetch_head(url: str, mirror: Mirror, needed_for: str = "") -> str | None:
-    """Fetch upstream's default branch (PR fork points, forecast, 3-way preimages); None when upstream has
-    none. Any other failed fetch (offline, a broken pack, a timeout) is an UpstreamError: no answer, never
-    the answer of a run without it (nor an earlier run's ref)."""
-    result = mirror.fetch(url, [f"+HEAD:{UPSTREAM_HEAD_REF}"])
-    if not result.ok:
-        if _unreachable(result.stderr) or "couldn't find remote ref" not in result.stderr:
-            what = "unreachable" if _unreachable(result.stderr) else "its default branch could not be fetched"
-            raise UpstreamError(f"upstream {url}: {what}{needed_for} ({result.tail(1)})")
-        # upstream has no default branch now: an earlier run's ref must not stand in for it
-        mirror.git("update-ref", "-d", "--no-deref", UPSTREAM_HEAD_REF, check_damage=False)
-        return None
+    """Fetch upstream's default branch (PR fork points, forecast); None when upstream has none. Any other
+    failed fetch (offline, a broken pack, a timeout) is an UpstreamError: no answer, never the answer of a
+    run without it (nor an earlier run's ref)."""
+    _fetch_upstream(url, mirror, [], needed_for)
     return mirror.rev_parse(UPSTREAM_HEAD_REF)
+
+
+def fetch_upstream_refs(url: str, mirror: Mirror, needed_for: str = "") -> list[str]:
+    """Fetch every branch and tag of upstream and its default branch, as a full clone made now has them (the
+    preimages `git am -3` finds there): into UPSTREAM_REFS, pruned (a ref upstream dropped goes, so no
+    earlier run's ref stands in for upstream's), HEAD into UPSTREAM_HEAD_REF. The commits they name, sorted
+    (a tag of a tree or a blob names none). A failed fetch is an UpstreamError, as for fetch_head."""
+    _fetch_upstream(url, mirror, [f"+refs/heads/*:{UPSTREAM_REFS}heads/*", f"+refs/tags/*:{UPSTREAM_REFS}tags/*"],
+                    needed_for, prune=True)
+    names = mirror.git_ok("for-each-ref", "--format=%(objectname)", UPSTREAM_REFS, UPSTREAM_HEAD_REF).split()
+    if not names:
+        return []
+    peeled = mirror.git_ok("cat-file", "--batch-check=%(objectname) %(objecttype)",
+                           input="".join(f"{oid}^{{commit}}\n" for oid in dict.fromkeys(names)))
+    return sorted({line.split()[0] for line in peeled.splitlines() if line.endswith(" commit")})
+
+
+def _fetch_upstream(url: str, mirror: Mirror, refspecs: list[str], needed_for: str, prune: bool = False) -> None:
+    """Fetch upstream's HEAD (into UPSTREAM_HEAD_REF) with the refspecs; upstream without a default branch
+    (an empty or headless repository) removes that ref rather than leaving an earlier run's."""
+    result = mirror.fetch(url, [f"+HEAD:{UPSTREAM_HEAD_REF}", *refspecs], prune=prune)
+    if result.ok:
+        return
+    if _unreachable(result.stderr) or "couldn't find remote ref" not in result.stderr:
+        what = "unreachable" if _unreachable(result.stderr) else "its default branch could not be fetched"
+        raise UpstreamError(f"upstream {url}: {what}{needed_for} ({result.tail(1)})")
+    # upstream has no default branch now: an earlier run's ref must not stand in for it
+    mirror.git("update-ref", "-d", "--no-deref", UPSTREAM_HEAD_REF, check_damage=False)
+    if refspecs:
+        result = mirror.fetch(url, refspecs, prune=prune)
+        if not result.ok:
+            what = "unreachable" if _unreachable(result.stderr) else "its branches and tags could not be fetched"
+            raise UpstreamError(f"upstream {url}: {what}{needed_for} ({result.tail(1)})")
 
 
 def fetch_fork(url: str, commit: str, pr_ref: str, mirror: Mirror) -> None:

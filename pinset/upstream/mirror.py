@@ -227,12 +227,14 @@ class Mirror:
         return None
 
     # --- fetching -------------------------------------------------------------------------
-    def fetch(self, url: str, refspecs: list[str], timeout: float = 900) -> runner.Completed:
+    def fetch(self, url: str, refspecs: list[str], timeout: float = 900, prune: bool = False) -> runner.Completed:
+        """`git fetch` of the refspecs from url; `prune`: refs under a refspec's destination pattern that url
+        no longer has are deleted (the namespace then mirrors url's refs as they are now)."""
         with self.lock(waiting=f"waiting for another pinset fetching into {self.path}"):
             # check_damage=False: here git's words may be about the remote, not about the mirror.
             with Progress(f"fetching {_refs_shown(refspecs)} from {url}", kind=SPINNER):
-                return self.git("fetch", "--no-tags", "--quiet", url, *refspecs, timeout=timeout,
-                                env={"GIT_TERMINAL_PROMPT": "0"}, check_damage=False)
+                return self.git("fetch", "--no-tags", "--quiet", *(["--prune"] if prune else []), url, *refspecs,
+                                timeout=timeout, env={"GIT_TERMINAL_PROMPT": "0"}, check_damage=False)
 
     def update_ref(self, ref: str, oid: str) -> None:
         with self.lock():

@@ -1,6 +1,7 @@
 """3-way parity with upstream's newer history (issue 32): a pin written on upstream's default branch, newer
-than the build, merges where `git am -3` in a full clone of upstream merges it; other refs of the cache
-(forks, other PRs, tags an earlier run fetched) never change the answer, and neither does the memo.
+than the build, or on another of upstream's branches or tags, merges where `git am -3` in a full clone of
+upstream merges it; other refs of the cache (forks, other PRs, refs an earlier run fetched that upstream no
+longer has) never change the answer, and neither does the memo.
 
 Ground truth: `git am -3` of the pin on the build in a full clone of upstream (status and tree)."""
 
@@ -61,14 +62,16 @@ def world(make_repo, tmp_path):
     return up, work, cfg
 
 
-def git_am_truth(up: Path, tmp_path: Path, build: str) -> tuple[dict[str, str], str]:
-    """Each pin's status by `git am -3` in order on `build` in a full clone of upstream, and the final tree."""
-    clone = tmp_path / f"clone-{build}"
+def git_am_truth(up: Path, tmp_path: Path, build: str, clone: Path | None = None) -> tuple[dict[str, str], str]:
+    """Each pin's status by `git am -3` in order on `build` in a full clone of upstream (made at `clone`), and
+    the final tree."""
+    clone = clone or tmp_path / f"clone-{build}"
     git(tmp_path, "clone", "-q", str(up), str(clone))
     git(clone, "checkout", "-q", "--detach", build)
     status = {}
     for name in ("side", "newer"):
         patches = sorted(str(p) for p in (tmp_path / name).glob("*.patch"))
+        assert patches
         if git(clone, "am", "-q", "-3", *patches, check=False).returncode != 0:
             git(clone, "am", "--abort", check=False)
             status[name] = "conflict"
@@ -93,15 +96,17 @@ def test_pin_written_on_newer_upstream_merges_as_git_am_3_in_a_full_clone(make_r
 
 
 def test_other_refs_in_the_cache_never_change_the_answer(make_repo, tmp_path):
-    """A fork's branches and an earlier run's tag holding the side pin's preimage: the same answer as a
-    fresh cache (only upstream's default branch and the build's history count)."""
+    """A fork's branches, an earlier run's tag, PR and forecast refs, and upstream branches and tags an earlier
+    run saw that upstream no longer has, all holding the side pin's preimage: the same answer as a fresh cache
+    (only upstream's refs as they are now and the build's history count)."""
     up, work, cfg = world(make_repo, tmp_path)
     fresh = sim_on(cfg, tmp_path / "fresh")
     warm = Store.open(str(tmp_path / "warm"))
     sim_on(cfg, tmp_path / "warm")
     side = git(work, "rev-parse", "side~1").stdout.strip()
     for refspec in ("+refs/heads/*:refs/pinset/fork/x/heads/*", f"+{side}:refs/pinset/upstream/tags/b-side",
-                    f"+{side}:refs/pinset/pr/o/r/1", f"+{side}:refs/pinset/forecast/1"):
+                    f"+{side}:refs/pinset/pr/o/r/1", f"+{side}:refs/pinset/forecast/1",
+                    f"+{side}:refs/pinset/upstream-refs/heads/gone", f"+{side}:refs/pinset/upstream-refs/tags/gone"):
         git(tmp_path, "--git-dir", str(warm.mirror), "fetch", "-q", str(work), refspec)
     assert sim_on(cfg, tmp_path / "warm") == fresh
     assert [status for _, status, _, _ in fresh[0][1]] == ["conflict", "applied"]
@@ -204,3 +209,46 @@ def test_a_fetch_of_the_default_branch_that_fails_otherwise_is_an_error_too(make
     err = capsys.readouterr().err
     assert "its default branch could not be fetched" in err and "needed for the preimages of a 3-way merge" in err
     assert len(err.strip().splitlines()) == 1, err
+
+
+def _publish_side(up, work: Path, tmp_path: Path, how: str) -> str:
+    """Upstream gains the commit the `side` pin was written on (never its pin): as a branch, or as a tag only."""
+    side = git(work, "rev-parse", "side~1").stdout.strip()
+    git(work, "push", "-q", str(up.path), f"{side}:refs/heads/release/b1" if how == "branch" else f"{side}:refs/tags/v-side")
+    return side
+
+
+def test_pin_written_on_an_upstream_side_branch_or_tag_merges_as_in_a_full_clone(make_repo, tmp_path):
+    """A full clone has every branch and tag of upstream (not only the default branch): a pin written on a
+    release branch, or on a commit only a tag holds, merges there, so it merges in the sim. A tag of a tree
+    (upstream may have one) names no history and is passed over."""
+    up, work, cfg = world(make_repo, tmp_path)
+    up.git("tag", "a-tree", "HEAD^{tree}")
+    results = {}
+    for how in ("branch", "tag"):
+        _publish_side(up, work, tmp_path, how)
+        truth, tree = git_am_truth(up.path, tmp_path, "b-old", tmp_path / f"clone-{how}")
+        assert truth == {"side": "applied", "newer": "applied"}, how   # the comparison has teeth (see world)
+        [(got_tree, pins)] = results[how] = sim_on(cfg, tmp_path / f"cache-{how}")
+        assert {pin: status for pin, status, _, _ in pins} == truth, (how, pins)
+        assert [mode for _, _, mode, _ in pins] == ["3-way", "3-way"]
+        assert got_tree == tree
+        if how == "branch":
+            up.git("branch", "-D", "release/b1")
+
+
+def test_an_upstream_branch_that_went_no_longer_counts_on_a_warm_cache(make_repo, tmp_path):
+    """A run saw the side pin's preimage on upstream's branch (and remembered the answer); upstream then
+    deleted the branch: the next run on the same cache answers as a fresh cache and a full clone made now."""
+    up, work, cfg = world(make_repo, tmp_path)
+    _publish_side(up, work, tmp_path, "branch")
+    cache = tmp_path / "cache"
+    assert [s for _, s, _, _ in sim_on(cfg, cache)[0][1]] == ["applied", "applied"]
+    up.git("branch", "-D", "release/b1")
+    up.git("reflog", "expire", "--expire=now", "--all")
+    up.git("gc", "-q", "--prune=now")
+    truth, tree = git_am_truth(up.path, tmp_path, "b-old")
+    assert truth == {"side": "conflict", "newer": "applied"}
+    again = sim_on(cfg, cache)
+    assert again == sim_on(cfg, tmp_path / "fresh")
+    assert [s for _, s, _, _ in again[0][1]] == ["conflict", "applied"] and again[0][0] == tree
