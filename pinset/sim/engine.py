@@ -8,9 +8,12 @@ Which blobs a 3-way merge may use is fixed by the inputs, never by what the cach
 every apply runs against private object directories (Mirror.object_dir) that hold the blobs of the
 index it applies to (the build's, and those of the pins applied before it on this build), the
 blobs the pin brings as its base (a PR's fork point and its own commit; a series' `base-commit:`,
-with the blobs the series creates on it), the preimages the build's own history and upstream's default
-branch hold (as `git am -3` finds them in a full clone: pinset.sim.preimages, looked up only when a 3-way
+with the blobs the series creates on it), the preimages the build's own history and upstream's branches
+and tags hold (as `git am -3` finds them in a full clone: pinset.sim.preimages, looked up only when a 3-way
 merge is needed) and nothing else of the mirror.
+
+Where a file a patch changes is not in the build (upstream moved it), `git am -3` merges the patch's fake
+ancestor with the whole tree, following renames; `_follow_renames` does the same with those blobs.
 """
 
 from __future__ import annotations
@@ -35,6 +38,10 @@ from pinset.upstream.builds import Build, _unreachable, upstream_url
 from pinset.upstream.mirror import Mirror
 
 CARRIED_THRESHOLD = 0.95
+# The commits of `git am -3`'s merge (_follow_renames) exist only for `git merge-tree`: fixed names and dates.
+_MERGE_IDENTITY = {"GIT_AUTHOR_NAME": "pinset", "GIT_AUTHOR_EMAIL": "pinset@localhost",
+                   "GIT_COMMITTER_NAME": "pinset", "GIT_COMMITTER_EMAIL": "pinset@localhost",
+                   "GIT_AUTHOR_DATE": "2000-01-01T00:00:00Z", "GIT_COMMITTER_DATE": "2000-01-01T00:00:00Z"}
 
 
 @dataclass
@@ -49,6 +56,7 @@ class ApplyOutcome:
     resolutions: list[str] = field(default_factory=list)    # the recorded resolutions it used
     note: str | None = None                                 # a recorded resolution that did not match
     replaced: dict[str, set[str]] = field(default_factory=dict)  # path -> pin lines a resolution replaced
+    renamed: dict[str, str] = field(default_factory=dict)   # the pin's path -> where upstream moved it (am's merge)
 
 
 @dataclass
@@ -57,6 +65,7 @@ class _Index:
 
     path: Path
     objects: list[Path] = field(default_factory=list)  # the build's blobs, then each applied pin's
+    tree: str | None = None                             # the tree it was loaded from (_load)
 
     def snapshot(self) -> tuple[bytes, int]:
         return self.path.read_bytes(), len(self.objects)
@@ -71,6 +80,7 @@ class _Applied:
     pin_id: str
     prep: PreparedPin
     replaced: dict[str, set[str]] = field(default_factory=dict)  # its contract expects the resolution's lines
+    renamed: dict[str, str] = field(default_factory=dict)         # its paths upstream moved (ApplyOutcome.renamed)
 
     @property
     def change(self) -> PinChange:
@@ -163,6 +173,7 @@ class Simulator:
         else:
             index.path.write_bytes(self._loaded[tree][0])
         index.objects = [self._build_objects[tree]]
+        index.tree = tree
 
     def _base(self, prep: PreparedPin) -> str | None:
         """The commit the pin names as its base, when the mirror has it or upstream gives it:
@@ -220,10 +231,7 @@ class Simulator:
         pin_id, change = prep.spec.id, prep.change
         assert change is not None  # only a prepared pin is applied
         if self._finder.searches(self._history) and (pin_id, self._history) not in self._found:
-            if pin_id not in self._series:
-                self._series[pin_id] = series_blobs([p.read_text(encoding="utf-8", errors="replace")
-                                                     for p in change.patches])
-            series = self._series[pin_id]
+            series = self._series_of(prep)
             found = self._finder.find(self._history, wanted(series))
             dirs = [self._new_dir(found.values())] if found else []
             if found and len(series) > 1:
@@ -233,6 +241,14 @@ class Simulator:
             self._found[pin_id, self._history] = dirs
         self._share(prep)
         return self._found.get((pin_id, self._history), [])
+
+    def _series_of(self, prep: PreparedPin) -> list[list[FileBlobs]]:
+        """Per patch of the pin, the files whose preimage its `index` lines name (read once per pin)."""
+        assert prep.change is not None  # only a prepared pin is applied
+        if prep.spec.id not in self._series:
+            self._series[prep.spec.id] = series_blobs([p.read_text(encoding="utf-8", errors="replace")
+                                                       for p in prep.change.patches])
+        return self._series[prep.spec.id]
 
     def _share(self, prep: PreparedPin) -> None:
         """Copy into the mirror the blobs the pin's series creates (on its base-commit, on the preimages
@@ -252,13 +268,80 @@ class Simulator:
         blobs the pins wrote move from the private object dirs into the mirror."""
         entries = self.mirror.git_ok("ls-files", "-s", "-z", index=index.path)
         self.mirror.adopt_objects((e.split()[1] for e in entries.split("\0") if e), index.objects)
+        return self.mirror.write_tree(self._full_index(base_tree, index.path, entries))
+
+    def _full_index(self, base_tree: str, index: Path, entries: str) -> Path:
+        """An index of the whole tree: `base_tree` with the (partial) index's entries (`ls-files -s -z`) laid
+        over it, paths it dropped removed; the index itself where it holds the whole tree already."""
         if self._paths is None:
-            return self.mirror.write_tree(index.path)
+            return index
         now = {entry.split("\t", 1)[1] for entry in entries.split("\0") if entry}
         gone = "".join(f"0 {'0' * 40}\t{path}\0" for path in sorted(self._loaded[base_tree][1] - now))
         full = self.mirror.new_index(base_tree)
         self.mirror.git_ok("update-index", "-z", "--index-info", index=full, input=entries + gone)
-        return self.mirror.write_tree(full)
+        return full
+
+    def _lacks(self, index: _Index, files: list[FileBlobs]) -> bool:
+        """Whether a file the patch changes (not creates) is not in the index: upstream moved or deleted it."""
+        if not files:
+            return False
+        try:
+            there = set(memo.read_index(index.path.read_bytes()))
+        except memo.IndexFormat:
+            listing = self.mirror.git_ok("ls-files", "-z", "--", *(f.path for f in files), index=index.path,
+                                         env={"GIT_LITERAL_PATHSPECS": "1"})
+            there = set(listing.split("\0"))
+        return any(f.path not in there for f in files)
+
+    def _follow_renames(self, index: _Index, patch: Path, read: list[Path], written: Path, work_tree: Path,
+                        files: list[FileBlobs]) -> dict[str, str] | None:
+        """`git am -3`'s own fallback where a file the patch changes is not in the tree (upstream moved or
+        deleted it), which `git apply --3way` cannot follow: the patch applied on its fake ancestor (the
+        preimages its `index` lines name, among the blobs this apply may read), merged with the whole tree
+        (rename detection, no directory renames, as am asks). The merge's changes go into the index.
+        {the patch's path: where upstream moved it}; None where `git am -3` fails too (a preimage lacking, a
+        conflict, a file deleted)."""
+        assert index.tree is not None   # every index applied to was loaded from a tree (_load)
+        env = self.mirror.objects_env(written, read)
+        shown = str(Path(patch).absolute())
+        fake, theirs_index = self.mirror.fresh_path("fake-ancestor"), self.mirror.fresh_path("theirs-index")
+        if not self.mirror.git("apply", f"--build-fake-ancestor={fake}", shown, env=env, work_tree=work_tree).ok:
+            return None   # "could not build fake ancestor"
+        theirs_index.write_bytes(fake.read_bytes())
+        if not self.mirror.git("apply", "--cached", "--whitespace=nowarn", shown, index=theirs_index, env=env).ok:
+            return None   # "Did you hand edit your patch?"
+        base, theirs = (self.mirror.git_ok("write-tree", index=i, env=env).strip() for i in (fake, theirs_index))
+        # The whole tree from here on, so the mirror's objects too: a merge reads the objects of its three
+        # trees, never one named by an abbreviated id (which blobs a 3-way merge may use stays fixed).
+        whole = self.mirror.objects_env(written, [self.mirror.path / "objects", *read])
+        entries = self.mirror.git_ok("ls-files", "-s", "-z", index=index.path)
+        ours = self.mirror.git_ok("write-tree", index=self._full_index(index.tree, index.path, entries),
+                                  env=whole).strip()
+        made = {**whole, **_MERGE_IDENTITY}
+        parent = self.mirror.git_ok("commit-tree", base, "-m", "fake ancestor", env=made).strip()
+        heads = [self.mirror.git_ok("commit-tree", tree, "-p", parent, "-m", tree, env=made).strip()
+                 for tree in (ours, theirs)]
+        merged = self.mirror.git("-c", "merge.directoryRenames=false", "-c", "merge.renames=true", "merge-tree",
+                                 "--write-tree", "--no-messages", *heads, env=whole)
+        if not merged.ok:
+            return None   # "Failed to merge in the changes."
+        result = merged.stdout.split("\n", 1)[0].strip()
+        moved = self.mirror.git_ok("diff-tree", "-r", "-z", "-M", "--diff-filter=R", base, ours, env=whole)
+        fields = moved.split("\0")
+        pairs = {fields[i + 1]: fields[i + 2] for i, f in enumerate(fields[:-2]) if f.startswith(":")}
+        renamed = {old: new for old, new in pairs.items() if old in {f.path for f in files}}
+        if result == ours and not renamed:
+            # Only a deletion of a file the build lacks merges to nothing without a rename: am says "already
+            # applied"; the sim's own rule for that (_already_made: not a file an earlier pin makes) decides.
+            return None
+        update = []
+        for meta, path in _raw_pairs(self.mirror.git_ok("diff-tree", "-r", "-z", "--no-renames", ours, result,
+                                                        env=whole)):
+            _, mode, _, oid, status = meta.split()[:5]
+            update.append(f"0 {'0' * 40}\t{path}\0" if status == "D" else f"{mode} {oid}\t{path}\0")
+        if update:
+            self.mirror.git_ok("update-index", "-z", "--index-info", index=index.path, input="".join(update), env=whole)
+        return renamed
 
     def _apply(self, index: _Index, prep: PreparedPin, how: bool = False) -> ApplyOutcome:
         """The pin on `index` (see _apply_git), answered from the memo when the same patch met the same
@@ -294,6 +377,8 @@ class Simulator:
             entries = memo.read_index(index.path.read_bytes())
         except (memo.IndexFormat, OSError):
             return None
+        if any(path not in entries for path, _ in wanted(self._series_of(prep))):
+            return None   # a file it changes is not there: am's merge (_follow_renames) reads the whole tree
         if prep.spec.id not in self._patch_bytes:
             self._patch_bytes[prep.spec.id] = [Path(patch).read_bytes() for patch in change.patches]
         patches = self._patch_bytes[prep.spec.id]
@@ -404,8 +489,9 @@ class Simulator:
             work_tree.mkdir()
             env = self.mirror.objects_env(written, [*index.objects, *brought])
         replaced: dict[str, set[str]]
-        applied_modes, used, note, replaced = [], [], None, {}
-        for patch in prep.change.patches:
+        renamed: dict[str, str]
+        applied_modes, used, note, replaced, renamed = [], [], None, {}, {}
+        for number, patch in enumerate(prep.change.patches):
             shown = str(Path(patch).absolute())
             # a lone patch's direct apply was the whole try above
             direct = self.mirror.git("apply", "--cached", "-v", "--whitespace=nowarn", shown,
@@ -414,7 +500,7 @@ class Simulator:
             if direct is not None and direct.ok:
                 applied_modes.append(modes.direct_mode(direct.stderr))
                 continue
-            start = index.path.read_bytes() if found is None else b""
+            start = index.path.read_bytes()
             result = self.mirror.git("apply", "--cached", "--3way", "--whitespace=nowarn", shown,
                                      index=index.path, env=env, work_tree=work_tree)
             if not result.ok and found is None:
@@ -425,6 +511,19 @@ class Simulator:
                     env = self.mirror.objects_env(written, [*index.objects, *brought])
                     result = self.mirror.git("apply", "--cached", "--3way", "--whitespace=nowarn", shown,
                                              index=index.path, env=env, work_tree=work_tree)
+            if not result.ok:
+                # A file it changes is gone from the build: `git am -3` then merges the patch's fake ancestor
+                # with the whole tree, which follows upstream's renames (git apply --3way does not).
+                files, after = self._series_of(prep)[number], index.path.read_bytes()
+                index.path.write_bytes(start)
+                if self._lacks(index, files):
+                    followed = self._follow_renames(index, patch, [*index.objects, *brought], written, work_tree, files)
+                    if followed is not None:
+                        renamed.update(followed)
+                        self._share(prep)
+                        applied_modes.append(modes.THREE_WAY)
+                        continue
+                index.path.write_bytes(after)
             if result.ok:
                 self._share(prep)
                 applied_modes.append(modes.THREE_WAY)
@@ -443,7 +542,8 @@ class Simulator:
                                 f"{patch.name}: {failure.reason}", failure.hunk, failure.hunk_path, text, note=note)
         # git writes no blob that a readable dir already has: the index may now name the pin's own.
         index.objects += [written, *brought]
-        return ApplyOutcome(True, mode=modes.worst(applied_modes), resolutions=used, replaced=replaced)
+        return ApplyOutcome(True, mode=modes.worst(applied_modes), resolutions=used, replaced=replaced,
+                            renamed=renamed)
 
     def _applies_on(self, tree: str, *preps: PreparedPin) -> bool:
         self._load(self._scratch, tree)
@@ -499,12 +599,17 @@ class Simulator:
                 present += min(n, max(0, counts.get(line, 0) - before[line]))
         return present / total if total else None
 
+    def _on_bare(self, prep: PreparedPin, tree: str) -> tuple[bool, bool]:
+        """(applies, changes something) of the pin alone on the bare build."""
+        self._load(self._scratch, tree)
+        before = self._scratch.path.read_bytes()
+        ok = self._apply(self._scratch, prep).ok
+        return ok, ok and self._scratch.path.read_bytes() != before
+
     def _changes_nothing_or_fails(self, prep: PreparedPin, tree: str) -> bool:
         """A pin that applies on the bare build and changes it is not carried there, whatever lines
         the build already has; one that fails or applies as a no-op may be."""
-        self._load(self._scratch, tree)
-        before = self._scratch.path.read_bytes()
-        return not self._apply(self._scratch, prep).ok or self._scratch.path.read_bytes() == before
+        return not self._on_bare(prep, tree)[1]
 
     def _carried(self, prep: PreparedPin, build: Build) -> tuple[bool, float | None]:
         spec = prep.spec
@@ -517,11 +622,8 @@ class Simulator:
                 return False, fraction
             return self._changes_nothing_or_fails(prep, build.tree), fraction
         # No substantive added lines (a pure removal): carried when applying changes nothing.
-        self._load(self._scratch, build.tree)
-        before = self._scratch.path.read_bytes()
-        if self._apply(self._scratch, prep).ok:
-            return self._scratch.path.read_bytes() == before, None
-        return False, None
+        ok, changed = self._on_bare(prep, build.tree)
+        return ok and not changed, None
 
     def _already_made(self, prep: PreparedPin, tree: str, earlier: list[PreparedPin]) -> bool:
         """A pin without added lines (a deletion, rename, mode change) that does not apply may be one
@@ -601,11 +703,13 @@ class Simulator:
         """The pin's files, added lines and feature symbols (those new to upstream's file) survived."""
         problems: list[str] = []
         paths = sorted(entry.change.files)
-        texts = self.mirror.read_blobs([(final_tree, path) for path in paths]
-                                       + [(base_tree, path) for path in paths if not entry.change.files[path].deleted],
+        where = {path: entry.renamed.get(path, path) for path in paths}   # a file upstream moved: read there
+        texts = self.mirror.read_blobs([(final_tree, where[path]) for path in paths]
+                                       + [(base_tree, where[path]) for path in paths
+                                          if not entry.change.files[path].deleted],
                                        exact=True)   # bytes against the pin's bytes (changes.patch_text)
         for path, fc in sorted(entry.change.files.items()):
-            final_text = texts[final_tree, path]
+            final_text = texts[final_tree, where[path]]
             suspects = [a.pin_id for a in later if path in a.change.files]
             by = f" (touched later by: {', '.join(suspects)})" if suspects else ""
             if fc.deleted:
@@ -623,7 +727,7 @@ class Simulator:
                 total = len(fc.net_added())
                 problems.append(f"{path}: {len(missing)} of {total} added lines gone "
                                 f"(e.g. {missing[0][:80]!r}){by}")
-            upstream_text = texts[base_tree, path] or ""
+            upstream_text = texts[base_tree, where[path]] or ""
             for symbol in sorted(fc.symbols):
                 if re.search(rf"\b{symbol}\b", upstream_text):
                     continue  # upstream's own symbol, not introduced by the pin
@@ -759,11 +863,22 @@ class Simulator:
             if outcome.ok:
                 if index.path.read_bytes() == before[0]:
                     index.restore(before)
+                    if outcome.renamed and self._on_bare(prep, build.tree) == (True, False):
+                        # merged into files upstream moved, it changes nothing there: `git am -3` says "already
+                        # applied" (_carried read the pin's own paths, which upstream no longer has)
+                        result.status, result.retire = "upstream", True
+                        result.detail = ("build already carries this pin in moved code (git am -3 merges it into "
+                                         "upstream's renamed files as a no-op): " + ", ".join(
+                                             f"{old} -> {new}" for old, new in sorted(outcome.renamed.items())))
+                        continue
                     result.status, result.detail = "skipped", "no change on top of the earlier pins"
                     continue
-                applied.append(_Applied(spec.id, prep, outcome.replaced))
+                applied.append(_Applied(spec.id, prep, outcome.replaced, outcome.renamed))
                 result.status = "applied"
                 result.apply_mode, result.resolutions = outcome.mode, outcome.resolutions or None
+                if outcome.renamed:
+                    result.detail = "merged into upstream's renamed files (as git am -3): " + ", ".join(
+                        f"{old} -> {new}" for old, new in sorted(outcome.renamed.items()))
                 continue
             index.restore(before)  # roll back the half-applied pin (and forget the blobs it wrote)
             earlier = [self.prepared[e.id] for e in self.pinset.pins[:len(results) - 1]]
@@ -823,6 +938,12 @@ def _outcome_of(answer: memo.Answer, prep: PreparedPin) -> ApplyOutcome:
     return ApplyOutcome(answer.ok, list(fields["conflict_files"]), fields["message"], list(fields["hunk"]),
                         fields["hunk_path"], text, fields["mode"], list(fields["resolutions"]), fields["note"],
                         {path: set(lines) for path, lines in fields["replaced"].items()})
+
+
+def _raw_pairs(raw: str) -> list[tuple[str, str]]:
+    """(meta, path) of each entry of a `diff-tree -r -z --no-renames` listing (":100644 100644 a b M", path)."""
+    fields = raw.split("\0")
+    return [(fields[i], fields[i + 1]) for i in range(len(fields) - 1) if fields[i].startswith(":")]
 
 
 def _blobs(listing: str) -> list[str]:

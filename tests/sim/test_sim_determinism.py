@@ -66,19 +66,25 @@ def pins_yaml(tmp_path, up, patches):
 def test_blob_from_another_build_fetched_earlier_does_not_change_the_verdict(upstream, tmp_path, monkeypatch):
     up, _ = upstream
     cfg = pins_yaml(tmp_path, up, export(up, tmp_path / "series"))
-    fresh = sim_json(tmp_path, cfg, "b-build", tmp_path / "fresh", monkeypatch, "fresh.json")
-    # Another cache that fetched b-other first: the pin's preimage blob is now in the mirror.
+    # One run with both builds, b-other first: b-build's verdict is the one it has alone.
+    alone = sim_json(tmp_path, cfg, "b-build", tmp_path / "alone", monkeypatch, "alone.json")
+    both = sim_json(tmp_path, cfg, "b-other,b-build", tmp_path / "both", monkeypatch, "both.json")
+    assert both[1]["builds"][1] == alone[1]["builds"][0]
+    # Another cache that fetched b-other first: the pin's preimage blob is in its mirror. Then upstream drops
+    # that history (tag and branches), so a full clone made now lacks the blob: the warm cache must too.
     sim_json(tmp_path, cfg, "b-other", tmp_path / "warm", monkeypatch, "other.json")
+    up.git("tag", "-d", "b-other")
+    up.git("branch", "-q", "-D", "side", "pin")
+    up.git("reflog", "expire", "--expire=now", "--all")
+    up.git("gc", "-q", "--prune=now")
+    fresh = sim_json(tmp_path, cfg, "b-build", tmp_path / "fresh", monkeypatch, "fresh.json")
     warm = sim_json(tmp_path, cfg, "b-build", tmp_path / "warm", monkeypatch, "warm.json")
     assert fresh == warm
     pin = fresh[1]["builds"][0]["pins"][0]
-    # The series names no base: nothing allows other's blob, so the context mismatch is a conflict.
+    # The series names no base and upstream no longer holds its preimage: the context mismatch is a conflict.
     assert pin["status"] == "conflict" and pin["files"] == ["src/f.c"], pin
     assert "patch failed: src/f.c:9 at hunk @@ -9,7 +9,7 @@" in pin["detail"]
     assert pin["hunk"][0].startswith("@@ -9,7 +9,7 @@") and " ten" in pin["hunk"]
-    # The same blobs in one run with both builds: b-other first, then b-build — still the same.
-    both = sim_json(tmp_path, cfg, "b-other,b-build", tmp_path / "both", monkeypatch, "both.json")
-    assert both[1]["builds"][1] == fresh[1]["builds"][0]
 
 
 def test_series_base_commit_gives_the_3way_merge_on_every_cache(upstream, tmp_path, monkeypatch):
@@ -159,7 +165,8 @@ def test_unreachable_upstream_for_a_series_base_is_an_error_not_another_verdict(
     up, other = upstream
     plain, based = export(up, tmp_path / "plain"), export(up, tmp_path / "based", f"--base={other}")
     monkeypatch.setenv("PINSET_CACHE", str(tmp_path / "c"))
-    assert main(["sim", "-c", str(pins_yaml(tmp_path, up, plain)), "--builds", "b-build"]) == 1  # fetches b-build
+    # fetches b-build (the plain series merges with the preimage upstream's side branch holds)
+    assert main(["sim", "-c", str(pins_yaml(tmp_path, up, plain)), "--builds", "b-build"]) == 0
     (up.path / ".git").rename(up.path / "gone")  # upstream is no longer reachable
     based = pins_yaml(tmp_path, up, based)
     capsys.readouterr()

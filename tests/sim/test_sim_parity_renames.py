@@ -1,0 +1,182 @@
+"""3-way parity where upstream moved a pin's file (issue 32): `git am -3` falls back to merging the patch's fake
+ancestor with the whole tree, which follows renames; `git apply --3way` cannot. The sim answers as `git am -3`
+does: the same status for every pin and the same tree, and where am fails (the file deleted, a conflict in the
+moved file, a preimage lacking) it fails too.
+
+Ground truth: `git am -3` of the pins, in order, on each build in a full clone of upstream."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from pinset.cli import main
+from pinset.config.schema import load_pinset
+from pinset.sim.run import simulate
+from pinset.store import Store
+from tests.testing import GIT_ENV, write_pins
+
+LINES = "".join(f"line {i}\n" for i in range(1, 41))
+OTHER = "".join(f"other {i}\n" for i in range(1, 41))
+
+
+def git(cwd: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+    return subprocess.run(["git", *args], cwd=cwd, env={**os.environ, **GIT_ENV}, check=check,
+                          capture_output=True, text=True)
+
+
+def am_truth(up: Path, where: Path, build: str, pins: list[tuple[str, Path]]) -> tuple[dict[str, str], str]:
+    """Each pin's status by `git am -3` in order on `build` in a full clone of upstream, and the final tree."""
+    git(where.parent, "clone", "-q", str(up), str(where))
+    git(where, "checkout", "-q", "--detach", build)
+    status = {}
+    for name, folder in pins:
+        patches = sorted(str(p) for p in folder.glob("*.patch"))
+        assert patches
+        if git(where, "am", "-q", "-3", *patches, check=False).returncode != 0:
+            git(where, "am", "--abort", check=False)
+            status[name] = "conflict"
+        else:
+            status[name] = "applied"
+    return status, git(where, "rev-parse", "HEAD^{tree}").stdout.strip()
+
+
+def sim(cfg: Path, cache: Path, builds: list[str]):
+    with simulate(load_pinset(cfg), builds, Store.open(str(cache))) as run:
+        return [(b.tree, {p.id: (p.status, p.apply_mode, p.detail, p.contract.ok) for p in b.pins})
+                for b in run.result.builds]
+
+
+def world(make_repo, tmp_path: Path, upstream_change: dict[str, str | None]):
+    """b-old: src/f.c, src/g/a.c, README. Two pins written on b-old in a clone of its own: `one` (a hunk in
+    f.c and a new file beside it), `two` (two patches on a.c). b-new: upstream's change on top of b-old."""
+    up = make_repo("upstream")
+    up.commit("base", {"src/f.c": LINES, "src/g/a.c": OTHER, "README": "r\n"})
+    up.tag("b-old")
+    work = tmp_path / "work"
+    git(tmp_path, "clone", "-q", str(up.path), str(work))
+    (work / "src/f.c").write_text(LINES.replace("line 12\n", "twelve\n"))
+    (work / "src/new.c").write_text("new\n")
+    git(work, "add", "-A")
+    git(work, "commit", "-q", "-m", "one")
+    git(work, "format-patch", "-q", "-o", str(tmp_path / "one"), "HEAD~1..HEAD")
+    (work / "src/g/a.c").write_text(OTHER.replace("other 5\n", "five\n"))
+    git(work, "commit", "-q", "-am", "two: first")
+    (work / "src/g/a.c").write_text(OTHER.replace("other 5\n", "five\n").replace("other 30\n", "thirty\n"))
+    git(work, "commit", "-q", "-am", "two: second")
+    git(work, "format-patch", "-q", "-o", str(tmp_path / "two"), "HEAD~2..HEAD")
+    for path, text in upstream_change.items():
+        if text is None:
+            up.git("rm", "-q", path)
+        elif text.startswith("mv "):
+            (up.path / text[3:]).parent.mkdir(parents=True, exist_ok=True)
+            up.git("mv", path, text[3:])
+        else:
+            up.write(path, text)
+            up.git("add", path)
+    up.git("commit", "-q", "-m", "upstream moves things")
+    up.tag("b-new")
+    cfg = write_pins(tmp_path / "pins.yaml", f"""
+        upstream: {up.path}
+        builds: [b-old, b-new]
+        pins:
+          - id: one
+            patches: one
+          - id: two
+            patches: two
+    """)
+    return up, cfg, [("one", tmp_path / "one"), ("two", tmp_path / "two")]
+
+
+CASES = {
+    # f.c renamed: `one` follows it (its new file still lands in src/); a.c's folder renamed: `two` follows it
+    "renamed": ({"src/f.c": "mv src/h.c", "src/g/a.c": "mv lib/a.c"}, {"one": "applied", "two": "applied"}),
+    # renamed and changed where the pin's hunk is: the merge conflicts in the moved file
+    "renamed and changed": ({"src/f.c": "mv src/h.c", "src/h.c": LINES.replace("line 12\n", "12\n")},
+                            {"one": "conflict", "two": "applied"}),
+    # deleted, nothing like it elsewhere: am's merge is a modify/delete conflict
+    "deleted": ({"src/f.c": None}, {"one": "conflict", "two": "applied"}),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_a_pin_whose_file_upstream_moved_gets_git_am_3s_answer(make_repo, tmp_path, case):
+    change, expected = CASES[case]
+    if case == "renamed and changed":   # the move first, then the change of the moved file
+        change = {"src/f.c": "mv src/h.c"}
+    up, cfg, pins = world(make_repo, tmp_path, change)
+    if case == "renamed and changed":
+        up.commit("change the moved file", {"src/h.c": LINES.replace("line 12\n", "12\n")})
+        up.git("tag", "-f", "b-new")
+    truth, tree = am_truth(up.path, tmp_path / "clone", "b-new", pins)
+    assert truth == expected   # the comparison has teeth: am follows a rename, and fails where it must
+    [(old_tree, old), (new_tree, new)] = sim(cfg, tmp_path / "cache", ["b-old", "b-new"])
+    assert {pin: got[0] for pin, got in new.items()} == truth, new
+    assert new_tree == tree
+    assert all(got[3] for got in new.values() if got[0] == "applied"), new   # contracts read the moved files
+    if case == "renamed":
+        assert new["one"][1] == new["two"][1] == "3-way"
+        assert "src/f.c -> src/h.c" in new["one"][2] and "src/g/a.c -> lib/a.c" in new["two"][2]
+    # b-old has every file: no fallback, the same as before
+    assert {pin: got[:2] for pin, got in old.items()} == {"one": ("applied", "exact"), "two": ("applied", "exact")}
+    # a second run (the build memo) and a fresh cache answer the same
+    assert sim(cfg, tmp_path / "cache", ["b-old", "b-new"]) == sim(cfg, tmp_path / "fresh", ["b-old", "b-new"])
+
+
+def test_apply_writes_am_3s_tree_and_attribution_probes_follow_the_rename(make_repo, tmp_path, capsys):
+    """`pinset apply` of a build where upstream renamed the pin's files writes the tree `git am -3` makes;
+    `pinset sim --json` says where each went."""
+    up, cfg, pins = world(make_repo, tmp_path, CASES["renamed"][0])
+    am_truth(up.path, tmp_path / "clone", "b-new", pins)
+    out = tmp_path / "tree"
+    assert main(["apply", "-c", str(cfg), "--build", "b-new", "--out", str(out)]) == 0, capsys.readouterr()
+    for path in ("src/h.c", "lib/a.c", "src/new.c"):
+        assert (out / path).read_text() == (tmp_path / "clone" / path).read_text(), path
+    assert not (out / "src/f.c").exists() and "twelve\n" in (out / "src/h.c").read_text()
+    result = tmp_path / "sim.json"
+    assert main(["sim", "-c", str(cfg), "--json", str(result)]) == 0, capsys.readouterr()
+    doc = json.loads(result.read_text())
+    new = {p["id"]: p for p in doc["builds"][1]["pins"]}
+    assert new["one"]["status"] == "applied" and "src/f.c -> src/h.c" in new["one"]["detail"]
+
+
+def test_a_preimage_lacking_fails_as_git_am_3_fails(make_repo, tmp_path):
+    """am's merge needs every preimage the patch names (its fake ancestor): a pin written on a commit upstream
+    never had fails on the build where its file moved, as `git am -3` fails there ("could not build fake
+    ancestor"), even though the mirror is handed the pin's other blobs."""
+    up, cfg, pins = world(make_repo, tmp_path, CASES["renamed"][0])
+    work = tmp_path / "work"
+    git(work, "checkout", "-q", "-b", "private", "b-old")
+    (work / "src/f.c").write_text(LINES.replace("line 1\n", "one\n"))
+    git(work, "commit", "-q", "-am", "a change upstream never had")
+    (work / "src/f.c").write_text(LINES.replace("line 1\n", "one\n").replace("line 12\n", "twelve\n"))
+    git(work, "commit", "-q", "-am", "the pin")
+    git(work, "format-patch", "-q", "-o", str(tmp_path / "private"), "HEAD~1..HEAD")
+    only = write_pins(tmp_path / "private.yaml", f"""
+        upstream: {up.path}
+        builds: [b-new]
+        pins:
+          - id: private
+            patches: private
+    """)
+    truth, tree = am_truth(up.path, tmp_path / "clone", "b-new", [("private", tmp_path / "private")])
+    assert truth == {"private": "conflict"}
+    [(got_tree, got)] = sim(only, tmp_path / "cache", ["b-new"])
+    assert got["private"][0] == "conflict" and got_tree == tree
+
+
+def test_refresh_fits_the_moved_pins_to_the_build_and_they_then_apply_exactly(make_repo, tmp_path, capsys):
+    """A pin merged into upstream's renamed file needs a refresh (3-way): `pinset refresh --write` replays it
+    with `git am -3` on the build, which follows the rename as the sim did; the new series applies exactly
+    there and gives the same tree."""
+    up, cfg, pins = world(make_repo, tmp_path, CASES["renamed"][0])
+    [(_, _), (before, _)] = sim(cfg, tmp_path / "cache", ["b-old", "b-new"])
+    assert main(["refresh", "-c", str(cfg), "--onto", "b-new", "--write"]) == 0, capsys.readouterr()
+    assert "src/h.c" in "".join(p.read_text() for p in (tmp_path / "one").glob("*.patch"))
+    [(after, pins_after)] = sim(cfg, tmp_path / "cache", ["b-new"])
+    assert after == before
+    assert {pin: got[:2] for pin, got in pins_after.items()} == {"one": ("applied", "exact"), "two": ("applied", "exact")}
