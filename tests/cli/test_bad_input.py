@@ -24,7 +24,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from pinset import cli
 from pinset.cli import main
-from pinset.config import load_pinset
+from pinset.config.schema import load_pinset
 from pinset.errors import PinsetError
 from tests.testing import child_env, write_pins
 

@@ -158,3 +158,39 @@ def test_design_md_shows_the_table():
     shown = {name: tuple(re.findall(r"`(\w+)`", allowed)) for name, allowed in rows}
     assert list(shown) == list(reversed(FLOORS)), "docs/design.md lists the floors top to bottom"
     assert shown == FLOORS
+
+
+def re_exports(source: str) -> list[str]:
+    """Names a module imports only to hand on (a facade): an import marked `noqa: F401`, or an imported name in
+    `__all__`."""
+    tree = ast.parse(source)
+    lines = source.splitlines()
+    imported: dict[str, int] = {}
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            for alias in node.names:
+                imported[(alias.asname or alias.name).split(".")[0]] = node.lineno
+            if any("noqa: F401" in line for line in lines[node.lineno - 1:node.end_lineno]):
+                found += [alias.asname or alias.name for alias in node.names]
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets):
+            found += [n.value for n in ast.walk(node.value)
+                      if isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value in imported]
+    return found
+
+
+def test_no_module_re_exports_a_name():
+    """The facades are gone (issue 28): a name is imported from the module that defines it."""
+    found = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        names = re_exports(path.read_text(encoding="utf-8"))
+        if names:
+            found[_module(path)] = names
+    assert found == {}, "import these from the module that defines them"
+
+
+def test_re_export_check_sees_a_facade():
+    assert re_exports("from pinset.x import a, b  # noqa: F401\n") == ["a", "b"]
+    assert re_exports("from pinset.x import a\n\ndef f():\n    pass\n\n__all__ = ['a', 'f']\n") == ["a"]
+    assert re_exports("from pinset.x import a\n\n__all__ = ['f']\n\ndef f():\n    return a\n") == []
