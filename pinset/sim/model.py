@@ -116,6 +116,12 @@ class PinResult:
         one definition the sim table, the report and refresh use."""
         return self.status == APPLIED and self.apply_mode in REFRESHABLE
 
+    def applied_worse_than(self, before: PinResult) -> bool:
+        """Applied both times, but further from exact now (exact < offset < 3-way < resolution): forecast's `moves`."""
+        if not (self.applied and before.applied and self.apply_mode and before.apply_mode):
+            return False
+        return APPLY_MODES.index(self.apply_mode) > APPLY_MODES.index(before.apply_mode)
+
     @property
     def state(self) -> str:
         """sim's status, with an applied pin whose contract broke told apart as `contract` (as blame's states)."""
