@@ -194,3 +194,49 @@ def test_re_export_check_sees_a_facade():
     assert re_exports("from pinset.x import a, b  # noqa: F401\n") == ["a", "b"]
     assert re_exports("from pinset.x import a\n\ndef f():\n    pass\n\n__all__ = ['a', 'f']\n") == ["a"]
     assert re_exports("from pinset.x import a\n\n__all__ = ['f']\n\ndef f():\n    return a\n") == []
+
+
+# Below commands/ a module says what it has to say through a `say`/`warn` callable the verb hands it, or in its
+# result; these print themselves, each for a reason of its own.
+KNOWN_PRINTS = {
+    "pinset.ci_annotations": "GitHub workflow commands on stderr are what it makes",
+    "pinset.store": "locked(): the one 'waiting for another pinset' line, from any floor that takes a lock",
+    "pinset.upstream.select": "a tag selector's skipped tags (of a tree or blob) on stderr",
+}
+
+
+def argparse_and_prints(source: str) -> tuple[bool, bool]:
+    """(imports argparse or names argparse.Namespace, calls or hands on print)."""
+    reads = prints = False
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import) and any(a.name == "argparse" for a in node.names):
+            reads = True
+        elif isinstance(node, ast.ImportFrom) and node.module == "argparse":
+            reads = True
+        elif isinstance(node, ast.Name) and node.id == "Namespace":
+            reads = True
+        elif isinstance(node, ast.Name) and node.id == "print":   # called, or handed on (`say=print`)
+            prints = True
+    return reads, prints
+
+
+def test_nothing_below_commands_reads_argparse_or_prints():
+    """commands/ turns argparse options into calls (issue 28): below it no module sees argparse, and none prints
+    but the KNOWN_PRINTS."""
+    reading, printing = [], set()
+    for path in sorted(PACKAGE.rglob("*.py")):
+        module = _module(path)
+        if floor(module) in ("commands", "cli"):
+            continue
+        reads, prints = argparse_and_prints(path.read_text(encoding="utf-8"))
+        reading += [module] if reads else []
+        printing |= {module} if prints else set()
+    assert reading == [], "argparse below commands/: pass an options object instead"
+    assert printing == set(KNOWN_PRINTS), "print below commands/: hand the module a `say` (or drop a known one)"
+
+
+def test_argparse_check_sees_both():
+    assert argparse_and_prints("import argparse\n") == (True, False)
+    assert argparse_and_prints("def f(args: Namespace):\n    print(args)\n") == (True, True)
+    assert argparse_and_prints("def f(say=print):\n    say('x')\n") == (False, True)
+    assert argparse_and_prints("def f(say):\n    say('x')\n") == (False, False)
