@@ -18,6 +18,7 @@ import socket
 import threading
 import time
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
 import requests
 import urllib3
@@ -91,7 +92,13 @@ def deadline(seconds: float, what: str = "request"):
         raise DeadlineExceeded(f"{what}: no complete answer within {seconds:g} s (deadline)")
 
 
-class _Watched:
+if TYPE_CHECKING:   # a mixin of urllib3's connection classes (the pools below make them)
+    from urllib3.connection import HTTPConnection as _Connection
+else:
+    _Connection = object
+
+
+class _Watched(_Connection):
     """A connection that hands its socket to the deadline of the thread that sends a request on it."""
 
     def getresponse(self, *args, **kwargs):

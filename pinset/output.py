@@ -53,7 +53,7 @@ def _console_class():
 
         @size.setter
         def size(self, new_size):
-            Console.size.fset(self, new_size)
+            vars(Console)["size"].fset(self, new_size)   # rich's own setter (the property above only reads)
 
         def print(self, *objects, **kwargs):
             if "soft_wrap" not in kwargs and all(isinstance(o, str) for o in objects):

@@ -10,6 +10,10 @@ from __future__ import annotations
 
 import threading
 import time
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from rich.progress import Progress as RichProgress
 
 PLAIN_EVERY_S = 15
 
@@ -39,7 +43,7 @@ class Progress:
         self._ticker = ticker and self.plain
         self._stop = threading.Event()
         self._lock = threading.Lock()
-        self.bar = None
+        self.bar: RichProgress | None = None
         self.announce, self.said = announce, False
 
     # -- the step reports -------------------------------------------------------------------------
@@ -93,10 +97,10 @@ class Progress:
         if self.live:
             from rich.errors import LiveError
 
-            self.bar = _rich_bar(self.kind, self.console)
-            self.task = self.bar.add_task(self.what, total=self.total, completed=self.done, note=self.note)
+            self.bar = bar = _rich_bar(self.kind, self.console)
+            self.task = bar.add_task(self.what, total=self.total, completed=self.done, note=self.note)
             try:
-                self.bar.start()
+                bar.start()
             except LiveError:  # inside another step's display (rich shows one at a time): that one speaks
                 self.bar, self.live = None, False
         elif self.plain:

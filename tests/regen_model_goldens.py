@@ -43,8 +43,8 @@ def golden_name(path: Path) -> str:
 
 def round_trip(path: Path) -> str:
     """The file read through its model and written as the producer writes it (output.write_json)."""
-    from pinset.report import ReportResult
     from pinset.report.load import load_result
+    from pinset.report.model import ReportResult
     from pinset.results import read_document
 
     doc, kind, _schema, _raw = read_document(path)

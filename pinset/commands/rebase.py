@@ -13,11 +13,12 @@ from pathlib import Path
 
 from pinset.commands.common import add_config_args, open_config, pin_named, recover_beside
 from pinset.commands.paths import OUTPUT_FOLDER, add_path
-from pinset.commands.refresh import one_build, the_build, write_folders
+from pinset.commands.refresh import one_build, the_build
 from pinset.config.ledger import LedgerProblem
 from pinset.config.schema import load_pinset
 from pinset.errors import PinsetError
 from pinset.heal.rebase import STATE, State, Stop, current_patch, has_markers, record_stop, start_rebase, unmerged
+from pinset.heal.series import write_folders
 from pinset.heal.worktree import Worktree, check_outside_cache, safe_name
 from pinset.output import console
 from pinset.sim.run import simulate

@@ -12,7 +12,7 @@ import sys
 from pinset.commands.common import add_config_args, open_config, pin_named
 from pinset.errors import PinsetError
 from pinset.heal.refresh import prove, refresh_series
-from pinset.heal.series import write_folders  # noqa: F401 (rebase imports it from here)
+from pinset.heal.series import write_folders
 from pinset.output import console
 from pinset.sim.run import pick_builds, simulate
 from pinset.store import cache_tmp, scratch_dir

@@ -22,7 +22,6 @@ from dataclasses import dataclass, field
 
 from pinset.results import SCHEMAS, Doc
 from pinset.sim.model import PinResult
-from pinset.sim.modes import APPLY_MODES
 
 EFFECTS = ("breaks", "carries", "fixes", "moves", "none")
 BREAKS, CARRIES, FIXES, MOVES, NONE = EFFECTS
@@ -37,8 +36,7 @@ def effect(before: PinResult, after: PinResult) -> str:
         return BREAKS
     if not before.ok and after.ok:
         return FIXES
-    if before.applied and after.applied and before.apply_mode and after.apply_mode \
-            and APPLY_MODES.index(after.apply_mode) > APPLY_MODES.index(before.apply_mode):
+    if after.applied_worse_than(before):
         return MOVES
     return NONE
 

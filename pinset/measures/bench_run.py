@@ -16,6 +16,7 @@ from typing import Callable
 
 from pinset import runner
 from pinset.checks.nvidia_smi import gpu_order_env
+from pinset.errors import BenchParseError
 from pinset.measures import gpu as gpu_mod
 from pinset.measures.bench_analysis import (
     MAX_ROUNDS,
@@ -29,7 +30,7 @@ from pinset.measures.bench_analysis import (
 )
 from pinset.measures.bench_log import RoundRecord, RunRecord, SpeedRecord
 from pinset.measures.bench_model import DECISIVE, FIRST_LOOK, BenchResult, BenchRow
-from pinset.measures.llama_bench import BenchLine, BenchParseError, parse_jsonl, run_problem
+from pinset.measures.llama_bench import BenchLine, parse_jsonl, run_problem
 from pinset.measures.sides import Side
 from pinset.measures.stats import Plan
 

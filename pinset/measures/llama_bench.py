@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from statistics import median
 from typing import Any, Sequence
 
-from pinset.errors import BenchParseError  # noqa: F401 (raised here; importers name it from this module too)
+from pinset.errors import BenchParseError
 
 # Fields that define *which* test a line is (not build, model path or timings).
 PARAM_FIELDS = ("n_prompt", "n_gen", "n_depth", "n_batch", "n_ubatch", "n_threads", "n_gpu_layers",

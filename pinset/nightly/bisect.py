@@ -16,7 +16,7 @@ without saying so. A break-and-heal that no probe lands in is not seen (as with 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Mapping
 
 SENTINELS = 8   # extra evenly spaced probes per bisection (shared by every pin), to catch a second flip
 
@@ -29,7 +29,7 @@ class Found:
     monotone: bool = True   # False: probes saw the pin flip more than once (break, heal, break)
 
 
-def bisect_pins(count: int, good_states: dict[str, str], probe: Callable[[int], dict[str, str]]) -> dict[str, Found]:
+def bisect_pins(count: int, good_states: Mapping[str, str], probe: Callable[[int], dict[str, str]]) -> dict[str, Found]:
     """The earliest flip found away from `good_states[pin]`, for each pin.
 
     Commits are 0..count-1; index 0 is known to be in the good state and index count-1 known not to be.

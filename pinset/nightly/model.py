@@ -11,16 +11,16 @@ from pinset.cells import SAYS_NOTHING, BuildCommits, Cells, PinStates
 from pinset.errors import PinsetError
 from pinset.result_parts import FieldsJson
 from pinset.results import SCHEMAS, Doc
-from pinset.sim.model import PinResult
+from pinset.sim.model import PinResult, PinState
 
 # A pin's state on one build: sim's status, an applied pin whose contract broke told apart as `contract`.
-PIN_STATES = ("applied", "upstream", "conflict", "contract", "error", "skipped")
+PIN_STATES: tuple[PinState, ...] = ("applied", "upstream", "conflict", "contract", "error", "skipped")
 APPLIED, UPSTREAM, CONFLICT, CONTRACT, ERROR, SKIPPED = PIN_STATES
 FINE = (APPLIED, UPSTREAM)
 BROKEN = (CONFLICT, CONTRACT, ERROR, SKIPPED)
 
 
-def pin_state(pin: PinResult) -> str:
+def pin_state(pin: PinResult) -> PinState:
     """sim's status, with an applied pin whose contract broke told apart as `contract` (PinResult.state)."""
     return pin.state
 

@@ -13,14 +13,10 @@ from typing import Callable
 
 from pinset.config.schema import PinSet
 from pinset.nightly.blame import blame
-from pinset.nightly.model import (  # noqa: F401 (re-exported)
-    CONFLICT,
-    CONTRACT,
+from pinset.nightly.model import (
     NOT_GREEN,
     NOT_TRIED,
     PICKED,
-    UPSTREAM,
-    VERDICTS,
     VERIFY_FAILED,
     BuildPick,
     PickResult,

@@ -12,12 +12,12 @@ from pinset.errors import PinsetError
 from pinset.report.load import load_results
 from pinset.report.markdown import render
 from pinset.report.merge import Merged, expected_cells, merge
-from pinset.report.model import BLOCKED, NOT_ENOUGH, READY, ReportResult
+from pinset.report.model import ReportResult
 from pinset.report.rederive import missing_pins
 from pinset.report.verdict import Verdict, judge, unfilled_cells
 from pinset.sim.model import BuildResult, SimResult
 
-__all__ = ["BLOCKED", "NOT_ENOUGH", "READY", "Report", "ReportResult", "build_report", "post_report"]
+__all__ = ["Report", "build_report", "post_report"]
 
 
 @dataclass

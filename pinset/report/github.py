@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from email.utils import parsedate_to_datetime
 from http.client import HTTPException
+from types import EllipsisType
 from typing import Callable
 from urllib.parse import urljoin, urlsplit
 
@@ -244,7 +245,7 @@ class GitHub:
         self.session.headers.update(headers())
         self._clock = clock or time.time
         self._ends = time.monotonic() + POST_DEADLINE
-        self._login: str | None = ...  # type: ignore[assignment]  # not asked yet (see whoami)
+        self._login: str | None | EllipsisType = ...  # not asked yet (see whoami)
 
     def comments_url(self, t: Target) -> str:
         return f"{self.api_url}/repos/{t.owner}/{t.repo}/issues/{t.number}/comments"

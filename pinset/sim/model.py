@@ -20,6 +20,10 @@ CONFLICT: PinStatus = "conflict"
 UPSTREAM: PinStatus = "upstream"
 SKIPPED: PinStatus = "skipped"
 ERROR: PinStatus = "error"
+# A pin's state on one build (blame's, pick's, the report's cells): the status, an applied pin whose contract
+# broke told apart as `contract`.
+PinState = Literal["applied", "upstream", "conflict", "contract", "error", "skipped"]
+CONTRACT: PinState = "contract"
 BASE_RELATIONS = ("older", "contains", "diverged")  # a build against the pin's base commit
 
 
@@ -116,10 +120,16 @@ class PinResult:
         one definition the sim table, the report and refresh use."""
         return self.status == APPLIED and self.apply_mode in REFRESHABLE
 
+    def applied_worse_than(self, before: PinResult) -> bool:
+        """Applied both times, but further from exact now (exact < offset < 3-way < resolution): forecast's `moves`."""
+        if not (self.applied and before.applied and self.apply_mode and before.apply_mode):
+            return False
+        return APPLY_MODES.index(self.apply_mode) > APPLY_MODES.index(before.apply_mode)
+
     @property
-    def state(self) -> str:
+    def state(self) -> PinState:
         """sim's status, with an applied pin whose contract broke told apart as `contract` (as blame's states)."""
-        return "contract" if self.contract_broken else self.status
+        return CONTRACT if self.contract_broken else self.status
 
     @property
     def touches_cuda(self) -> bool | None:

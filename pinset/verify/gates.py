@@ -14,7 +14,7 @@ import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from pinset import runner
 from pinset.build.cmake import BuildFailed, BuiltTree, cmake_cache_value, configured_compilers, ensure_build
@@ -92,7 +92,7 @@ class BuildInput:
 
 
 class Gates:
-    def __init__(self, pinset: PinSet, store, mirror, options: VerifyOptions, say=print):
+    def __init__(self, pinset: PinSet, store, mirror, options: VerifyOptions, say: Callable[[str], None]):
         self.pinset, self.store, self.mirror, self.options = pinset, store, mirror, options
         self.say = say
         self.checks = [c for p in pinset.pins for c in p.checks]

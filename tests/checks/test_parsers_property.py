@@ -17,7 +17,8 @@ from hypothesis import HealthCheck, assume, given, settings, strategies as st
 from pinset.checks.backend_ops import judge_backend_ops, parse_backend_ops
 from pinset.checks.ctest import judge_ctest, parse_ctest
 from pinset.checks.nvidia_smi import VALUE_RE, parse_nvidia_smi
-from pinset.measures.llama_bench import MAX_TOKENS_PER_SECOND, BenchParseError, parse_jsonl, run_problem
+from pinset.errors import BenchParseError
+from pinset.measures.llama_bench import MAX_TOKENS_PER_SECOND, parse_jsonl, run_problem
 from pinset.measures.perplexity import base_problem, kld_problem, parse_perplexity
 from tests.testing import FIXTURES
 

@@ -24,28 +24,12 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from pinset import cli
 from pinset.cli import main
-from pinset.config import load_pinset
+from pinset.config.schema import load_pinset
 from pinset.errors import PinsetError
-from tests.testing import child_env, write_pins
+from tests.testing import A_TXT_PATCH, child_env, write_pins
 
 SHA = "44eb88e9aba218b24c0f374f2ec1c4d7d7920877"
-PATCH = """From 1f6fdf014e482fde3671bb9de8d19abbc5961d36 Mon Sep 17 00:00:00 2001
-From: t <t@example.com>
-Subject: [PATCH] change a.txt
-
----
-diff --git a/a.txt b/a.txt
-index 7898192..6178079 100644
---- a/a.txt
-+++ b/a.txt
-@@ -1,3 +1,3 @@
- one
--two
-+TWO
- three
---
-2.39.5
-"""
+PATCH = A_TXT_PATCH.replace("--- a/a.txt", "index 7898192..6178079 100644\n--- a/a.txt")   # as git writes it
 PINS = "upstream: https://github.com/ggml-org/llama.cpp\nbuilds: [b1]\npins:\n  - id: a\n    patches: patches/s\n"
 
 

@@ -20,7 +20,7 @@ import pytest
 from pinset import runner
 from pinset.store import clean_scratch, scratch_dir
 from tests.testing import child_env, write_pins
-from tests.testing.fake_pypi import FakeIndex, make_sdist, serve
+from tests.testing.fake_pypi import FakeIndex, make_sdist, note_patch, serve
 from tests.testing.processes import alive, wait_for
 
 MMQ = "bool use_mmq(int type) {\n    switch (type) {\n        case 2:\n            return true;\n        default:\n            return false;\n    }\n}\n"
@@ -39,12 +39,7 @@ def world(make_repo, tmp_path, monkeypatch):
     up.git("checkout", "-q", "master")
     up.commit("later", {"src/late.c": "int late(void) { return 2; }\n"})
     up.tag("b2")
-    patch = tmp_path / "patches" / "note"
-    patch.mkdir(parents=True)
-    (patch / "0001-note.patch").write_text(
-        "From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001\nSubject: [PATCH] note\n\n---\n"
-        "diff --git a/README.md b/README.md\n--- a/README.md\n+++ b/README.md\n@@ -1 +1,2 @@\n llama.cpp\n"
-        "+The pinned build carries a note.\n")
+    note_patch(tmp_path)
     index = FakeIndex()
     index.add("llama-cpp-python", "9.9.9", make_sdist("9.9.9", {"src/mmq.cu": MMQ, "README.md": README}, padding=300_000))
     server = serve(index)

@@ -8,7 +8,7 @@ import tarfile
 import pytest
 
 from pinset.cli import main
-from pinset.config import load_pinset
+from pinset.config.schema import load_pinset
 from pinset.errors import ConfigError
 from tests.testing import write_pins
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from pinset.measures.llama_bench import BenchParseError, parse_jsonl, test_name as name_of
+from pinset.errors import BenchParseError
+from pinset.measures.llama_bench import parse_jsonl, test_name as name_of
 from tests.testing import FIXTURES
 
 FIX = FIXTURES / "llama-bench"

@@ -9,7 +9,8 @@ import pytest
 from pinset.cli import main
 from pinset.config.schema import load_pinset
 from pinset.errors import PinsetError
-from pinset.nightly.pick import PickResult, pick
+from pinset.nightly.model import PickResult
+from pinset.nightly.pick import pick
 from pinset.sim.pins import prepare_pins
 from pinset.store import Store
 from pinset.upstream.builds import Build, resolve_builds

@@ -158,3 +158,85 @@ def test_design_md_shows_the_table():
     shown = {name: tuple(re.findall(r"`(\w+)`", allowed)) for name, allowed in rows}
     assert list(shown) == list(reversed(FLOORS)), "docs/design.md lists the floors top to bottom"
     assert shown == FLOORS
+
+
+def re_exports(source: str) -> list[str]:
+    """Names a module imports only to hand on (a facade): an import marked `noqa: F401`, or an imported name in
+    `__all__`."""
+    tree = ast.parse(source)
+    lines = source.splitlines()
+    imported: dict[str, int] = {}
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            for alias in node.names:
+                imported[(alias.asname or alias.name).split(".")[0]] = node.lineno
+            if any("noqa: F401" in line for line in lines[node.lineno - 1:node.end_lineno]):
+                found += [alias.asname or alias.name for alias in node.names]
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets):
+            found += [n.value for n in ast.walk(node.value)
+                      if isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value in imported]
+    return found
+
+
+def test_no_module_re_exports_a_name():
+    """The facades are gone (issue 28): a name is imported from the module that defines it."""
+    found = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        names = re_exports(path.read_text(encoding="utf-8"))
+        if names:
+            found[_module(path)] = names
+    assert found == {}, "import these from the module that defines them"
+
+
+def test_re_export_check_sees_a_facade():
+    assert re_exports("from pinset.x import a, b  # noqa: F401\n") == ["a", "b"]
+    assert re_exports("from pinset.x import a\n\ndef f():\n    pass\n\n__all__ = ['a', 'f']\n") == ["a"]
+    assert re_exports("from pinset.x import a\n\n__all__ = ['f']\n\ndef f():\n    return a\n") == []
+
+
+# Below commands/ a module says what it has to say through a `say`/`warn` callable the verb hands it, or in its
+# result; these print themselves, each for a reason of its own.
+KNOWN_PRINTS = {
+    "pinset.ci_annotations": "GitHub workflow commands on stderr are what it makes",
+    "pinset.store": "locked(): the one 'waiting for another pinset' line, from any floor that takes a lock",
+    "pinset.upstream.select": "a tag selector's skipped tags (of a tree or blob) on stderr",
+}
+
+
+def argparse_and_prints(source: str) -> tuple[bool, bool]:
+    """(imports argparse or names argparse.Namespace, calls or hands on print)."""
+    reads = prints = False
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import) and any(a.name == "argparse" for a in node.names):
+            reads = True
+        elif isinstance(node, ast.ImportFrom) and node.module == "argparse":
+            reads = True
+        elif isinstance(node, ast.Name) and node.id == "Namespace":
+            reads = True
+        elif isinstance(node, ast.Name) and node.id == "print":   # called, or handed on (`say=print`)
+            prints = True
+    return reads, prints
+
+
+def test_nothing_below_commands_reads_argparse_or_prints():
+    """commands/ turns argparse options into calls (issue 28): below it no module sees argparse, and none prints
+    but the KNOWN_PRINTS."""
+    reading, printing = [], set()
+    for path in sorted(PACKAGE.rglob("*.py")):
+        module = _module(path)
+        if floor(module) in ("commands", "cli"):
+            continue
+        reads, prints = argparse_and_prints(path.read_text(encoding="utf-8"))
+        reading += [module] if reads else []
+        printing |= {module} if prints else set()
+    assert reading == [], "argparse below commands/: pass an options object instead"
+    assert printing == set(KNOWN_PRINTS), "print below commands/: hand the module a `say` (or drop a known one)"
+
+
+def test_argparse_check_sees_both():
+    assert argparse_and_prints("import argparse\n") == (True, False)
+    assert argparse_and_prints("def f(args: Namespace):\n    print(args)\n") == (True, True)
+    assert argparse_and_prints("def f(say=print):\n    say('x')\n") == (False, True)
+    assert argparse_and_prints("def f(say):\n    say('x')\n") == (False, False)

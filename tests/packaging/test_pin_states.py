@@ -38,15 +38,24 @@ def _names_a_value(node: ast.expr) -> bool:
     return False
 
 
+def _ranks_a_field(node: ast.expr) -> bool:
+    """`APPLY_MODES.index(p.apply_mode)`: a field's place in the models' order of states or modes."""
+    return (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "index"
+            and _names_a_value(node.func.value) and any(_names_a_field(a) for a in node.args))
+
+
 def comparisons(source: str) -> list[int]:
-    """Lines of `<status|state|mode> ==/!=/in <a pin status or apply mode>` (either side)."""
+    """Lines of `<status|state|mode> ==/!=/in <a pin status or apply mode>` (either side), and of any comparison
+    of a field's rank in the models' order (`APPLY_MODES.index(p.apply_mode) > ...`)."""
     lines = []
     for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.Compare) and any(isinstance(op, (ast.Eq, ast.NotEq, ast.In, ast.NotIn))
-                                                 for op in node.ops):
+        if isinstance(node, ast.Compare):
             sides = [node.left, *node.comparators]
-            if any(_names_a_field(s) for s in sides) and any(_names_a_value(s) for s in sides
-                                                             if not _names_a_field(s)):
+            if any(_ranks_a_field(s) for s in sides):
+                lines.append(node.lineno)
+            elif any(isinstance(op, (ast.Eq, ast.NotEq, ast.In, ast.NotIn)) for op in node.ops) \
+                    and any(_names_a_field(s) for s in sides) \
+                    and any(_names_a_value(s) for s in sides if not _names_a_field(s)):
                 lines.append(node.lineno)
     return lines
 
@@ -66,4 +75,5 @@ def test_the_check_sees_a_comparison():
     assert comparisons("x = [p for p in pins if p.apply_mode in REFRESHABLE]\n") == [1]
     assert comparisons("ok = CONFLICT != pin.state\n") == [1]
     assert comparisons("if pin.apply_mode == modes.EXACT:\n    pass\n") == [1]
+    assert comparisons("worse = APPLY_MODES.index(after.apply_mode) > APPLY_MODES.index(before.apply_mode)\n") == [1]
     assert comparisons('if gate.status == "passed":\n    pass\n') == []

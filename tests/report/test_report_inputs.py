@@ -24,8 +24,8 @@ from pinset.measures.kld import DeviceRun, Reference, kld_document
 from pinset.measures.perplexity import kld_problem, parse_perplexity
 from pinset.measures.sides import Side
 from pinset.output import write_json
-from pinset.report import ReportResult
 from pinset.report.load import MODELS, load_result
+from pinset.report.model import ReportResult
 from pinset.results import read_document
 from pinset.sim.model import BuildResult, PinResult, SimResult
 from pinset.verify.model import GATES, GPU_GATES, BuildVerification, GateResult, VerifyResult

@@ -10,8 +10,21 @@ import tarfile
 import threading
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
 LLAMA_COMMIT = "0c1e57098"
+
+
+
+def note_patch(root: Path) -> Path:
+    """`root/patches/note/`: one patch that adds a line to an sdist's README.md ("llama.cpp")."""
+    folder = root / "patches" / "note"
+    folder.mkdir(parents=True)
+    (folder / "0001-note.patch").write_text(
+        "From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001\nSubject: [PATCH] note\n\n---\n"
+        "diff --git a/README.md b/README.md\n--- a/README.md\n+++ b/README.md\n@@ -1 +1,2 @@\n llama.cpp\n"
+        "+The pinned build carries a note.\n")
+    return folder
 
 
 def make_sdist(version: str, files: dict[str, str], commit: str = LLAMA_COMMIT, padding: int = 0) -> bytes:

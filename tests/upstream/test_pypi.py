@@ -9,7 +9,7 @@ import pytest
 from pinset.cli import main
 from pinset.upstream import pypi
 from tests.testing import local_only, write_pins
-from tests.testing.fake_pypi import FakeIndex, make_sdist, serve
+from tests.testing.fake_pypi import FakeIndex, make_sdist, note_patch, serve
 
 NAME, VERSION = "llama-cpp-python", "9.9.9"
 BUILD = f"pypi:{NAME}=={VERSION}"
@@ -29,12 +29,7 @@ def index(monkeypatch):
 
 @pytest.fixture
 def cfg(tmp_path):
-    patch = tmp_path / "patches" / "note"
-    patch.mkdir(parents=True)
-    (patch / "0001-note.patch").write_text(
-        "From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001\nSubject: [PATCH] note\n\n---\n"
-        "diff --git a/README.md b/README.md\n--- a/README.md\n+++ b/README.md\n@@ -1 +1,2 @@\n llama.cpp\n"
-        "+The pinned build carries a note.\n")
+    note_patch(tmp_path)
     return write_pins(tmp_path / "pins.yaml", f"builds: [{BUILD}]\npins:\n  - id: note\n    patches: patches/note\n")
 
 
