@@ -29,7 +29,7 @@ from pinset.measures.bench_model import (
     row_from_speeds,
 )
 from pinset.measures.sides import Side, same_programs
-from pinset.measures.stats import MIN_EFFECT, MIN_ROUNDS, NOISE_K, RULE, Plan
+from pinset.measures.stats import MIN_EFFECT, MIN_ROUNDS, NOISE_K, RULE, Plan, log_ratios
 from pinset.result_parts import GpuRecord
 from pinset.results import SCHEMAS
 
@@ -176,7 +176,7 @@ def aa_noise(rows: list[BenchRow]) -> list[dict]:
     """The noise an A/A bench measured, per test, to feed a later bench's margin (--noise-from): the sd of
     ln(head/base) over all its kept rounds (not only up to the deciding look)."""
     return [{"test": r.test, "params": r.params, "rounds": len(r.base_tps),
-             "sd": float(np.std(np.log(np.asarray(r.head_tps) / np.asarray(r.base_tps)), ddof=1))}
+             "sd": float(np.std(log_ratios(r.base_tps, r.head_tps), ddof=1))}
             for r in rows if len(r.base_tps) >= MIN_ROUNDS]
 
 

@@ -95,7 +95,9 @@ def log_ratios(base: list[float], head: list[float]) -> np.ndarray:
         raise ValueError("base and head need one value per round each")
     if np.any(b <= 0) or np.any(h <= 0):
         raise ValueError("speeds must be positive")
-    return np.log(h / b)
+    # math.log (the C library's), not np.log: numpy's SIMD log differs in the last bit between CPUs (AVX-512
+    # against AVX2), and a verdict and its JSON must be the same on every machine that re-analyses the rounds
+    return np.array([math.log(x) for x in (h / b).tolist()], dtype=float)
 
 
 def wilcoxon_p(d: np.ndarray) -> float | None:
