@@ -6,7 +6,7 @@ llama-cpp-python sdists 0.3.33..0.3.36 (one commit each, tagged). The pins are w
 `base-commit:`; their preimages are only in upstream's history (for the 0.3.36 ones: newer than the older
 builds). Ground truth: `git am -3` of the pins in order on each build in a full clone of upstream (a pin
 that fails is aborted and the next goes on). Same status for every pin and build, same trees.
-Needs the sdists (PINSET_SDIST_CACHE); skipped without them.
+Needs the sdists: downloaded from PyPI into PINSET_SDIST_CACHE when not there yet.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from pinset.sim.run import simulate
 from pinset.store import Store
 from tests.testing import write_pins
 from tests.testing.history import GIT_ENV, FastHistory
-from tests.testing.snapshots import sdist_cache
+from tests.testing.snapshots import sdist_file
 
 pytestmark = pytest.mark.slow
 
@@ -41,9 +41,7 @@ def git(repo: Path, *args: str, check: bool = True) -> subprocess.CompletedProce
 
 
 def snapshot_files(version: str) -> dict[str, bytes]:
-    sdist = sdist_cache() / f"llama_cpp_python-{version}.tar.gz"
-    if not sdist.exists():
-        pytest.skip(f"{sdist.name} not in {sdist_cache()}")
+    sdist = sdist_file(version)
     top = f"llama_cpp_python-{version}/vendor/llama.cpp/"
     with tarfile.open(sdist) as tar:
         return {path: tar.extractfile(top + path).read() for path in FILES}  # type: ignore[union-attr]

@@ -32,6 +32,15 @@ def sdist_cache() -> Path:
     return path
 
 
+def sdist_file(version: str) -> Path:
+    """The llama-cpp-python sdist of `version` in the shared download folder, from PyPI when it is not there yet
+    (pinset's own download: checked against PyPI's sha256): a test that needs one runs, never skips."""
+    from pinset.upstream.pypi import download_sdist
+
+    path = sdist_cache() / f"llama_cpp_python-{version}.tar.gz"
+    return path if path.exists() else download_sdist("llama-cpp-python", version, sdist_cache(), progress=False)
+
+
 def seed_downloads(store: Store, versions) -> None:
     """Put already-downloaded sdists into the store so resolve_build does not fetch them again."""
     for version in versions:
