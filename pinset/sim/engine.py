@@ -334,11 +334,19 @@ class Simulator:
             # Only a deletion of a file the build lacks merges to nothing without a rename: am says "already
             # applied"; the sim's own rule for that (_already_made: not a file an earlier pin makes) decides.
             return None
-        update = []
+        update, blobs = [], set()
         for meta, path in _raw_pairs(self.mirror.git_ok("diff-tree", "-r", "-z", "--no-renames", ours, result,
                                                         env=whole)):
             _, mode, _, oid, status = meta.split()[:5]
             update.append(f"0 {'0' * 40}\t{path}\0" if status == "D" else f"{mode} {oid}\t{path}\0")
+            if status != "D" and mode != "160000":
+                blobs.add(oid)
+        # git wrote no blob the mirror already had: the index's blobs must be readable where the later pins'
+        # applies read (the index's object dirs), so such a blob is written into this apply's dir too
+        have = set(memo.loose_objects(written)).union(*(self._blobs_in(d) for d in read))
+        for oid, data in self.mirror.read_objects(sorted(blobs - have)).items():
+            self.mirror.git_ok("hash-object", "-w", "--stdin", input=data, binary=True,
+                               env=self.mirror.objects_env(written))
         if update:
             self.mirror.git_ok("update-index", "-z", "--index-info", index=index.path, input="".join(update), env=whole)
         return renamed
@@ -377,8 +385,9 @@ class Simulator:
             entries = memo.read_index(index.path.read_bytes())
         except (memo.IndexFormat, OSError):
             return None
-        if any(path not in entries for path, _ in wanted(self._series_of(prep))):
-            return None   # a file it changes is not there: am's merge (_follow_renames) reads the whole tree
+        # A file it changes is not there: am's merge (_follow_renames) reads the whole tree, so the key holds all
+        # of it (the tree the index was loaded from, and every entry laid over it), not only the pin's paths.
+        whole = any(path not in entries for path, _ in wanted(self._series_of(prep)))
         if prep.spec.id not in self._patch_bytes:
             self._patch_bytes[prep.spec.id] = [Path(patch).read_bytes() for patch in change.patches]
         patches = self._patch_bytes[prep.spec.id]
@@ -392,8 +401,9 @@ class Simulator:
         pre = set(memo.preimage_ids(patches))
         searched = self._finder.key(self._history) if any(
             not oids for named, oids in available if named in pre) else ()
-        return memo.apply_key(patches, how, memo.relevant(entries, touched), available, self._git,
-                              extra=searched, names=names), entries
+        read = sorted((path, *entry) for path, entry in entries.items()) if whole else memo.relevant(entries, touched)
+        extra = (*searched, "whole tree", index.tree or "-") if whole else searched
+        return memo.apply_key(patches, how, read, available, self._git, extra=extra, names=names), entries
 
     def _replay(self, index: _Index, prep: PreparedPin, answer: memo.Answer, before: memo.Entries) -> bool:
         """Leave `index` as git left it for this answer: its entries and the blobs they name (linked from the
@@ -445,7 +455,8 @@ class Simulator:
         fields = {"conflict_files": outcome.conflict_files, "message": outcome.message, "hunk": outcome.hunk,
                   "hunk_path": outcome.hunk_path, "failed_patch": failed, "mode": outcome.mode,
                   "resolutions": outcome.resolutions, "note": outcome.note,
-                  "replaced": {path: sorted(lines) for path, lines in outcome.replaced.items()}}
+                  "replaced": {path: sorted(lines) for path, lines in outcome.replaced.items()},
+                  "renamed": outcome.renamed}
         self._memo.put(key, memo.Answer(outcome.ok, fields, changes, sorted(set(objects))), written)
 
     def _apply_git(self, index: _Index, prep: PreparedPin, how: bool = False) -> ApplyOutcome:
@@ -937,7 +948,7 @@ def _outcome_of(answer: memo.Answer, prep: PreparedPin) -> ApplyOutcome:
     text = prep.change.patches[failed].read_text(encoding="utf-8", errors="replace") if failed is not None else ""
     return ApplyOutcome(answer.ok, list(fields["conflict_files"]), fields["message"], list(fields["hunk"]),
                         fields["hunk_path"], text, fields["mode"], list(fields["resolutions"]), fields["note"],
-                        {path: set(lines) for path, lines in fields["replaced"].items()})
+                        {path: set(lines) for path, lines in fields["replaced"].items()}, dict(fields.get("renamed", {})))
 
 
 def _raw_pairs(raw: str) -> list[tuple[str, str]]:

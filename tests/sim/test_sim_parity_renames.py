@@ -180,3 +180,35 @@ def test_refresh_fits_the_moved_pins_to_the_build_and_they_then_apply_exactly(ma
     [(after, pins_after)] = sim(cfg, tmp_path / "cache", ["b-new"])
     assert after == before
     assert {pin: got[:2] for pin, got in pins_after.items()} == {"one": ("applied", "exact"), "two": ("applied", "exact")}
+
+
+def test_a_merged_blob_the_mirror_already_has_is_readable_by_the_later_pins(make_repo, tmp_path):
+    """The merge into a moved file gives content another build of the run already has (upstream landed the same
+    change later), and a later pin changes that file: on both builds the statuses and trees of `git am -3`
+    (the merged blob stays readable by the later pin's apply, and the apply memo's answers carry over)."""
+    up, cfg, _ = world(make_repo, tmp_path, {"src/f.c": "mv src/h.c"})
+    landed = LINES.replace("line 12\n", "twelve\n")
+    up.commit("upstream lands the change", {"src/h.c": landed})
+    up.tag("b-landed")
+    work = tmp_path / "work"
+    git(work, "fetch", "-q", "origin", "--tags")
+    git(work, "checkout", "-q", "-B", "three", "b-new")
+    (work / "src/h.c").write_text(LINES.replace("line 30\n", "thirty\n"))
+    git(work, "commit", "-q", "-am", "three")
+    git(work, "format-patch", "-q", "-o", str(tmp_path / "three"), "HEAD~1..HEAD")
+    cfg = write_pins(tmp_path / "three.yaml", f"""
+        upstream: {up.path}
+        builds: [b-landed, b-new]
+        pins:
+          - id: one
+            patches: one
+          - id: three
+            patches: three
+    """)
+    pins = [("one", tmp_path / "one"), ("three", tmp_path / "three")]
+    results = sim(cfg, tmp_path / "cache", ["b-landed", "b-new"])
+    for build, (got_tree, got) in zip(["b-landed", "b-new"], results):
+        truth, tree = am_truth(up.path, tmp_path / f"clone-{build}", build, pins)
+        assert truth == {"one": "applied", "three": "applied"}
+        assert {pin: status for pin, (status, *_) in got.items()} == truth, (build, got)
+        assert got_tree == tree, build
