@@ -14,7 +14,7 @@ from pathlib import Path
 from pinset.config.schema import load_pinset
 from pinset.sim.run import simulate
 from pinset.store import Store
-from tests.testing import GIT_ENV, write_pins
+from tests.testing import GIT_ENV, git_am_3, write_pins
 
 LINES = "".join(f"line {i}\n" for i in range(1, 31))
 # Upstream's master, after the build: line 10 reads "ten". The pin is written there; its hunk (line 12)
@@ -65,19 +65,8 @@ def world(make_repo, tmp_path):
 def git_am_truth(up: Path, tmp_path: Path, build: str, clone: Path | None = None) -> tuple[dict[str, str], str]:
     """Each pin's status by `git am -3` in order on `build` in a full clone of upstream (made at `clone`), and
     the final tree."""
-    clone = clone or tmp_path / f"clone-{build}"
-    git(tmp_path, "clone", "-q", str(up), str(clone))
-    git(clone, "checkout", "-q", "--detach", build)
-    status = {}
-    for name in ("side", "newer"):
-        patches = sorted(str(p) for p in (tmp_path / name).glob("*.patch"))
-        assert patches
-        if git(clone, "am", "-q", "-3", *patches, check=False).returncode != 0:
-            git(clone, "am", "--abort", check=False)
-            status[name] = "conflict"
-        else:
-            status[name] = "applied"
-    return status, git(clone, "rev-parse", "HEAD^{tree}").stdout.strip()
+    return git_am_3(up, clone or tmp_path / f"clone-{build}", build,
+                    [(name, tmp_path / name) for name in ("side", "newer")])
 
 
 def sim_on(cfg: Path, cache: Path, builds=("b-old",)):

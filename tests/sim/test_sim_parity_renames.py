@@ -18,7 +18,7 @@ from pinset.cli import main
 from pinset.config.schema import load_pinset
 from pinset.sim.run import simulate
 from pinset.store import Store
-from tests.testing import GIT_ENV, write_pins
+from tests.testing import GIT_ENV, git_am_3, write_pins
 
 LINES = "".join(f"line {i}\n" for i in range(1, 41))
 OTHER = "".join(f"other {i}\n" for i in range(1, 41))
@@ -29,20 +29,10 @@ def git(cwd: Path, *args: str, check: bool = True) -> subprocess.CompletedProces
                           capture_output=True, text=True)
 
 
-def am_truth(up: Path, where: Path, build: str, pins: list[tuple[str, Path]]) -> tuple[dict[str, str], str]:
-    """Each pin's status by `git am -3` in order on `build` in a full clone of upstream, and the final tree."""
-    git(where.parent, "clone", "-q", str(up), str(where))
-    git(where, "checkout", "-q", "--detach", build)
-    status = {}
-    for name, folder in pins:
-        patches = sorted(str(p) for p in folder.glob("*.patch"))
-        assert patches
-        if git(where, "am", "-q", "-3", *patches, check=False).returncode != 0:
-            git(where, "am", "--abort", check=False)
-            status[name] = "conflict"
-        else:
-            status[name] = "applied"
-    return status, git(where, "rev-parse", "HEAD^{tree}").stdout.strip()
+def pins_yaml(path: Path, up, builds: list[str], pins: list[str]) -> Path:
+    """pins.yaml of the named pins (each the patch folder of its name beside the file), in order."""
+    return write_pins(path, f"upstream: {up.path}\nbuilds: [{', '.join(builds)}]\npins:\n"
+                      + "".join(f"  - id: {pin}\n    patches: {pin}\n" for pin in pins))
 
 
 def sim(cfg: Path, cache: Path, builds: list[str]):
@@ -80,15 +70,7 @@ def world(make_repo, tmp_path: Path, upstream_change: dict[str, str | None]):
             up.git("add", path)
     up.git("commit", "-q", "-m", "upstream moves things")
     up.tag("b-new")
-    cfg = write_pins(tmp_path / "pins.yaml", f"""
-        upstream: {up.path}
-        builds: [b-old, b-new]
-        pins:
-          - id: one
-            patches: one
-          - id: two
-            patches: two
-    """)
+    cfg = pins_yaml(tmp_path / "pins.yaml", up, ["b-old", "b-new"], ["one", "two"])
     return up, cfg, [("one", tmp_path / "one"), ("two", tmp_path / "two")]
 
 
@@ -112,7 +94,7 @@ def test_a_pin_whose_file_upstream_moved_gets_git_am_3s_answer(make_repo, tmp_pa
     if case == "renamed and changed":
         up.commit("change the moved file", {"src/h.c": LINES.replace("line 12\n", "12\n")})
         up.git("tag", "-f", "b-new")
-    truth, tree = am_truth(up.path, tmp_path / "clone", "b-new", pins)
+    truth, tree = git_am_3(up.path, tmp_path / "clone", "b-new", pins)
     assert truth == expected   # the comparison has teeth: am follows a rename, and fails where it must
     [(old_tree, old), (new_tree, new)] = sim(cfg, tmp_path / "cache", ["b-old", "b-new"])
     assert {pin: got[0] for pin, got in new.items()} == truth, new
@@ -131,7 +113,7 @@ def test_apply_writes_am_3s_tree_and_attribution_probes_follow_the_rename(make_r
     """`pinset apply` of a build where upstream renamed the pin's files writes the tree `git am -3` makes;
     `pinset sim --json` says where each went."""
     up, cfg, pins = world(make_repo, tmp_path, CASES["renamed"][0])
-    am_truth(up.path, tmp_path / "clone", "b-new", pins)
+    git_am_3(up.path, tmp_path / "clone", "b-new", pins)
     out = tmp_path / "tree"
     assert main(["apply", "-c", str(cfg), "--build", "b-new", "--out", str(out)]) == 0, capsys.readouterr()
     for path in ("src/h.c", "lib/a.c", "src/new.c"):
@@ -156,14 +138,8 @@ def test_a_preimage_lacking_fails_as_git_am_3_fails(make_repo, tmp_path):
     (work / "src/f.c").write_text(LINES.replace("line 1\n", "one\n").replace("line 12\n", "twelve\n"))
     git(work, "commit", "-q", "-am", "the pin")
     git(work, "format-patch", "-q", "-o", str(tmp_path / "private"), "HEAD~1..HEAD")
-    only = write_pins(tmp_path / "private.yaml", f"""
-        upstream: {up.path}
-        builds: [b-new]
-        pins:
-          - id: private
-            patches: private
-    """)
-    truth, tree = am_truth(up.path, tmp_path / "clone", "b-new", [("private", tmp_path / "private")])
+    only = pins_yaml(tmp_path / "private.yaml", up, ["b-new"], ["private"])
+    truth, tree = git_am_3(up.path, tmp_path / "clone", "b-new", [("private", tmp_path / "private")])
     assert truth == {"private": "conflict"}
     [(got_tree, got)] = sim(only, tmp_path / "cache", ["b-new"])
     assert got["private"][0] == "conflict" and got_tree == tree
@@ -196,19 +172,11 @@ def test_a_merged_blob_the_mirror_already_has_is_readable_by_the_later_pins(make
     (work / "src/h.c").write_text(LINES.replace("line 30\n", "thirty\n"))
     git(work, "commit", "-q", "-am", "three")
     git(work, "format-patch", "-q", "-o", str(tmp_path / "three"), "HEAD~1..HEAD")
-    cfg = write_pins(tmp_path / "three.yaml", f"""
-        upstream: {up.path}
-        builds: [b-landed, b-new]
-        pins:
-          - id: one
-            patches: one
-          - id: three
-            patches: three
-    """)
+    cfg = pins_yaml(tmp_path / "three.yaml", up, ["b-landed", "b-new"], ["one", "three"])
     pins = [("one", tmp_path / "one"), ("three", tmp_path / "three")]
     results = sim(cfg, tmp_path / "cache", ["b-landed", "b-new"])
     for build, (got_tree, got) in zip(["b-landed", "b-new"], results):
-        truth, tree = am_truth(up.path, tmp_path / f"clone-{build}", build, pins)
+        truth, tree = git_am_3(up.path, tmp_path / f"clone-{build}", build, pins)
         assert truth == {"one": "applied", "three": "applied"}
         assert {pin: status for pin, (status, *_) in got.items()} == truth, (build, got)
         assert got_tree == tree, build

@@ -105,6 +105,27 @@ def first_build(make_repo, files: dict[str, str | None]) -> tuple[GitRepo, str]:
     return up, b1
 
 
+def git_am_3(up: Path, clone: Path, build: str, pins: list[tuple[str, Path]]) -> tuple[dict[str, str], str]:
+    """The ground truth of 3-way parity: each pin's status by `git am -3` of its patch folder, in order, on
+    `build` in a full clone of upstream made at `clone` (a pin that fails is aborted, the next goes on), and
+    the final tree."""
+    def git(cwd: Path, *args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(["git", *args], cwd=cwd, env={**os.environ, **GIT_ENV}, capture_output=True, text=True)
+
+    assert git(clone.parent, "clone", "-q", str(up), str(clone)).returncode == 0
+    assert git(clone, "checkout", "-q", "--detach", build).returncode == 0
+    status = {}
+    for name, folder in pins:
+        patches = sorted(str(p) for p in folder.glob("*.patch"))
+        assert patches, folder
+        if git(clone, "am", "-q", "-3", *patches).returncode != 0:
+            git(clone, "am", "--abort")
+            status[name] = "conflict"
+        else:
+            status[name] = "applied"
+    return status, git(clone, "rev-parse", "HEAD^{tree}").stdout.strip()
+
+
 def write_pins(path: Path, text: str) -> Path:
     path.write_text(textwrap.dedent(text).lstrip())
     return path
