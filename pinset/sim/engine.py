@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from pinset.config.schema import PinSet
-from pinset.errors import PinsetError, UpstreamError
+from pinset.errors import PinsetError, RuntimeFailure, UpstreamError
 from pinset.sim import memo, modes
 from pinset.sim.apply_errors import BuildPlace, conflict_place, explain_apply_failure
 from pinset.sim.changes import MovedMatch, PinChange, line_counts, series_base
@@ -38,6 +38,7 @@ from pinset.upstream.builds import Build, _unreachable, upstream_url
 from pinset.upstream.mirror import Mirror
 
 CARRIED_THRESHOLD = 0.95
+FAILS, NOTHING = "fails", "nothing"   # _follow_renames' answers besides the renames it followed
 # The commits of `git am -3`'s merge (_follow_renames) exist only for `git merge-tree`: fixed names and dates.
 _MERGE_IDENTITY = {"GIT_AUTHOR_NAME": "pinset", "GIT_AUTHOR_EMAIL": "pinset@localhost",
                    "GIT_COMMITTER_NAME": "pinset", "GIT_COMMITTER_EMAIL": "pinset@localhost",
@@ -57,6 +58,7 @@ class ApplyOutcome:
     note: str | None = None                                 # a recorded resolution that did not match
     replaced: dict[str, set[str]] = field(default_factory=dict)  # path -> pin lines a resolution replaced
     renamed: dict[str, str] = field(default_factory=dict)   # the pin's path -> where upstream moved it (am's merge)
+    merge_failed: bool = False   # am's merge into the whole tree was tried and fails (a file moved or deleted)
 
 
 @dataclass
@@ -294,22 +296,25 @@ class Simulator:
         return any(f.path not in there for f in files)
 
     def _follow_renames(self, index: _Index, patch: Path, read: list[Path], written: Path, work_tree: Path,
-                        files: list[FileBlobs]) -> dict[str, str] | None:
+                        files: list[FileBlobs]) -> dict[str, str] | str:
         """`git am -3`'s own fallback where a file the patch changes is not in the tree (upstream moved or
         deleted it), which `git apply --3way` cannot follow: the patch applied on its fake ancestor (the
         preimages its `index` lines name, among the blobs this apply may read), merged with the whole tree
         (rename detection, no directory renames, as am asks). The merge's changes go into the index.
-        {the patch's path: where upstream moved it}; None where `git am -3` fails too (a preimage lacking, a
-        conflict, a file deleted)."""
+        {the patch's path: where upstream moved it}; FAILS where `git am -3` fails too (a preimage lacking, a
+        conflict: a file the pin changes or deletes that upstream deleted or moved and changed); NOTHING where
+        the merge changes nothing and follows no rename (a deletion of a file the build lacks)."""
         assert index.tree is not None   # every index applied to was loaded from a tree (_load)
         env = self.mirror.objects_env(written, read)
         shown = str(Path(patch).absolute())
         fake, theirs_index = self.mirror.fresh_path("fake-ancestor"), self.mirror.fresh_path("theirs-index")
-        if not self.mirror.git("apply", f"--build-fake-ancestor={fake}", shown, env=env, work_tree=work_tree).ok:
-            return None   # "could not build fake ancestor"
+        # with the index: a mode-only or pure-rename entry (no `index` line) takes its blob from there, as in am
+        if not self.mirror.git("apply", f"--build-fake-ancestor={fake}", shown, index=index.path, env=env,
+                               work_tree=work_tree).ok:
+            return FAILS   # "could not build fake ancestor"
         theirs_index.write_bytes(fake.read_bytes())
         if not self.mirror.git("apply", "--cached", "--whitespace=nowarn", shown, index=theirs_index, env=env).ok:
-            return None   # "Did you hand edit your patch?"
+            return FAILS   # "Did you hand edit your patch?"
         base, theirs = (self.mirror.git_ok("write-tree", index=i, env=env).strip() for i in (fake, theirs_index))
         # The whole tree from here on, so the mirror's objects too: a merge reads the objects of its three
         # trees, never one named by an abbreviated id (which blobs a 3-way merge may use stays fixed).
@@ -323,8 +328,11 @@ class Simulator:
                  for tree in (ours, theirs)]
         merged = self.mirror.git("-c", "merge.directoryRenames=false", "-c", "merge.renames=true", "merge-tree",
                                  "--write-tree", "--no-messages", *heads, env=whole)
+        if merged.returncode not in (0, 1):   # a git too old for --write-tree (2.38) must not pass for a conflict
+            raise RuntimeFailure(f"git merge-tree --write-tree (git 2.38 or newer), as `git am -3`'s merge of "
+                                 f"{Path(patch).name}: {merged.tail(2) or merged.describe()}")
         if not merged.ok:
-            return None   # "Failed to merge in the changes."
+            return FAILS   # "Failed to merge in the changes."
         result = merged.stdout.split("\n", 1)[0].strip()
         moved = self.mirror.git_ok("diff-tree", "-r", "-z", "-M", "--diff-filter=R", base, ours, env=whole)
         fields = moved.split("\0")
@@ -333,7 +341,7 @@ class Simulator:
         if result == ours and not renamed:
             # Only a deletion of a file the build lacks merges to nothing without a rename: am says "already
             # applied"; the sim's own rule for that (_already_made: not a file an earlier pin makes) decides.
-            return None
+            return NOTHING
         update, blobs = [], set()
         for meta, path in _raw_pairs(self.mirror.git_ok("diff-tree", "-r", "-z", "--no-renames", ours, result,
                                                         env=whole)):
@@ -402,7 +410,9 @@ class Simulator:
         searched = self._finder.key(self._history) if any(
             not oids for named, oids in available if named in pre) else ()
         read = sorted((path, *entry) for path, entry in entries.items()) if whole else memo.relevant(entries, touched)
-        extra = (*searched, "whole tree", index.tree or "-") if whole else searched
+        # (with the paths earlier pins deleted: the whole tree is the loaded one less those, plus the entries)
+        gone = sorted(self._loaded[index.tree][1] - set(entries)) if whole and index.tree in self._loaded else []
+        extra = (*searched, "whole tree", index.tree or "-", *gone) if whole else searched
         return memo.apply_key(patches, how, read, available, self._git, extra=extra, names=names), entries
 
     def _replay(self, index: _Index, prep: PreparedPin, answer: memo.Answer, before: memo.Entries) -> bool:
@@ -456,7 +466,7 @@ class Simulator:
                   "hunk_path": outcome.hunk_path, "failed_patch": failed, "mode": outcome.mode,
                   "resolutions": outcome.resolutions, "note": outcome.note,
                   "replaced": {path: sorted(lines) for path, lines in outcome.replaced.items()},
-                  "renamed": outcome.renamed}
+                  "renamed": outcome.renamed, "merge_failed": outcome.merge_failed}
         self._memo.put(key, memo.Answer(outcome.ok, fields, changes, sorted(set(objects))), written)
 
     def _apply_git(self, index: _Index, prep: PreparedPin, how: bool = False) -> ApplyOutcome:
@@ -501,7 +511,7 @@ class Simulator:
             env = self.mirror.objects_env(written, [*index.objects, *brought])
         replaced: dict[str, set[str]]
         renamed: dict[str, str]
-        applied_modes, used, note, replaced, renamed = [], [], None, {}, {}
+        applied_modes, used, note, replaced, renamed, merge_failed = [], [], None, {}, {}, False
         for number, patch in enumerate(prep.change.patches):
             shown = str(Path(patch).absolute())
             # a lone patch's direct apply was the whole try above
@@ -529,11 +539,12 @@ class Simulator:
                 index.path.write_bytes(start)
                 if self._lacks(index, files):
                     followed = self._follow_renames(index, patch, [*index.objects, *brought], written, work_tree, files)
-                    if followed is not None:
+                    if isinstance(followed, dict):
                         renamed.update(followed)
                         self._share(prep)
                         applied_modes.append(modes.THREE_WAY)
                         continue
+                    merge_failed = followed == FAILS
                 index.path.write_bytes(after)
             if result.ok:
                 self._share(prep)
@@ -550,7 +561,8 @@ class Simulator:
             text = patch.read_text(encoding="utf-8", errors="replace")
             failure = explain_apply_failure(result.stdout + "\n" + result.stderr, text)
             return ApplyOutcome(False, sorted(failure.files) or sorted(prep.change.files),
-                                f"{patch.name}: {failure.reason}", failure.hunk, failure.hunk_path, text, note=note)
+                                f"{patch.name}: {failure.reason}", failure.hunk, failure.hunk_path, text, note=note,
+                                merge_failed=merge_failed)
         # git writes no blob that a readable dir already has: the index may now name the pin's own.
         index.objects += [written, *brought]
         return ApplyOutcome(True, mode=modes.worst(applied_modes), resolutions=used, replaced=replaced,
@@ -893,7 +905,8 @@ class Simulator:
                 continue
             index.restore(before)  # roll back the half-applied pin (and forget the blobs it wrote)
             earlier = [self.prepared[e.id] for e in self.pinset.pins[:len(results) - 1]]
-            if fraction is None and self._already_made(prep, build.tree, earlier):
+            # (not when am's merge failed: a deletion of a file upstream moved is a rename/delete conflict there)
+            if fraction is None and not outcome.merge_failed and self._already_made(prep, build.tree, earlier):
                 result.status, result.retire = "upstream", True
                 result.detail = "build already carries this pin (the bare build has its result: it applies in reverse)"
                 continue
@@ -948,7 +961,8 @@ def _outcome_of(answer: memo.Answer, prep: PreparedPin) -> ApplyOutcome:
     text = prep.change.patches[failed].read_text(encoding="utf-8", errors="replace") if failed is not None else ""
     return ApplyOutcome(answer.ok, list(fields["conflict_files"]), fields["message"], list(fields["hunk"]),
                         fields["hunk_path"], text, fields["mode"], list(fields["resolutions"]), fields["note"],
-                        {path: set(lines) for path, lines in fields["replaced"].items()}, dict(fields.get("renamed", {})))
+                        {path: set(lines) for path, lines in fields["replaced"].items()}, dict(fields.get("renamed", {})),
+                        bool(fields.get("merge_failed", False)))
 
 
 def _raw_pairs(raw: str) -> list[tuple[str, str]]:

@@ -10,7 +10,7 @@ at the patch's path, one of two histories holds it, where a full clone of upstre
   sdist build, which has no history of its own).
 
 Upstream's refs are read as this run fetches them (`+refs/heads/*` and `+refs/tags/*` into
-`refs/pinset/upstream-refs/`, pruned, and `+HEAD`), once per command (one finder per mirror, `Preimages.of`)
+`refs/pinset/upstream-refs/<URL key>/`, pruned, and `+HEAD`), once per command (one finder per mirror, `Preimages.of`)
 and only when a lookup needs them: never as an earlier run left the refs, so the answer is upstream's as a
 clone made now would see it, the same on every cache; unreachable upstream is an UpstreamError then. Not
 searched, because a cache holds them or not by its past, not by upstream and the pins: the other builds of

@@ -172,12 +172,14 @@ def fetch_head(url: str, mirror: Mirror, needed_for: str = "") -> str | None:
 
 def fetch_upstream_refs(url: str, mirror: Mirror, needed_for: str = "") -> list[str]:
     """Fetch every branch and tag of upstream and its default branch, as a full clone made now has them (the
-    preimages `git am -3` finds there): into UPSTREAM_REFS, pruned (a ref upstream dropped goes, so no
-    earlier run's ref stands in for upstream's), HEAD into UPSTREAM_HEAD_REF. The commits they name, sorted
-    (a tag of a tree or a blob names none). A failed fetch is an UpstreamError, as for fetch_head."""
-    _fetch_upstream(url, mirror, [f"+refs/heads/*:{UPSTREAM_REFS}heads/*", f"+refs/tags/*:{UPSTREAM_REFS}tags/*"],
+    preimages `git am -3` finds there): into UPSTREAM_REFS/<url key>/, pruned (a ref upstream dropped goes, so
+    no earlier run's ref stands in for upstream's; a key per URL, so pin sets of other upstreams sharing the
+    cache never mix theirs in), HEAD also into UPSTREAM_HEAD_REF. The commits they name, sorted (a tag of a
+    tree or a blob names none). A failed fetch is an UpstreamError, as for fetch_head."""
+    space = f"{UPSTREAM_REFS}{_url_key(url)}/"
+    _fetch_upstream(url, mirror, [f"+refs/heads/*:{space}heads/*", f"+refs/tags/*:{space}tags/*", f"+HEAD:{space}HEAD"],
                     needed_for, prune=True)
-    names = mirror.git_ok("for-each-ref", "--format=%(objectname)", UPSTREAM_REFS, UPSTREAM_HEAD_REF).split()
+    names = mirror.git_ok("for-each-ref", "--format=%(objectname)", space).split()
     if not names:
         return []
     peeled = mirror.git_ok("cat-file", "--batch-check=%(objectname) %(objecttype)",
@@ -185,9 +187,16 @@ def fetch_upstream_refs(url: str, mirror: Mirror, needed_for: str = "") -> list[
     return sorted({line.split()[0] for line in peeled.splitlines() if line.endswith(" commit")})
 
 
+def _url_key(url: str) -> str:
+    """A folder name for one remote's refs that is always a valid ref component (no dots: no `..`, no leading
+    `.`, no `.lock`): its URL's letters, digits, `-` and `_`, the last 80, each run of others as one `_`."""
+    return re.sub(r"[^A-Za-z0-9_-]+", "_", url).strip("_")[-80:] or "_"
+
+
 def _fetch_upstream(url: str, mirror: Mirror, refspecs: list[str], needed_for: str, prune: bool = False) -> None:
     """Fetch upstream's HEAD (into UPSTREAM_HEAD_REF) with the refspecs; upstream without a default branch
-    (an empty or headless repository) removes that ref rather than leaving an earlier run's."""
+    (an empty or headless repository) removes that ref rather than leaving an earlier run's, and the refspecs
+    are fetched without HEAD."""
     result = mirror.fetch(url, [f"+HEAD:{UPSTREAM_HEAD_REF}", *refspecs], prune=prune)
     if result.ok:
         return
@@ -196,8 +205,12 @@ def _fetch_upstream(url: str, mirror: Mirror, refspecs: list[str], needed_for: s
         raise UpstreamError(f"upstream {url}: {what}{needed_for} ({result.tail(1)})")
     # upstream has no default branch now: an earlier run's ref must not stand in for it
     mirror.git("update-ref", "-d", "--no-deref", UPSTREAM_HEAD_REF, check_damage=False)
-    if refspecs:
-        result = mirror.fetch(url, refspecs, prune=prune)
+    rest = [spec for spec in refspecs if not spec.startswith("+HEAD:")]
+    for spec in refspecs:
+        if spec.startswith("+HEAD:"):
+            mirror.git("update-ref", "-d", "--no-deref", spec.split(":", 1)[1], check_damage=False)
+    if rest:
+        result = mirror.fetch(url, rest, prune=prune)
         if not result.ok:
             what = "unreachable" if _unreachable(result.stderr) else "its branches and tags could not be fetched"
             raise UpstreamError(f"upstream {url}: {what}{needed_for} ({result.tail(1)})")

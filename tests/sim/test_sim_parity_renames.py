@@ -180,3 +180,75 @@ def test_a_merged_blob_the_mirror_already_has_is_readable_by_the_later_pins(make
         assert truth == {"one": "applied", "three": "applied"}
         assert {pin: status for pin, (status, *_) in got.items()} == truth, (build, got)
         assert got_tree == tree, build
+
+
+def _upstream_moving(make_repo, tmp_path: Path, files: dict[str, str], moves: list[tuple[str, str]],
+                     then: dict[str, str] | None = None):
+    """b-old with `files`; b-new: `moves` (git mv), then `then` written; a clone of b-old to write pins in."""
+    up = make_repo("upstream")
+    up.commit("base", files)
+    up.tag("b-old")
+    work = tmp_path / "work"
+    git(tmp_path, "clone", "-q", str(up.path), str(work))
+    for old, new in moves:
+        (up.path / new).parent.mkdir(parents=True, exist_ok=True)
+        up.git("mv", old, new)
+    up.commit("upstream moves things", then or {})
+    up.tag("b-new")
+    return up, work
+
+
+def _pin(work: Path, out: Path, message: str, edit) -> None:
+    edit(work)
+    git(work, "add", "-A")
+    git(work, "commit", "-q", "-m", message)
+    git(work, "format-patch", "-q", "-o", str(out), "HEAD~1..HEAD")
+
+
+def test_a_moved_file_beside_a_mode_change_builds_ams_fake_ancestor_from_the_index(make_repo, tmp_path):
+    """A patch that edits a file upstream moved and only changes the mode of another: `git am -3` takes that
+    entry's blob from the index for its fake ancestor (it has no `index` line to name one) and applies."""
+    up, work = _upstream_moving(make_repo, tmp_path, {"src/f.c": LINES, "tools/g.sh": "echo hi\n"},
+                                [("src/f.c", "src/h.c")])
+
+    def edit(tree: Path) -> None:
+        (tree / "src/f.c").write_text(LINES.replace("line 12\n", "twelve\n"))
+        (tree / "tools/g.sh").chmod(0o755)
+    _pin(work, tmp_path / "m", "edit and chmod", edit)
+    cfg = pins_yaml(tmp_path / "pins.yaml", up, ["b-new"], ["m"])
+    truth, tree = git_am_3(up.path, tmp_path / "clone", "b-new", [("m", tmp_path / "m")])
+    assert truth == {"m": "applied"}
+    [(got_tree, got)] = sim(cfg, tmp_path / "cache", ["b-new"])
+    assert got["m"][0] == "applied" and got_tree == tree, got
+
+
+def test_a_pin_deleting_a_file_upstream_moved_is_a_conflict_not_retired(make_repo, tmp_path):
+    """Upstream renamed the file a pin deletes: `git am -3`'s merge is a rename/delete conflict. Not `upstream`
+    (the file is still there, at its new path)."""
+    up, work = _upstream_moving(make_repo, tmp_path, {"src/f.c": LINES, "README": "r\n"}, [("src/f.c", "src/h.c")])
+    _pin(work, tmp_path / "d", "delete f.c", lambda tree: (tree / "src/f.c").unlink())
+    cfg = pins_yaml(tmp_path / "pins.yaml", up, ["b-new"], ["d"])
+    truth, _ = git_am_3(up.path, tmp_path / "clone", "b-new", [("d", tmp_path / "d")])
+    assert truth == {"d": "conflict"}
+    [(_, got)] = sim(cfg, tmp_path / "cache", ["b-new"])
+    assert got["d"][0] == "conflict", got
+
+
+def test_the_memo_of_a_whole_tree_merge_knows_the_paths_an_earlier_pin_deleted(make_repo, tmp_path):
+    """Upstream moved and changed the file pin P edits; pin X deletes it at its new path. With X first, am's
+    merge for P is a modify/delete conflict; without X it merges. A run of P alone on the same cache first
+    (the same tree, the same entries on P's paths) must not lend its answer to the run of X then P."""
+    up, work = _upstream_moving(make_repo, tmp_path, {"src/f.c": LINES}, [("src/f.c", "lib/h.c")],
+                                {"lib/h.c": LINES.replace("line 35\n", "x35\n")})
+    _pin(work, tmp_path / "p", "p", lambda tree: (tree / "src/f.c").write_text(LINES.replace("line 12\n", "twelve\n")))
+    git(work, "fetch", "-q", "origin", "--tags")
+    git(work, "checkout", "-q", "--detach", "b-new")
+    _pin(work, tmp_path / "x", "x deletes h.c", lambda tree: (tree / "lib/h.c").unlink())
+    pins = [("x", tmp_path / "x"), ("p", tmp_path / "p")]
+    truth, tree = git_am_3(up.path, tmp_path / "clone", "b-new", pins)
+    assert truth == {"x": "applied", "p": "conflict"}
+    sim(pins_yaml(tmp_path / "p.yaml", up, ["b-new"], ["p"]), tmp_path / "cache", ["b-new"])
+    both = pins_yaml(tmp_path / "xp.yaml", up, ["b-new"], ["x", "p"])
+    [(got_tree, got)] = sim(both, tmp_path / "cache", ["b-new"])
+    assert {pin: status for pin, (status, *_) in got.items()} == truth, got
+    assert got_tree == tree
