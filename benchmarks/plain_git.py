@@ -162,7 +162,14 @@ def cold_plain_loop(sdists: list[Path], pin_dirs: list[Path], work: Path) -> flo
             oids.append(git(repo, "commit-tree", tree_id, "-m", sdist.name).strip())
     checkout_loop(clone, oids, pin_dirs)
     elapsed = time.perf_counter() - started
-    shutil.rmtree(clone)
+    # untimed: `git am` may have left a detached `gc --auto` removing loose objects in the clone meanwhile
+    # (a file gone under rmtree's feet ended r7b's run): let it finish, then remove what is left
+    subprocess.run(["git", "-C", str(clone), "gc", "--auto", "--quiet"], env=env, capture_output=True)
+    for _ in range(20):
+        shutil.rmtree(clone, ignore_errors=True)
+        if not clone.exists():
+            break
+        time.sleep(0.5)
     Path(index["GIT_INDEX_FILE"]).unlink(missing_ok=True)
     return elapsed
 
