@@ -38,7 +38,7 @@ from pinset.upstream.builds import Build, _unreachable, upstream_url
 from pinset.upstream.mirror import Mirror
 
 CARRIED_THRESHOLD = 0.95
-FAILS, NOTHING = "fails", "nothing"   # _follow_renames' answers besides the renames it followed
+MERGED, FAILS, NOTHING = "merged", "fails", "nothing"   # how _follow_renames' merge went
 # The commits of `git am -3`'s merge (_follow_renames) exist only for `git merge-tree`: fixed names and dates.
 _MERGE_IDENTITY = {"GIT_AUTHOR_NAME": "pinset", "GIT_AUTHOR_EMAIL": "pinset@localhost",
                    "GIT_COMMITTER_NAME": "pinset", "GIT_COMMITTER_EMAIL": "pinset@localhost",
@@ -296,14 +296,15 @@ class Simulator:
         return any(f.path not in there for f in files)
 
     def _follow_renames(self, index: _Index, patch: Path, read: list[Path], written: Path, work_tree: Path,
-                        files: list[FileBlobs]) -> dict[str, str] | str:
+                        files: list[FileBlobs]) -> tuple[str, dict[str, str]]:
         """`git am -3`'s own fallback where a file the patch changes is not in the tree (upstream moved or
         deleted it), which `git apply --3way` cannot follow: the patch applied on its fake ancestor (the
         preimages its `index` lines name, among the blobs this apply may read), merged with the whole tree
         (rename detection, no directory renames, as am asks). The merge's changes go into the index.
-        {the patch's path: where upstream moved it}; FAILS where `git am -3` fails too (a preimage lacking, a
-        conflict: a file the pin changes or deletes that upstream deleted or moved and changed); NOTHING where
-        the merge changes nothing and follows no rename (a deletion of a file the build lacks)."""
+        (MERGED, {the patch's path: where upstream moved it}); FAILS where `git am -3` fails too (a preimage
+        lacking, a conflict: a file the pin changes or deletes that upstream deleted or moved and changed), with
+        the moves it met; NOTHING where the merge changes nothing and follows no rename (a deletion of a file
+        the build lacks)."""
         assert index.tree is not None   # every index applied to was loaded from a tree (_load)
         env = self.mirror.objects_env(written, read)
         shown = str(Path(patch).absolute())
@@ -311,10 +312,10 @@ class Simulator:
         # with the index: a mode-only or pure-rename entry (no `index` line) takes its blob from there, as in am
         if not self.mirror.git("apply", f"--build-fake-ancestor={fake}", shown, index=index.path, env=env,
                                work_tree=work_tree).ok:
-            return FAILS   # "could not build fake ancestor"
+            return FAILS, {}   # "could not build fake ancestor"
         theirs_index.write_bytes(fake.read_bytes())
         if not self.mirror.git("apply", "--cached", "--whitespace=nowarn", shown, index=theirs_index, env=env).ok:
-            return FAILS   # "Did you hand edit your patch?"
+            return FAILS, {}   # "Did you hand edit your patch?"
         base, theirs = (self.mirror.git_ok("write-tree", index=i, env=env).strip() for i in (fake, theirs_index))
         # The whole tree from here on, so the mirror's objects too: a merge reads the objects of its three
         # trees, never one named by an abbreviated id (which blobs a 3-way merge may use stays fixed).
@@ -331,17 +332,17 @@ class Simulator:
         if merged.returncode not in (0, 1):   # a git too old for --write-tree (2.38) must not pass for a conflict
             raise RuntimeFailure(f"git merge-tree --write-tree (git 2.38 or newer), as `git am -3`'s merge of "
                                  f"{Path(patch).name}: {merged.tail(2) or merged.describe()}")
-        if not merged.ok:
-            return FAILS   # "Failed to merge in the changes."
-        result = merged.stdout.split("\n", 1)[0].strip()
         moved = self.mirror.git_ok("diff-tree", "-r", "-z", "-M", "--diff-filter=R", base, ours, env=whole)
         fields = moved.split("\0")
         pairs = {fields[i + 1]: fields[i + 2] for i, f in enumerate(fields[:-2]) if f.startswith(":")}
         renamed = {old: new for old, new in pairs.items() if old in {f.path for f in files}}
+        if not merged.ok:
+            return FAILS, renamed   # "Failed to merge in the changes."
+        result = merged.stdout.split("\n", 1)[0].strip()
         if result == ours and not renamed:
             # Only a deletion of a file the build lacks merges to nothing without a rename: am says "already
             # applied"; the sim's own rule for that (_already_made: not a file an earlier pin makes) decides.
-            return NOTHING
+            return NOTHING, {}
         update, blobs = [], set()
         for meta, path in _raw_pairs(self.mirror.git_ok("diff-tree", "-r", "-z", "--no-renames", ours, result,
                                                         env=whole)):
@@ -357,7 +358,7 @@ class Simulator:
                                env=self.mirror.objects_env(written))
         if update:
             self.mirror.git_ok("update-index", "-z", "--index-info", index=index.path, input="".join(update), env=whole)
-        return renamed
+        return MERGED, renamed
 
     def _apply(self, index: _Index, prep: PreparedPin, how: bool = False) -> ApplyOutcome:
         """The pin on `index` (see _apply_git), answered from the memo when the same patch met the same
@@ -511,8 +512,10 @@ class Simulator:
             env = self.mirror.objects_env(written, [*index.objects, *brought])
         replaced: dict[str, set[str]]
         renamed: dict[str, str]
-        applied_modes, used, note, replaced, renamed, merge_failed = [], [], None, {}, {}, False
+        applied_modes, used, note, replaced, renamed = [], [], None, {}, {}
+        failed_moves: dict[str, str]   # the moves a failed merge of am's met (named in the conflict)
         for number, patch in enumerate(prep.change.patches):
+            merge_failed, failed_moves = False, {}   # of this patch (an earlier one's may have been resolved)
             shown = str(Path(patch).absolute())
             # a lone patch's direct apply was the whole try above
             direct = self.mirror.git("apply", "--cached", "-v", "--whitespace=nowarn", shown,
@@ -538,13 +541,15 @@ class Simulator:
                 files, after = self._series_of(prep)[number], index.path.read_bytes()
                 index.path.write_bytes(start)
                 if self._lacks(index, files):
-                    followed = self._follow_renames(index, patch, [*index.objects, *brought], written, work_tree, files)
-                    if isinstance(followed, dict):
-                        renamed.update(followed)
+                    how_merged, moves = self._follow_renames(index, patch, [*index.objects, *brought], written,
+                                                             work_tree, files)
+                    if how_merged == MERGED:
+                        renamed.update(moves)
                         self._share(prep)
                         applied_modes.append(modes.THREE_WAY)
                         continue
-                    merge_failed = followed == FAILS
+                    merge_failed = how_merged == FAILS
+                    failed_moves = moves
                 index.path.write_bytes(after)
             if result.ok:
                 self._share(prep)
@@ -560,9 +565,11 @@ class Simulator:
             note = resolved.note
             text = patch.read_text(encoding="utf-8", errors="replace")
             failure = explain_apply_failure(result.stdout + "\n" + result.stderr, text)
+            moved_to = "".join(f"; upstream moved {old} to {new}: git am -3's merge there conflicts"
+                               for old, new in sorted(failed_moves.items()))
             return ApplyOutcome(False, sorted(failure.files) or sorted(prep.change.files),
-                                f"{patch.name}: {failure.reason}", failure.hunk, failure.hunk_path, text, note=note,
-                                merge_failed=merge_failed)
+                                f"{patch.name}: {failure.reason}{moved_to}", failure.hunk, failure.hunk_path, text,
+                                note=note, merge_failed=merge_failed)
         # git writes no blob that a readable dir already has: the index may now name the pin's own.
         index.objects += [written, *brought]
         return ApplyOutcome(True, mode=modes.worst(applied_modes), resolutions=used, replaced=replaced,
@@ -733,7 +740,8 @@ class Simulator:
                                        exact=True)   # bytes against the pin's bytes (changes.patch_text)
         for path, fc in sorted(entry.change.files.items()):
             final_text = texts[final_tree, where[path]]
-            suspects = [a.pin_id for a in later if path in a.change.files]
+            suspects = [a.pin_id for a in later if path in a.change.files or where[path] in a.change.files
+                        or a.renamed.get(path) == where[path]]
             by = f" (touched later by: {', '.join(suspects)})" if suspects else ""
             if fc.deleted:
                 if final_text is not None:

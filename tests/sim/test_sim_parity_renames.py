@@ -100,6 +100,8 @@ def test_a_pin_whose_file_upstream_moved_gets_git_am_3s_answer(make_repo, tmp_pa
     assert {pin: got[0] for pin, got in new.items()} == truth, new
     assert new_tree == tree
     assert all(got[3] for got in new.values() if got[0] == "applied"), new   # contracts read the moved files
+    if case == "renamed and changed":   # the conflict names where the file went
+        assert "upstream moved src/f.c to src/h.c: git am -3's merge there conflicts" in new["one"][2], new
     if case == "renamed":
         assert new["one"][1] == new["two"][1] == "3-way"
         assert "src/f.c -> src/h.c" in new["one"][2] and "src/g/a.c -> lib/a.c" in new["two"][2]
@@ -252,3 +254,22 @@ def test_the_memo_of_a_whole_tree_merge_knows_the_paths_an_earlier_pin_deleted(m
     [(got_tree, got)] = sim(both, tmp_path / "cache", ["b-new"])
     assert {pin: status for pin, (status, *_) in got.items()} == truth, got
     assert got_tree == tree
+
+
+def test_a_later_pin_that_undoes_a_moved_pins_lines_is_named_in_its_contract(make_repo, tmp_path):
+    """`one` lands in src/h.c (upstream moved src/f.c there); `undo`, written on b-new with `one`, rewrites
+    the line `one` added: one's contract is broken there, and the pin that touched the moved file later is named."""
+    up, work = _upstream_moving(make_repo, tmp_path, {"src/f.c": LINES}, [("src/f.c", "src/h.c")])
+    _pin(work, tmp_path / "one", "one", lambda tree: (tree / "src/f.c").write_text(LINES.replace("line 12\n", "twelve\n")))
+    git(work, "fetch", "-q", "origin", "--tags")
+    git(work, "checkout", "-q", "--detach", "b-new")
+    (work / "src/h.c").write_text(LINES.replace("line 12\n", "twelve\n"))   # b-new with `one`, as the sim makes it
+    git(work, "commit", "-q", "-am", "one on b-new")
+    _pin(work, tmp_path / "undo", "undo", lambda tree: (tree / "src/h.c").write_text(
+        LINES.replace("line 12\n", "12 again\n")))
+    cfg = pins_yaml(tmp_path / "pins.yaml", up, ["b-new"], ["one", "undo"])
+    [(_, got)] = sim(cfg, tmp_path / "cache", ["b-new"])
+    assert got["one"][0] == "applied" and got["one"][3] is False, got
+    with simulate(load_pinset(cfg), ["b-new"], Store.open(str(tmp_path / "cache"))) as run:
+        problems = next(p for p in run.result.builds[0].pins if p.id == "one").contract.problems
+    assert any("touched later by: undo" in problem for problem in problems), problems
