@@ -109,6 +109,7 @@ class Simulator:
         url = upstream_url(pinset.upstream, pinset.path.parent) if pinset.upstream is not None else None
         self._finder = Preimages.of(mirror, url)   # one per mirror: shared by every simulator of the command
         self._series: dict[str, list[list[FileBlobs]]] = {}            # pin id -> its patches' index lines
+        self._changed: dict[str, frozenset[str]] = {}                   # pin id -> paths its preimages are at
         self._found: dict[tuple[str, str | None], list[Path]] = {}      # (pin id, history; None: sdist) -> preimage dirs
         self._base_made: dict[str, Path] = {}            # pin id -> the blobs its series creates on its base
         self._shared: set[tuple[str, str]] = set()       # (pin, object dir) whose series' blobs are in the mirror
@@ -252,6 +253,12 @@ class Simulator:
                                                        for p in prep.change.patches])
         return self._series[prep.spec.id]
 
+    def _changed_paths(self, prep: PreparedPin) -> frozenset[str]:
+        """The paths whose preimage the pin's series needs from the tree it is applied to (read once per pin)."""
+        if prep.spec.id not in self._changed:
+            self._changed[prep.spec.id] = frozenset(path for path, _ in wanted(self._series_of(prep)))
+        return self._changed[prep.spec.id]
+
     def _share(self, prep: PreparedPin) -> None:
         """Copy into the mirror the blobs the pin's series creates (on its base-commit, on the preimages
         found for this build): `git am -3` in refresh's and rebase's worktrees needs them as
@@ -332,10 +339,9 @@ class Simulator:
         if merged.returncode not in (0, 1):   # a git too old for --write-tree (2.38) must not pass for a conflict
             raise RuntimeFailure(f"git merge-tree --write-tree (git 2.38 or newer), as `git am -3`'s merge of "
                                  f"{Path(patch).name}: {merged.tail(2) or merged.describe()}")
-        moved = self.mirror.git_ok("diff-tree", "-r", "-z", "-M", "--diff-filter=R", base, ours, env=whole)
-        fields = moved.split("\0")
-        pairs = {fields[i + 1]: fields[i + 2] for i, f in enumerate(fields[:-2]) if f.startswith(":")}
-        renamed = {old: new for old, new in pairs.items() if old in {f.path for f in files}}
+        moves = _raw_entries(self.mirror.git_ok("diff-tree", "-r", "-z", "-M", "--diff-filter=R", base, ours,
+                                                env=whole))
+        renamed = {paths[0]: paths[1] for _, paths in moves if paths[0] in {f.path for f in files}}
         if not merged.ok:
             return FAILS, renamed   # "Failed to merge in the changes."
         result = merged.stdout.split("\n", 1)[0].strip()
@@ -344,8 +350,8 @@ class Simulator:
             # applied"; the sim's own rule for that (_already_made: not a file an earlier pin makes) decides.
             return NOTHING, {}
         update, blobs = [], set()
-        for meta, path in _raw_pairs(self.mirror.git_ok("diff-tree", "-r", "-z", "--no-renames", ours, result,
-                                                        env=whole)):
+        for meta, (path,) in _raw_entries(self.mirror.git_ok("diff-tree", "-r", "-z", "--no-renames", ours, result,
+                                                             env=whole)):
             _, mode, _, oid, status = meta.split()[:5]
             update.append(f"0 {'0' * 40}\t{path}\0" if status == "D" else f"{mode} {oid}\t{path}\0")
             if status != "D" and mode != "160000":
@@ -396,7 +402,7 @@ class Simulator:
             return None
         # A file it changes is not there: am's merge (_follow_renames) reads the whole tree, so the key holds all
         # of it (the tree the index was loaded from, and every entry laid over it), not only the pin's paths.
-        whole = any(path not in entries for path, _ in wanted(self._series_of(prep)))
+        whole = any(path not in entries for path in self._changed_paths(prep))
         if prep.spec.id not in self._patch_bytes:
             self._patch_bytes[prep.spec.id] = [Path(patch).read_bytes() for patch in change.patches]
         patches = self._patch_bytes[prep.spec.id]
@@ -899,8 +905,7 @@ class Simulator:
                         # applied" (_carried read the pin's own paths, which upstream no longer has)
                         result.status, result.retire = "upstream", True
                         result.detail = ("build already carries this pin in moved code (git am -3 merges it into "
-                                         "upstream's renamed files as a no-op): " + ", ".join(
-                                             f"{old} -> {new}" for old, new in sorted(outcome.renamed.items())))
+                                         "upstream's renamed files as a no-op): " + _moves(outcome.renamed))
                         continue
                     result.status, result.detail = "skipped", "no change on top of the earlier pins"
                     continue
@@ -908,8 +913,7 @@ class Simulator:
                 result.status = "applied"
                 result.apply_mode, result.resolutions = outcome.mode, outcome.resolutions or None
                 if outcome.renamed:
-                    result.detail = "merged into upstream's renamed files (as git am -3): " + ", ".join(
-                        f"{old} -> {new}" for old, new in sorted(outcome.renamed.items()))
+                    result.detail = "merged into upstream's renamed files (as git am -3): " + _moves(outcome.renamed)
                 continue
             index.restore(before)  # roll back the half-applied pin (and forget the blobs it wrote)
             earlier = [self.prepared[e.id] for e in self.pinset.pins[:len(results) - 1]]
@@ -973,10 +977,24 @@ def _outcome_of(answer: memo.Answer, prep: PreparedPin) -> ApplyOutcome:
                         bool(fields.get("merge_failed", False)))
 
 
-def _raw_pairs(raw: str) -> list[tuple[str, str]]:
-    """(meta, path) of each entry of a `diff-tree -r -z --no-renames` listing (":100644 100644 a b M", path)."""
-    fields = raw.split("\0")
-    return [(fields[i], fields[i + 1]) for i in range(len(fields) - 1) if fields[i].startswith(":")]
+def _raw_entries(raw: str) -> list[tuple[str, tuple[str, ...]]]:
+    """(meta, paths) of each entry of a `diff-tree -r -z` listing: (":100644 100644 a b M", (path,)), a
+    rename or copy with its two paths (":100644 100644 a b R100", (old, new))."""
+    fields, out, i = raw.split("\0"), [], 0
+    while i < len(fields) - 1:
+        meta = fields[i]
+        if not meta.startswith(":"):
+            i += 1
+            continue
+        count = 2 if meta.split()[-1][:1] in ("R", "C") else 1
+        out.append((meta, tuple(fields[i + 1:i + 1 + count])))
+        i += 1 + count
+    return out
+
+
+def _moves(renamed: dict[str, str]) -> str:
+    """"old -> new, ..." of the files a pin went into where upstream moved them."""
+    return ", ".join(f"{old} -> {new}" for old, new in sorted(renamed.items()))
 
 
 def _blobs(listing: str) -> list[str]:

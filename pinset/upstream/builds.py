@@ -6,6 +6,7 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NoReturn
 
 from pinset.config.schema import PYPI_BUILD_RE, SHA_RE
 from pinset.errors import UpstreamError
@@ -195,25 +196,27 @@ def _url_key(url: str) -> str:
 
 def _fetch_upstream(url: str, mirror: Mirror, refspecs: list[str], needed_for: str, prune: bool = False) -> None:
     """Fetch upstream's HEAD (into UPSTREAM_HEAD_REF) with the refspecs; upstream without a default branch
-    (an empty or headless repository) removes that ref rather than leaving an earlier run's, and the refspecs
-    are fetched without HEAD."""
+    (an empty or headless repository) removes every ref HEAD was fetched into rather than leaving an earlier
+    run's, and the other refspecs are fetched without it."""
     result = mirror.fetch(url, [f"+HEAD:{UPSTREAM_HEAD_REF}", *refspecs], prune=prune)
     if result.ok:
         return
     if _unreachable(result.stderr) or "couldn't find remote ref" not in result.stderr:
-        what = "unreachable" if _unreachable(result.stderr) else "its default branch could not be fetched"
-        raise UpstreamError(f"upstream {url}: {what}{needed_for} ({result.tail(1)})")
+        _fetch_failed(url, result, "its default branch could not be fetched", needed_for)
     # upstream has no default branch now: an earlier run's ref must not stand in for it
-    mirror.git("update-ref", "-d", "--no-deref", UPSTREAM_HEAD_REF, check_damage=False)
+    heads = [UPSTREAM_HEAD_REF, *(spec.split(":", 1)[1] for spec in refspecs if spec.startswith("+HEAD:"))]
+    for ref in heads:
+        mirror.git("update-ref", "-d", "--no-deref", ref, check_damage=False)
     rest = [spec for spec in refspecs if not spec.startswith("+HEAD:")]
-    for spec in refspecs:
-        if spec.startswith("+HEAD:"):
-            mirror.git("update-ref", "-d", "--no-deref", spec.split(":", 1)[1], check_damage=False)
     if rest:
         result = mirror.fetch(url, rest, prune=prune)
         if not result.ok:
-            what = "unreachable" if _unreachable(result.stderr) else "its branches and tags could not be fetched"
-            raise UpstreamError(f"upstream {url}: {what}{needed_for} ({result.tail(1)})")
+            _fetch_failed(url, result, "its branches and tags could not be fetched", needed_for)
+
+
+def _fetch_failed(url: str, result, otherwise: str, needed_for: str) -> NoReturn:
+    what = "unreachable" if _unreachable(result.stderr) else otherwise
+    raise UpstreamError(f"upstream {url}: {what}{needed_for} ({result.tail(1)})")
 
 
 def fetch_fork(url: str, commit: str, pr_ref: str, mirror: Mirror) -> None:
