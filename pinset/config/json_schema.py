@@ -63,13 +63,16 @@ def _pin() -> dict:
         "description": NON_BLANK,
         "evidence": {"type": "array", "minItems": 1, "uniqueItems": True, "items": {"enum": list(s.EVIDENCE_KINDS)},
                      "description": "the evidence this pin needs, replacing what its files imply"},
+        s.SKIP_UNLESS_OPEN: {"type": "boolean", "description": "a PR pin left out (status not-open) once its pull "
+                                                               "request is merged or closed"},
     }
     assert set(props) == s.PIN_KEYS
     return {
         "type": "object", "additionalProperties": False, "required": ["id"], "properties": props,
         "allOf": [
             {"oneOf": [{"required": ["patches"]}, {"required": ["pr"]}]},
-            {"if": {"required": ["patches"]}, "then": {"not": {"anyOf": [{"required": ["commit"]}, {"required": ["repo"]}]}}},
+            {"if": {"required": ["patches"]}, "then": {"not": {"anyOf": [
+                {"required": ["commit"]}, {"required": ["repo"]}, {"required": [s.SKIP_UNLESS_OPEN]}]}}},
             {"if": {"required": ["pr"]}, "then": {"not": {"required": ["each"]}}},
             # `each: true` is for a folder: a path naming a .patch file is one pin
             {"if": {"required": ["each"], "properties": {"each": {"const": True}}},
