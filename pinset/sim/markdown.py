@@ -39,7 +39,12 @@ def sim_markdown(sim: SimResult, conflicts: bool = False) -> str:
     by_build = [{p.id: p for p in b.pins} for b in builds]
     rows = [[f"`{pin.id}`" + ("" if pin.required else " (optional)"),
              *(cell(have[pin.id]) if pin.id in have else "— no result" for have in by_build)] for pin in pins]
+    skipped = sim.prs.skipped() if sim.prs is not None else []
+    rows += [[f"`{st.pin}`" + ("" if st.required else " (optional)"),
+              *(f"⏭️ not open ({st.state}): skipped" for _ in builds)] for st in skipped]
     lines = table(["pin", *(f"{b.build} (`{b.commit[:9]}`)" for b in builds)], rows)
+    if sim.prs is not None and (said := sim.prs.lines()):
+        lines += ["", "Pull requests:", *(f"- {line}" for line in said)]
     problems = [f"- **{b.build}** `{p.id}`: {prob}" for b in builds for p in b.pins
                 for prob in p.contract.problems]
     if problems:
