@@ -1,5 +1,5 @@
 """PR state for the verbs that simulate (sim, bump): asked once per run, before the pins are applied, so a
-`skip-unless-open` pin whose PR is merged or closed is left out (pinset/pr_state.py, pinset/report/pr_query.py)."""
+`skip-unless-open` pin whose PR is merged or closed is left out (pinset/sim/prs.py, pinset/report/pr_query.py)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import os
 import sys
 
 from pinset.config.schema import PinSet
-from pinset.pr_state import PrStates
 from pinset.report.github import DEFAULT_API_URL
 from pinset.report.pr_query import env_token, pr_states
+from pinset.sim.prs import PrStates
 
 
 def add_pr_state_arg(parser) -> None:

@@ -1,4 +1,4 @@
-"""Asking GitHub for the state of every PR pin's pull request (pinset/pr_state.py holds the answer).
+"""Asking GitHub for the state of every PR pin's pull request (pinset/sim/prs.py holds the answer).
 
 One GraphQL request for all pins (one aliased `repository { pullRequest }` per pin: state, draft, merged,
 review decision, head, the last 100 commits); when GraphQL fails as a whole (an error answer, a server without
@@ -21,8 +21,8 @@ from urllib.parse import urlsplit
 from pinset import http
 from pinset.config.schema import PinSet, PinSpec
 from pinset.errors import PinsetError
-from pinset.pr_state import CLOSED, DRAFT, MERGED, OPEN, REVIEWS, UNKNOWN, PrState, PrStates, unknown
 from pinset.report.github import GitHub
+from pinset.sim.prs import CLOSED, DRAFT, MERGED, OPEN, REVIEWS, UNKNOWN, PrState, PrStates, unknown
 
 REACH_TIMEOUT = 1.0     # s to resolve and connect to the API host before anything is asked
 CONNECT_TIMEOUT = 2.0   # s, per request once the host answered

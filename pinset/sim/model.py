@@ -7,9 +7,9 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Literal, cast
 
 from pinset.cells import BuildCommits, Cells, PinStates
-from pinset.pr_state import PrStates
 from pinset.results import SCHEMAS, Doc
 from pinset.sim.modes import APPLY_MODES, EXACT, REFRESHABLE, RESOLUTION, ApplyMode
+from pinset.sim.prs import PrStates
 
 if TYPE_CHECKING:
     from pinset.sim.apply_errors import BuildPlace
@@ -191,7 +191,7 @@ class BuildResult:
 class SimResult:
     builds: list[BuildResult]
     pinset_digest: str = ""
-    prs: PrStates | None = None   # the PR pins' pull requests (pinset/pr_state.py); None: none asked, old file
+    prs: PrStates | None = None   # the PR pins' pull requests (pinset/sim/prs.py); None: none asked, old file
 
     @property
     def ok(self) -> bool:
