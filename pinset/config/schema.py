@@ -21,7 +21,7 @@ from pinset import runner
 from pinset.config.ledger import resolution_files
 from pinset.config.patches import Parsed, SeriesProblem, parse_all, patch_series, single_patch
 from pinset.config.reading import compose, decode_utf8, read_regular_file
-from pinset.config.selectors import looks_like_selector, parse_selector, specifier
+from pinset.config.selectors import AGE_RULE, age_seconds, looks_like_selector, parse_selector, specifier
 from pinset.errors import ConfigError, ToolchainError
 
 SHA_RE = re.compile(r"^[0-9a-f]{7,40}$")
@@ -374,13 +374,14 @@ def _read_build(r: _Reader, node, upstream: str | None) -> str:
         (kind, body), = fields.items()
         key = f"builds[].{kind}"
         if kind == "tags":
-            sel = r.mapping(body, key, {"match", "newest"})
+            sel = r.mapping(body, key, {"match", "newest", "min-age"})
             for name in ("match", "newest"):
                 if name not in sel:
                     r.fail(body, f"{key}.{name}", "missing")
             text = f"tags:{r.string(sel['match'], key + '.match')}:{_count(r, sel['newest'], key + '.newest')}"
+            text += _min_age(r, sel, key)
         else:
-            sel = r.mapping(body, key, {"package", "versions", "newest"})
+            sel = r.mapping(body, key, {"package", "versions", "newest", "min-age"})
             for name in ("package", "versions"):
                 if name not in sel:
                     r.fail(body, f"{key}.{name}", "missing")
@@ -393,6 +394,7 @@ def _read_build(r: _Reader, node, upstream: str | None) -> str:
                 r.fail(sel["versions"], key + ".versions", str(exc))
             if "newest" in sel:
                 text += f":{_count(r, sel['newest'], key + '.newest')}"
+            text += _min_age(r, sel, key)
     else:
         text = r.string(node, "builds[]")
     if PYPI_BUILD_RE.match(text) or BUILD_RE.match(text):
@@ -409,6 +411,19 @@ def _read_build(r: _Reader, node, upstream: str | None) -> str:
     if text.startswith("tags:") and upstream is None:
         r.fail(node, "builds[]", f"tag selector {text!r} needs an `upstream:` git URL or path")
     return str(selector)
+
+
+def _min_age(r: _Reader, sel: dict, key: str) -> str:
+    """`min-age: 48h` of a selector mapping, as the string form's `:48h` (empty when not given)."""
+    if "min-age" not in sel:
+        return ""
+    node = sel["min-age"]
+    text = node.value if isinstance(node, yaml.ScalarNode) and not node.tag.endswith(":null") else None
+    try:
+        age_seconds(text if text is not None else "")
+    except ValueError:
+        r.fail(node, f"{key}.min-age", f"must be a duration ({AGE_RULE}), got {_kind(node)}")
+    return f":{text}"
 
 
 def _count(r: _Reader, node, key: str) -> int:

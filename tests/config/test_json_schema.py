@@ -97,8 +97,12 @@ def pins(draw, index: int):
 
 BUILDS = ["b1", "b2", "master", SHA, "pypi:llama-cpp-python==0.3.36", "tags:b*:3",
           # (a mapping equal to a string entry once normalised is a duplicate only the reader sees)
-          {"tags": {"match": "b*", "newest": 2}}, {"pypi": {"package": "llama-cpp-python", "versions": ">=0.3.33"}}]
+          {"tags": {"match": "b*", "newest": 2}}, {"pypi": {"package": "llama-cpp-python", "versions": ">=0.3.33"}},
+          {"tags": {"match": "b*", "newest": 1, "min-age": "48h"}},
+          {"pypi": {"package": "llama-cpp-python", "versions": ">=0.3.33", "min-age": "2d"}}]
 BAD_BUILDS = [{"tags": {"match": "b*"}}, {"tags": {"match": "b*", "newest": 0}},
+              {"tags": {"match": "b*", "newest": 3, "min-age": 48}}, {"tags": {"match": "b*", "newest": 3, "min-age": "0h"}},
+              {"pypi": {"package": "llama-cpp-python", "versions": ">=0.3.33", "min-age": "2 d"}},
               {"tags": {"match": "b*", "newest": 3}, "pypi": {}}, {"other": 1}, "bad build!", "", None]
 
 
