@@ -70,6 +70,8 @@ def run(args) -> int:
     optional = [p.id for p in result.pins if not p.required and not p.ok]
     if optional and not args.bare:
         console.print(f"[yellow]optional pins not in the tree:[/] {', '.join(optional)}")
+    if prs.note:
+        console.print(prs.note, soft_wrap=True)
     _json(args, ApplyResult(build.name, build.commit, str(out), args.bare, True,
                             [] if args.bare else [p.id for p in result.pins if p.applied],
                             not_in_tree=[] if args.bare else optional, skipped=skipped))

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import os
-import sys
 
 from pinset.config.schema import PinSet
 from pinset.report.github import DEFAULT_API_URL
@@ -19,10 +18,8 @@ def add_pr_state_arg(parser) -> None:
 
 def ask_pr_states(pinset: PinSet, args) -> PrStates:
     """Every PR pin's pull request (token: $GITHUB_TOKEN, else $GH_TOKEN; API: $GITHUB_API_URL); a state that
-    could not be asked is `unknown` and said once on stderr."""
+    could not be asked is `unknown`, and `note` says why: the verb says it once with its result (never before
+    the run, whose failure is one line)."""
     if getattr(args, "no_pr_state", False):
         return PrStates([])
-    states = pr_states(pinset, env_token(), os.environ.get("GITHUB_API_URL") or DEFAULT_API_URL)
-    if states.note:
-        print(f"pinset: {states.note}", file=sys.stderr)
-    return states
+    return pr_states(pinset, env_token(), os.environ.get("GITHUB_API_URL") or DEFAULT_API_URL)

@@ -164,10 +164,9 @@ def skipped_rows(result: SimResult) -> list[tuple[str, str]]:
 
 
 def pr_lines(result: SimResult) -> list[str]:
-    """The PR pins a reader must know about (skipped, closed or merged, head moved, changes requested)."""
-    if result.prs is None:
-        return []
-    return [line for line in result.prs.lines() if line != result.prs.note]
+    """The PR pins a reader must know about (skipped, closed or merged, head moved, changes requested), and why
+    their state is unknown when it could not be asked."""
+    return [] if result.prs is None else result.prs.lines()
 
 
 def _cell(p: PinResult, mark=lambda style, text: text) -> str:

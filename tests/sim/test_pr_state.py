@@ -190,7 +190,7 @@ def test_no_token_is_unknown_said_once_and_fast(make_repo, tmp_path, capsys):
     assert time.monotonic() - start < 1.0
     assert {s.state for s in states.pins} == {"unknown"} and "no token" in (states.note or "")
     code, data, out, err = _sim(tmp_path, cfg, capsys)
-    assert code == 0 and err.count("PR state unknown") == 1 and "PR state unknown" not in out
+    assert code == 0 and (out + err).count("PR state unknown") == 1 and "PR state unknown: no token" in out
     assert [p["status"] for p in data["builds"][0]["pins"]] == ["applied", "applied"]   # applied as if open
     assert data["prs"]["note"].startswith("PR state unknown: no token")
 
