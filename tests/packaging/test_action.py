@@ -167,3 +167,16 @@ def test_the_hook_runs_from_a_commit_like_pre_commit_runs_it(make_repo, tmp_path
            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
     result = subprocess.run(["pinset", "check"], cwd=ws, env=env, capture_output=True, text=True, timeout=60)
     assert result.returncode == 0 and result.stdout.startswith("ok: pins.yaml"), result.stderr
+
+
+def test_the_workflows_use_check_and_the_action():
+    """The reusable workflow checks pins.yaml before its sim (which reads the PR pins' state with the job's
+    token); the example nightly starts with the composite action running `pinset check`."""
+    sim_steps = yaml.safe_load((ROOT / ".github" / "workflows" / "pinset.yml").read_text())["jobs"]["sim"]["steps"]
+    names = [s.get("name") for s in sim_steps]
+    assert names.index("pinset check") < names.index("pinset sim")
+    assert "pinset check" in sim_steps[names.index("pinset check")]["run"]
+    assert sim_steps[names.index("pinset sim")]["env"]["GITHUB_TOKEN"] == "${{ github.token }}"
+    nightly = yaml.safe_load((ROOT / "examples" / "nightly.yml").read_text())["jobs"]
+    action_step = next(s for s in nightly["check"]["steps"] if str(s.get("uses", "")).startswith("OWNER/pinset@"))
+    assert action_step["with"] == {"verb": "check"} and nightly["pinset"]["needs"] == "check"
