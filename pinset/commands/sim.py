@@ -11,7 +11,7 @@ from pinset.commands.common import add_config_args, open_config
 from pinset.commands.paths import OUTPUT_FILE, add_path
 from pinset.commands.prs import add_pr_state_arg, ask_pr_states
 from pinset.output import write_result
-from pinset.sim.markdown import base_line, fix_command, numbered, place_label, sim_markdown
+from pinset.sim.markdown import base_line, fix_command, numbered, place_label, pr_label, sim_markdown
 from pinset.sim.model import BuildResult, PinResult, SimResult
 from pinset.sim.run import pick_builds, simulate
 
@@ -100,7 +100,7 @@ def plain_report(result: SimResult) -> str:
     rows = [header]
     for i, pin_id in enumerate([p.id for p in result.builds[0].pins] if result.builds else []):
         optional = "" if result.builds[0].pins[i].required else " (optional)"
-        rows.append([pin_id + optional, *(_cell(b.pins[i]) for b in result.builds)])
+        rows.append([pin_id + optional + pr_label(result, pin_id), *(_cell(b.pins[i]) for b in result.builds)])
     rows += [[label, *(cell for _ in result.builds)] for label, cell in skipped_rows(result)]
     widths = [max(len(row[c]) for row in rows) for c in range(len(header))]
     grid = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
@@ -148,7 +148,8 @@ def sim_table(result: SimResult) -> Table:
         for b in result.builds:
             cells.append(_cell(b.pins[i], _markup))
         optional = "" if result.builds[0].pins[i].required else " [dim](optional)[/]"
-        table.add_row(pin_id + optional, *cells)
+        label = pr_label(result, pin_id)
+        table.add_row(pin_id + optional + (_markup("dim", label) if label else ""), *cells)
     for label, cell in skipped_rows(result):
         table.add_row(_markup("", label), *(_markup("yellow", cell) for _ in result.builds))
     return table

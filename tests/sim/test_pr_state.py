@@ -71,6 +71,8 @@ def test_open_pr_at_its_pin_and_one_graphql_request_for_all(make_repo, tmp_path,
     assert (states["ggml-org#1"]["state"], states["ggml-org#1"]["behind"], states["ggml-org#1"]["review"]) == \
         ("open", 0, "APPROVED")
     assert states["ggml-org#2"]["state"] == "draft" and data["prs"]["source"] == "graphql"
+    assert "ggml-org#1 (PR open)" in out and "ggml-org#2 (PR draft)" in out   # the grid's pin column
+    assert "`ggml-org#2` (PR draft)" in (tmp_path / "sim.md").read_text()
     assert [(m, p) for m, p, _, _ in github.requests] == [("POST", "/graphql")]   # one request, every pin
     assert github.requests[0][2]["Authorization"] == f"Bearer {TOKEN}"
     assert TOKEN not in out + err + (tmp_path / "sim.json").read_text() + (tmp_path / "sim.md").read_text()
@@ -84,6 +86,7 @@ def test_head_moved_past_the_pin_is_said_with_the_count_and_the_head(make_repo, 
     code, data, out, _ = _sim(tmp_path, _pins(tmp_path, up, commits), capsys)
     state = _states(data)["ggml-org#1"]
     assert (state["behind"], state["on_head"], state["head"]) == (1, True, pr1[1])
+    assert "ggml-org#1 (PR open, 1 behind)" in out
     assert f"ggml-org#1: PR open, 1 commit behind its head {pr1[1][:9]}" in out
     assert f"1 commit behind its head {pr1[1][:9]}" in (tmp_path / "sim.md").read_text()
     assert code == 0   # a note, not a failure of the sim
@@ -215,3 +218,20 @@ def test_no_pr_state_asks_nothing(make_repo, tmp_path, github, capsys):
     up, commits = _upstream(make_repo)
     _, data, _, _ = _sim(tmp_path, _pins(tmp_path, up, commits), capsys, "--no-pr-state")
     assert github.requests == [] and "prs" not in data
+
+
+def test_pick_never_passes_a_build_over_for_a_skipped_pin(make_repo, tmp_path, github, capsys):
+    up, commits = _upstream(make_repo)
+    up.commit("b2", {"src/a.c": "int a(void) { return 100; }\n"})   # PR 1's line: it conflicts on b2
+    up.tag("b2")
+    cfg = _pins(tmp_path, up, commits, skip=True)
+    cfg.write_text(cfg.read_text().replace("builds: [b1]", "builds: [b1, b2]"))
+    github.add_pr("ggml-org/llama.cpp#1", commits["ggml-org/llama.cpp#1"][:1])
+    github.add_pr("ggml-org/llama.cpp#2", commits["ggml-org/llama.cpp#2"][:1])
+    assert main(["pick", "-c", str(cfg), "--json", str(tmp_path / "p.json")]) == 0
+    assert json.loads((tmp_path / "p.json").read_text())["picked"] == "b1"   # open: it counts, b2 is red
+    github.prs["ggml-org/llama.cpp#1"]["state"] = "MERGED"
+    capsys.readouterr()
+    assert main(["pick", "-c", str(cfg), "--json", str(tmp_path / "p.json")]) == 0
+    assert json.loads((tmp_path / "p.json").read_text())["picked"] == "b2"
+    assert "ggml-org#1: PR merged: skipped (skip-unless-open)" in capsys.readouterr().out
