@@ -38,6 +38,7 @@ COMMANDS = {
     "cache": "what the cache holds (info) and removing what can be made again (clean)",
     "import": "write a pins.yaml from a pr-set.json or an Ollama-style checkout",
     "schema": "print the JSON Schema of pins.yaml (for editors)",
+    "check": "read pins.yaml and its patches as every verb does, fetching nothing (pre-commit, CI)",
 }
 MODULES = {"import": "importer"}  # verbs whose module cannot carry their name (a Python keyword)
 

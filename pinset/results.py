@@ -23,6 +23,10 @@ from pinset.errors import PinsetError
 SCHEMAS = {"sim": 1, "verify": 1, "kld": 1, "bench": 2, "report": 2, "pick": 1, "blame": 1, "model": 1,
            "forecast": 1}
 READS = {"sim": (1,), "verify": (1,), "kld": (1,), "bench": (1, 2), "report": (1, 2), "pick": (1,), "blame": (1,)}
+# What a workflow step reads (`--json` of import, apply, refresh; issue 43): each kind's model and JSON Schema
+# beside its producer (config/import_model.py, sim/apply_model.py, heal/model.py; `pinset schema --kind KIND`).
+SCHEMAS.update({"import": 1, "apply": 1, "refresh": 1})
+READS.update({"import": (1,), "apply": (1,), "refresh": (1,)})
 
 NUM = (int, float)
 _NAMES = {int: "an integer", float: "a number", str: "a string", bool: "true/false", list: "a list",

@@ -27,7 +27,10 @@ def github(monkeypatch):
 
 @pytest.fixture(autouse=True)
 def isolated_cache(tmp_path, monkeypatch):
-    """Every test gets its own pinset cache, never the user's."""
+    """Every test gets its own pinset cache, never the user's; and no token of the user's (PR pins' state is
+    asked from GitHub when one is set: tests that want it take the `github` fixture)."""
+    for name in ("GITHUB_TOKEN", "GH_TOKEN"):
+        monkeypatch.delenv(name, raising=False)
     cache = tmp_path / "cache"
     monkeypatch.setenv("PINSET_CACHE", str(cache))
     return cache

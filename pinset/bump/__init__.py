@@ -32,6 +32,7 @@ from pinset.output import write_json
 from pinset.report import build_report
 from pinset.report.github import MAX_BODY, PULL_NOTE, REDACTED, GitHub, Posted, Repo, describe_dry_run
 from pinset.sim.pins import prepare_pins
+from pinset.sim.prs import PrStates
 from pinset.sim.run import simulate
 from pinset.store import Store, cache_tmp, scratch_dir
 from pinset.upstream.builds import Build, resolve_builds
@@ -120,6 +121,8 @@ def _bump(repository: Repository, tree: Path, rel: str, store: Store, options: B
     if dirty:
         warn(f"uncommitted changes in {', '.join(dirty)} are not in the bump: it starts from HEAD "
              f"({(repository.rev('HEAD') or '')[:12]}); commit them first to include them")
+    prs = _pr_states(pinset, github, warn)
+    pinset, full = prs.without_skipped(pinset), pinset   # a skip-unless-open pin whose PR is not open: left out
     shipped, target = choose(pinset, store, options.onto, say)
     result = BumpResult(CURRENT, shipped.name, target.name if target else None, options.branch)
     if target is None:
@@ -127,6 +130,7 @@ def _bump(repository: Repository, tree: Path, rel: str, store: Store, options: B
         return result
     say(f"{target.name}: simulating the pin set")
     with simulate(pinset, [target.name], store) as sim:
+        sim.result.pinset_digest, sim.result.prs = full.digest, prs if prs.pins else None
         build, sim_result = sim.build(target.name)
         specs = {p.id: p for p in pinset.pins}
         result.failing = [Failing(p.id, p.status_text, _fix(specs[p.id], target.name))
@@ -138,7 +142,7 @@ def _bump(repository: Repository, tree: Path, rel: str, store: Store, options: B
         # the refresh rewrites; the tree they give is proven the same)
         sim_json = scratch / "sim.json"
         write_json(sim_json, sim.result.to_json())
-        report = build_report([str(sim_json), *options.results], pinset)
+        report = build_report([str(sim_json), *options.results], full)
         loose = [p for p in sim_result.pins if specs[p.id].patches is not None and p.needs_refresh]
         if loose:
             say(f"{target.name}: refreshing {', '.join(p.id for p in loose)}")
@@ -150,7 +154,7 @@ def _bump(repository: Repository, tree: Path, rel: str, store: Store, options: B
                                              [_rel_in(tree, r.folder / f.name) if r.folder.is_dir()
                                               else _rel_in(tree, r.folder) for f in r.new], r.range_diff)
                                 for r in refreshed]
-    _edit_builds(tree / rel, pinset, target.name)
+    _edit_builds(tree / rel, full, target.name)
     result.title = f"pinset: ship {target.name} (was {shipped.name})"
     result.body = pull_body(result, report.markdown)
     message = commit_message(result, shipped, target)
@@ -188,6 +192,21 @@ def _bump(repository: Repository, tree: Path, rel: str, store: Store, options: B
         repository.move_branch(options.branch, commit, old_branch)
         result.branch_moved = True
     return result
+
+
+def _pr_states(pinset: PinSet, github: GitHub | None, warn: Say) -> PrStates:
+    """The PR pins' pull requests (for the PR body's report, and to leave out skip-unless-open pins whose PR is
+    not open); unknown without a token or a network, said once."""
+    import os
+
+    from pinset.report.github import DEFAULT_API_URL
+    from pinset.report.pr_query import env_token, pr_states
+
+    api_url = github.api_url if github is not None else os.environ.get("GITHUB_API_URL") or DEFAULT_API_URL
+    states = pr_states(pinset, env_token(), api_url)
+    if states.note:
+        warn(states.note)
+    return states
 
 
 def _rel_in(tree: Path, path: Path) -> str:

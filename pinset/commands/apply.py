@@ -13,9 +13,11 @@ import os
 from pathlib import Path
 
 from pinset.commands.common import add_config_args, open_config
-from pinset.commands.paths import OUTPUT_FOLDER, add_path
+from pinset.commands.paths import OUTPUT_FILE, OUTPUT_FOLDER, add_path
+from pinset.commands.prs import add_pr_state_arg, ask_pr_states
 from pinset.errors import PinsetError
-from pinset.output import console
+from pinset.output import console, write_json
+from pinset.sim.apply_model import ApplyResult
 from pinset.sim.run import pick_builds, simulate
 from pinset.store import scratch_dir
 
@@ -31,6 +33,8 @@ def add_parser(sub):
     p.add_argument("--build", required=True, help="the build (as in pins.yaml, or any tag/commit/pypi:...)")
     add_path(p, "--out", role=OUTPUT_FOLDER, required=True, help="new or empty folder to write the tree into")
     p.add_argument("--bare", action="store_true", help="write the build without any pin")
+    add_path(p, "--json", role=OUTPUT_FILE, help="write what was written (build, commit, pins in the tree) as JSON here")
+    add_pr_state_arg(p)
     return p
 
 
@@ -46,12 +50,17 @@ def run(args) -> int:
     out = Path(args.out).expanduser().absolute()
     _check_out(out)
     pinset, store = open_config(args)
-    with simulate(pinset, _one_build(pinset, args.build), store) as sim:
+    prs = ask_pr_states(pinset, args)
+    skipped = [s.pin for s in prs.skipped()]
+    if skipped:
+        console.print(f"[yellow]left out, their PR is not open (skip-unless-open):[/] {', '.join(skipped)}")
+    with simulate(prs.without_skipped(pinset), _one_build(pinset, args.build), store) as sim:
         build, result = sim.build(args.build)
         failed = [p.id for p in result.pins if p.required and not p.ok]
         if failed and not args.bare:
             console.print(f"[red]required pins failed on {build.name}:[/] {', '.join(failed)} "
                           f"(see `pinset sim`); nothing written to {out} (--bare writes the build alone)")
+            _json(args, ApplyResult(build.name, build.commit, str(out), args.bare, False, failed=failed, skipped=skipped))
             return 1
         write_tree(sim.mirror, build.tree if args.bare else result.tree, out)
     applied = [p.id + (f" (recorded resolution {', '.join(p.resolutions)})" if p.resolutions else "")
@@ -61,7 +70,17 @@ def run(args) -> int:
     optional = [p.id for p in result.pins if not p.required and not p.ok]
     if optional and not args.bare:
         console.print(f"[yellow]optional pins not in the tree:[/] {', '.join(optional)}")
+    if prs.note:
+        console.print(prs.note, soft_wrap=True)
+    _json(args, ApplyResult(build.name, build.commit, str(out), args.bare, True,
+                            [] if args.bare else [p.id for p in result.pins if p.applied],
+                            not_in_tree=[] if args.bare else optional, skipped=skipped))
     return 0
+
+
+def _json(args, result: ApplyResult) -> None:
+    if args.json:
+        write_json(args.json, result.to_json())
 
 
 def _check_out(out: Path) -> None:

@@ -15,9 +15,10 @@ from pathlib import Path
 
 from pinset.commands.paths import INPUT_FILE, OUTPUT_FILE, add_path
 from pinset.config import importers
+from pinset.config.import_model import ImportedPin, ImportResult
 from pinset.config.schema import load_pinset
 from pinset.errors import ConfigError, PinsetError
-from pinset.output import write_text
+from pinset.output import write_json, write_text
 
 
 def add_parser(sub):
@@ -39,6 +40,7 @@ def add_parser(sub):
     p.add_argument("--builds", help="comma-separated builds (default: the source's; Ollama: FETCH_HEAD; "
                                     f"else {importers.DEFAULT_BUILDS}, upstream's newest tag)")
     p.add_argument("--force", action="store_true", help="replace an existing output file")
+    add_path(p, "--json", role=OUTPUT_FILE, help="write what was imported (pins, builds, notes) as JSON here")
     return p
 
 
@@ -66,7 +68,18 @@ def run(args) -> int:
     for note in imported.notes:
         print(f"pinset import: note: {note}", file=sys.stderr)
     print(f"pinset import: {len(imported.pins)} pins from {source} written to {out}", file=sys.stderr)
+    if args.json:
+        write_json(args.json, import_result(imported, source, kind, out).to_json())
     return 0
+
+
+def import_result(imported, source: Path, kind: str, out: Path) -> ImportResult:
+    """The JSON form of an import (kind "import"), from the pin mappings written."""
+    pins = [ImportedPin(str(pin["id"]), "pr" if "pr" in pin else "patches", str(pin.get("_from", "")),
+                        pin.get("required", True) is not False, pin.get("skip-unless-open", False) is True)
+            for pin in imported.pins]
+    return ImportResult(str(source), kind, str(out), imported.upstream, list(imported.builds), pins,
+                        list(imported.notes))
 
 
 def _check(text: str, out: Path) -> None:

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from rich.markup import escape
 from rich.table import Table
 
 from pinset import ci_annotations
 from pinset.commands.common import add_config_args, count, only_with, open_config
 from pinset.commands.paths import OUTPUT_FILE, OUTPUT_FOLDER, add_path
+from pinset.commands.prs import add_pr_state_arg, ask_pr_states
 from pinset.commands.verify import warn
 from pinset.nightly.markdown import pick_markdown, why_text, write_results
 from pinset.nightly.model import NOT_GREEN, NOT_TRIED, PICKED, VERIFY_FAILED, PickResult
@@ -38,13 +40,16 @@ def add_parser(sub):
     p.add_argument("--no-progress", action="store_true", help="no progress bar while building")
     add_path(p, "--json", role=OUTPUT_FILE, help="write the pick JSON here")
     add_path(p, "--markdown", role=OUTPUT_FILE, help="write a markdown summary here")
+    add_pr_state_arg(p)
     return p
 
 
 def run(args) -> int:
     only_with("--verify", args.verify, {"--cuda": args.cuda, "-j/--jobs": args.jobs is not None,
                                         "--logs": args.logs is not None, "--no-progress": args.no_progress})
-    pinset, store = open_config(args)
+    full, store = open_config(args)
+    prs = ask_pr_states(full, args)
+    pinset = prs.without_skipped(full)   # a skip-unless-open pin whose PR is not open: never picked over
     names = pick_builds(pinset, args.builds)
     cuda_flags, arch = [], None
     if args.verify:
@@ -64,12 +69,15 @@ def run(args) -> int:
 
         result = pick(pinset, mirror, prepared, list(reversed(builds)), confirm,
                       say=lambda text: err_console.print(f"[dim]{text}[/]"))
+    result.pinset_digest = full.digest
     console.print(pick_table(result))
+    for line in prs.lines():
+        console.print(f"[yellow]{escape(line)}[/]", soft_wrap=True)
     console.print(f"[green]picked[/] {result.picked}" if result.ok else "[red]no build is green[/]")
     if result.dropped:
         console.print(f"[yellow]dropped optional pins[/] on {result.picked}: {', '.join(r.pin or '' for r in result.dropped)}")
     write_results(result, args.json, args.markdown)
-    lines = {p.id: p.line for p in pinset.pins}
+    lines = {p.id: p.line for p in full.pins}
     for r in result.dropped:   # GitHub Actions only: at the pin's line
         ci_annotations.annotate(ci_annotations.WARNING, f"optional pin dropped on {result.picked}: {r.summary()}",
                                 file=pinset.path, line=lines.get(r.pin), title="pinset pick")

@@ -10,10 +10,12 @@ from __future__ import annotations
 import sys
 
 from pinset.commands.common import add_config_args, open_config, pin_named
+from pinset.commands.paths import OUTPUT_FILE, add_path
 from pinset.errors import PinsetError
+from pinset.heal.model import RefreshedPinJson, RefreshResult
 from pinset.heal.refresh import prove, refresh_series
 from pinset.heal.series import write_folders
-from pinset.output import console
+from pinset.output import console, write_json
 from pinset.sim.run import pick_builds, simulate
 from pinset.store import cache_tmp, scratch_dir
 
@@ -31,6 +33,7 @@ def add_parser(sub):
     p.add_argument("pins", nargs="*", metavar="PIN", help="pin ids (default: every series that needs a refresh)")
     p.add_argument("--onto", required=True, metavar="BUILD", help="the build to fit the series to")
     p.add_argument("--write", action="store_true", help="replace the pins' patch files")
+    add_path(p, "--json", role=OUTPUT_FILE, help="write what was refreshed (pins, modes, files) as JSON here")
     return p
 
 
@@ -64,6 +67,14 @@ def not_applied(pinset, result) -> list[str]:
 
 
 def run(args) -> int:
+    outcome: list[RefreshResult] = []
+    code = _run(args, outcome)
+    if args.json and outcome:
+        write_json(args.json, outcome[0].to_json())
+    return code
+
+
+def _run(args, outcome: list[RefreshResult]) -> int:
     pinset, store = open_config(args)
     known = {p.id: p for p in pinset.pins}
     for pin_id in args.pins:
@@ -74,17 +85,22 @@ def run(args) -> int:
         build, result = the_build(sim, args.onto, "--onto")
         by_id = {p.id: p for p in result.pins}
         broken = not_applied(pinset, result)
+        said = RefreshResult(build.name, build.commit, "blocked")
+        outcome.append(said)
         if broken:   # the series would be fitted to a tree the pin set does not give: nothing to call exact
+            said.problems = broken
             for line in broken:
                 console.print(f"[red]{line}[/]", soft_wrap=True)
             console.print(f"{build.name} is not a build the pin set applies on; nothing refreshed, nothing written")
             return 1
         for pin_id in args.pins:
             if not by_id[pin_id].applied:
+                said.problems = [f"{pin_id} on {build.name}: {by_id[pin_id].status_text}, not applied"]
                 console.print(f"[red]{pin_id}[/] on {build.name}: {by_id[pin_id].status_text}, not applied: "
                               f"`pinset rebase {pin_id} --onto {args.onto}` resolves a conflict; nothing written")
                 return 1
             if by_id[pin_id].applied_by_resolution:
+                said.problems = [f"{pin_id} on {build.name}: applies by its recorded resolution"]
                 console.print(f"[red]{pin_id}[/] on {build.name}: applies by its recorded resolution, which `git am -3` "
                               f"cannot replay; `pinset rebase {pin_id} --onto {args.onto}` fits the series to this "
                               f"build; nothing written")
@@ -97,12 +113,16 @@ def run(args) -> int:
         for pin_id in exact:
             console.print(f"{pin_id}: applies exactly on {build.name} already")
         chosen = [p for p in chosen if p not in exact]
+        said.exact, said.outcome = exact, "nothing"
         if not chosen:
             console.print(f"nothing to refresh on {build.name}: every series named applies exactly")
             return 0
         with scratch_dir(cache_tmp(store.root), "refresh-") as scratch:
             refreshed = refresh_series(sim, build, result, chosen, scratch)
             prove(sim, build, result, refreshed, scratch)
+            said.outcome = "refreshed"
+            said.refreshed = [RefreshedPinJson(item.pin_id, by_id[item.pin_id].apply_mode or "", str(item.folder),
+                                               [f.name for f in item.new]) for item in refreshed]
             for item in refreshed:
                 console.print(f"[bold]{item.pin_id}[/]: {by_id[item.pin_id].apply_mode} -> exact on {build.name} "
                               f"({len(item.new)} patches, base {build.oid[:12]}; same tree {str(result.tree)[:12]})")
@@ -113,5 +133,6 @@ def run(args) -> int:
                 console.print("nothing written (--write replaces the patch files)")
                 return 0
             write_folders([(item.folder, item.new, None) for item in refreshed])
+            said.outcome = "written"
             console.print(f"wrote {', '.join(f'{i.folder}' for i in refreshed)}")
     return 0

@@ -19,16 +19,33 @@ def add_parser(sub):
                     "to see key, type and pattern errors as you type; the checks that need the disk (patch "
                     "files, local repositories) remain pinset's.")
     add_path(p, "-o", "--out", role=OUTPUT_FILE, help="write it into this file instead of stdout")
+    p.add_argument("--kind", choices=("pins", *RESULT_KINDS), default="pins",
+                   help="whose schema: pins.yaml (default), or the --json document of import, apply or refresh")
     return p
 
 
-def text() -> str:
-    return json.dumps(pins_schema(), indent=2) + "\n"
+RESULT_KINDS = ("import", "apply", "refresh")
+
+
+def result_schema(kind: str) -> dict:
+    """The JSON Schema (draft 2020-12) of a result kind's document, from the module beside its producer."""
+    from pinset.config import import_model
+    from pinset.heal import model as refresh_model
+    from pinset.sim import apply_model
+
+    body = {"import": import_model, "apply": apply_model, "refresh": refresh_model}[kind].JSON_SCHEMA
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema",
+            "$id": f"https://pinset.invalid/{kind}.schema.json", "title": f"pinset {kind} --json", **body}
+
+
+def text(kind: str = "pins") -> str:
+    return json.dumps(pins_schema() if kind == "pins" else result_schema(kind), indent=2) + "\n"
 
 
 def run(args) -> int:
+    kind = getattr(args, "kind", "pins")
     if args.out:
-        write_text(args.out, text())
+        write_text(args.out, text(kind))
     else:
-        sys.stdout.write(text())
+        sys.stdout.write(text(kind))
     return 0

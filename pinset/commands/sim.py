@@ -9,8 +9,9 @@ from typing import TYPE_CHECKING, Protocol
 from pinset import ci_annotations, output
 from pinset.commands.common import add_config_args, open_config
 from pinset.commands.paths import OUTPUT_FILE, add_path
+from pinset.commands.prs import add_pr_state_arg, ask_pr_states
 from pinset.output import write_result
-from pinset.sim.markdown import base_line, fix_command, numbered, place_label, sim_markdown
+from pinset.sim.markdown import base_line, fix_command, numbered, place_label, pr_label, sim_markdown
 from pinset.sim.model import BuildResult, PinResult, SimResult
 from pinset.sim.run import pick_builds, simulate
 
@@ -30,13 +31,17 @@ def add_parser(sub):
     add_config_args(p)
     add_path(p, "--json", role=OUTPUT_FILE, help="write the result JSON here")
     add_path(p, "--markdown", role=OUTPUT_FILE, help="write a markdown grid here")
+    add_pr_state_arg(p)
     return p
 
 
 def run(args) -> int:
     pinset, store = open_config(args)
-    with simulate(pinset, pick_builds(pinset, args.builds), store) as sim:
+    prs = ask_pr_states(pinset, args)
+    builds = pick_builds(pinset, args.builds)
+    with simulate(prs.without_skipped(pinset), builds, store) as sim:
         result = sim.result
+    result.pinset_digest, result.prs = pinset.digest, prs if prs.pins else None
     if output.stdout_is_terminal():
         _print_report(result)
     else:  # a pipe, a file, a CI log without FORCE_COLOR: the same words laid out once, one write (rich not imported)
@@ -55,7 +60,8 @@ NOT_OK = "not ok: a required pin failed or broke its contract"
 def _problems(result: SimResult, mark=lambda style, text: text) -> list[str]:
     """The lines under the grid: each conflict (with its place), error and contract problem, then the
     verdict. `mark(style, text)` styles a piece (rich markup on a terminal, nothing off one)."""
-    lines: list[str] = []
+    lines: list[str] = [f"  {mark('yellow', line.split(':', 1)[0])}:{mark('', line.split(':', 1)[1])}"
+                        if ":" in line else f"  {mark('', line)}" for line in pr_lines(result)]
     for b in result.builds:
         for p in b.pins:
             if p.conflicts:
@@ -94,7 +100,8 @@ def plain_report(result: SimResult) -> str:
     rows = [header]
     for i, pin_id in enumerate([p.id for p in result.builds[0].pins] if result.builds else []):
         optional = "" if result.builds[0].pins[i].required else " (optional)"
-        rows.append([pin_id + optional, *(_cell(b.pins[i]) for b in result.builds)])
+        rows.append([pin_id + optional + pr_label(result, pin_id), *(_cell(b.pins[i]) for b in result.builds)])
+    rows += [[label, *(cell for _ in result.builds)] for label, cell in skipped_rows(result)]
     widths = [max(len(row[c]) for row in rows) for c in range(len(header))]
     grid = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
     return "\n".join(["pinset sim", *grid, *_problems(result)]) + "\n"
@@ -141,8 +148,26 @@ def sim_table(result: SimResult) -> Table:
         for b in result.builds:
             cells.append(_cell(b.pins[i], _markup))
         optional = "" if result.builds[0].pins[i].required else " [dim](optional)[/]"
-        table.add_row(pin_id + optional, *cells)
+        label = pr_label(result, pin_id)
+        table.add_row(pin_id + optional + (_markup("dim", label) if label else ""), *cells)
+    for label, cell in skipped_rows(result):
+        table.add_row(_markup("", label), *(_markup("yellow", cell) for _ in result.builds))
     return table
+
+
+def skipped_rows(result: SimResult) -> list[tuple[str, str]]:
+    """(pin label, cell) of each pin left out because its PR is not open (`skip-unless-open`), below the grid's
+    rows: the same words in every build's column."""
+    if result.prs is None:
+        return []
+    return [(s.pin + ("" if s.required else " (optional)"), f"not open ({s.state}): skipped")
+            for s in result.prs.skipped()]
+
+
+def pr_lines(result: SimResult) -> list[str]:
+    """The PR pins a reader must know about (skipped, closed or merged, head moved, changes requested), and why
+    their state is unknown when it could not be asked."""
+    return [] if result.prs is None else result.prs.lines()
 
 
 def _cell(p: PinResult, mark=lambda style, text: text) -> str:

@@ -31,6 +31,8 @@ SHA40 = {"type": "string", "pattern": "^[0-9a-fA-F]{40}$"}  # the reader lower-c
 ARCH = {"oneOf": [{"type": "string", "pattern": _pattern(s.ARCH_RE, full=True)},
                   {"type": "integer", "minimum": 10, "maximum": 999}]}  # `architectures: 90`
 COUNT = {"type": "integer", "minimum": 1, "maximum": 1000}
+MIN_AGE = {"type": "string", "pattern": "^(?=[0-9]*[1-9])[0-9]{1,6}[mhdw]$",
+           "description": "only builds at least this old: 90m, 48h, 2d, 1w (the tag's commit time, the sdist's upload)"}
 LABEL = {"type": "string", "pattern": r"^[^\s,]([^,]*[^\s,])?$"}  # a runner label: no comma, no edge blanks
 
 
@@ -63,13 +65,16 @@ def _pin() -> dict:
         "description": NON_BLANK,
         "evidence": {"type": "array", "minItems": 1, "uniqueItems": True, "items": {"enum": list(s.EVIDENCE_KINDS)},
                      "description": "the evidence this pin needs, replacing what its files imply"},
+        s.SKIP_UNLESS_OPEN: {"type": "boolean", "description": "a PR pin left out (status not-open) once its pull "
+                                                               "request is merged or closed"},
     }
     assert set(props) == s.PIN_KEYS
     return {
         "type": "object", "additionalProperties": False, "required": ["id"], "properties": props,
         "allOf": [
             {"oneOf": [{"required": ["patches"]}, {"required": ["pr"]}]},
-            {"if": {"required": ["patches"]}, "then": {"not": {"anyOf": [{"required": ["commit"]}, {"required": ["repo"]}]}}},
+            {"if": {"required": ["patches"]}, "then": {"not": {"anyOf": [
+                {"required": ["commit"]}, {"required": ["repo"]}, {"required": [s.SKIP_UNLESS_OPEN]}]}}},
             {"if": {"required": ["pr"]}, "then": {"not": {"required": ["each"]}}},
             # `each: true` is for a folder: a path naming a .patch file is one pin
             {"if": {"required": ["each"], "properties": {"each": {"const": True}}},
@@ -88,11 +93,11 @@ def _build() -> dict:
                                      {"pattern": "^(tags|pypi):"}]},
         {"type": "object", "additionalProperties": False, "required": ["tags"], "properties": {"tags": {
             "type": "object", "additionalProperties": False, "required": ["match", "newest"],
-            "properties": {"match": NON_BLANK, "newest": COUNT}}}},
+            "properties": {"match": NON_BLANK, "newest": COUNT, "min-age": MIN_AGE}}}},
         {"type": "object", "additionalProperties": False, "required": ["pypi"], "properties": {"pypi": {
             "type": "object", "additionalProperties": False, "required": ["package", "versions"],
             "properties": {"package": {"type": "string", "pattern": "^[A-Za-z0-9_.-]+$"}, "versions": NON_BLANK,
-                           "newest": COUNT}}}},
+                           "newest": COUNT, "min-age": MIN_AGE}}}},
     ]}
 
 

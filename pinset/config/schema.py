@@ -21,7 +21,7 @@ from pinset import runner
 from pinset.config.ledger import resolution_files
 from pinset.config.patches import Parsed, SeriesProblem, parse_all, patch_series, single_patch
 from pinset.config.reading import compose, decode_utf8, read_regular_file
-from pinset.config.selectors import looks_like_selector, parse_selector, specifier
+from pinset.config.selectors import AGE_RULE, age_seconds, looks_like_selector, parse_selector, specifier
 from pinset.errors import ConfigError, ToolchainError
 
 SHA_RE = re.compile(r"^[0-9a-f]{7,40}$")
@@ -38,7 +38,10 @@ BUILD_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_./+-]*$")
 
 TOP_KEYS = {"upstream", "builds", "pins", "cuda", "description", "gpus"}
 PIN_KEYS = {"id", "patches", "pr", "commit", "required", "checks", "unchecked", "description", "evidence",
-            "repo", "each"}
+            "repo", "each", "skip-unless-open"}
+# A PR pin with `skip-unless-open: true` is left out of the set (status `not-open`) once its pull request is
+# merged or closed (Unsloth's pr-set.json `"required": false`); while its state is unknown it is applied.
+SKIP_UNLESS_OPEN = "skip-unless-open"
 CUDA_KEYS = {"architectures", "flags"}
 GPU_CLASS_KEYS = {"runs-on", "architectures"}
 EVIDENCE_KINDS = ("verify", "gpu-verify", "kld", "bench")  # a pin's `evidence:` items (sim/evidence.py)
@@ -110,6 +113,7 @@ class PinSpec:
     series: tuple[Path, ...] = ()  # the patch files, in order, as checked when pins.yaml was read
     evidence: tuple[str, ...] | None = None  # `evidence:` kinds replacing the derived ones (sim/evidence.py)
     repo: str | None = None  # PR pins from a fork: the repository (URL or absolute path) the commit is fetched from
+    skip_unless_open: bool = False  # `skip-unless-open: true`: left out once its PR is merged or closed
 
     @property
     def kind(self) -> str:
@@ -370,13 +374,14 @@ def _read_build(r: _Reader, node, upstream: str | None) -> str:
         (kind, body), = fields.items()
         key = f"builds[].{kind}"
         if kind == "tags":
-            sel = r.mapping(body, key, {"match", "newest"})
+            sel = r.mapping(body, key, {"match", "newest", "min-age"})
             for name in ("match", "newest"):
                 if name not in sel:
                     r.fail(body, f"{key}.{name}", "missing")
             text = f"tags:{r.string(sel['match'], key + '.match')}:{_count(r, sel['newest'], key + '.newest')}"
+            text += _min_age(r, sel, key)
         else:
-            sel = r.mapping(body, key, {"package", "versions", "newest"})
+            sel = r.mapping(body, key, {"package", "versions", "newest", "min-age"})
             for name in ("package", "versions"):
                 if name not in sel:
                     r.fail(body, f"{key}.{name}", "missing")
@@ -389,6 +394,7 @@ def _read_build(r: _Reader, node, upstream: str | None) -> str:
                 r.fail(sel["versions"], key + ".versions", str(exc))
             if "newest" in sel:
                 text += f":{_count(r, sel['newest'], key + '.newest')}"
+            text += _min_age(r, sel, key)
     else:
         text = r.string(node, "builds[]")
     if PYPI_BUILD_RE.match(text) or BUILD_RE.match(text):
@@ -405,6 +411,19 @@ def _read_build(r: _Reader, node, upstream: str | None) -> str:
     if text.startswith("tags:") and upstream is None:
         r.fail(node, "builds[]", f"tag selector {text!r} needs an `upstream:` git URL or path")
     return str(selector)
+
+
+def _min_age(r: _Reader, sel: dict, key: str) -> str:
+    """`min-age: 48h` of a selector mapping, as the string form's `:48h` (empty when not given)."""
+    if "min-age" not in sel:
+        return ""
+    node = sel["min-age"]
+    text = node.value if isinstance(node, yaml.ScalarNode) and not node.tag.endswith(":null") else None
+    try:
+        age_seconds(text if text is not None else "")
+    except ValueError:
+        r.fail(node, f"{key}.min-age", f"must be a duration ({AGE_RULE}), got {_kind(node)}")
+    return f":{text}"
 
 
 def _count(r: _Reader, node, key: str) -> int:
@@ -486,9 +505,10 @@ def _read_pin(r: _Reader, node, key: str, base: Path, upstream: str | None,
     commit: str | None = None
     series: tuple[Path, ...] = ()
     if has_patches:
-        for name in ("commit", "repo"):
+        for name in ("commit", "repo", SKIP_UNLESS_OPEN):
             if name in fields:
-                r.fail(fields[name], f"{key}.{name}", f"only PR pins take a {name}")
+                r.fail(fields[name], f"{key}.{name}", f"only PR pins take a {name}" if name != SKIP_UNLESS_OPEN
+                       else "only PR pins take `skip-unless-open` (a patch has no pull request to be open)")
         rel, patches = r.local_path(fields["patches"], f"{key}.patches", base)
         try:
             series = single_patch(patches, rel, parsed) if rel.endswith(".patch") and not patches.is_dir() \
@@ -533,6 +553,8 @@ def _read_pin(r: _Reader, node, key: str, base: Path, upstream: str | None,
         r.fail(fields["unchecked"], f"{key}.unchecked", "a pin has either checks or an `unchecked:` reason, not both")
     description = r.string(fields["description"], f"{key}.description") if "description" in fields else None
     evidence = _read_evidence(r, fields["evidence"], f"{key}.evidence") if "evidence" in fields else None
+    skip_unless_open = r.boolean(fields[SKIP_UNLESS_OPEN], f"{key}.{SKIP_UNLESS_OPEN}") \
+        if SKIP_UNLESS_OPEN in fields else False
     if "each" in fields and r.boolean(fields["each"], f"{key}.each"):
         if len(series) == 1 and patches is not None and not patches.is_dir():
             r.fail(fields["each"], f"{key}.each", "`each: true` is for a folder of patches, not one file")
@@ -546,7 +568,7 @@ def _read_pin(r: _Reader, node, key: str, base: Path, upstream: str | None,
                                 evidence=evidence))
         return pins
     return [PinSpec(pin_id, patches, pr, commit, required, checks, unchecked, description, line, series,
-                    repo=repo if pr is not None else None, evidence=evidence)]
+                    repo=repo if pr is not None else None, evidence=evidence, skip_unless_open=skip_unless_open)]
 
 
 def _read_repo(r: _Reader, node, key: str, base: Path) -> str:

@@ -1,11 +1,15 @@
 """Build selectors: entries of `builds:` / `--builds` that stand for several builds, chosen at run time.
 
-    tags:PATTERN:N                 the N newest upstream tags matching PATTERN (a glob: `tags:b*:3`)
-    pypi:PACKAGE SPECIFIERS[:N]    every sdist version of PACKAGE matching PEP 440 SPECIFIERS, or the N
+    tags:PATTERN:N[:AGE]           the N newest upstream tags matching PATTERN (a glob: `tags:b*:3`)
+    pypi:PACKAGE SPECIFIERS[:N][:AGE]  every sdist version of PACKAGE matching PEP 440 SPECIFIERS, or the N
                                    newest of them (`pypi:llama-cpp-python>=0.3.33`, `...>=0.3.30,<0.4:2`)
 
+AGE is a minimum age (`48h`, `2d`, `90m`, `1w`): only builds at least that old count, measured from the tag's
+commit time (committer date) or the sdist's upload time, so a build younger than that is never picked or
+shipped (`tags:b*:3:48h`: the 3 newest tags at least 48 hours old; `pypi:llama-cpp-python>=0.3.33:48h`).
 pins.yaml also takes them as mappings, normalised to the strings above:
-`{tags: {match: "b*", newest: 3}}`, `{pypi: {package: llama-cpp-python, versions: ">=0.3.33", newest: 2}}`.
+`{tags: {match: "b*", newest: 3, min-age: 48h}}`, `{pypi: {package: llama-cpp-python, versions: ">=0.3.33",
+newest: 2, min-age: 2d}}`.
 "Newest" of tags follows upstream history (a tag is newer than the tags its commit contains), not
 the names; of pypi versions, PEP 440 version order. Pure: parsing and validation only.
 """
@@ -15,9 +19,29 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-TAGS_RE = re.compile(r"^tags:(?P<pattern>[^:\s]+)(?::(?P<newest>[^:]*))?$")
+TAGS_RE = re.compile(r"^tags:(?P<pattern>[^:\s]+)(?::(?P<newest>[^:]*))?(?::(?P<age>[^:]*))?$")
 PYPI_RANGE_RE = re.compile(r"^pypi:(?P<package>[A-Za-z0-9_.-]+)\s*(?P<spec>(?:~=|===|==|!=|<=|>=|<|>)[^:]*)"
-                           r"(?::(?P<newest>[^:]*))?$")
+                           r"(?::(?P<newest>[^:]*))?(?::(?P<age>[^:]*))?$")
+AGE_RE = re.compile(r"^(?P<count>[0-9]{1,6})(?P<unit>[mhdw])$")
+AGE_UNITS = {"m": 60, "h": 3600, "d": 86400, "w": 604800}
+AGE_RULE = "a whole number and a unit: 90m, 48h, 2d, 1w"
+
+
+def age_seconds(text: str) -> int:
+    """A minimum age (`48h`) in seconds; ValueError naming the rule when it is not one."""
+    m = AGE_RE.match(text)
+    if not m or int(m["count"]) == 0:
+        raise ValueError(f"min-age: {text!r} is not a duration ({AGE_RULE})")
+    return int(m["count"]) * AGE_UNITS[m["unit"]]
+
+
+def age_words(seconds: float) -> str:
+    """An age as people say it: `5 h`, `3 d`, `40 min`."""
+    if seconds >= 2 * 86400:
+        return f"{seconds / 86400:.0f} d"
+    if seconds >= 3600:
+        return f"{seconds / 3600:.0f} h"
+    return f"{max(seconds, 0) / 60:.0f} min"
 _OPERATOR_RE = re.compile(r"^\s*(?:~=|===|==|!=|<=|>=|<|>)")
 _TAG_PATTERN_RE = re.compile(r"^[A-Za-z0-9_.*?\[\]!/+-]+$")
 
@@ -26,9 +50,10 @@ _TAG_PATTERN_RE = re.compile(r"^[A-Za-z0-9_.*?\[\]!/+-]+$")
 class TagSelector:
     pattern: str      # glob over tag names
     newest: int
+    min_age: str | None = None   # "48h": only tags whose commit is at least this old
 
     def __str__(self) -> str:
-        return f"tags:{self.pattern}:{self.newest}"
+        return f"tags:{self.pattern}:{self.newest}" + (f":{self.min_age}" if self.min_age else "")
 
 
 @dataclass(frozen=True)
@@ -36,9 +61,11 @@ class PypiSelector:
     package: str
     specifier: str    # PEP 440 specifier set, e.g. ">=0.3.33,<0.4"
     newest: int | None = None
+    min_age: str | None = None   # "48h": only versions whose sdist was uploaded at least this long ago
 
     def __str__(self) -> str:
-        return f"pypi:{self.package}{self.specifier}" + (f":{self.newest}" if self.newest else "")
+        return f"pypi:{self.package}{self.specifier}" + (f":{self.newest}" if self.newest else "") + \
+            (f":{self.min_age}" if self.min_age else "")
 
 
 Selector = TagSelector | PypiSelector
@@ -55,10 +82,13 @@ def parse_selector(text: str) -> Selector:
     if m:
         newest = _newest(m["newest"], required=True)
         assert newest is not None   # required: a count or ValueError
-        return TagSelector(_pattern(m["pattern"]), newest)
+        return TagSelector(_pattern(m["pattern"]), newest, _age(m["age"]))
     m = PYPI_RANGE_RE.match(text)
     if m:
-        return PypiSelector(m["package"], specifier(m["spec"]), _newest(m["newest"], required=False))
+        newest_text, age = m["newest"], m["age"]
+        if age is None and newest_text and AGE_RE.match(newest_text):   # pypi:P>=V:48h (no count)
+            newest_text, age = None, newest_text
+        return PypiSelector(m["package"], specifier(m["spec"]), _newest(newest_text, required=False), _age(age))
     if text.startswith("tags:"):
         raise ValueError(f"malformed tag selector {text!r} (tags:PATTERN:N, e.g. tags:b*:3)")
     raise ValueError(f"malformed selector {text!r} (tags:PATTERN:N or pypi:PACKAGE>=VERSION)")
@@ -81,6 +111,13 @@ def _pattern(pattern: str) -> str:
     if not _TAG_PATTERN_RE.match(pattern) or ".." in pattern:
         raise ValueError(f"malformed tag pattern {pattern!r} (a glob over tag names, e.g. b*)")
     return pattern
+
+
+def _age(text: str | None) -> str | None:
+    if text is None:
+        return None
+    age_seconds(text)
+    return text
 
 
 def _newest(text: str | None, *, required: bool) -> int | None:

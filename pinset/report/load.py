@@ -68,7 +68,8 @@ def load_result(path: str | Path) -> ResultFile:
     "not measured"); the later stages read the model, never the file's keys."""
     doc, kind, _schema, raw = read_document(path)
     if kind not in MODELS:
-        raise PinsetError(f"{doc.path}: a {kind} document; pinset report reads the results of {', '.join(KINDS)}")
+        article = "an" if kind[0] in "aeiou" else "a"
+        raise PinsetError(f"{doc.path}: {article} {kind} document; pinset report reads the results of {', '.join(KINDS)}")
     model = MODELS[kind].from_json(doc)
     check_derived(doc.path, model)
     return ResultFile(doc.path, kind, canonical(model.to_json()), hashlib.sha256(raw).hexdigest(), model)

@@ -244,7 +244,7 @@ def _merge_sim(files: list[ResultFile]) -> SimResult | None:
     for sim in sims:
         for b in sim.builds:
             builds.setdefault(b.build, b)
-    return SimResult(list(builds.values()), sims[0].pinset_digest)
+    return SimResult(list(builds.values()), sims[0].pinset_digest, next((s.prs for s in sims if s.prs), None))
 
 
 def _prefer_run(old: G, new: G) -> G:

@@ -262,7 +262,25 @@ def _judge_sim(m: Merged, v: Verdict) -> bool:
                 (blocking if p.required else optional).append((text, b.build))
     v.blockers += _grouped(blocking)
     v.warnings += [f"optional pin {t}" for t in _grouped(optional)]
+    _judge_prs(m.sim, v)
     return bool(blocking or optional)
+
+
+def _judge_prs(sim, v: Verdict) -> None:
+    """The PR pins' pull requests (sim's `prs`): one closed without merge ships code upstream declined, a
+    blocker unless the pin is optional or left out (`skip-unless-open`); a pin behind its PR's head, force-pushed
+    past, merged, or skipped is a note."""
+    if sim is None or sim.prs is None:
+        return
+    for st in sim.prs.pins:
+        text = f"`{st.pin}`: {st.short()} ({st.url})"
+        if st.state == "closed" and st.required and not st.skipped:
+            v.blockers.append(f"`{st.pin}`: its PR was closed without merge ({st.url}): upstream declined it "
+                              "(drop the pin, make it optional, or give it `skip-unless-open: true`)")
+        elif st.skipped or st.not_open or st.moved or st.review == "CHANGES_REQUESTED":
+            v.warnings.append(text)
+    if sim.prs.note:
+        v.warnings.append(sim.prs.note)
 
 
 def _judge_verify(m: Merged, v: Verdict) -> bool:

@@ -13,6 +13,15 @@ if TYPE_CHECKING:
 ICON = {"applied": "✅", "upstream": "⏫", "conflict": "❌", "skipped": "⏭️", "error": "⚠️"}
 
 
+def pr_label(sim: SimResult, pin_id: str) -> str:
+    """` (PR merged)` after a PR pin's id in the grid, when its state is known; "" otherwise."""
+    state = sim.prs.of(pin_id) if sim.prs is not None else None
+    if state is None or state.state == "unknown":
+        return ""
+    return f" (PR {state.state}" + (f", {state.behind} behind" if state.behind else "") + \
+        (", force-pushed" if state.on_head is False else "") + ")"
+
+
 def cell(pin: PinResult) -> str:
     text = f"{ICON.get(pin.status, '')} {pin.status_text}"
     if pin.conflict_with:
@@ -37,9 +46,14 @@ def sim_markdown(sim: SimResult, conflicts: bool = False) -> str:
             first.setdefault(p.id, p)
     pins = list(first.values())
     by_build = [{p.id: p for p in b.pins} for b in builds]
-    rows = [[f"`{pin.id}`" + ("" if pin.required else " (optional)"),
+    rows = [[f"`{pin.id}`" + ("" if pin.required else " (optional)") + pr_label(sim, pin.id),
              *(cell(have[pin.id]) if pin.id in have else "— no result" for have in by_build)] for pin in pins]
+    skipped = sim.prs.skipped() if sim.prs is not None else []
+    rows += [[f"`{st.pin}`" + ("" if st.required else " (optional)"),
+              *(f"⏭️ not open ({st.state}): skipped" for _ in builds)] for st in skipped]
     lines = table(["pin", *(f"{b.build} (`{b.commit[:9]}`)" for b in builds)], rows)
+    if sim.prs is not None and (said := sim.prs.lines()):
+        lines += ["", "Pull requests:", *(f"- {line}" for line in said)]
     problems = [f"- **{b.build}** `{p.id}`: {prob}" for b in builds for p in b.pins
                 for prob in p.contract.problems]
     if problems:

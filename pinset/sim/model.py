@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Literal, cast
 from pinset.cells import BuildCommits, Cells, PinStates
 from pinset.results import SCHEMAS, Doc
 from pinset.sim.modes import APPLY_MODES, EXACT, REFRESHABLE, RESOLUTION, ApplyMode
+from pinset.sim.prs import PrStates
 
 if TYPE_CHECKING:
     from pinset.sim.apply_errors import BuildPlace
@@ -190,6 +191,7 @@ class BuildResult:
 class SimResult:
     builds: list[BuildResult]
     pinset_digest: str = ""
+    prs: PrStates | None = None   # the PR pins' pull requests (pinset/sim/prs.py); None: none asked, old file
 
     @property
     def ok(self) -> bool:
@@ -216,7 +218,9 @@ class SimResult:
     def from_json(cls, d: Doc) -> SimResult:
         """A sim document (schema 1; files written before `touched` existed read with touched unknown)."""
         d.get("ok", bool)
-        return cls([BuildResult.from_json(b) for b in d.objs("builds")], d.get("pinset", str))
+        prs = d.obj("prs", null=True, default=None)
+        return cls([BuildResult.from_json(b) for b in d.objs("builds")], d.get("pinset", str),
+                   PrStates.from_json(prs) if prs is not None else None)
 
     def to_json(self) -> dict:
         return {
@@ -230,6 +234,7 @@ class SimResult:
                  "pins": [_pin_json(p) for p in b.pins]}
                 for b in self.builds
             ],
+            **({"prs": self.prs.to_json()} if self.prs is not None and self.prs.pins else {}),
         }
 
 

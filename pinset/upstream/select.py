@@ -12,10 +12,19 @@ from __future__ import annotations
 
 import fnmatch
 import sys
+import time
+from datetime import datetime
 from typing import TYPE_CHECKING
 
 from pinset.config.schema import PYPI_BUILD_RE
-from pinset.config.selectors import PypiSelector, TagSelector, looks_like_selector, parse_selector
+from pinset.config.selectors import (
+    PypiSelector,
+    TagSelector,
+    age_seconds,
+    age_words,
+    looks_like_selector,
+    parse_selector,
+)
 from pinset.errors import PinsetError, UpstreamError
 from pinset.upstream.mirror import Mirror
 from pinset.upstream.pypi import index_url, project_releases
@@ -75,8 +84,44 @@ def newest_tags(selector: TagSelector, url: str, mirror: Mirror) -> list[str]:
         also = f" ({len(skipped)} matching tags point at no commit: {', '.join(skipped[:3])})" if skipped else ""
         raise UpstreamError(f"build selector {selector}: no tag at {url} matches {selector.pattern!r}{also}")
     rank = topo_rank(mirror, list(commits.values()))
-    newest = sorted(commits, key=lambda n: (rank[commits[n]], n))[:selector.newest]
-    return list(reversed(newest))
+    ordered = sorted(commits, key=lambda n: (rank[commits[n]], n))   # newest first
+    if selector.min_age:
+        times = _commit_times(mirror, list(commits.values()))
+        ordered = _old_enough(selector, ordered, {n: times.get(commits[n]) for n in ordered}, "tag")
+    return list(reversed(ordered[:selector.newest]))
+
+
+def _now() -> float:
+    return time.time()
+
+
+def _commit_times(mirror: Mirror, commits: list[str]) -> dict[str, int]:
+    """commit -> its committer time (Unix seconds), from one `git log --no-walk`."""
+    out = mirror.git_ok("log", "--no-walk=unsorted", "--format=%H %ct", "--stdin",
+                        input="".join(f"{c}\n" for c in dict.fromkeys(commits)))
+    return {sha: int(t) for sha, t in (line.split() for line in out.splitlines() if line.strip())}
+
+
+def _old_enough(selector: TagSelector | PypiSelector, newest_first: list[str], times: dict[str, float | None],
+                what: str) -> list[str]:
+    """The builds (newest first) at least the selector's min-age old; those newer than the newest of them that
+    are younger (or of unknown age) are passed over, said on stderr with their age."""
+    assert selector.min_age is not None
+    limit, now = age_seconds(selector.min_age), _now()
+    kept = [n for n in newest_first if times.get(n) is not None and now - (times[n] or 0) >= limit]
+    first_kept = newest_first.index(kept[0]) if kept else len(newest_first)
+    young = newest_first[:first_kept]
+    if young:
+        shown = ", ".join(f"{n} ({age_words(now - t) + ' old' if (t := times.get(n)) is not None else 'age unknown'})"
+                          for n in young[:5]) + (f" and {len(young) - 5} more" if len(young) > 5 else "")
+        print(f"pinset: build selector {selector}: passed over for age (younger than {selector.min_age}): {shown}",
+              file=sys.stderr)
+    if not kept:
+        known = [t for t in times.values() if t is not None]
+        oldest = f"the oldest is {age_words(now - min(known))} old" if known else "none has a known age"
+        raise UpstreamError(f"build selector {selector}: no {what} is at least {selector.min_age} old "
+                            f"({len(newest_first)} match; {oldest})")
+    return kept
 
 
 def _object_types(mirror: Mirror, revs: list[str]) -> dict[str, tuple[str, str]]:
@@ -119,22 +164,40 @@ def pypi_versions(selector: PypiSelector) -> list[str]:
     spec = SpecifierSet(selector.specifier)
     prereleases = spec.prereleases is True   # only when a specifier names one (">=0.4.0rc1")
     versions = []
+    uploaded: dict[str, float | None] = {}
     for text, files in releases.items():
         try:
             version = Version(text)
         except InvalidVersion:
             continue
-        has_sdist = isinstance(files, list) and any(
-            isinstance(f, dict) and f.get("packagetype") == "sdist" and not f.get("yanked") for f in files)
-        if has_sdist and spec.contains(version, prereleases=prereleases):
+        sdists = [f for f in files if isinstance(f, dict) and f.get("packagetype") == "sdist" and not f.get("yanked")] \
+            if isinstance(files, list) else []
+        if sdists and spec.contains(version, prereleases=prereleases):
             versions.append(version)
+            uploaded[str(version)] = _upload_time(sdists[0])
     versions.sort()
-    if selector.newest:
-        versions = versions[-selector.newest:]
     if not versions:
         raise UpstreamError(f"build selector {selector}: no sdist version of {selector.package} matches "
                             f"{selector.specifier!r} at {index_url()}")
+    if selector.min_age:
+        names = _old_enough(selector, [str(v) for v in reversed(versions)], uploaded, "sdist version")
+        versions = [Version(n) for n in reversed(names)]
+    if selector.newest:
+        versions = versions[-selector.newest:]
     return [f"pypi:{selector.package}=={v}" for v in versions]
+
+
+def _upload_time(sdist: dict) -> float | None:
+    """The sdist's upload time (Unix seconds) from PyPI's `upload_time_iso_8601` (or `upload_time`, UTC)."""
+    for key, suffix in (("upload_time_iso_8601", ""), ("upload_time", "+00:00")):
+        text = sdist.get(key)
+        if isinstance(text, str) and text:
+            try:
+                return datetime.fromisoformat(text.replace("Z", "+00:00") + ("" if "+" in text or "Z" in text
+                                                                              else suffix)).timestamp()
+            except ValueError:
+                continue
+    return None
 
 
 def order_oldest_first(builds: list, mirror: Mirror) -> list:

@@ -87,18 +87,22 @@ def pins(draw, index: int):
                                 ("unchecked", ["no GPU-visible feature"], STR_BAD),
                                 ("repo", ["https://github.com/someone/llama.cpp"], ["http://", *STR_BAD]),
                                 ("checks", CHECKS[:3], CHECKS[3:]), ("commit", [], [SHA]), ("each", [], [True]),
-                                ("bogus", [], [1])):
+                                ("skip-unless-open", [True, False], ["yes", 1]), ("bogus", [], [1])):
         if key not in pin and draw(st.integers(0, 5)) == 0 and (valid or draw(st.integers(0, 3)) == 0):
             pin[key] = pick(draw, valid or invalid, invalid if valid else [])
-            if key == "repo" and "pr" not in pin and valid:
-                del pin[key]  # a patch pin's repo: invalid, drawn rarely below
+            if key in ("repo", "skip-unless-open") and "pr" not in pin and valid and draw(st.integers(0, 3)):
+                del pin[key]  # a patch pin's repo or skip-unless-open: invalid, kept rarely
     return pin
 
 
 BUILDS = ["b1", "b2", "master", SHA, "pypi:llama-cpp-python==0.3.36", "tags:b*:3",
           # (a mapping equal to a string entry once normalised is a duplicate only the reader sees)
-          {"tags": {"match": "b*", "newest": 2}}, {"pypi": {"package": "llama-cpp-python", "versions": ">=0.3.33"}}]
+          {"tags": {"match": "b*", "newest": 2}}, {"pypi": {"package": "llama-cpp-python", "versions": ">=0.3.33"}},
+          {"tags": {"match": "b*", "newest": 1, "min-age": "48h"}},
+          {"pypi": {"package": "llama-cpp-python", "versions": ">=0.3.33", "min-age": "2d"}}]
 BAD_BUILDS = [{"tags": {"match": "b*"}}, {"tags": {"match": "b*", "newest": 0}},
+              {"tags": {"match": "b*", "newest": 3, "min-age": 48}}, {"tags": {"match": "b*", "newest": 3, "min-age": "0h"}},
+              {"pypi": {"package": "llama-cpp-python", "versions": ">=0.3.33", "min-age": "2 d"}},
               {"tags": {"match": "b*", "newest": 3}, "pypi": {}}, {"other": 1}, "bad build!", "", None]
 
 
@@ -161,6 +165,9 @@ def test_schema_and_reader_agree(patch_dir, doc):
     {"upstream": UP, "builds": ["b1"], "pins": [{"id": "a", "pr": f"{UP}/pull/1"}]},           # no commit
     {"upstream": UP, "builds": ["b1"], "pins": [{"id": "a", "patches": "one.patch", "commit": SHA}]},
     {"upstream": UP, "builds": ["b1"], "pins": [{"id": "a", "pr": f"{UP}/pull/1", "commit": SHA, "each": True}]},
+    {"upstream": UP, "builds": ["b1"], "pins": [{"id": "a", "pr": f"{UP}/pull/1", "commit": SHA, "skip-unless-open": True}]},
+    {"upstream": UP, "builds": ["b1"], "pins": [{"id": "a", "patches": "p", "skip-unless-open": True}]},
+    {"upstream": UP, "builds": ["b1"], "pins": [{"id": "a", "pr": f"{UP}/pull/1", "commit": SHA, "skip-unless-open": "no"}]},
     {"upstream": UP, "builds": ["b1"], "pins": [{"id": "a", "patches": "p", "checks": CHECKS[0], "unchecked": "x"}]},
     {"upstream": UP, "builds": []}, {"builds": ["pypi:llama-cpp-python==0.3.36"], "cuda": {"architectures": 90}},
 ])

@@ -1,7 +1,9 @@
 """A fake GitHub on 127.0.0.1: the issue-comment endpoints `pinset report --post` uses, the pull-request
 endpoints of `pinset bump` (list by head, create, update; 422 for a second PR of a head) and the pull request
 list and reviews `pinset forecast` reads, in memory, with canned answers to inject faults (errors, dropped
-connections, lost replies, rate limits)."""
+connections, lost replies, rate limits). `prs` holds pull requests of any repository as `pinset sim` asks for
+their state: through GraphQL (POST /graphql, one aliased `repository { pullRequest }` per pin) and REST
+(GET /repos/OWNER/NAME/pulls/N)."""
 
 from __future__ import annotations
 
@@ -49,6 +51,9 @@ class FakeGitHub:
         self.reviews: dict[int, list[dict]] = {}   # PR number -> its reviews
         self.max_per_page = 100   # GitHub's cap on per_page (lower it to make a short list span pages)
         self.public = False   # True: GETs need no token (a public repository read without one)
+        # "OWNER/NAME#N" -> {"state": OPEN|CLOSED|MERGED, "draft", "review", "commits": [oids, oldest first]}
+        self.prs: dict[str, dict] = {}
+        self.graphql = True   # False: POST /graphql answers 404 like a server without GraphQL
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self.thread = threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True)
 
@@ -68,6 +73,42 @@ class FakeGitHub:
                 "head": {"ref": head, "label": f"o:{head}"}, "html_url": f"https://github.test/o/r/pull/{len(self.pulls) + 1}"}
         self.pulls.append(pull)
         return pull
+
+    def add_pr(self, key: str, commits: list[str], state: str = "OPEN", draft: bool = False,
+               review: str | None = None) -> dict:
+        """A pull request `key` ("owner/name#N") whose commits are `commits` (its head the last)."""
+        pr = {"state": state, "draft": draft, "review": review, "commits": list(commits)}
+        self.prs[key] = pr
+        return pr
+
+    def graphql_answer(self, query: str) -> dict:
+        """The answer to a query of aliased `repository(owner:, name:) { pullRequest(number:) { ... } }`."""
+        data: dict = {}
+        errors = []
+        for alias, owner, name, number in re.findall(
+                r'(\w+): repository\(owner: "([^"]+)", name: "([^"]+)"\) \{ pullRequest\(number: (\d+)\)', query):
+            pr = self.prs.get(f"{owner}/{name}#{number}")
+            if pr is None:
+                data[alias] = {"pullRequest": None}
+                errors.append({"type": "NOT_FOUND", "path": [alias, "pullRequest"],
+                               "message": f"Could not resolve to a PullRequest with the number of {number}."})
+                continue
+            m = re.search(r"commits\(last: (\d+)\)", query)
+            last = int(m[1]) if m else 100
+            data[alias] = {"pullRequest": {
+                "state": pr["state"], "isDraft": pr["draft"], "merged": pr["state"] == "MERGED",
+                "reviewDecision": pr["review"], "headRefOid": pr["commits"][-1],
+                "commits": {"totalCount": len(pr["commits"]),
+                            "nodes": [{"commit": {"oid": c}} for c in pr["commits"][-last:]]}}}
+        return {"data": data, **({"errors": errors} if errors else {})}
+
+    def rest_pull(self, owner: str, name: str, number: int) -> dict | None:
+        pr = self.prs.get(f"{owner}/{name}#{number}")
+        if pr is None:
+            return None
+        return {"number": number, "state": "open" if pr["state"] == "OPEN" else "closed", "draft": pr["draft"],
+                "merged": pr["state"] == "MERGED", "merged_at": "2026-12-01T00:00:00Z" if pr["state"] == "MERGED" else None,
+                "head": {"sha": pr["commits"][-1]}, "html_url": f"https://github.com/{owner}/{name}/pull/{number}"}
 
     def _handler(self):
         fake = self
@@ -122,6 +163,13 @@ class FakeGitHub:
 
             def _serve(self, method, body, send=lambda *a: None):
                 parts = urlsplit(self.path)
+                if parts.path == "/graphql" and method == "POST":
+                    if not fake.graphql:
+                        return send(404, {"message": "Not Found"})
+                    return send(200, fake.graphql_answer((body or {}).get("query") or ""))
+                m = re.fullmatch(r"/repos/([^/]+)/([^/]+)/pulls/(\d+)", parts.path)
+                if m and method == "GET" and f"{m[1]}/{m[2]}#{m[3]}" in fake.prs:
+                    return send(200, fake.rest_pull(m[1], m[2], int(m[3])))
                 if parts.path == "/repos/o/r/pulls" and method == "GET":
                     q = parse_qs(parts.query)
                     head, state = q.get("head", [None])[0], q.get("state", ["open"])[0]

@@ -55,9 +55,12 @@ class FakeIndex:
     drop_after: int | None = None      # the next file answer stops after this many bytes
     requests: list[tuple[str, str | None]] = field(default_factory=list)  # (path, Range header)
     url: str = ""
+    uploaded: dict[tuple[str, str], str] = field(default_factory=dict)  # (name, version) -> ISO 8601 upload time
 
-    def add(self, name: str, version: str, data: bytes) -> None:
+    def add(self, name: str, version: str, data: bytes, uploaded: str | None = None) -> None:
         self.releases[(name, version)] = data
+        if uploaded is not None:
+            self.uploaded[(name, version)] = uploaded
 
     def filename(self, name: str, version: str) -> str:
         return f"{name.replace('-', '_')}-{version}.tar.gz"
@@ -96,7 +99,8 @@ def serve(index: FakeIndex):
                      "digests": {"sha256": "0" * 64}},
                     # relative, as PyPI's mirrors and proxies write it
                     {"packagetype": "sdist", "filename": fn, "url": f"../../files/{fn}",
-                     "digests": {"sha256": sha}}]
+                     "digests": {"sha256": sha},
+                     "upload_time_iso_8601": index.uploaded.get((name, version), "2024-01-01T00:00:00.000000Z")}]
             body = json.dumps({"info": {"name": name}, "releases": releases}).encode()
             self.send_response(200)
             self.send_header("Content-Type", "application/json")

@@ -19,13 +19,15 @@ class FastHistory:
         self._time = start_time
 
     def commit(self, message: str, files: dict[str, str | bytes | None] | None = None, *,
-               branch: str = "master", parent: int | None = None, merge: int | None = None) -> int:
-        """A commit on `branch` (after its tip, or after mark `parent`); `merge`: a second parent's mark.
+               branch: str = "master", parent: int | None = None, merge: int | None = None,
+               at: int | None = None) -> int:
+        """A commit on `branch` (after its tip, or after mark `parent`); `merge`: a second parent's mark;
+        `at`: its author and committer time (Unix seconds; default a minute after the previous commit's).
 
         `files` maps paths to new contents (None deletes the path). Returns the commit's mark.
         """
         self._marks += 1
-        self._time += 60
+        self._time = at if at is not None else self._time + 60
         who = f"t <t@example.com> {self._time} +0000"
         msg = message.encode()
         out = [f"commit refs/heads/{branch}\nmark :{self._marks}\nauthor {who}\ncommitter {who}\n".encode(),
