@@ -28,7 +28,7 @@ from pinset.config.schema import PinSet
 from pinset.errors import PinsetError, RuntimeFailure, UpstreamError
 from pinset.sim import memo, modes
 from pinset.sim.apply_errors import BuildPlace, conflict_place, explain_apply_failure
-from pinset.sim.changes import MovedMatch, PinChange, line_counts, series_base
+from pinset.sim.changes import MovedMatch, PinChange, line_counts, patch_text, placed_lines, series_base, whole_runs
 from pinset.sim.model import BuildResult, Contract, PinResult, SimResult
 from pinset.sim.moved import TreeLines
 from pinset.sim.pins import PreparedPin
@@ -635,17 +635,45 @@ class Simulator:
                 present += min(n, max(0, counts.get(line, 0) - before[line]))
         return present / total if total else None
 
+    def placed_fraction(self, prep: PreparedPin, tree: str) -> float:
+        """Share of the pin's substantive added lines `tree` holds where the pin puts them (changes.placed_lines:
+        beside the hunk's own context; anywhere in a file it creates), beyond the copies its preimage had: the
+        file before the pin as `git am -3` finds it (its `index` line's blob in the build's or upstream's
+        history), else its base or its own context and removed lines. Asked only of a pin that counts as
+        present but fails on the build."""
+        assert prep.change is not None   # only prepared pins are simulated (pins.prepare_pins)
+        kept = {path: fc for path, fc in prep.change.files.items() if not fc.deleted}
+        texts = self.mirror.read_blobs([(tree, path) for path in kept], exact=True)
+        found = self._found_preimages(prep)
+        total = present = 0
+        for path, fc in kept.items():
+            counts, before = self._counts(tree, path), self._preimage(prep, path) | found.get(path, Counter())
+            placed = placed_lines(fc, texts.get((tree, path)))
+            for line, n in fc.net_added().items():
+                total += n
+                present += min(n, placed[line], max(0, counts.get(line, 0) - before[line]))
+        return present / total if total else 0.0
+
+    def _found_preimages(self, prep: PreparedPin) -> dict[str, Counter]:
+        """Line counts of each file before the pin, where `git am -3` would find its preimage blob (the build's
+        history, upstream's branches and tags: pinset.sim.preimages); the first preimage a series names
+        for a path is the file before the whole pin."""
+        pairs: dict[str, tuple[str, str]] = {}
+        for path, oid in wanted(self._series_of(prep)):
+            pairs.setdefault(path, (path, oid))
+        if not pairs or not self._finder.searches(self._history):
+            return {}
+        found = self._finder.find(self._history, pairs.values())
+        blobs = self.mirror.read_objects(sorted(set(found.values())))
+        return {path: Counter(line_counts(patch_text(blobs[found[pair]])))
+                for path, pair in pairs.items() if pair in found and found[pair] in blobs}
+
     def _on_bare(self, prep: PreparedPin, tree: str) -> tuple[bool, bool]:
         """(applies, changes something) of the pin alone on the bare build."""
         self._load(self._scratch, tree)
         before = self._scratch.path.read_bytes()
         ok = self._apply(self._scratch, prep).ok
         return ok, ok and self._scratch.path.read_bytes() != before
-
-    def _changes_nothing_or_fails(self, prep: PreparedPin, tree: str) -> bool:
-        """A pin that applies on the bare build and changes it is not carried there, whatever lines
-        the build already has; one that fails or applies as a no-op may be."""
-        return not self._on_bare(prep, tree)[1]
 
     def _carried(self, prep: PreparedPin, build: Build) -> tuple[bool, float | None]:
         spec = prep.spec
@@ -656,7 +684,13 @@ class Simulator:
         if fraction is not None:
             if fraction < CARRIED_THRESHOLD:
                 return False, fraction
-            return self._changes_nothing_or_fails(prep, build.tree), fraction
+            applies, changes = self._on_bare(prep, build.tree)
+            if applies:
+                return not changes, fraction   # changes nothing: git's own answer, "already applied"
+            # It fails there: retired only on evidence that the build holds its change where it puts it, counted
+            # beyond the copies its own preimage had (issue 40: lines that merely occur somewhere are none).
+            placed = self.placed_fraction(prep, build.tree)
+            return placed >= CARRIED_THRESHOLD, placed
         # No substantive added lines (a pure removal): carried when applying changes nothing.
         ok, changed = self._on_bare(prep, build.tree)
         return ok and not changed, None
@@ -688,12 +722,48 @@ class Simulator:
             if not fc.deleted:
                 added.update(fc.net_added())
             preimage.update(fc.preimage)
-        base_tree = self._base_tree(prep)
+        base_tree = self._base_tree(prep) or self._preimage_tree(prep)
         if base_tree is not None:
             in_base = {line: sum(places.values()) for line, places in self._moved.locations(base_tree).items()}
             preimage = Counter({line: max(preimage[line], in_base.get(line, 0)) for line in added})
         match = self._moved.match(tree, added, preimage)
+        if not match.carried(CARRIED_THRESHOLD):
+            return None
+        # Moved whole, not merely present: only copies inside the pin's own runs of lines, found together in
+        # one file, count (changes.whole_runs); common lines scattered over another file are none.
+        paths = [path for path, _ in match.where]
+        texts = self.mirror.read_blobs([(tree, path) for path in paths], exact=True)
+        whole: dict[str, dict[str, int]] = {}
+        for path in paths:
+            runs: Counter = Counter()
+            for fc in prep.change.files.values():
+                if not fc.deleted:
+                    runs.update(whole_runs(fc, texts.get((tree, path))))
+            for line, n in runs.items():
+                whole.setdefault(line, {})[path] = n
+        match = self._moved.match(tree, added, preimage, whole)
         return match if match.carried(CARRIED_THRESHOLD) else None
+
+    def _preimage_tree(self, prep: PreparedPin) -> str | None:
+        """For a pin naming no base: the tree of the newest commit that brought a preimage blob of the pin (as
+        `git am -3` finds it: _found_preimages' lookup) at its path, in the history searched for it: the
+        tree the pin was made on, as near as upstream's history tells. None when no preimage is found."""
+        pairs = wanted(self._series_of(prep))
+        if not pairs or not self._finder.searches(self._history):
+            return None
+        found = self._finder.find(self._history, pairs)
+        tips = [self._history] if self._history is not None else self._finder.upstream_tips()
+        for (path, _), oid in found.items():
+            log = self.mirror.git("log", "--stdin", "--format=commit %H", "--raw", "--no-abbrev", "--no-renames",
+                                  f"--find-object={oid}", "--", path, input="".join(t + "\n" for t in tips),
+                                  env={"GIT_LITERAL_PATHSPECS": "1"})
+            commit = None
+            for line in log.stdout.splitlines() if log.ok else []:
+                if line.startswith("commit "):
+                    commit = line.split()[1]
+                elif commit and line.startswith(":") and line.split("\t", 1)[0].split()[3] == oid:
+                    return self.mirror.tree_of(commit)   # the newest commit leaving the blob there
+        return None
 
     def _attribute(self, prep: PreparedPin, conflict_files: list[str], build: Build,
                    applied: list[_Applied]) -> str:
