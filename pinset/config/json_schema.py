@@ -48,6 +48,10 @@ def _check_kind(kind: str) -> dict:
             "properties": {k: props[k] for k in sorted(allowed)}}
 
 
+UNIONS = {"type": "boolean", "description": "provable add/add conflicts (both sides only added, different "
+                              "constructs) are resolved as upstream's addition then the pin's (docs/heal.md)"}
+
+
 def _pin() -> dict:
     props = {
         "id": {"type": "string", "pattern": s.PIN_ID_RE.pattern},
@@ -63,6 +67,7 @@ def _pin() -> dict:
         "description": NON_BLANK,
         "evidence": {"type": "array", "minItems": 1, "uniqueItems": True, "items": {"enum": list(s.EVIDENCE_KINDS)},
                      "description": "the evidence this pin needs, replacing what its files imply"},
+        "unions": UNIONS,
     }
     assert set(props) == s.PIN_KEYS
     return {
@@ -111,6 +116,7 @@ def pins_schema() -> dict:
                      "properties": {"runs-on": {"oneOf": [LABEL, {"type": "array", "minItems": 1, "uniqueItems": True,
                                                                   "items": LABEL}]},
                                     "architectures": ARCH}}},
+        "unions": UNIONS,
     }
     assert set(top) == s.TOP_KEYS and set(top["cuda"]["properties"]) == s.CUDA_KEYS
     return {

@@ -34,6 +34,7 @@ from pinset.sim.moved import TreeLines
 from pinset.sim.pins import PreparedPin
 from pinset.sim.preimages import FileBlobs, Preimages, loose_ids, replay, series_blobs, wanted
 from pinset.sim.resolve import LedgerApply
+from pinset.sim.unions import UnionHunk, Unions
 from pinset.upstream.builds import Build, _unreachable, upstream_url
 from pinset.upstream.mirror import Mirror
 
@@ -59,6 +60,7 @@ class ApplyOutcome:
     replaced: dict[str, set[str]] = field(default_factory=dict)  # path -> pin lines a resolution replaced
     renamed: dict[str, str] = field(default_factory=dict)   # the pin's path -> where upstream moved it (am's merge)
     merge_failed: bool = False   # am's merge into the whole tree was tried and fails (a file moved or deleted)
+    unions: list[UnionHunk] = field(default_factory=list)   # the add/add conflicts it unioned (sim/unions.py)
 
 
 @dataclass
@@ -126,6 +128,7 @@ class Simulator:
         self.look_for_moved_code: bool | set[str] = True
         self.attribute_conflicts = True
         self._ledger = LedgerApply(mirror)
+        self._unions = Unions(mirror)
         # The same pin on the same blobs is the same answer (sim/memo.py): kept in the run and in the cache.
         self._memo = memo.ApplyMemo(mirror.cache / "memo")
         self._git = memo.git_identity()
@@ -420,6 +423,8 @@ class Simulator:
         # (with the paths earlier pins deleted: the whole tree is the loaded one less those, plus the entries)
         gone = sorted(self._loaded[index.tree][1] - set(entries)) if whole and index.tree in self._loaded else []
         extra = (*searched, "whole tree", index.tree or "-", *gone) if whole else searched
+        if prep.spec.unions:   # the same conflict is a union for this pin, a conflict for another
+            extra = (*extra, "unions")
         return memo.apply_key(patches, how, read, available, self._git, extra=extra, names=names), entries
 
     def _replay(self, index: _Index, prep: PreparedPin, answer: memo.Answer, before: memo.Entries) -> bool:
@@ -473,7 +478,8 @@ class Simulator:
                   "hunk_path": outcome.hunk_path, "failed_patch": failed, "mode": outcome.mode,
                   "resolutions": outcome.resolutions, "note": outcome.note,
                   "replaced": {path: sorted(lines) for path, lines in outcome.replaced.items()},
-                  "renamed": outcome.renamed, "merge_failed": outcome.merge_failed}
+                  "renamed": outcome.renamed, "merge_failed": outcome.merge_failed,
+                  "unions": [u.to_json() for u in outcome.unions]}
         self._memo.put(key, memo.Answer(outcome.ok, fields, changes, sorted(set(objects))), written)
 
     def _apply_git(self, index: _Index, prep: PreparedPin, how: bool = False) -> ApplyOutcome:
@@ -519,6 +525,7 @@ class Simulator:
         replaced: dict[str, set[str]]
         renamed: dict[str, str]
         applied_modes, used, note, replaced, renamed = [], [], None, {}, {}
+        unions: list[UnionHunk] = []
         failed_moves: dict[str, str]   # the moves a failed merge of am's met (named in the conflict)
         for number, patch in enumerate(prep.change.patches):
             merge_failed, failed_moves = False, {}   # of this patch (an earlier one's may have been resolved)
@@ -569,6 +576,15 @@ class Simulator:
                     replaced.setdefault(path, set()).update(lines)
                 continue
             note = resolved.note
+            if prep.spec.unions:
+                # pins.yaml `unions:`: only where the 3-way merge (and the ledger) left conflicts, and only
+                # when every conflict hunk is a provable add/add union (sim/unions.py); else the conflict stays
+                unioned = self._unions.resolve(index.path, env, work_tree)
+                if unioned.ok:
+                    applied_modes.append(modes.UNION)
+                    unions += unioned.hunks
+                    continue
+                note = "; ".join(filter(None, [note, f"no provable add/add union: {unioned.why}"]))
             text = patch.read_text(encoding="utf-8", errors="replace")
             failure = explain_apply_failure(result.stdout + "\n" + result.stderr, text)
             moved_to = "".join(f"; upstream moved {old} to {new}: git am -3's merge there conflicts"
@@ -579,7 +595,7 @@ class Simulator:
         # git writes no blob that a readable dir already has: the index may now name the pin's own.
         index.objects += [written, *brought]
         return ApplyOutcome(True, mode=modes.worst(applied_modes), resolutions=used, replaced=replaced,
-                            renamed=renamed)
+                            renamed=renamed, unions=unions)
 
     def _applies_on(self, tree: str, *preps: PreparedPin) -> bool:
         self._load(self._scratch, tree)
@@ -982,6 +998,7 @@ class Simulator:
                 applied.append(_Applied(spec.id, prep, outcome.replaced, outcome.renamed))
                 result.status = "applied"
                 result.apply_mode, result.resolutions = outcome.mode, outcome.resolutions or None
+                result.unions = outcome.unions or None
                 if outcome.renamed:
                     result.detail = "merged into upstream's renamed files (as git am -3): " + _moves(outcome.renamed)
                 continue
@@ -1031,7 +1048,8 @@ def _build_from_json(doc: dict) -> BuildResult:
     for p in doc["pins"]:
         place = p["build_has"]
         pins.append(PinResult(**{**p, "contract": Contract(**p["contract"]),
-                                 "build_has": BuildPlace(**place) if place is not None else None}))
+                                 "build_has": BuildPlace(**place) if place is not None else None,
+                                 "unions": [UnionHunk.from_json(u) for u in p["unions"]] if p.get("unions") else None}))
     return BuildResult(**{**doc, "pins": pins})
 
 
@@ -1044,7 +1062,8 @@ def _outcome_of(answer: memo.Answer, prep: PreparedPin) -> ApplyOutcome:
     return ApplyOutcome(answer.ok, list(fields["conflict_files"]), fields["message"], list(fields["hunk"]),
                         fields["hunk_path"], text, fields["mode"], list(fields["resolutions"]), fields["note"],
                         {path: set(lines) for path, lines in fields["replaced"].items()}, dict(fields.get("renamed", {})),
-                        bool(fields.get("merge_failed", False)))
+                        bool(fields.get("merge_failed", False)),
+                        [UnionHunk.from_json(u) for u in fields.get("unions", [])])
 
 
 def _raw_entries(raw: str) -> list[tuple[str, tuple[str, ...]]]:
