@@ -65,7 +65,7 @@ class PinResult:
         if self.status == APPLIED and self.resolutions:
             return f"applied (recorded resolution {', '.join(self.resolutions)})"
         if self.status == APPLIED and self.unions:
-            return f"applied (union: {', '.join(u.text() for u in self.unions)})"
+            return f"applied (union at {', '.join(f'{u.file}:{u.line}' for u in self.unions)})"
         return self.status
 
     @property

@@ -48,8 +48,11 @@ class UnionHunk:
         return cls(str(d["file"]), int(d["line"]), tuple(d["upstream"]), tuple(d["pin"]))
 
     def text(self) -> str:
-        """`src/llama-arch.cpp:120 (upstream +2 lines, pin +2 lines)`."""
-        return f"{self.file}:{self.line} (upstream +{len(self.upstream)}, pin +{len(self.pin)} lines)"
+        """`src/llama-arch.cpp:120: upstream added `case LLM_ARCH_A:`, the pin `case LLM_ARCH_B:``: one line for a
+        list (the additions' lines stripped, joined by " / ")."""
+        def side(lines: tuple[str, ...]) -> str:
+            return " / ".join(line.strip() for line in lines if line.strip())
+        return f"{self.file}:{self.line}: upstream added `{side(self.upstream)}`, the pin `{side(self.pin)}`"
 
 
 @dataclass

@@ -122,7 +122,7 @@ def _pins_yaml(tmp_path, up, *ids: str, unions: bool = True):
 
 
 @pytest.mark.slow
-def test_new_architectures_at_the_same_spots_are_unioned_as_a_person_would(make_repo, tmp_path, real_files):
+def test_new_architectures_at_the_same_spots_are_unioned_as_a_person_would(make_repo, tmp_path, real_files, capsys):
     up = _world(make_repo, tmp_path, real_files, _register(real_files, "mine"))
     # without the key: a conflict, exactly as before
     code, data = run_sim(tmp_path, _pins_yaml(tmp_path, up, "mine", unions=False))
@@ -137,11 +137,17 @@ def test_new_architectures_at_the_same_spots_are_unioned_as_a_person_would(make_
         lines = repin[u["file"]].split("\n")
         assert lines[u["line"] - 1:u["line"] - 1 + len(u["pin"])] == u["pin"], u
         assert "UPNEW" in "".join(u["upstream"]) and "MINE" in "".join(u["pin"]) and "UPNEW" not in "".join(u["pin"])
+    # and a reviewer sees each of them under the grid
+    shown = capsys.readouterr().out
+    h = next(u for u in pin["unions"] if u["file"] == ARCH_H)
+    assert (f"mine on b2: union (no person wrote it; verify it) at {ARCH_H}:{h['line']}: upstream added "
+            "`LLM_ARCH_UPNEW,`, the pin `LLM_ARCH_MINE,`") in shown, shown
     # the tree `pinset apply` writes is the hand-made repin, byte for byte
     out = tmp_path / "tree"
     from pinset.cli import main
 
     assert main(["apply", "-c", str(tmp_path / "pins.yaml"), "--build", "b2", "--out", str(out)]) == 0
+    assert "no person wrote it" in capsys.readouterr().out
     for path, text in repin.items():
         assert (out / path).read_text() == text, path
 
@@ -178,3 +184,19 @@ def test_the_key_is_opt_in_the_pins_word_over_the_pin_sets_and_a_bad_value_is_on
     path = write_pins(tmp_path / "pins.yaml", "builds: [pypi:llama-cpp-python==0.3.36]\n" + pins.format(b="maybe"))
     with pytest.raises(ConfigError, match=r"pins\.yaml:7.*pins\[1\]\.unions.*true or false"):
         load_pinset(path)
+
+
+def test_a_warm_run_gives_the_same_union_and_another_pin_set_without_the_key_a_conflict(make_repo, tmp_path):
+    """The memo (sim/memo.py) keeps an apply's answer by what it reads: the union is part of the answer only for
+    a pin that allows it, so a cache warmed with `unions: true` never answers a pin set without the key."""
+    up = make_repo("upstream")
+    up.commit("base", {"x.c": SWITCH.decode()})
+    up.tag("b1")
+    _pin_on_b1(up, tmp_path, "arch", {"x.c": _at_default(SWITCH, "    case P:\n        return 1;\n").decode()})
+    up.commit("case U", {"x.c": _at_default(SWITCH, "    case U:\n        return 1;\n").decode()})
+    up.tag("b2")
+    first = run_sim(tmp_path, _pins_yaml(tmp_path, up, "arch"))
+    again = run_sim(tmp_path, _pins_yaml(tmp_path, up, "arch"))
+    assert first == again and by_id(first[1]["builds"][0])["arch"]["apply_mode"] == "union", first
+    code, data = run_sim(tmp_path, _pins_yaml(tmp_path, up, "arch", unions=False))
+    assert code == 1 and by_id(data["builds"][0])["arch"]["status"] == "conflict"
