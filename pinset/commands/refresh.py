@@ -84,11 +84,6 @@ def run(args) -> int:
                 console.print(f"[red]{pin_id}[/] on {build.name}: {by_id[pin_id].status_text}, not applied: "
                               f"`pinset rebase {pin_id} --onto {args.onto}` resolves a conflict; nothing written")
                 return 1
-            if by_id[pin_id].applied_by_union:
-                console.print(f"[red]{pin_id}[/] on {build.name}: applies by add/add unions pinset made itself, which "
-                              f"`git am -3` cannot replay; `pinset rebase {pin_id} --onto {args.onto}` fits the series "
-                              f"to this build; nothing written")
-                return 1
             if by_id[pin_id].applied_by_resolution:
                 console.print(f"[red]{pin_id}[/] on {build.name}: applies by its recorded resolution, which `git am -3` "
                               f"cannot replay; `pinset rebase {pin_id} --onto {args.onto}` fits the series to this "

@@ -96,7 +96,7 @@ class PinResult:
     @property
     def applied_by_resolution(self) -> bool:
         """Applied by a recorded resolution (the ledger), which `git am -3` cannot replay."""
-        return self.status == APPLIED and self.apply_mode == RESOLUTION
+        return self.status == APPLIED and (self.apply_mode == RESOLUTION or bool(self.resolutions))
 
     @property
     def applied_by_union(self) -> bool:

@@ -19,9 +19,10 @@ THREE_WAY: ApplyMode = "3-way"
 RESOLUTION: ApplyMode = "resolution"
 UNION: ApplyMode = "union"
 APPLY_MODES: tuple[ApplyMode, ...] = (EXACT, OFFSET, THREE_WAY, RESOLUTION, UNION)   # in order: the worst one names the pin's
-# What `pinset refresh` rewrites: a pin applied lines away or by a 3-way merge. A `resolution` pin keeps
+# What `pinset refresh` rewrites: a pin applied lines away, by a 3-way merge or by add/add unions (its series
+# then holds the union, the same one sim made: the next night it applies exactly). A `resolution` pin keeps
 # working while its recorded resolutions match (refresh refuses it: rebase it instead).
-REFRESHABLE: tuple[ApplyMode, ...] = (OFFSET, THREE_WAY)
+REFRESHABLE: tuple[ApplyMode, ...] = (OFFSET, THREE_WAY, UNION)
 
 # git apply -v: "Hunk #2 succeeded at 120 (offset 5 lines)." (fuzz needs -C, which pinset never gives)
 _OFFSET_RE = re.compile(r"^Hunk #\d+ succeeded at \d+ \(offset -?\d+ lines?\)\.", re.M)

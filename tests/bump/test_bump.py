@@ -10,8 +10,9 @@ import pytest
 
 import pinset.report.github as github_module
 from pinset.cli import main
-from tests.testing import GIT_ENV, GitRepo, first_build, series, write_pins
+from tests.testing import GIT_ENV, GitRepo, first_build, git_am_3, series, write_pins
 from tests.testing.fake_github import TOKEN
+from tests.testing.sim import run_sim
 
 LINES = "".join(f"line {i}\n" for i in range(1, 41))
 PINS = """\
@@ -347,3 +348,12 @@ def test_the_pr_body_and_commit_list_the_unions_pinset_made(make_repo, github, t
     assert bump(dist) == 0
     message = git(dist.path, "log", "-1", "--format=%B", "pinset/bump")
     assert "- arch at arch.c:5: upstream added case 5:, the pin case 7:" in message, message
+    # the series is refreshed with the union in it: the next night it applies exactly, by plain `git am -3` too
+    assert "- arch: union -> exact (1 patches)" in message, message
+    git(dist.path, "checkout", "-q", "pinset/bump")
+    code, data = run_sim(tmp_path, dist.path / "pins.yaml", "--builds", "b2")
+    pin = data["builds"][0]["pins"][0]
+    assert code == 0 and data["builds"][0]["build"] == "b2" and pin["apply_mode"] == "exact", pin
+    truth, tree = git_am_3(up.path, tmp_path / "clone", "b2", [("arch", dist.path / "patches" / "arch")])
+    assert truth == {"arch": "applied"}
+    assert git(tmp_path / "clone", "show", "HEAD:arch.c") == switch.replace("    default:", "    case 5:\n    case 7:\n    default:")

@@ -200,3 +200,19 @@ def test_a_warm_run_gives_the_same_union_and_another_pin_set_without_the_key_a_c
     assert first == again and by_id(first[1]["builds"][0])["arch"]["apply_mode"] == "union", first
     code, data = run_sim(tmp_path, _pins_yaml(tmp_path, up, "arch", unions=False))
     assert code == 1 and by_id(data["builds"][0])["arch"]["status"] == "conflict"
+
+
+@pytest.mark.slow
+def test_refresh_writes_the_unioned_series_so_the_next_night_applies_exactly(make_repo, tmp_path, real_files):
+    from pinset.cli import main
+
+    up = _world(make_repo, tmp_path, real_files, _register(real_files, "mine"))
+    pins = _pins_yaml(tmp_path, up, "mine")
+    assert main(["refresh", "mine", "--onto", "b2", "--write", "-c", str(pins)]) == 0
+    code, data = run_sim(tmp_path, pins)
+    pin = by_id(data["builds"][0])["mine"]
+    assert code == 0 and pin["apply_mode"] == "exact" and "unions" not in pin, pin
+    out = tmp_path / "tree"
+    assert main(["apply", "-c", str(pins), "--build", "b2", "--out", str(out)]) == 0
+    for path, text in _register(real_files, "upnew", "mine").items():
+        assert (out / path).read_text() == text, path
