@@ -97,6 +97,14 @@ def _labels(lines: list[str]) -> set[str]:
     return {m.strip() for line in lines if line.startswith("case") for m in _CASE_RE.findall(line)}
 
 
+_SCAFFOLD_WORDS = {"break", "continue", "return", "else", "default", "do", "while", "end", "endif", "fi", "done"}
+
+
+def scaffolding(line: str) -> bool:
+    """Block scaffolding: a line with nothing of its own (`}`, `} break;`, `);`, `return;`, a comment, blank)."""
+    return not is_substantive(line) or set(re.findall(r"[A-Za-z_]\w*|\d+", line)) <= _SCAFFOLD_WORDS
+
+
 def refusal(ours: list[str], base: list[str], theirs: list[str]) -> str | None:
     """Why a diff3 conflict hunk is no provable union (None: it is one)."""
     if any(line.strip() for line in base):
@@ -104,7 +112,7 @@ def refusal(ours: list[str], base: list[str], theirs: list[str]) -> str | None:
     up, pin = ([line.strip() for line in side if line.strip()] for side in (ours, theirs))
     if not up or not pin:
         return "one side adds nothing"
-    if not any(is_substantive(line) for line in up) or not any(is_substantive(line) for line in pin):
+    if all(scaffolding(line) for line in up) or all(scaffolding(line) for line in pin):
         return "one side is only block scaffolding"
     shared = {line for line in up if is_substantive(line)} & {line for line in pin if is_substantive(line)}
     up_labels, pin_labels = _labels(up), _labels(pin)

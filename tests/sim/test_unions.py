@@ -45,7 +45,9 @@ def test_two_arms_with_disjoint_labels_are_unioned_upstream_first(tmp_path):
     # only block scaffolding on one side
     (_at_default(SWITCH, "    case U:\n        return 1;\n"), _at_default(SWITCH, "        break;\n    }\n"), SWITCH,
      "only block scaffolding"),
-], ids=["edit", "same-label", "shared-line", "scaffolding"])
+    (_at_default(SWITCH, "    case U:\n        return 1;\n"), _at_default(SWITCH, "    } break;\n    return;\n"), SWITCH,
+     "only block scaffolding"),
+], ids=["edit", "same-label", "shared-line", "scaffolding", "scaffolding-break"])
 def test_anything_else_is_refused(tmp_path, ours, theirs, base, why):
     text, hunks, refused = _union(tmp_path, ours, theirs, base)
     assert text is None and hunks == [] and refused is not None and why in refused, refused
