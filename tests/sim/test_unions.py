@@ -202,6 +202,15 @@ def test_a_warm_run_gives_the_same_union_and_another_pin_set_without_the_key_a_c
     assert first == again and by_id(first[1]["builds"][0])["arch"]["apply_mode"] == "union", first
     code, data = run_sim(tmp_path, _pins_yaml(tmp_path, up, "arch", unions=False))
     assert code == 1 and by_id(data["builds"][0])["arch"]["status"] == "conflict"
+    # pick takes the same answer: b2 is green, and says which pin a union applied
+    import json
+
+    from pinset.cli import main
+
+    assert main(["pick", "-c", str(_pins_yaml(tmp_path, up, "arch")), "--builds", "b2,b1",
+                 "--json", str(tmp_path / "pick.json")]) == 0
+    row = json.loads((tmp_path / "pick.json").read_text())["builds"][0]
+    assert row["verdict"] == "picked" and row["unioned"] == {"arch": ["x.c:6"]}, row
 
 
 @pytest.mark.slow
