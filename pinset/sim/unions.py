@@ -107,7 +107,7 @@ def scaffolding(line: str) -> bool:
 
 def refusal(ours: list[str], base: list[str], theirs: list[str]) -> str | None:
     """Why a diff3 conflict hunk is no provable union (None: it is one)."""
-    if any(line.strip() for line in base):
+    if base:   # even a blank line: a side changed what was there
         return "the merge base has lines there (an edit, not two additions)"
     up, pin = ([line.strip() for line in side if line.strip()] for side in (ours, theirs))
     if not up or not pin:
