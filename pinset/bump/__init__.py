@@ -67,6 +67,7 @@ class BumpResult:
     branch: str
     failing: list[Failing] = field(default_factory=list)
     refreshed: list[RefreshedPin] = field(default_factory=list)
+    unions: list[str] = field(default_factory=list)   # "`pin` at FILE:LINE: ..." of each add/add union pinset made
     commit: str | None = None
     pushed: bool = False            # False also when the remote had this very commit already
     branch_moved: bool = False
@@ -138,6 +139,7 @@ def _bump(repository: Repository, tree: Path, rel: str, store: Store, options: B
         if result.failing:
             result.outcome = BLOCKED
             return result
+        result.unions = [f"`{p.id}` at {u.text()}" for p in sim_result.pins if p.applied_by_union for u in p.unions or []]
         # the report of the pin set as the evidence was made with (its digest covers the patch files, which
         # the refresh rewrites; the tree they give is proven the same)
         sim_json = scratch / "sim.json"
@@ -278,6 +280,10 @@ def commit_message(result: BumpResult, old: Build, new: Build) -> str:
     if result.refreshed:
         lines += ["", f"Refreshed to apply exactly on {new.name} (same commits, moved context; same tree):"]
         lines += [f"- {r.pin}: {r.mode} -> exact ({len(r.files)} patches)" for r in result.refreshed]
+    if result.unions:
+        lines += ["", "Add/add conflicts pinset unioned itself (pins.yaml unions:, upstream's addition first; no person "
+                  "wrote them):"]
+        lines += [f"- {u.replace('`', '')}" for u in result.unions]
     return "\n".join(lines) + "\n"
 
 
@@ -287,6 +293,9 @@ def pull_body(result: BumpResult, report: str) -> str:
     head = f"`pinset bump`: the shipped build moves from `{result.old}` to `{result.new}`"
     head += (f"; refreshed: {', '.join(f'`{r.pin}` ({r.mode} -> exact)' for r in result.refreshed)}.\n\n"
              if result.refreshed else ".\n\n")
+    if result.unions:   # what no person wrote, before anything else a reviewer reads
+        head += ("**Unions pinset made itself** (add/add conflicts, upstream's addition first; no person wrote them, "
+                 "review them):\n\n" + "".join(f"- {u}\n" for u in result.unions) + "\n")
     body = head + report
     if not result.refreshed:
         return body

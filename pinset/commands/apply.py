@@ -64,6 +64,8 @@ def run(args) -> int:
             return 1
         write_tree(sim.mirror, build.tree if args.bare else result.tree, out)
     applied = [p.id + (f" (recorded resolution {', '.join(p.resolutions)})" if p.resolutions else "")
+               + (f" (union at {', '.join(f'{u.file}:{u.line}' for u in p.unions)}: no person wrote it)"
+                  if p.unions else "")
                for p in result.pins if p.applied]
     console.print(f"wrote {build.name} ({build.commit[:12]})"
                   + ("" if args.bare else f" + {len(applied)} pins ({', '.join(applied) or 'none'})") + f" to {out}")

@@ -76,6 +76,9 @@ def _problems(result: SimResult, mark=lambda style, text: text) -> list[str]:
             else:
                 for problem in p.contract.problems:
                     lines.append(f"  {mark('red', p.id)} on {mark('', short_build(b.build))}: {mark('', problem)}")
+                for union in p.unions or []:   # what no person wrote: every unioned hunk, for a reviewer
+                    lines.append(f"  {mark('yellow', p.id)} on {mark('', short_build(b.build))}: union (no person "
+                                 f"wrote it; verify it) at {mark('', union.text())}")
     lines.append(mark("green", OK) if result.ok else mark("red", NOT_OK))
     return lines
 

@@ -50,6 +50,10 @@ def _check_kind(kind: str) -> dict:
             "properties": {k: props[k] for k in sorted(allowed)}}
 
 
+UNIONS = {"type": "boolean", "description": "provable add/add conflicts (both sides only added, different "
+                              "constructs) are resolved as upstream's addition then the pin's (docs/heal.md)"}
+
+
 def _pin() -> dict:
     props = {
         "id": {"type": "string", "pattern": s.PIN_ID_RE.pattern},
@@ -67,6 +71,7 @@ def _pin() -> dict:
                      "description": "the evidence this pin needs, replacing what its files imply"},
         s.SKIP_UNLESS_OPEN: {"type": "boolean", "description": "a PR pin left out (status not-open) once its pull "
                                                                "request is merged or closed"},
+        "unions": UNIONS,
     }
     assert set(props) == s.PIN_KEYS
     return {
@@ -116,6 +121,7 @@ def pins_schema() -> dict:
                      "properties": {"runs-on": {"oneOf": [LABEL, {"type": "array", "minItems": 1, "uniqueItems": True,
                                                                   "items": LABEL}]},
                                     "architectures": ARCH}}},
+        "unions": UNIONS,
     }
     assert set(top) == s.TOP_KEYS and set(top["cuda"]["properties"]) == s.CUDA_KEYS
     return {

@@ -36,9 +36,9 @@ PIN_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.#+-]*(?:/[A-Za-z0-9_#+-][A-Za-z
 PIN_ID_RULE = "letters, digits and _.#+-, parts split by single `/`, none starting with `.`"
 BUILD_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_./+-]*$")
 
-TOP_KEYS = {"upstream", "builds", "pins", "cuda", "description", "gpus"}
+TOP_KEYS = {"upstream", "builds", "pins", "cuda", "description", "gpus", "unions"}
 PIN_KEYS = {"id", "patches", "pr", "commit", "required", "checks", "unchecked", "description", "evidence",
-            "repo", "each", "skip-unless-open"}
+            "repo", "each", "skip-unless-open", "unions"}
 # A PR pin with `skip-unless-open: true` is left out of the set (status `not-open`) once its pull request is
 # merged or closed (Unsloth's pr-set.json `"required": false`); while its state is unknown it is applied.
 SKIP_UNLESS_OPEN = "skip-unless-open"
@@ -114,6 +114,7 @@ class PinSpec:
     evidence: tuple[str, ...] | None = None  # `evidence:` kinds replacing the derived ones (sim/evidence.py)
     repo: str | None = None  # PR pins from a fork: the repository (URL or absolute path) the commit is fetched from
     skip_unless_open: bool = False  # `skip-unless-open: true`: left out once its PR is merged or closed
+    unions: bool = False     # `unions:` (the pin's, else the pin set's): provable add/add conflicts are unioned (sim/unions.py)
 
     @property
     def kind(self) -> str:
@@ -317,8 +318,9 @@ def load_pinset(path: str | Path, *, require_pins: bool = True) -> PinSet:
     seen: dict[str, int] = {}
     pin_nodes = r.sequence(top["pins"], "pins") if "pins" in top else []
     parsed = parse_all(_patch_places(r, pin_nodes, path.parent))   # every pin's patches checked by one git
+    unions = r.boolean(top["unions"], "unions") if "unions" in top else False
     for index, node in enumerate(pin_nodes):
-        for pin in _read_pin(r, node, f"pins[{index}]", path.parent, upstream, parsed):
+        for pin in _read_pin(r, node, f"pins[{index}]", path.parent, upstream, parsed, unions):
             if pin.id in seen:
                 r.fail(node, f"pins[{index}].id", f"duplicate id {pin.id!r} (first on line {seen[pin.id]})")
             seen[pin.id] = pin.line
@@ -487,7 +489,7 @@ def _patch_places(r: _Reader, pin_nodes, base: Path) -> list[Path]:
 
 
 def _read_pin(r: _Reader, node, key: str, base: Path, upstream: str | None,
-              parsed: Parsed = frozenset()) -> list[PinSpec]:
+              parsed: Parsed = frozenset(), unions: bool = False) -> list[PinSpec]:
     """One pin, or with `each: true` one pin per patch file of the folder (id `ID/NAME`, in name order)."""
     fields = r.mapping(node, key, PIN_KEYS)
     if "id" not in fields:
@@ -555,6 +557,8 @@ def _read_pin(r: _Reader, node, key: str, base: Path, upstream: str | None,
     evidence = _read_evidence(r, fields["evidence"], f"{key}.evidence") if "evidence" in fields else None
     skip_unless_open = r.boolean(fields[SKIP_UNLESS_OPEN], f"{key}.{SKIP_UNLESS_OPEN}") \
         if SKIP_UNLESS_OPEN in fields else False
+    if "unions" in fields:   # the pin's own word over the pin set's
+        unions = r.boolean(fields["unions"], f"{key}.unions")
     if "each" in fields and r.boolean(fields["each"], f"{key}.each"):
         if len(series) == 1 and patches is not None and not patches.is_dir():
             r.fail(fields["each"], f"{key}.each", "`each: true` is for a folder of patches, not one file")
@@ -565,10 +569,11 @@ def _read_pin(r: _Reader, node, key: str, base: Path, upstream: str | None,
                 r.fail(fields["patches"], f"{key}.patches", f"patch {patch.name!r} makes a malformed pin id {sub_id!r} "
                                                             f"({PIN_ID_RULE})")
             pins.append(PinSpec(sub_id, patch, None, None, required, checks, unchecked, description, line, (patch,),
-                                evidence=evidence))
+                                evidence=evidence, unions=unions))
         return pins
     return [PinSpec(pin_id, patches, pr, commit, required, checks, unchecked, description, line, series,
-                    repo=repo if pr is not None else None, evidence=evidence, skip_unless_open=skip_unless_open)]
+                    repo=repo if pr is not None else None, evidence=evidence, skip_unless_open=skip_unless_open,
+                    unions=unions)]
 
 
 def _read_repo(r: _Reader, node, key: str, base: Path) -> str:

@@ -64,15 +64,33 @@ class Worktree:
         if spec.patches is not None:
             # the patches as the sim applied them (pinset.sim.pins.as_git_am_reads): CRs left are the files'
             result = self.am(prep.change.patches, keep_cr=True)
+            while not result.ok and spec.unions and self.union_conflicts():
+                result = self.git("am", "-q", "--continue")   # the union is the commit's content, as in sim
             if not result.ok:
                 self.git("am", "--abort")
                 raise RuntimeFailure(f"pin {spec.id} does not apply by `git am -3` in {self.path} although "
                                      f"`pinset sim` applies it: {result.tail(2)}")
             return
         for patch in prep.change.patches:
-            self.git_ok("apply", "--3way", "--index", "--whitespace=nowarn", str(Path(patch).absolute()))
+            applied = self.git("apply", "--3way", "--index", "--whitespace=nowarn", str(Path(patch).absolute()))
+            if not applied.ok and not (spec.unions and self.union_conflicts()):
+                raise RuntimeFailure(f"git apply --3way in {self.path}: {applied.tail(3) or applied.describe()}")
         self.git_ok("commit", "-q", "--allow-empty", "-m", f"pinset: pin {spec.id} ({spec.pr.url} at {spec.commit[:12]})",
                     env=_PR_COMMIT)
+
+    def union_conflicts(self) -> bool:
+        """The conflicts a stopped `git am -3` (or `git apply --3way`) left in this worktree's index resolved as
+        sim resolves them for a pin with `unions: true` (pinset.sim.unions: every hunk a provable add/add union),
+        the files written from the index; False, nothing changed, when they are not all such unions."""
+        from pinset.sim.unions import Unions  # noqa: PLC0415 (only a pin with unions: true needs it)
+
+        scratch = self.mirror.fresh_path("union")
+        scratch.mkdir(parents=True)
+        unioned = Unions(self.mirror).resolve(self.git_dir() / "index", {}, scratch)
+        if not unioned.ok:
+            return False
+        self.git_ok("checkout-index", "-f", "-q", "--", *sorted({h.file for h in unioned.hunks}))
+        return True
 
     def export(self, start: str, base: str, out: Path, names: list[str]) -> list[Path]:
         """`git format-patch --base` of start..HEAD into `out`, named as the series was when the count

@@ -49,7 +49,9 @@ def dropped_text(result: PickResult) -> str:
 def why_text(b: BuildPick, sep: str = "; ") -> str:
     """A pick row's reasons, and on a green build the optional pins it drops ("dropped: pin x (optional) ...")."""
     return sep.join([r.summary() for r in b.reasons] + [f"dropped: {r.summary()}" for r in b.dropped]
-                    + [f"pin {pin} applied by recorded resolution {', '.join(ids)}" for pin, ids in b.resolved.items()])
+                    + [f"pin {pin} applied by recorded resolution {', '.join(ids)}" for pin, ids in b.resolved.items()]
+                    + [f"pin {pin} applied by add/add union at {', '.join(places)} (no person wrote it)"
+                       for pin, places in b.unioned.items()])
 
 
 def _page(heading: str, headers: list[str], rows: list[list]) -> str:

@@ -250,6 +250,7 @@ class BuildPick:
     verify: dict | None = None   # {"ok": bool, "failed_gates": [...], "json": path or null} with --verify
     dropped: list[Reason] = field(default_factory=list)   # green build: the optional pins not fine on it
     resolved: dict[str, list[str]] = field(default_factory=dict)  # pin -> recorded resolutions that applied it
+    unioned: dict[str, list[str]] = field(default_factory=dict)   # pin -> FILE:LINE of the add/add unions pinset made
 
     def to_json(self) -> dict:
         out = {"build": self.build, "commit": self.commit, "verdict": self.verdict,
@@ -258,6 +259,8 @@ class BuildPick:
             out["dropped"] = [r.to_json() for r in self.dropped]
         if self.resolved:
             out["resolved"] = {pin: list(ids) for pin, ids in self.resolved.items()}
+        if self.unioned:
+            out["unioned"] = {pin: list(places) for pin, places in self.unioned.items()}
         return out
 
     @classmethod
@@ -271,8 +274,10 @@ class BuildPick:
         dropped = [Reason.from_json(r) for r in d.objs("dropped", default=[])]
         resolved_doc = d.obj("resolved", default=None)
         resolved = {pin: resolved_doc.strs(pin) for pin in resolved_doc.raw} if resolved_doc is not None else {}
+        unioned_doc = d.obj("unioned", default=None)
+        unioned = {pin: unioned_doc.strs(pin) for pin in unioned_doc.raw} if unioned_doc is not None else {}
         return cls(build, commit, verdict, reasons, dict(verify.raw) if verify is not None else None, dropped,
-                   resolved)
+                   resolved, unioned)
 
 
 @dataclass

@@ -49,7 +49,9 @@ def pick(pinset: PinSet, mirror: Mirror, prepared: dict[str, PreparedPin], newes
                                   [_reason(p) for p in result.pins if not p.ok]))
             continue
         row = BuildPick(build.name, build.commit, PICKED, dropped=[_reason(p) for p in result.pins if not p.ok],
-                        resolved={p.id: list(p.resolutions) for p in result.pins if p.resolutions})
+                        resolved={p.id: list(p.resolutions) for p in result.pins if p.resolutions},
+                        unioned={p.id: [f"{u.file}:{u.line}" for u in p.unions] for p in result.pins
+                                 if p.applied and p.unions})
         if confirm is not None:
             ok, summary = confirm(build, result)
             row.verify = {"ok": ok, **summary}

@@ -172,7 +172,30 @@ def missing_evidence(m: Merged) -> list[str]:
     """What keeps a result without blockers from "ready": a result the pins' evidence rules ask for and no file
     gives, a simulated build nobody verified, and for a pin needing a GPU verify, that verify (and its KLD and
     bench, where it needs them) from a CUDA device."""
-    return _results_missing(m) + _device_evidence_missing(m) + _speed_evidence_missing(m)
+    return _results_missing(m) + _device_evidence_missing(m) + _union_evidence_missing(m) + _speed_evidence_missing(m)
+
+
+def _union_evidence_missing(m: Merged) -> list[str]:
+    """A pin applied by add/add unions pinset made itself (pins.yaml `unions:`) is a merge no one reviewed: never
+    ready without a verify of that build whose CPU build passed, and, where the pin's files ask for a CUDA device
+    (its evidence rule has gpu-verify), whose GPU gates passed on one."""
+    needs = evidence.needs_by_build(m.sim)
+    items: list[tuple[str, str]] = []
+    for b in m.sim.builds if m.sim else []:
+        runs = [run for run in m.verify if run.build.build == b.build]
+        for p in b.pins:
+            if not p.applied_by_union:
+                continue
+            places = ", ".join(f"{u.file}:{u.line}" for u in p.unions or [])
+            built = [run for run in runs if any(g.name == "cpu-build" and g.status == PASSED for g in run.build.gates)]
+            need = needs.get((p.id, b.build))
+            if not built:
+                items.append((f"`{p.id}` applies by unions no person wrote ({places}) but no verify built it "
+                              "(CPU gate)", b.build))
+            elif need is not None and need.on_device and not any(gpu_verified(run) for run in runs):
+                items.append((f"`{p.id}` applies by unions no person wrote ({places}) in code for a CUDA device but "
+                              "no verify passed its GPU gates", b.build))
+    return _grouped(items)
 
 
 def _results_missing(m: Merged) -> list[str]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass, field
+from difflib import SequenceMatcher
 from pathlib import Path
 
 from pinset.sim.diffs import DiffError, FileDiff, read_diffs
@@ -42,6 +43,9 @@ class FileChange:
     # Lower bound of each substantive line's copies in the file before the pin (its context and
     # removed lines): copies the file already had are no evidence that the pin's own landed.
     preimage: Counter[str] = field(default_factory=Counter)
+    # Each hunk as the pin leaves the file: its non-blank lines (stripped) with whether the pin added them;
+    # where the pin puts its lines (placed_lines, whole_runs).
+    hunks: list[list[tuple[str, bool]]] = field(default_factory=list)
 
     def net_added(self) -> Counter:
         """Substantive lines the pin adds beyond those it removes (line -> count)."""
@@ -85,6 +89,10 @@ def file_changes(diffs: list[FileDiff]) -> dict[str, FileChange]:
         current.new_file |= diff.new_file
         current.deleted |= diff.deleted
         for hunk in diff.hunks:
+            after = [(raw[1:].strip(), raw[0] == "+") for raw in hunk.lines
+                     if raw[:1] in ("+", " ") and raw[1:].strip()]
+            if any(added for _, added in after):
+                current.hunks.append(after)
             for raw in hunk.lines:
                 body = raw[1:]
                 if not is_substantive(body):
@@ -119,6 +127,7 @@ def combine(series: list[dict[str, FileChange]]) -> dict[str, FileChange]:
                 else:
                     acc.removed.append(line)
             acc.added.extend(change.added)
+            acc.hunks.extend(change.hunks)
             acc.deleted = change.deleted
             acc.new_file = acc.new_file and not change.deleted
             acc.symbols = set(FEATURE_SYMBOL_RE.findall("\n".join(acc.added)))
@@ -141,6 +150,58 @@ def line_counts(text: str | None) -> dict[str, int]:
             if s:
                 counts[s] = counts.get(s, 0) + 1
     return counts
+
+
+def _lines(text: str | None) -> list[str]:
+    """The non-blank lines of a file, stripped (as hunks keeps a pin's)."""
+    return [s for s in (line.strip() for line in (text or "").split("\n")) if s]
+
+
+def placed_lines(fc: FileChange, text: str | None) -> Counter[str]:
+    """The pin's added substantive lines that `text` (the file in a build) holds where the pin puts them:
+    in a run of lines that matches the hunk as the pin leaves it and takes in at least one of the hunk's own
+    context lines (any run for a file the pin creates: the file is the place). A line the build has only
+    elsewhere (another switch with the same labels, another function) is no sign the pin landed.
+
+    The runs are difflib's matching blocks of hunk and file, so a line upstream changed inside the hunk
+    costs that line only, as the count of present lines did before."""
+    placed: Counter[str] = Counter()
+    lines = _lines(text)
+    if not lines:
+        return placed
+    matcher = SequenceMatcher(None, autojunk=False)
+    matcher.set_seq2(lines)
+    for hunk in fc.hunks:
+        matcher.set_seq1([line for line, _ in hunk])
+        for start, _, size in matcher.get_matching_blocks():
+            block = hunk[start:start + size]
+            if fc.new_file or any(not added for _, added in block):
+                placed.update(line for line, added in block if added and is_substantive(line))
+    return placed
+
+
+WHOLE_RUN = 3   # moved code: an added run counts where at least this many of its lines (or all) are found together
+
+
+def whole_runs(fc: FileChange, text: str | None) -> Counter[str]:
+    """The pin's added substantive lines that `text` (any file of a build) holds as the pin writes them,
+    together: each hunk's lines from its first added line to its last, matched against the file, counting
+    only runs of WHOLE_RUN lines or more (or the whole span where it is shorter). Lines scattered over a
+    file (one per function, say) are no moved copy of the pin's change."""
+    found: Counter[str] = Counter()
+    lines = _lines(text)
+    if not lines:
+        return found
+    matcher = SequenceMatcher(None, autojunk=False)
+    matcher.set_seq2(lines)
+    for hunk in fc.hunks:
+        marks = [i for i, (_, added) in enumerate(hunk) if added]
+        span = hunk[marks[0]:marks[-1] + 1]
+        matcher.set_seq1([line for line, _ in span])
+        for start, _, size in matcher.get_matching_blocks():
+            if size >= min(WHOLE_RUN, len(span)):
+                found.update(line for line, added in span[start:start + size] if added and is_substantive(line))
+    return found
 
 
 _BASE_COMMIT_RE = re.compile(r"^base-commit: ([0-9a-f]{40})\s*$", re.M)
@@ -183,7 +244,8 @@ class MovedMatch:
 
 
 def moved_match(added: dict[str, int], locations: dict[str, dict[str, int]],
-                preimage: dict[str, int] | None = None) -> MovedMatch:
+                preimage: dict[str, int] | None = None,
+                whole: dict[str, dict[str, int]] | None = None) -> MovedMatch:
     """Match a pin's net added lines (line -> count) against `locations` (line -> {path: count in the build}).
 
     `preimage` (line -> copies in the whole tree the pin was made on, or a lower bound of them):
@@ -192,6 +254,9 @@ def moved_match(added: dict[str, int], locations: dict[str, dict[str, int]],
     A line found in BOILERPLATE_FILES files or more says nothing about this pin and is left out of
     both sides of the share; a repeated line counts as often as the pin adds it, at most as often as
     the build has it.
+
+    `whole` (line -> {path: copies inside the pin's runs found whole there, whole_runs}): where given, only
+    those copies count as found (the share's boilerplate is still decided by `locations`).
     """
     total = distinctive = found = 0
     where: dict[str, int] = {}
@@ -202,6 +267,9 @@ def moved_match(added: dict[str, int], locations: dict[str, dict[str, int]],
             continue
         distinctive += n
         present = min(n, max(0, sum(places.values()) - (preimage or {}).get(line, 0)))
+        if whole is not None:
+            places = {path: count for path, count in whole.get(line, {}).items() if count}
+            present = min(present, sum(places.values()))
         found += present
         if present:
             for path, count in places.items():

@@ -28,12 +28,13 @@ from pinset.config.schema import PinSet
 from pinset.errors import PinsetError, RuntimeFailure, UpstreamError
 from pinset.sim import memo, modes
 from pinset.sim.apply_errors import BuildPlace, conflict_place, explain_apply_failure
-from pinset.sim.changes import MovedMatch, PinChange, line_counts, series_base
+from pinset.sim.changes import MovedMatch, PinChange, line_counts, patch_text, placed_lines, series_base, whole_runs
 from pinset.sim.model import BuildResult, Contract, PinResult, SimResult
 from pinset.sim.moved import TreeLines
 from pinset.sim.pins import PreparedPin
 from pinset.sim.preimages import FileBlobs, Preimages, loose_ids, replay, series_blobs, wanted
 from pinset.sim.resolve import LedgerApply
+from pinset.sim.unions import UnionHunk, Unions
 from pinset.upstream.builds import Build, _unreachable, upstream_url
 from pinset.upstream.mirror import Mirror
 
@@ -59,6 +60,7 @@ class ApplyOutcome:
     replaced: dict[str, set[str]] = field(default_factory=dict)  # path -> pin lines a resolution replaced
     renamed: dict[str, str] = field(default_factory=dict)   # the pin's path -> where upstream moved it (am's merge)
     merge_failed: bool = False   # am's merge into the whole tree was tried and fails (a file moved or deleted)
+    unions: list[UnionHunk] = field(default_factory=list)   # the add/add conflicts it unioned (sim/unions.py)
 
 
 @dataclass
@@ -126,6 +128,7 @@ class Simulator:
         self.look_for_moved_code: bool | set[str] = True
         self.attribute_conflicts = True
         self._ledger = LedgerApply(mirror)
+        self._unions = Unions(mirror)
         # The same pin on the same blobs is the same answer (sim/memo.py): kept in the run and in the cache.
         self._memo = memo.ApplyMemo(mirror.cache / "memo")
         self._git = memo.git_identity()
@@ -420,6 +423,8 @@ class Simulator:
         # (with the paths earlier pins deleted: the whole tree is the loaded one less those, plus the entries)
         gone = sorted(self._loaded[index.tree][1] - set(entries)) if whole and index.tree in self._loaded else []
         extra = (*searched, "whole tree", index.tree or "-", *gone) if whole else searched
+        if prep.spec.unions:   # the same conflict is a union for this pin, a conflict for another
+            extra = (*extra, "unions")
         return memo.apply_key(patches, how, read, available, self._git, extra=extra, names=names), entries
 
     def _replay(self, index: _Index, prep: PreparedPin, answer: memo.Answer, before: memo.Entries) -> bool:
@@ -473,7 +478,8 @@ class Simulator:
                   "hunk_path": outcome.hunk_path, "failed_patch": failed, "mode": outcome.mode,
                   "resolutions": outcome.resolutions, "note": outcome.note,
                   "replaced": {path: sorted(lines) for path, lines in outcome.replaced.items()},
-                  "renamed": outcome.renamed, "merge_failed": outcome.merge_failed}
+                  "renamed": outcome.renamed, "merge_failed": outcome.merge_failed,
+                  "unions": [u.to_json() for u in outcome.unions]}
         self._memo.put(key, memo.Answer(outcome.ok, fields, changes, sorted(set(objects))), written)
 
     def _apply_git(self, index: _Index, prep: PreparedPin, how: bool = False) -> ApplyOutcome:
@@ -519,6 +525,7 @@ class Simulator:
         replaced: dict[str, set[str]]
         renamed: dict[str, str]
         applied_modes, used, note, replaced, renamed = [], [], None, {}, {}
+        unions: list[UnionHunk] = []
         failed_moves: dict[str, str]   # the moves a failed merge of am's met (named in the conflict)
         for number, patch in enumerate(prep.change.patches):
             merge_failed, failed_moves = False, {}   # of this patch (an earlier one's may have been resolved)
@@ -569,6 +576,15 @@ class Simulator:
                     replaced.setdefault(path, set()).update(lines)
                 continue
             note = resolved.note
+            if prep.spec.unions:
+                # pins.yaml `unions:`: only where the 3-way merge (and the ledger) left conflicts, and only
+                # when every conflict hunk is a provable add/add union (sim/unions.py); else the conflict stays
+                unioned = self._unions.resolve(index.path, env, work_tree)
+                if unioned.ok:
+                    applied_modes.append(modes.UNION)
+                    unions += unioned.hunks
+                    continue
+                note = "; ".join(filter(None, [note, f"no provable add/add union: {unioned.why}"]))
             text = patch.read_text(encoding="utf-8", errors="replace")
             failure = explain_apply_failure(result.stdout + "\n" + result.stderr, text)
             moved_to = "".join(f"; upstream moved {old} to {new}: git am -3's merge there conflicts"
@@ -579,7 +595,7 @@ class Simulator:
         # git writes no blob that a readable dir already has: the index may now name the pin's own.
         index.objects += [written, *brought]
         return ApplyOutcome(True, mode=modes.worst(applied_modes), resolutions=used, replaced=replaced,
-                            renamed=renamed)
+                            renamed=renamed, unions=unions)
 
     def _applies_on(self, tree: str, *preps: PreparedPin) -> bool:
         self._load(self._scratch, tree)
@@ -635,17 +651,45 @@ class Simulator:
                 present += min(n, max(0, counts.get(line, 0) - before[line]))
         return present / total if total else None
 
+    def placed_fraction(self, prep: PreparedPin, tree: str) -> float:
+        """Share of the pin's substantive added lines `tree` holds where the pin puts them (changes.placed_lines:
+        beside the hunk's own context; anywhere in a file it creates), beyond the copies its preimage had: the
+        file before the pin as `git am -3` finds it (its `index` line's blob in the build's or upstream's
+        history), else its base or its own context and removed lines. Asked only of a pin that counts as
+        present but fails on the build."""
+        assert prep.change is not None   # only prepared pins are simulated (pins.prepare_pins)
+        kept = {path: fc for path, fc in prep.change.files.items() if not fc.deleted}
+        texts = self.mirror.read_blobs([(tree, path) for path in kept], exact=True)
+        found = self._found_preimages(prep)
+        total = present = 0
+        for path, fc in kept.items():
+            counts, before = self._counts(tree, path), self._preimage(prep, path) | found.get(path, Counter())
+            placed = placed_lines(fc, texts.get((tree, path)))
+            for line, n in fc.net_added().items():
+                total += n
+                present += min(n, placed[line], max(0, counts.get(line, 0) - before[line]))
+        return present / total if total else 0.0
+
+    def _found_preimages(self, prep: PreparedPin) -> dict[str, Counter]:
+        """Line counts of each file before the pin, where `git am -3` would find its preimage blob (the build's
+        history, upstream's branches and tags: pinset.sim.preimages); the first preimage a series names
+        for a path is the file before the whole pin."""
+        pairs: dict[str, tuple[str, str]] = {}
+        for path, oid in wanted(self._series_of(prep)):
+            pairs.setdefault(path, (path, oid))
+        if not pairs or not self._finder.searches(self._history):
+            return {}
+        found = self._finder.find(self._history, pairs.values())
+        blobs = self.mirror.read_objects(sorted(set(found.values())))
+        return {path: Counter(line_counts(patch_text(blobs[found[pair]])))
+                for path, pair in pairs.items() if pair in found and found[pair] in blobs}
+
     def _on_bare(self, prep: PreparedPin, tree: str) -> tuple[bool, bool]:
         """(applies, changes something) of the pin alone on the bare build."""
         self._load(self._scratch, tree)
         before = self._scratch.path.read_bytes()
         ok = self._apply(self._scratch, prep).ok
         return ok, ok and self._scratch.path.read_bytes() != before
-
-    def _changes_nothing_or_fails(self, prep: PreparedPin, tree: str) -> bool:
-        """A pin that applies on the bare build and changes it is not carried there, whatever lines
-        the build already has; one that fails or applies as a no-op may be."""
-        return not self._on_bare(prep, tree)[1]
 
     def _carried(self, prep: PreparedPin, build: Build) -> tuple[bool, float | None]:
         spec = prep.spec
@@ -656,7 +700,13 @@ class Simulator:
         if fraction is not None:
             if fraction < CARRIED_THRESHOLD:
                 return False, fraction
-            return self._changes_nothing_or_fails(prep, build.tree), fraction
+            applies, changes = self._on_bare(prep, build.tree)
+            if applies:
+                return not changes, fraction   # changes nothing: git's own answer, "already applied"
+            # It fails there: retired only on evidence that the build holds its change where it puts it, counted
+            # beyond the copies its own preimage had (issue 40: lines that merely occur somewhere are none).
+            placed = self.placed_fraction(prep, build.tree)
+            return placed >= CARRIED_THRESHOLD, placed
         # No substantive added lines (a pure removal): carried when applying changes nothing.
         ok, changed = self._on_bare(prep, build.tree)
         return ok and not changed, None
@@ -688,12 +738,48 @@ class Simulator:
             if not fc.deleted:
                 added.update(fc.net_added())
             preimage.update(fc.preimage)
-        base_tree = self._base_tree(prep)
+        base_tree = self._base_tree(prep) or self._preimage_tree(prep)
         if base_tree is not None:
             in_base = {line: sum(places.values()) for line, places in self._moved.locations(base_tree).items()}
             preimage = Counter({line: max(preimage[line], in_base.get(line, 0)) for line in added})
         match = self._moved.match(tree, added, preimage)
+        if not match.carried(CARRIED_THRESHOLD):
+            return None
+        # Moved whole, not merely present: only copies inside the pin's own runs of lines, found together in
+        # one file, count (changes.whole_runs); common lines scattered over another file are none.
+        paths = [path for path, _ in match.where]
+        texts = self.mirror.read_blobs([(tree, path) for path in paths], exact=True)
+        whole: dict[str, dict[str, int]] = {}
+        for path in paths:
+            runs: Counter = Counter()
+            for fc in prep.change.files.values():
+                if not fc.deleted:
+                    runs.update(whole_runs(fc, texts.get((tree, path))))
+            for line, n in runs.items():
+                whole.setdefault(line, {})[path] = n
+        match = self._moved.match(tree, added, preimage, whole)
         return match if match.carried(CARRIED_THRESHOLD) else None
+
+    def _preimage_tree(self, prep: PreparedPin) -> str | None:
+        """For a pin naming no base: the tree of the newest commit that brought a preimage blob of the pin (as
+        `git am -3` finds it: _found_preimages' lookup) at its path, in the history searched for it: the
+        tree the pin was made on, as near as upstream's history tells. None when no preimage is found."""
+        pairs = wanted(self._series_of(prep))
+        if not pairs or not self._finder.searches(self._history):
+            return None
+        found = self._finder.find(self._history, pairs)
+        tips = [self._history] if self._history is not None else self._finder.upstream_tips()
+        for (path, _), oid in found.items():
+            log = self.mirror.git("log", "--stdin", "--format=commit %H", "--raw", "--no-abbrev", "--no-renames",
+                                  f"--find-object={oid}", "--", path, input="".join(t + "\n" for t in tips),
+                                  env={"GIT_LITERAL_PATHSPECS": "1"})
+            commit = None
+            for line in log.stdout.splitlines() if log.ok else []:
+                if line.startswith("commit "):
+                    commit = line.split()[1]
+                elif commit and line.startswith(":") and line.split("\t", 1)[0].split()[3] == oid:
+                    return self.mirror.tree_of(commit)   # the newest commit leaving the blob there
+        return None
 
     def _attribute(self, prep: PreparedPin, conflict_files: list[str], build: Build,
                    applied: list[_Applied]) -> str:
@@ -912,6 +998,7 @@ class Simulator:
                 applied.append(_Applied(spec.id, prep, outcome.replaced, outcome.renamed))
                 result.status = "applied"
                 result.apply_mode, result.resolutions = outcome.mode, outcome.resolutions or None
+                result.unions = outcome.unions or None
                 if outcome.renamed:
                     result.detail = "merged into upstream's renamed files (as git am -3): " + _moves(outcome.renamed)
                 continue
@@ -961,7 +1048,8 @@ def _build_from_json(doc: dict) -> BuildResult:
     for p in doc["pins"]:
         place = p["build_has"]
         pins.append(PinResult(**{**p, "contract": Contract(**p["contract"]),
-                                 "build_has": BuildPlace(**place) if place is not None else None}))
+                                 "build_has": BuildPlace(**place) if place is not None else None,
+                                 "unions": [UnionHunk.from_json(u) for u in p["unions"]] if p.get("unions") else None}))
     return BuildResult(**{**doc, "pins": pins})
 
 
@@ -974,7 +1062,8 @@ def _outcome_of(answer: memo.Answer, prep: PreparedPin) -> ApplyOutcome:
     return ApplyOutcome(answer.ok, list(fields["conflict_files"]), fields["message"], list(fields["hunk"]),
                         fields["hunk_path"], text, fields["mode"], list(fields["resolutions"]), fields["note"],
                         {path: set(lines) for path, lines in fields["replaced"].items()}, dict(fields.get("renamed", {})),
-                        bool(fields.get("merge_failed", False)))
+                        bool(fields.get("merge_failed", False)),
+                        [UnionHunk.from_json(u) for u in fields.get("unions", [])])
 
 
 def _raw_entries(raw: str) -> list[tuple[str, tuple[str, ...]]]:

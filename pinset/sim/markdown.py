@@ -58,11 +58,30 @@ def sim_markdown(sim: SimResult, conflicts: bool = False) -> str:
                 for prob in p.contract.problems]
     if problems:
         lines += ["", "Problems:", *problems]
+    unions = union_lines(sim)
+    if unions:
+        lines += ["", *unions]
     causes = [item for b in builds for p in b.pins if p.conflicts
               for item in _conflict_cause(b, p)] if conflicts else []
     if causes:
         lines += ["", "Conflicts:", *causes]
     return "\n".join(lines) + "\n"
+
+
+def union_lines(sim: SimResult) -> list[str]:
+    """Every add/add conflict pinset unioned itself (pins.yaml `unions:`), for a reviewer: no person wrote them."""
+    items = [f"- **{b.build}** `{p.id}`: {_tick(u.file)}:{u.line}: upstream added "
+             f"{_tick(' / '.join(x.strip() for x in u.upstream if x.strip()))}, the pin "
+             f"{_tick(' / '.join(x.strip() for x in u.pin if x.strip()))}"
+             for b in sim.builds for p in b.pins if p.applied for u in p.unions or []]
+    return ["Unions (add/add conflicts resolved by pinset, upstream's addition first; no person wrote them):",
+            "", *items] if items else []
+
+
+def _tick(text: str) -> str:
+    """Inline code that holds backticks too."""
+    fence = "``" if "`" in text else "`"
+    return f"{fence}{' ' if fence == '``' else ''}{text}{' ' if fence == '``' else ''}{fence}"
 
 
 def _conflict_cause(build: BuildResult, pin: PinResult) -> list[str]:

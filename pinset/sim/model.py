@@ -10,6 +10,7 @@ from pinset.cells import BuildCommits, Cells, PinStates
 from pinset.results import SCHEMAS, Doc
 from pinset.sim.modes import APPLY_MODES, EXACT, REFRESHABLE, RESOLUTION, ApplyMode
 from pinset.sim.prs import PrStates
+from pinset.sim.unions import UnionHunk
 
 if TYPE_CHECKING:
     from pinset.sim.apply_errors import BuildPlace
@@ -57,12 +58,15 @@ class PinResult:
     build_has: BuildPlace | None = None     # conflicts: the build's lines where `hunk` wants to change it (BuildPlace)
     apply_mode: ApplyMode | None = None  # applied pins: exact|offset|3-way|resolution (None: not known, old file)
     resolutions: list[str] | None = None  # applied by the recorded resolutions named (the ledger, docs/heal.md)
+    unions: list[UnionHunk] | None = None  # applied by provable add/add unions no person wrote (sim/unions.py)
 
     @property
     def status_text(self) -> str:
         """`applied (recorded resolution R)` for a pin the ledger applied, else the status."""
         if self.status == APPLIED and self.resolutions:
             return f"applied (recorded resolution {', '.join(self.resolutions)})"
+        if self.status == APPLIED and self.unions:
+            return f"applied (union at {', '.join(f'{u.file}:{u.line}' for u in self.unions)})"
         return self.status
 
     @property
@@ -93,7 +97,12 @@ class PinResult:
     @property
     def applied_by_resolution(self) -> bool:
         """Applied by a recorded resolution (the ledger), which `git am -3` cannot replay."""
-        return self.status == APPLIED and self.apply_mode == RESOLUTION
+        return self.status == APPLIED and (self.apply_mode == RESOLUTION or bool(self.resolutions))
+
+    @property
+    def applied_by_union(self) -> bool:
+        """Applied with add/add conflicts pinset unioned itself (pins.yaml `unions:`): a merge no one reviewed."""
+        return self.status == APPLIED and bool(self.unions)
 
     @property
     def applied_inexactly(self) -> bool:
@@ -148,7 +157,9 @@ class PinResult:
                    d.choice("base_relation", BASE_RELATIONS, default=None),
                    d.strs("evidence", default=None) or None, _build_has(d),
                    cast("ApplyMode | None", d.choice("apply_mode", APPLY_MODES, default=None)),
-                   d.strs("resolutions", default=None) or None)
+                   d.strs("resolutions", default=None) or None,
+                   [UnionHunk(o.get("file", str), o.get("line", int), tuple(o.strs("upstream")), tuple(o.strs("pin")))
+                    for o in d.objs("unions", default=[])] or None)
 
 
 def _build_has(d: Doc):
@@ -261,4 +272,6 @@ def _pin_json(p: PinResult) -> dict:
         out["apply_mode"] = p.apply_mode
     if p.resolutions:
         out["resolutions"] = list(p.resolutions)
+    if p.unions:
+        out["unions"] = [u.to_json() for u in p.unions]
     return out

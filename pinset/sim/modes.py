@@ -2,7 +2,8 @@
 
 `exact`: every patch applies as it is (`git apply`, no offset); `offset`: some hunk applies only
 lines away from where the patch says; `3-way`: some patch needed a 3-way merge; `resolution`: some
-conflict was resolved by the pin's resolution ledger. A pin that applies but not `exact` needs a
+conflict was resolved by the pin's resolution ledger; `union`: some conflict was a provable add/add union
+that pinset resolved itself (pins.yaml `unions: true`, sim/unions.py: no person wrote it). A pin that applies but not `exact` needs a
 `pinset refresh` (or, for `resolution`, keeps working only while its recorded resolutions match).
 """
 
@@ -11,15 +12,17 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-ApplyMode = Literal["exact", "offset", "3-way", "resolution"]
+ApplyMode = Literal["exact", "offset", "3-way", "resolution", "union"]
 EXACT: ApplyMode = "exact"
 OFFSET: ApplyMode = "offset"
 THREE_WAY: ApplyMode = "3-way"
 RESOLUTION: ApplyMode = "resolution"
-APPLY_MODES: tuple[ApplyMode, ...] = (EXACT, OFFSET, THREE_WAY, RESOLUTION)   # in order: the worst one names the pin's
-# What `pinset refresh` rewrites: a pin applied lines away or by a 3-way merge. A `resolution` pin keeps
+UNION: ApplyMode = "union"
+APPLY_MODES: tuple[ApplyMode, ...] = (EXACT, OFFSET, THREE_WAY, RESOLUTION, UNION)   # in order: the worst one names the pin's
+# What `pinset refresh` rewrites: a pin applied lines away, by a 3-way merge or by add/add unions (its series
+# then holds the union, the same one sim made: the next night it applies exactly). A `resolution` pin keeps
 # working while its recorded resolutions match (refresh refuses it: rebase it instead).
-REFRESHABLE: tuple[ApplyMode, ...] = (OFFSET, THREE_WAY)
+REFRESHABLE: tuple[ApplyMode, ...] = (OFFSET, THREE_WAY, UNION)
 
 # git apply -v: "Hunk #2 succeeded at 120 (offset 5 lines)." (fuzz needs -C, which pinset never gives)
 _OFFSET_RE = re.compile(r"^Hunk #\d+ succeeded at \d+ \(offset -?\d+ lines?\)\.", re.M)

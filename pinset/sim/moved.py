@@ -131,7 +131,9 @@ class TreeLines:
                         counts[needle.decode(errors="surrogateescape")] = lines.count(needle)
             self._blobs[oid] = counts
 
-    def match(self, tree: str, added: dict[str, int], preimage: dict[str, int] | None = None) -> MovedMatch:
+    def match(self, tree: str, added: dict[str, int], preimage: dict[str, int] | None = None,
+              whole: Locations | None = None) -> MovedMatch:
         """`added`: the pin's net added lines (line -> count), as the same-path check counts them;
-        `preimage`: copies of them the tree the pin was made on had (see moved_match)."""
-        return moved_match(added, self.locations(tree), preimage)
+        `preimage`: copies of them the tree the pin was made on had; `whole`: copies inside the pin's runs
+        found together (see moved_match)."""
+        return moved_match(added, self.locations(tree), preimage, whole)

@@ -10,8 +10,9 @@ import pytest
 
 import pinset.report.github as github_module
 from pinset.cli import main
-from tests.testing import GIT_ENV, GitRepo, first_build, series, write_pins
+from tests.testing import GIT_ENV, GitRepo, first_build, git_am_3, series, write_pins
 from tests.testing.fake_github import TOKEN
+from tests.testing.sim import run_sim
 
 LINES = "".join(f"line {i}\n" for i in range(1, 41))
 PINS = """\
@@ -322,3 +323,37 @@ def test_a_failed_pr_update_leaves_the_earlier_local_branch(project, github, tmp
     github.fail = None
     assert push(dist) == 0
     assert local_branch(dist) == remote_branch(origin) and "on the remote is up to date" in capsys.readouterr().out
+
+
+def test_the_pr_body_and_commit_list_the_unions_pinset_made(make_repo, github, tmp_path, capsys):
+    """Issue 44: a pin applied by an add/add union (pins.yaml `unions: true`) moves with the build, and the pull
+    request says, before anything else, which hunks no person wrote."""
+    switch = "switch (a) {\n    case 1:\n        return 1;\n    default:\n        return 0;\n}\n"
+    up, b1 = first_build(make_repo, {"arch.c": switch})
+    dist = make_repo("dist")
+    series(up, b1, [("arch: case 7", {"arch.c": switch.replace("    default:", "    case 7:\n    default:")})],
+           dist.path / "patches" / "arch")
+    up.commit("arch: case 5", {"arch.c": switch.replace("    default:", "    case 5:\n    default:")})
+    up.tag("b2")
+    write_pins(dist.path / "pins.yaml", f"upstream: {up.path}\nbuilds: [b1, \"tags:b*:2\"]\nunions: true\npins:\n"
+                                        "  - id: arch\n    patches: patches/arch\n    unchecked: test\n")
+    dist.git("add", "-A")
+    dist.git("commit", "-q", "-m", "the pin set")
+    git(tmp_path, "init", "-q", "--bare", str(tmp_path / "origin.git"))
+    dist.git("remote", "add", "origin", str(tmp_path / "origin.git"))
+    assert push(dist, "--dry-run") == 0
+    out = capsys.readouterr().out
+    assert "**Unions pinset made itself**" in out, out
+    assert "- `arch` at arch.c:5: upstream added `case 5:`, the pin `case 7:`" in out, out
+    assert bump(dist) == 0
+    message = git(dist.path, "log", "-1", "--format=%B", "pinset/bump")
+    assert "- arch at arch.c:5: upstream added case 5:, the pin case 7:" in message, message
+    # the series is refreshed with the union in it: the next night it applies exactly, by plain `git am -3` too
+    assert "- arch: union -> exact (1 patches)" in message, message
+    git(dist.path, "checkout", "-q", "pinset/bump")
+    code, data = run_sim(tmp_path, dist.path / "pins.yaml", "--builds", "b2")
+    pin = data["builds"][0]["pins"][0]
+    assert code == 0 and data["builds"][0]["build"] == "b2" and pin["apply_mode"] == "exact", pin
+    truth, tree = git_am_3(up.path, tmp_path / "clone", "b2", [("arch", dist.path / "patches" / "arch")])
+    assert truth == {"arch": "applied"}
+    assert git(tmp_path / "clone", "show", "HEAD:arch.c") == switch.replace("    default:", "    case 5:\n    case 7:\n    default:")

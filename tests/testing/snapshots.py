@@ -115,3 +115,24 @@ def make_backport_pins(store: Store, old: Build, new: Build, dest: Path, count: 
         return folders
     finally:
         mirror.close()
+
+
+_VENDORED: dict[tuple[str, str], str] = {}
+
+
+def vendored_file(version: str, path: str) -> str:
+    """The text of one file of the llama.cpp tree an sdist vendors (`src/llama-arch.cpp`), read from the
+    sdist in the shared download folder (PyPI once when it is not there): real upstream text for tests
+    that need a few files, not a whole imported tree."""
+    import tarfile  # noqa: PLC0415 (only the tests that read a vendored file need it)
+
+    if (version, path) not in _VENDORED:
+        with tarfile.open(sdist_file(version)) as tar:
+            for member in tar:
+                if "/vendor/llama.cpp/" in member.name and member.isfile():
+                    rel = member.name.split("/vendor/llama.cpp/", 1)[1]
+                    if rel in ("src/llama-arch.cpp", "src/llama-arch.h", "tools/mtmd/clip.cpp", path):
+                        data = tar.extractfile(member)
+                        assert data is not None
+                        _VENDORED[version, rel] = data.read().decode("utf-8")
+    return _VENDORED[version, path]
