@@ -1,7 +1,7 @@
 """`pinset bump`: the pin set moved to a newer build as one commit on a branch, pushed, kept as one PR.
 
 The logic is pinset/bump/ (explicit parameters, nothing printed); this module reads the arguments and the
-token (GITHUB_TOKEN, as `report --post`: never printed, never written), and says what happened.
+token (GITHUB_TOKEN, GH_TOKEN or `gh auth token`, as `report --post`: never printed, never written), and says what happened.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from pinset.commands.common import add_cache_arg, check_inputs, pins_read
 from pinset.commands.paths import INPUT_FILE, add_path
 from pinset.errors import PinsetError
 from pinset.output import console, err_console
-from pinset.report.github import DEFAULT_API_URL, GitHub, clean_token, parse_api_url, parse_repo
+from pinset.report.github import DEFAULT_API_URL, TOKEN_SOURCES, GitHub, find_token, parse_api_url, parse_repo
 from pinset.store import Store
 
 
@@ -27,7 +27,7 @@ def add_parser(sub):
                     "HEAD). Every required pin must apply on BUILD (else exit 1, nothing committed); every series "
                     "that applies but not exactly is refreshed (as `refresh --write`, with its proof). --push REMOTE "
                     "pushes the branch (force-with-lease, on that branch only) and, with --repo, opens the one pull "
-                    "request of the branch or updates it (token: $GITHUB_TOKEN). Exit 0 when the branch and PR are up "
+                    "request of the branch or updates it (token: $GITHUB_TOKEN, $GH_TOKEN or `gh auth token`). Exit 0 when the branch and PR are up "
                     "to date, 1 when the pin set cannot move, 2 on bad input.")
     add_path(p, "results", role=INPUT_FILE, nargs="*", help="result files of this run (sim, verify, kld, bench) for "
                                                             "the PR body, as `pinset report` takes them")
@@ -53,10 +53,11 @@ def run(args) -> int:
     repo = parse_repo(args.repo) if args.repo else None
     github = None
     if repo:
-        token = clean_token(os.environ.get("GITHUB_TOKEN"))
+        api_url = parse_api_url(args.api_url)
+        token = find_token(api_url)
         if not token and not args.dry_run:
-            raise PinsetError("--repo needs a token in GITHUB_TOKEN (or use --dry-run)")
-        github = GitHub(token, parse_api_url(args.api_url))
+            raise PinsetError(f"--repo needs a token in {TOKEN_SOURCES} (or use --dry-run)")
+        github = GitHub(token, api_url)
     options = BumpOptions(args.onto, args.branch, args.push, repo, args.dry_run, list(args.results))
     result = bump(args.config, Store.open(args.cache), options, github,
                   say=lambda text: err_console.print(f"[dim]{text}[/]", soft_wrap=True),

@@ -11,7 +11,15 @@ from pinset.config.schema import load_pinset
 from pinset.errors import PinsetError, PostError
 from pinset.output import write_json, write_text
 from pinset.report import build_report, post_report
-from pinset.report.github import DEFAULT_API_URL, GitHub, clean_token, describe_dry_run, parse_api_url, parse_target
+from pinset.report.github import (
+    DEFAULT_API_URL,
+    TOKEN_SOURCES,
+    GitHub,
+    describe_dry_run,
+    find_token,
+    parse_api_url,
+    parse_target,
+)
 from pinset.store import Store
 
 
@@ -25,7 +33,7 @@ def add_parser(sub):
                         "(failed or cancelled cells never go missing silently)")
     add_path(p, "--markdown", role=OUTPUT_FILE, help="write the PR comment here (default: print it)")
     add_path(p, "--json", role=OUTPUT_FILE, help="write the verdict as JSON here")
-    p.add_argument("--post", metavar="OWNER/REPO#N", help="post or update the comment on this PR (token: $GITHUB_TOKEN)")
+    p.add_argument("--post", metavar="OWNER/REPO#N", help="post or update the comment on this PR (token: $GITHUB_TOKEN, $GH_TOKEN or `gh auth token`)")
     p.add_argument("--dry-run", action="store_true", help="with --post: print the requests instead of sending them")
     p.add_argument("--api-url", default=os.environ.get("GITHUB_API_URL") or DEFAULT_API_URL,
                    help="GitHub REST API base URL (default: $GITHUB_API_URL or https://api.github.com)")
@@ -38,10 +46,10 @@ def run(args) -> int:
     target = parse_target(args.post) if args.post else None
     if args.dry_run and not target:
         raise PinsetError("--dry-run only applies to --post")
-    token = clean_token(os.environ.get("GITHUB_TOKEN")) if target else None
-    if target and not args.dry_run and not token:
-        raise PinsetError("--post needs a token in GITHUB_TOKEN (or use --dry-run)")
     api_url = parse_api_url(args.api_url) if target else None
+    token = find_token(api_url or DEFAULT_API_URL) if target else None
+    if target and not args.dry_run and not token:
+        raise PinsetError(f"--post needs a token in {TOKEN_SOURCES} (or use --dry-run)")
 
     pinset = load_pinset(args.config, require_pins=False) if args.config else None
     report = build_report(args.results, pinset, args.expect)
