@@ -19,6 +19,7 @@ import yaml
 from pinset.config.schema import PinSet, PinSpec, load_pinset
 from pinset.errors import PinsetError, RuntimeFailure
 from pinset.heal.series import stage_new_folder, staged_file_name
+from pinset.redact import redact_url
 from pinset.sim.pins import prepare_pins
 from pinset.store import Store, atomic_write, cache_tmp, scratch_dir
 from pinset.upstream.mirror import Mirror
@@ -134,7 +135,7 @@ def edit_pin(path: Path, text: str, spec, rel: str, fork: str) -> str:
     (pr_key, pr_val) = keys["pr"]
     # no `commit:` when the PR URL names the commit (.../pull/N/commits/SHA); `repo:` (a fork's PR) only with pr:
     gone = [keys[k] for k in ("commit", "repo") if k in keys]
-    source = f" from {spec.repo}" if getattr(spec, "repo", None) else ""
+    source = f" from {redact_url(spec.repo)}" if getattr(spec, "repo", None) else ""   # never a token in a file
     comment = (f"# was {spec.pr.url} at {spec.commit}{source} (pinset rebase --as-series; base: its fork point "
                f"{fork[:12]})")
     edits = []   # (start, end, replacement), applied from the end
