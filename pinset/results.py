@@ -23,6 +23,9 @@ from pinset.errors import PinsetError
 SCHEMAS = {"sim": 1, "verify": 1, "kld": 1, "bench": 2, "report": 2, "pick": 1, "blame": 1, "model": 1,
            "forecast": 1}
 READS = {"sim": (1,), "verify": (1,), "kld": (1,), "bench": (1, 2), "report": (1, 2), "pick": (1,), "blame": (1,)}
+# `pinset bump --json` (issue 43): its model is bump.BumpResult, its JSON Schema pinset/bump/model.py's.
+SCHEMAS["bump"] = 1
+READS["bump"] = (1,)
 
 NUM = (int, float)
 _NAMES = {int: "an integer", float: "a number", str: "a string", bool: "true/false", list: "a list",

@@ -39,6 +39,7 @@ from pinset.nightly.pick import pick
 from pinset.output import write_json
 from pinset.report import build_report
 from pinset.report.github import MAX_BODY, PULL_NOTE, REDACTED, GitHub, Posted, Repo, Target, describe_dry_run
+from pinset.results import SCHEMAS, Doc
 from pinset.sim.pins import prepare_pins
 from pinset.sim.run import simulate
 from pinset.store import Store, cache_tmp, scratch_dir
@@ -93,6 +94,44 @@ class BumpResult:
     @property
     def exit_code(self) -> int:
         return 1 if self.outcome in (BLOCKED, HELD) else 0
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_code == 0
+
+    def to_json(self) -> dict:
+        """`pinset bump --json` (kind "bump", schema in pinset/bump/model.py): what a workflow step reads."""
+        return {"schema": SCHEMAS["bump"], "kind": "bump", "ok": self.ok, "outcome": self.outcome,
+                "old": self.old or None, "new": self.new, "branch": self.branch, "commit": self.commit,
+                "pushed": self.pushed, "branch_moved": self.branch_moved,
+                "pull_request": {"action": self.pull.action, "url": self.pull.url} if self.pull else None,
+                "title": self.title or None,
+                "failing": [{"pin": f.pin, "status": f.status, "fix": f.fix} for f in self.failing],
+                "refreshed": [{"pin": r.pin, "mode": r.mode, "folder": r.folder, "files": list(r.files)}
+                              for r in self.refreshed],
+                "held": {"branch": self.held, "hand_back": self.hand_back,
+                         "commits": [{"sha": f.sha, "committer": f.author, "subject": f.subject}
+                                     for f in self.foreign]} if self.outcome == HELD else None,
+                "note": self.note or None}
+
+    @classmethod
+    def from_json(cls, d: Doc) -> BumpResult:
+        d.get("ok", bool)
+        pull, held = d.obj("pull_request", null=True), d.obj("held", null=True)
+        result = cls(d.choice("outcome", OUTCOMES), d.get("old", str, None) or "", d.get("new", str, None),
+                     d.get("branch", str),
+                     failing=[Failing(f.get("pin", str), f.get("status", str), f.get("fix", str)) for f in d.objs("failing")],
+                     refreshed=[RefreshedPin(r.get("pin", str), r.get("mode", str), r.get("folder", str), r.strs("files"), "")
+                                for r in d.objs("refreshed")],
+                     commit=d.get("commit", str, None), pushed=d.get("pushed", bool),
+                     branch_moved=d.get("branch_moved", bool), title=d.get("title", str, None) or "",
+                     pull=Posted(pull.get("action", str), pull.get("url", str)) if pull else None,
+                     note=d.get("note", str, None) or "")
+        if held is not None:
+            result.held, result.hand_back = held.get("branch", str), held.get("hand_back", str)
+            result.foreign = [Foreign(c.get("sha", str), c.get("committer", str), c.get("subject", str))
+                              for c in held.objs("commits")]
+        return result
 
     def held_line(self) -> str:
         """HELD in one line: which branch, its commits pinset did not make, how to hand it back."""

@@ -11,9 +11,9 @@ import sys
 
 from pinset.bump import BLOCKED, COMMITTED, CURRENT, DEFAULT_BRANCH, DRY_RUN, HELD, BumpOptions, BumpResult, bump
 from pinset.commands.common import add_cache_arg, check_inputs, pins_read
-from pinset.commands.paths import INPUT_FILE, add_path
+from pinset.commands.paths import INPUT_FILE, OUTPUT_FILE, add_path
 from pinset.errors import PinsetError
-from pinset.output import console, err_console
+from pinset.output import console, err_console, remove_stale, write_json
 from pinset.report.github import DEFAULT_API_URL, TOKEN_SOURCES, GitHub, find_token, parse_api_url, parse_repo
 from pinset.store import Store
 
@@ -43,6 +43,8 @@ def add_parser(sub):
     p.add_argument("--repo", metavar="OWNER/NAME", help="with --push: open or update the pull request in this repository")
     p.add_argument("--api-url", default=os.environ.get("GITHUB_API_URL") or DEFAULT_API_URL,
                    help="GitHub REST API base URL (default: $GITHUB_API_URL or https://api.github.com)")
+    add_path(p, "--json", role=OUTPUT_FILE, help="write what happened as JSON here (`-`: standard output): outcome, "
+                                                 "old and new build, branch, commit, pull request URL (docs/nightly.md)")
     p.add_argument("--overwrite-branch", action="store_true",
                    help="replace --branch (local and on the remote) even though it holds commits pinset did not make "
                         "(a person's fix pushed onto it); without it such a branch is never moved (exit 1)")
@@ -64,12 +66,15 @@ def run(args) -> int:
         if not token and not args.dry_run:
             raise PinsetError(f"--repo needs a token in {TOKEN_SOURCES} (or use --dry-run)")
         github = GitHub(token, api_url)
+    remove_stale([args.json])   # an earlier run's file must not stand in for this one when it fails
     options = BumpOptions(args.onto, args.branch, args.push, repo, args.dry_run, list(args.results),
                           overwrite_branch=args.overwrite_branch)
     result = bump(args.config, Store.open(args.cache), options, github,
                   say=lambda text: err_console.print(f"[dim]{text}[/]", soft_wrap=True),
                   warn=lambda text: err_console.print(f"[yellow]warning:[/] {text}", soft_wrap=True))
     show(result)
+    if args.json:
+        write_json(args.json, result.to_json())
     return result.exit_code
 
 
