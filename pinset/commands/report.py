@@ -5,12 +5,12 @@ from __future__ import annotations
 import os
 import sys
 
-from pinset.commands.common import add_cache_arg, pins_read
+from pinset.commands.common import add_cache_arg, pins_read_unless
 from pinset.commands.paths import INPUT_FILE, OUTPUT_FILE, add_path
 from pinset.config.schema import load_pinset
 from pinset.errors import PinsetError, PostError
 from pinset.output import write_json, write_text
-from pinset.report import build_report, post_report
+from pinset.report import OtherPinSet, build_report, post_report
 from pinset.report.github import (
     DEFAULT_API_URL,
     TOKEN_SOURCES,
@@ -26,8 +26,10 @@ from pinset.store import Store
 def add_parser(sub):
     p = sub.add_parser("report")
     add_path(p, "results", role=INPUT_FILE, nargs="*", help="JSON result files written by sim, verify, kld and bench")
-    add_path(p, "-c", "--config", role=INPUT_FILE, derived=pins_read,
-             help="pins.yaml: adds the pin set's and pins' descriptions (must be the pin set the results were made with)")
+    add_path(p, "-c", "--config", role=INPUT_FILE, derived=pins_read_unless(),
+             help="pins.yaml: adds the pin set's and pins' descriptions and lists its pins without a result "
+                  "(must be the pin set the results were made with; default: ./pins.yaml when there is one, "
+                  "left out with a warning when it is another pin set)")
     add_path(p, "--expect", role=INPUT_FILE, metavar="MATRIX_JSON",
                    help="the `pinset matrix` JSON of this run: a cell without its results is listed as not tested "
                         "(failed or cancelled cells never go missing silently)")
@@ -51,8 +53,16 @@ def run(args) -> int:
     if target and not args.dry_run and not token:
         raise PinsetError(f"--post needs a token in {TOKEN_SOURCES} (or use --dry-run)")
 
-    pinset = load_pinset(args.config, require_pins=False) if args.config else None
-    report = build_report(args.results, pinset, args.expect)
+    default = args.config is None and os.path.isfile("pins.yaml")   # read like every verb reads it
+    pinset = load_pinset(args.config or "pins.yaml", require_pins=False) if args.config or default else None
+    try:
+        report = build_report(args.results, pinset, args.expect)
+    except OtherPinSet as exc:
+        if not default:
+            raise
+        print(f"pinset report: warning: ./{exc} (./pins.yaml left out: pass -c to name the pin set's file)",
+              file=sys.stderr)
+        report = build_report(args.results, None, args.expect)
     if target and not report.digest:  # bad input: refused before anything is written
         raise PinsetError("--post: no sim or verify result and no -c pins.yaml, so the pin set (and its "
                           "comment marker) is unknown")

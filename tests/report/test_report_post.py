@@ -218,7 +218,8 @@ def test_missing_token_and_bad_target_exit_2(tmp_path, capsys, monkeypatch):
     assert main(["report", *RESULTS, "--dry-run"]) == 2
 
 
-def test_post_without_pin_set_identity(github, tmp_path, capsys):
+def test_post_without_pin_set_identity(github, tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)   # no ./pins.yaml (report reads one by default)
     rc = main(["report", str(FIX / "green/bench-h200.json"), "--post", "o/r#7"])
     assert rc == 2
     assert "pin set (and its comment marker) is unknown" in capsys.readouterr().err
