@@ -18,6 +18,7 @@ from pinset import http
 from pinset.cli import main
 from pinset.errors import PostError
 from pinset.forecast.github import PullsAPI
+from tests.bump.test_bump import project  # noqa: F401 (the fixture)
 from tests.testing.fake_github import TOKEN, FakeGitHub, serving
 
 PRIVATE = ("_HTTPSPool", "_HTTPPool", "Watched", "HTTPSConnectionPool", "HTTPConnectionPool", "NameResolutionError",
@@ -134,3 +135,20 @@ def test_report_post_to_a_refused_port(tmp_path, capsys, monkeypatch, waits):
     assert f"GET {url}/repos/o/r/issues/7/comments?per_page=100: {url.split('//')[1]}: connection refused" in err \
         or f"GET {url}/repos/o/r/issues/7/comments: {url.split('//')[1]}: connection refused" in err
     no_private_names(err)
+
+
+def test_bump_repo_offline_is_one_line_after_the_push(project, monkeypatch, capsys, waits):
+    """`bump --push origin --repo o/r` with the API unreachable: pushed first (by design), then one line naming
+    the host, no retry; the local branch stays where it was."""
+    from tests.bump.test_bump import local_branch, push, remote_branch
+
+    _, dist, origin = project
+    url = refused_url()
+    monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
+    monkeypatch.setenv("GITHUB_API_URL", url)
+    assert push(dist) == 1
+    err = [line for line in capsys.readouterr().err.splitlines() if "error" in line]
+    assert len(err) == 1 and err[0].startswith("pinset bump: error: GET ")
+    assert err[0].endswith(f"{url.split('//')[1]}: connection refused (nothing listens there)")
+    no_private_names(err[0])
+    assert waits == [] and remote_branch(origin) is not None and local_branch(dist) is None
