@@ -15,6 +15,7 @@ from pathlib import Path
 
 from pinset import runner
 from pinset.errors import PinsetError, RuntimeFailure
+from pinset.redact import redact_url
 
 IDENTITY = {"GIT_COMMITTER_NAME": "pinset", "GIT_COMMITTER_EMAIL": "pinset@localhost"}
 _PR_COMMIT = {**IDENTITY, "GIT_AUTHOR_NAME": "pinset", "GIT_AUTHOR_EMAIL": "pinset@localhost",
@@ -71,7 +72,7 @@ class Worktree:
             return
         for patch in prep.change.patches:
             self.git_ok("apply", "--3way", "--index", "--whitespace=nowarn", str(Path(patch).absolute()))
-        self.git_ok("commit", "-q", "--allow-empty", "-m", f"pinset: pin {spec.id} ({spec.pr.url} at {spec.commit[:12]})",
+        self.git_ok("commit", "-q", "--allow-empty", "-m", f"pinset: pin {spec.id} ({redact_url(spec.pr.url)} at {spec.commit[:12]})",
                     env=_PR_COMMIT)
 
     def export(self, start: str, base: str, out: Path, names: list[str]) -> list[Path]:

@@ -94,7 +94,7 @@ def _prepare_pr(spec: PinSpec, url: str, store: Store, mirror: Mirror) -> Prepar
         fetch_fork(spec.repo, spec.commit, spec.pr.ref, mirror)
         url = f"{redact_url(url)} or {redact_url(spec.repo)}"
     if not mirror.has_commit(spec.commit):
-        return PreparedPin(spec, error=f"commit {spec.commit[:12]} of {spec.pr.url} not found at {redact_url(url)} "
+        return PreparedPin(spec, error=f"commit {spec.commit[:12]} of {redact_url(spec.pr.url)} not found at {redact_url(url)} "
                                         f"(neither on {spec.pr.ref} nor fetchable by sha)")
     try:
         fork = fork_point(mirror, spec.commit)
@@ -112,7 +112,7 @@ def _prepare_pr(spec: PinSpec, url: str, store: Store, mirror: Mirror) -> Prepar
         write_checked(diff_path, cached)
     text = patch_text(cached)
     try:
-        change = read_change([diff_path] if text.strip() else [], [(f"the diff of {spec.pr.url}", text)])
+        change = read_change([diff_path] if text.strip() else [], [(f"the diff of {redact_url(spec.pr.url)}", text)])
     except PinProblem as exc:
         return PreparedPin(spec, error=str(exc), fork_point=fork)
     return PreparedPin(spec, change, fork_point=fork)
