@@ -164,6 +164,7 @@ def bump(config: Path, store: Store, options: BumpOptions, github: GitHub | None
     repository.check_branch_name(options.branch)
     if options.remote:
         repository.check_remote(options.remote)
+        repository.check_not_default(options.remote, options.branch)
     old_branch = repository.rev(f"refs/heads/{options.branch}")
     # read once, before the work: the push leases on exactly this value, so a branch that moves meanwhile is kept
     remote_tip = repository.remote_tip(options.remote, options.branch) if options.remote else None

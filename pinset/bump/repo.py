@@ -174,6 +174,15 @@ class Repository:
         if remote.startswith("-") or not self.git("remote", "get-url", remote).ok:
             raise PinsetError(f"--push {remote}: no such remote in {self.top} (git remote -v lists them)")
 
+    def check_not_default(self, remote: str, branch: str) -> None:
+        """`branch` is not the remote's default branch (its HEAD: main, the pull request's base), which a bump
+        never moves, even as a fast-forward onto a bump commit merged there."""
+        listed = self.git("ls-remote", "--symref", remote, "HEAD", timeout=300)
+        m = re.search(r"^ref: refs/heads/(\S+)\tHEAD$", listed.stdout, re.M) if listed.ok else None
+        if m and m.group(1) == branch:
+            raise PinsetError(f"--branch {branch}: the default branch of {remote}; a bump never moves it (its "
+                              "commits are people's): name a branch of its own (default pinset/bump)")
+
     def push(self, remote: str, commit: str, branch: str, expected: str | None) -> None:
         """Push `commit` as the remote's `branch`, only if the remote still has exactly `expected` there (None: no
         such branch): a branch that moved since it was read (a person pushed onto it) is never overwritten."""

@@ -115,19 +115,35 @@ def test_deleting_the_branch_hands_it_back(project, github, tmp_path, capsys):
     capsys.readouterr()
 
 
-@pytest.mark.parametrize("where", ["local", "remote"])
-def test_main_as_the_branch_is_never_moved(project, github, tmp_path, capsys, where):
-    """--branch master (the pull request's base), with the checkout on another branch: master holds the
-    project's own commits, so it is neither moved locally nor pushed, even as a fast-forward."""
-    _, dist, origin = project
+def test_main_as_the_branch_is_never_moved_locally(project, capsys):
+    """--branch master with the checkout on another branch: master holds the project's own commits, so it is
+    not moved, even as a fast-forward."""
+    _, dist, _ = project
     dist.git("checkout", "-q", "-b", "work")
-    master, on_origin = local_branch(dist, "master"), remote_branch(origin, "master")
-    args = ("--push", "origin") if where == "remote" else ()
-    assert bump(dist, "--branch", "master", *args) == 1
+    master = local_branch(dist, "master")
+    assert bump(dist, "--branch", "master") == 1
     line = held_line(capsys.readouterr().out)
-    who = "origin's master" if where == "remote" else "the local branch master"
-    assert line.startswith(f"stopped: {who} holds a commit pinset did not make ({master[:12]} by ")
-    assert local_branch(dist, "master") == master and remote_branch(origin, "master") == on_origin
+    assert line.startswith(f"stopped: the local branch master holds a commit pinset did not make ({master[:12]} by ")
+    assert local_branch(dist, "master") == master
+
+
+@pytest.mark.parametrize("merged", [False, True])
+def test_the_remotes_default_branch_is_never_pushed(project, github, capsys, merged):
+    """--branch master --push origin: origin's default branch (the pull request's base) is refused before any
+    work, also when its tip is a bump commit merged there by a fast-forward (pinset's own, in HEAD's history)."""
+    _, dist, origin = project
+    if merged:
+        assert push(dist) == 0
+        dist.git("merge", "-q", "--ff-only", "pinset/bump")
+        dist.git("push", "-q", "origin", "master")
+    dist.git("checkout", "-q", "-b", "work")
+    on_origin, master = remote_branch(origin, "master"), local_branch(dist, "master")
+    capsys.readouterr()
+    assert bump(dist, "--branch", "master", "--push", "origin") == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["pinset bump: error: --branch master: the default branch of origin; a bump never moves it (its "
+                   "commits are people's): name a branch of its own (default pinset/bump)"]
+    assert remote_branch(origin, "master") == on_origin and local_branch(dist, "master") == master
 
 
 def test_a_local_branch_with_a_persons_commit_is_not_moved(project, capsys):
