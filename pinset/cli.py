@@ -15,7 +15,7 @@ import textwrap
 
 from pinset import __version__
 from pinset.ci_annotations import annotate_error
-from pinset.commands.paths import check_arguments
+from pinset.commands.paths import check_arguments, stdout_outputs
 from pinset.errors import PinsetError, RuntimeFailure
 from pinset.redact import wrap_streams
 
@@ -130,6 +130,8 @@ def main(argv: list[str] | None = None) -> int:
         return _main(argv)
     finally:
         sys.stdout, sys.stderr = saved
+        if "pinset.output" in sys.modules:
+            sys.modules["pinset.output"].release_stdout()
 
 
 def _main(argv: list[str]) -> int:
@@ -140,6 +142,10 @@ def _main(argv: list[str]) -> int:
         args = parser.parse_args(argv)
         command = f"pinset {args.command}"
         check_arguments(parser, args)  # no output over an input, for every verb: the one check, before dispatch
+        if stdout_outputs(parser, args):   # `--json -`: standard output holds the result alone
+            from pinset.output import claim_stdout
+
+            claim_stdout()
         return args._run(args)
     except (PinsetError, RuntimeFailure) as exc:
         print(f"{command}: error: {exc}", file=sys.stderr)

@@ -8,17 +8,24 @@
   methods (GET, HEAD, PUT, DELETE, OPTIONS; never POST or PATCH, which may have taken effect), with a
   doubling backoff, honouring `Retry-After`, bounded in count and in the longest wait. Callers keep only
   what the adapter cannot know: GitHub's rate-limit reset times, PyPI's download resume (Range).
+- Unreachable hosts fail fast. A name that does not resolve and a connection the host refuses are answered
+  the same way on every try (no network, a wrong URL, nothing listening): never retried, at any layer
+  (`Unreachable` marks them; the callers do not retry them either), and said in words by `failure()`:
+  "api.github.com: name not resolved (no network, or no such host)", never urllib3's or pinset's class names.
 - Redirects are never followed here (allow_redirects=False is the callers' rule for the token): see
   report/github.py, which follows them by hand within the API origin.
 """
 
 from __future__ import annotations
 
+import errno
 import socket
+import ssl
 import threading
 import time
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
 
 import requests
 import urllib3
@@ -140,6 +147,8 @@ class _Retry(Retry):
         return retry
 
     def increment(self, method=None, url=None, response=None, error=None, _pool=None, _stacktrace=None):
+        if error is not None and unreachable(error):   # the same answer on every try: none more
+            raise urllib3.exceptions.MaxRetryError(_pool, url, error)
         left = _left()
         if left is not None and left <= 0:   # the deadline has passed: no further try
             raise urllib3.exceptions.MaxRetryError(_pool, url, error)
@@ -181,6 +190,88 @@ def _within_deadline(wait: float) -> None:
         _local.watch.fire()   # deadline() then names the deadline, whatever requests wraps this in
         raise DeadlineExceeded(f"a retry wait of {wait:g} s would pass the deadline of "
                                f"{_local.watch.seconds:g} s ({max(left, 0):.1f} s left)")
+
+
+def _chain(exc: BaseException | None):
+    """exc, then what it wraps (requests' args, urllib3's `reason`, __cause__/__context__), each once."""
+    seen: set[int] = set()
+    todo = [exc]
+    while todo:
+        e = todo.pop(0)
+        if e is None or id(e) in seen or not isinstance(e, BaseException):
+            continue
+        seen.add(id(e))
+        yield e
+        todo += [getattr(e, "reason", None), e.__cause__, e.__context__,
+                 *(a for a in getattr(e, "args", ()) if isinstance(a, BaseException))]
+
+
+def _cause(exc: BaseException) -> tuple[str, str] | None:
+    """(kind, words) of the first failure in exc's chain that says what happened on the network."""
+    resolution = getattr(urllib3.exceptions, "NameResolutionError", None)
+    for e in _chain(exc):
+        if isinstance(e, DeadlineExceeded):
+            return "deadline", str(e).split(": ", 1)[-1] if str(e).startswith(("GET ", "POST ", "PATCH ")) else str(e)
+        if isinstance(e, socket.gaierror) or (resolution is not None and isinstance(e, resolution)):
+            return "dns", "name not resolved (no network, or no such host)"
+        if isinstance(e, ConnectionRefusedError) or (isinstance(e, OSError) and e.errno == errno.ECONNREFUSED):
+            return "refused", "connection refused (nothing listens there)"
+    for e in _chain(exc):
+        if isinstance(e, (urllib3.exceptions.ConnectTimeoutError, socket.timeout, TimeoutError)) or \
+                isinstance(e, requests.exceptions.ConnectTimeout):
+            return "timeout", "no answer in time"
+        if isinstance(e, (ssl.SSLError, urllib3.exceptions.SSLError, requests.exceptions.SSLError)):
+            return "tls", "TLS handshake failed (certificate or protocol)"
+        if isinstance(e, requests.exceptions.ProxyError) or isinstance(e, urllib3.exceptions.ProxyError):
+            return "proxy", "the proxy failed or refused"
+        if isinstance(e, (ConnectionResetError, urllib3.exceptions.ProtocolError)) or \
+                isinstance(e, requests.exceptions.ChunkedEncodingError):
+            return "dropped", "the connection was dropped"
+        if isinstance(e, OSError) and e.strerror:
+            return "os", e.strerror.lower()
+    return None
+
+
+def unreachable(exc: BaseException) -> bool:
+    """The host cannot be reached at all: its name did not resolve, or it refused the connection. Retrying
+    gives the same answer (no network, a wrong URL, nothing listening), so nothing retries it."""
+    found = _cause(exc)
+    return found is not None and found[0] in ("dns", "refused")
+
+
+def failure(exc: BaseException, url: str | None = None) -> str:
+    """A network failure in words, naming the host: "api.github.com: name not resolved (...)"; never a
+    class name of urllib3's or pinset's, nor a Python repr."""
+    found = _cause(exc)
+    host = _host(url) if url else None
+    if host is None:
+        pool = next((e for e in _chain(exc) if getattr(e, "pool", None) is not None), None)
+        p = getattr(pool, "pool", None)
+        if p is not None and getattr(p, "host", None):
+            host = f"{p.host}:{p.port}" if p.port else p.host
+    what = found[1] if found else _plain(exc) or "the connection failed"
+    return f"{host}: {what}" if host else what
+
+
+def _plain(exc: BaseException) -> str | None:
+    """The words of a failure that is not the network's (a malformed URL, too many redirects), when they name
+    no internals (urllib3's pool and connection reprs)."""
+    if isinstance(exc, requests.ConnectionError):
+        return None
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    return None if not text or "Pool(" in text or "Connection(" in text or "object at 0x" in text else text[:200]
+
+
+def _host(url: str) -> str | None:
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:
+        return None
+    if not parts.hostname:
+        return None
+    default = {"http": 80, "https": 443}.get(parts.scheme.lower())
+    return parts.hostname if port is None or port == default else f"{parts.hostname}:{port}"
 
 
 def retry_policy(total: int = RETRIES, methods=IDEMPOTENT, sleep=None, backoff: float = BACKOFF) -> Retry:

@@ -8,7 +8,7 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from pinset.redact import redact
 from pinset.store import atomic_write, write_problem
@@ -91,6 +91,33 @@ def stdout_is_terminal() -> bool:
     return bool(__getattr__("console").is_terminal)
 
 
+STDOUT = "-"   # an output file named so is standard output, on every verb (`--json -`, `--markdown -`)
+_results: dict[str, Any] = {}   # "stream": where STDOUT's results go once claim_stdout moved the rest away
+
+
+def is_stdout(path) -> bool:
+    """The output path names standard output: the word `-` as given (a Path named "-" is a file: `./-`)."""
+    return isinstance(path, str) and path == STDOUT
+
+
+def claim_stdout(sys_module=sys) -> None:
+    """A result goes to standard output (`--json -`): from now on everything else the run prints there (tables,
+    progress, plain prints, rich's console) goes to standard error, so standard output holds the result alone
+    and reads as JSON. cli.main puts sys.stdout back at the end."""
+    _results["stream"] = sys_module.stdout
+    sys_module.stdout = sys_module.stderr
+
+
+def release_stdout() -> None:
+    _results.pop("stream", None)
+
+
+def _write_stdout(text: str) -> None:
+    stream = _results.get("stream") or sys.stdout
+    stream.write(redact(text))
+    stream.flush()
+
+
 def write_json(path: str | Path, data: dict) -> None:
     write_text(path, json.dumps(data, indent=2, sort_keys=False) + "\n")
 
@@ -118,7 +145,7 @@ def remove_stale(paths) -> None:
     A link to a file is removed, not the file it names (kept elsewhere on purpose); a device or an open
     stream never (`--json /dev/stdout` is not a result file; as root its unlink removed /dev/stdout)."""
     for path in paths:
-        if path is not None and not _names_a_stream(path) and (Path(path).is_symlink() or Path(path).is_file()):
+        if path is not None and not is_stdout(path) and not _names_a_stream(path) and (Path(path).is_symlink() or Path(path).is_file()):
             Path(path).unlink()
 
 
@@ -140,7 +167,10 @@ def write_text(path: str | Path, text: str) -> None:
     new one. A device, FIFO or stream (`--json /dev/stdout`, piped or not) is written in place: there is no
     file to replace (a pipe's realpath is no path at all, and replacing a redirect's file lost what the
     run had printed before); so is a writable file in a folder we may not create in (no room for the
-    temporary file)."""
+    temporary file). `-` (STDOUT) is standard output."""
+    if is_stdout(path):
+        _write_stdout(text)
+        return
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     data = redact(text).encode("utf-8")  # no token or URL credentials in any result file

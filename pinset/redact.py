@@ -31,9 +31,19 @@ def _credentials(m: re.Match) -> str:
     return m.group(0)
 
 
+_ADDED: set[str] = set()   # tokens this process holds that no variable does (`gh auth token`'s)
+
+
+def add_secret(value: str) -> None:
+    """A token this process holds from elsewhere than SECRET_ENV (the gh CLI): redacted like theirs from now on."""
+    if value and len(value.strip()) >= MIN_SECRET:
+        _ADDED.add(value.strip())
+
+
 def secrets() -> list[str]:
-    """The token values in the environment now (stripped as clean_token strips them), longest first."""
-    found = set()
+    """The token values in the environment now (stripped as clean_token strips them) and those added
+    (add_secret), longest first."""
+    found = set(_ADDED)
     for name in SECRET_ENV:
         value = os.environ.get(name)
         for candidate in (value, (value or "").strip()):

@@ -27,6 +27,9 @@ READS = {"sim": (1,), "verify": (1,), "kld": (1,), "bench": (1, 2), "report": (1
 # beside its producer (config/import_model.py, sim/apply_model.py, heal/model.py; `pinset schema --kind KIND`).
 SCHEMAS.update({"import": 1, "apply": 1, "refresh": 1})
 READS.update({"import": (1,), "apply": (1,), "refresh": (1,)})
+# `pinset bump --json` (issue 43): its model is bump.BumpResult, its JSON Schema pinset/bump/model.py's.
+SCHEMAS["bump"] = 1
+READS["bump"] = (1,)
 
 NUM = (int, float)
 _NAMES = {int: "an integer", float: "a number", str: "a string", bool: "true/false", list: "a list",

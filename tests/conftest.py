@@ -26,6 +26,15 @@ def github(monkeypatch):
 
 
 @pytest.fixture(autouse=True)
+def no_machine_token(tmp_path_factory, monkeypatch):
+    """No token of the machine's reaches a test: GITHUB_TOKEN and GH_TOKEN unset, and a gh CLI installed here
+    (GitHub's runners have one) reads an empty configuration, so `gh auth token` has none either."""
+    for name in ("GITHUB_TOKEN", "GH_TOKEN", "GH_ENTERPRISE_TOKEN", "GITHUB_ENTERPRISE_TOKEN"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("GH_CONFIG_DIR", str(tmp_path_factory.getbasetemp() / "gh-config-empty"))
+
+
+@pytest.fixture(autouse=True)
 def isolated_cache(tmp_path, monkeypatch):
     """Every test gets its own pinset cache, never the user's; and no token of the user's (PR pins' state is
     asked from GitHub when one is set: tests that want it take the `github` fixture)."""

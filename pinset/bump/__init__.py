@@ -13,6 +13,14 @@ makes it transactional: commit (no ref moves) -> push with a lease -> open or up
 the local branch moves, by compare-and-swap. A failure on the way leaves the local branch where it was.
 A commit that makes the same change as the branch's (same parent, tree, message) is reused, so a second
 run with nothing new pushes nothing and leaves the PR as it is.
+
+A bump rewrites only commits it made. Each carries the trailer `Pinset-Bump: <its tree>` (bump/repo.py); a
+branch, local or the remote's, that holds a commit without it, or whose tree is not the one it names (a
+person's commit pushed onto pinset/bump, an amended bump commit, main, the pull request's base) is neither
+moved nor pushed: the outcome is HELD, said in one line and, with --repo, in a comment on the branch's pull
+request, naming how to hand the branch back (delete it, or --overwrite-branch). The remote's branch is read
+once, before the work, and the push leases on exactly that value: a branch that moves meanwhile is not
+overwritten either.
 """
 
 from __future__ import annotations
@@ -21,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from pinset.bump.repo import Repository
+from pinset.bump.repo import Foreign, Repository
 from pinset.bump.yaml_edit import set_first_build
 from pinset.config.schema import PinSet, load_pinset
 from pinset.errors import PinsetError, PostError, RuntimeFailure
@@ -30,7 +38,8 @@ from pinset.heal.series import write_folders
 from pinset.nightly.pick import pick
 from pinset.output import write_json
 from pinset.report import build_report
-from pinset.report.github import MAX_BODY, PULL_NOTE, REDACTED, GitHub, Posted, Repo, describe_dry_run
+from pinset.report.github import MAX_BODY, PULL_NOTE, REDACTED, GitHub, Posted, Repo, Target, describe_dry_run
+from pinset.results import SCHEMAS, Doc
 from pinset.sim.pins import prepare_pins
 from pinset.sim.prs import PrStates
 from pinset.sim.run import simulate
@@ -40,7 +49,10 @@ from pinset.upstream.mirror import Mirror
 from pinset.upstream.select import order_oldest_first
 
 BLOCKED, CURRENT, DRY_RUN, COMMITTED, PUSHED = "blocked", "current", "dry-run", "committed", "pushed"
+HELD = "held"   # the branch holds a commit pinset did not make: nothing moved, nothing pushed
+OUTCOMES = (BLOCKED, HELD, CURRENT, DRY_RUN, COMMITTED, PUSHED)
 DEFAULT_BRANCH = "pinset/bump"
+HELD_MARK = "<!-- pinset-bump: held -->"   # the one comment a held branch's pull request gets (updated in place)
 
 
 @dataclass
@@ -77,10 +89,58 @@ class BumpResult:
     requests: str = ""              # dry-run: the API requests
     pull: Posted | None = None
     note: str = ""
+    foreign: list[Foreign] = field(default_factory=list)   # HELD: the commits pinset did not make
+    held: str = ""                  # HELD: which branch ("the local branch pinset/bump", "origin's pinset/bump")
+    hand_back: str = ""             # HELD: how to hand the branch back to pinset
 
     @property
     def exit_code(self) -> int:
-        return 1 if self.outcome == BLOCKED else 0
+        return 1 if self.outcome in (BLOCKED, HELD) else 0
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_code == 0
+
+    def to_json(self) -> dict:
+        """`pinset bump --json` (kind "bump", schema in pinset/bump/model.py): what a workflow step reads."""
+        return {"schema": SCHEMAS["bump"], "kind": "bump", "ok": self.ok, "outcome": self.outcome,
+                "old": self.old or None, "new": self.new, "branch": self.branch, "commit": self.commit,
+                "pushed": self.pushed, "branch_moved": self.branch_moved,
+                "pull_request": {"action": self.pull.action, "url": self.pull.url} if self.pull else None,
+                "title": self.title or None,
+                "failing": [{"pin": f.pin, "status": f.status, "fix": f.fix} for f in self.failing],
+                "refreshed": [{"pin": r.pin, "mode": r.mode, "folder": r.folder, "files": list(r.files)}
+                              for r in self.refreshed],
+                "held": {"branch": self.held, "hand_back": self.hand_back,
+                         "commits": [{"sha": f.sha, "committer": f.author, "subject": f.subject}
+                                     for f in self.foreign]} if self.outcome == HELD else None,
+                "note": self.note or None}
+
+    @classmethod
+    def from_json(cls, d: Doc) -> BumpResult:
+        d.get("ok", bool)
+        pull, held = d.obj("pull_request", null=True), d.obj("held", null=True)
+        result = cls(d.choice("outcome", OUTCOMES), d.get("old", str, None) or "", d.get("new", str, None),
+                     d.get("branch", str),
+                     failing=[Failing(f.get("pin", str), f.get("status", str), f.get("fix", str)) for f in d.objs("failing")],
+                     refreshed=[RefreshedPin(r.get("pin", str), r.get("mode", str), r.get("folder", str), r.strs("files"), "")
+                                for r in d.objs("refreshed")],
+                     commit=d.get("commit", str, None), pushed=d.get("pushed", bool),
+                     branch_moved=d.get("branch_moved", bool), title=d.get("title", str, None) or "",
+                     pull=Posted(pull.get("action", str), pull.get("url", str)) if pull else None,
+                     note=d.get("note", str, None) or "")
+        if held is not None:
+            result.held, result.hand_back = held.get("branch", str), held.get("hand_back", str)
+            result.foreign = [Foreign(c.get("sha", str), c.get("committer", str), c.get("subject", str))
+                              for c in held.objs("commits")]
+        return result
+
+    def held_line(self) -> str:
+        """HELD in one line: which branch, its commits pinset did not make, how to hand it back."""
+        first = self.foreign[0]
+        more = f" and {len(self.foreign) - 1} more" if len(self.foreign) > 1 else ""
+        return (f"{self.held} holds a commit pinset did not make ({first}{more}): not moved, not pushed; "
+                f"to hand it back to pinset, {self.hand_back}")
 
 
 @dataclass
@@ -91,6 +151,7 @@ class BumpOptions:
     repo: Repo | None = None
     dry_run: bool = False
     results: list[str] = field(default_factory=list)   # evidence for the PR body (report's result files)
+    overwrite_branch: bool = False   # replace the branch even though it holds commits pinset did not make
 
 
 Say = Callable[[str], None]
@@ -105,17 +166,61 @@ def bump(config: Path, store: Store, options: BumpOptions, github: GitHub | None
     repository.check_branch_name(options.branch)
     if options.remote:
         repository.check_remote(options.remote)
+        repository.check_not_default(options.remote, options.branch)
     old_branch = repository.rev(f"refs/heads/{options.branch}")
+    # read once, before the work: the push leases on exactly this value, so a branch that moves meanwhile is kept
+    remote_tip = repository.remote_tip(options.remote, options.branch) if options.remote else None
+    held = None if options.overwrite_branch else _held(repository, options, old_branch, remote_tip)
+    if held is not None:
+        if options.repo and github is not None and not options.dry_run:
+            _comment_held(github, options.repo, options.branch, held)
+        return held
     with scratch_dir(cache_tmp(store.root), "bump-") as scratch:
         tree = repository.add_worktree(scratch / "worktree")
         try:
-            return _bump(repository, tree, rel, store, options, github, old_branch, scratch, say, warn)
+            return _bump(repository, tree, rel, store, options, github, old_branch, remote_tip, scratch, say, warn)
         finally:
             repository.remove_worktree(tree)
 
 
+def _held(repository: Repository, options: BumpOptions, old_branch: str | None,
+          remote_tip: str | None) -> BumpResult | None:
+    """HELD when the local branch or the remote's holds a commit pinset did not make (None: both are pinset's or
+    absent). The base is HEAD, on which the new commit is made."""
+    head = repository.rev("HEAD") or ""
+    for tip, where in ((remote_tip, f"{options.remote}'s {options.branch}"),
+                       (old_branch, f"the local branch {options.branch}")):
+        if tip is None:
+            continue
+        foreign = repository.foreign(tip, head)
+        if foreign:
+            deletes = ([f"git push {options.remote} --delete {options.branch}"] if tip == remote_tip else []) + \
+                      ([f"git branch -D {options.branch}"] if old_branch else [])
+            result = BumpResult(HELD, "", None, options.branch, foreign=foreign, held=where)
+            result.hand_back = (f"delete it ({'; '.join(deletes)}) or run pinset bump --overwrite-branch (the "
+                                "commits above are then dropped from the branch)")
+            return result
+    return None
+
+
+def _comment_held(github: GitHub, repo: Repo, branch: str, result: BumpResult) -> None:
+    """The held line as the one comment of pinset on the branch's open pull request (none open: nothing sent)."""
+    try:
+        pull = github.find_pull(repo, branch)
+        if pull is None:
+            return
+        body = (f"{HELD_MARK}\n**pinset bump stopped**: {result.held_line()}.\n\nCommits on `{branch}` that "
+                "pinset did not make:\n" + "".join(f"- `{f.sha[:12]}` by {f.author}: {f.subject}\n"
+                                                   for f in result.foreign))
+        result.pull = github.post(Target(repo.owner, repo.repo, int(pull["number"])), HELD_MARK, body)
+    except PostError as exc:
+        result.note = f"the pull request was not told: {exc}"
+    except Exception as exc:  # an answer nobody foresaw: never a traceback that could show headers
+        result.note = f"the pull request was not told: {github.unexpected(exc)}"
+
+
 def _bump(repository: Repository, tree: Path, rel: str, store: Store, options: BumpOptions, github: GitHub | None,
-          old_branch: str | None, scratch: Path, say: Say, warn: Say) -> BumpResult:
+          old_branch: str | None, remote_tip: str | None, scratch: Path, say: Say, warn: Say) -> BumpResult:
     pinset = load_pinset(tree / rel)
     folders = [_rel_in(tree, spec.patches) for spec in pinset.pins if spec.patches is not None]
     dirty = repository.uncommitted([rel, *folders])
@@ -168,7 +273,6 @@ def _bump(repository: Repository, tree: Path, rel: str, store: Store, options: B
     commit: str = made
     if old_branch and repository.same_change(old_branch, commit):
         commit = old_branch
-    remote_tip = repository.remote_tip(options.remote, options.branch) if options.remote else None
     if remote_tip and remote_tip != commit and repository.same_change(remote_tip, commit):
         commit = remote_tip
     result.commit = commit

@@ -9,7 +9,9 @@ pushing uses whatever the repository's remote already authenticates with.
 
 from __future__ import annotations
 
+import re
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
 
 from pinset import runner
@@ -19,6 +21,32 @@ _QUIET = {"GIT_TERMINAL_PROMPT": "0", "GIT_OPTIONAL_LOCKS": "0"}
 _FALLBACK_IDENTITY = {"GIT_AUTHOR_NAME": "pinset", "GIT_AUTHOR_EMAIL": "pinset@localhost",
                       "GIT_COMMITTER_NAME": "pinset", "GIT_COMMITTER_EMAIL": "pinset@localhost"}
 ZERO = "0" * 40
+# The trailer that marks a commit pinset bump made: the commit's own tree. A commit without it, or whose tree is
+# not the one it names (a person amended it), is not pinset's, and a bump never rewrites or moves it away.
+TRAILER = "Pinset-Bump"
+_TRAILER_RE = re.compile(rf"^{TRAILER}: ([0-9a-f]{{40}}|[0-9a-f]{{64}})$", re.M)
+MAX_LISTED = 50   # commits of a branch read to decide (a bump branch holds one)
+
+
+@dataclass(frozen=True)
+class Foreign:
+    """A commit on a branch that pinset did not make (`author`: its committer, who made it as it is)."""
+    sha: str
+    author: str
+    subject: str
+
+    def __str__(self) -> str:
+        return f"{self.sha[:12]} by {self.author}: {self.subject!r}"
+
+
+def trailer(tree: str) -> str:
+    return f"{TRAILER}: {tree}"
+
+
+def made_by_pinset(message: str, tree: str) -> bool:
+    """The message carries pinset's trailer naming this very tree (the last such line counts)."""
+    found = _TRAILER_RE.findall(message)
+    return bool(found) and found[-1] == tree
 
 
 class Repository:
@@ -93,10 +121,12 @@ class Repository:
         self.git("worktree", "prune")
 
     def commit(self, tree: Path, paths: list[str], message: str) -> str | None:
-        """Commit these paths of the worktree; None when they are as HEAD has them."""
+        """Commit these paths of the worktree, the message ending in pinset's trailer (naming the commit's tree);
+        None when they are as HEAD has them."""
         self.git_ok("add", "-A", "--", *paths, cwd=tree)
         if self.git("diff", "--cached", "--quiet", cwd=tree).ok:
             return None
+        message = message.rstrip("\n") + "\n\n" + trailer(self.git_ok("write-tree", cwd=tree).strip()) + "\n"
         known = self.git("var", "GIT_COMMITTER_IDENT", cwd=tree).ok and self.git("var", "GIT_AUTHOR_IDENT", cwd=tree).ok
         done = runner.run(["git", "-c", "commit.gpgSign=false", "commit", "-q", "--no-verify", "-F", "-"],
                           cwd=tree, env={**_QUIET, **({} if known else _FALLBACK_IDENTITY)}, input=message)
@@ -110,6 +140,22 @@ class Repository:
             return False
         show = "--format=%P%n%T%n%B"
         return self.git_ok("show", "-s", show, a) == self.git_ok("show", "-s", show, b)
+
+    def foreign(self, tip: str, base: str) -> list[Foreign]:
+        """The commits of `tip` pinset did not make and that replacing it by a commit on `base` would drop or move
+        away: those of tip's history not in base's, each without pinset's trailer; and `tip` itself when it is in
+        base's history and not pinset's (a branch someone works on: main, the pull request's base). Empty: the
+        branch holds pinset's commits only (first MAX_LISTED read; a longer branch is no bump branch)."""
+        fields = "%H%x1f%T%x1f%cn%x1f%s%x1f%B%x1e"   # the committer: who made it last (an amend too)
+        listed = self.git_ok("log", f"--format={fields}", f"--max-count={MAX_LISTED + 1}", tip, f"^{base}")
+        commits = [entry.strip("\n").split("\x1f") for entry in listed.split("\x1e") if entry.strip("\n")]
+        if not commits:
+            commits = [self.git_ok("log", "-1", f"--format={fields}", tip).strip("\n").rstrip("\x1e").split("\x1f")]
+        out = [Foreign(sha, author, subject) for sha, tree, author, subject, body in commits
+               if not made_by_pinset(body, tree)]
+        if len(commits) > MAX_LISTED and not out:
+            out.append(Foreign(commits[-1][0], commits[-1][2], commits[-1][3]))
+        return out
 
     # --- remote and branch ------------------------------------------------------------------------
     def remote_tip(self, remote: str, branch: str) -> str | None:
@@ -128,14 +174,46 @@ class Repository:
         if remote.startswith("-") or not self.git("remote", "get-url", remote).ok:
             raise PinsetError(f"--push {remote}: no such remote in {self.top} (git remote -v lists them)")
 
+    def check_not_default(self, remote: str, branch: str) -> None:
+        """`branch` is not the remote's default branch (its HEAD: main, the pull request's base), which a bump
+        never moves, even as a fast-forward onto a bump commit merged there."""
+        listed = self.git("ls-remote", "--symref", remote, "HEAD", timeout=300)
+        m = re.search(r"^ref: refs/heads/(\S+)\tHEAD$", listed.stdout, re.M) if listed.ok else None
+        if m and m.group(1) == branch:
+            raise PinsetError(f"--branch {branch}: the default branch of {remote}; a bump never moves it (its "
+                              "commits are people's): name a branch of its own (default pinset/bump)")
+
     def push(self, remote: str, commit: str, branch: str, expected: str | None) -> None:
-        """Push `commit` as the remote's `branch`, only if the remote still has `expected` there (None: none)."""
+        """Push `commit` as the remote's `branch`, only if the remote still has exactly `expected` there (None: no
+        such branch): a branch that moved since it was read (a person pushed onto it) is never overwritten."""
         lease = f"--force-with-lease=refs/heads/{branch}:{expected or ''}"
-        done = self.git("push", "-q", "--no-verify", lease, remote, f"{commit}:refs/heads/{branch}", timeout=900)
+        done = self.git("push", "--porcelain", "--no-verify", lease, remote, f"{commit}:refs/heads/{branch}",
+                        timeout=900)
         if not done.ok:
-            raise RuntimeFailure(f"git push {remote} {branch}: {done.tail(3) or done.describe()} (the local branch "
-                                 f"{branch} was not moved)")
+            raise RuntimeFailure(f"git push {remote} {branch}: {push_refusal(done.stdout, done.stderr, branch, expected)}"
+                                 f" (the local branch {branch} was not moved)")
 
     def move_branch(self, branch: str, commit: str, old: str | None) -> None:
         """refs/heads/BRANCH := commit, only if it is still `old` (None: it did not exist)."""
         self.git_ok("update-ref", "-m", "pinset bump", f"refs/heads/{branch}", commit, old or ZERO)
+
+
+def push_refusal(stdout: str, stderr: str, branch: str, expected: str | None) -> str:
+    """Why a push failed, in one line: the remote's reason (a pre-receive hook's or branch protection's words,
+    `remote:` lines), a lease that no longer holds (the branch moved since pinset read it), or git's last word."""
+    said = [line[len("remote:"):].strip() for line in stderr.splitlines() if line.startswith("remote:")]
+    said = [line for line in said if line and not set(line) <= set("-= ")]
+    reason = None
+    for line in stdout.splitlines():   # --porcelain: "!\t<from>:<to>\t[rejected] (<reason>)"
+        if line.startswith("!"):
+            m = re.search(r"\[(remote rejected|rejected)\] \((.*)\)\s*$", line) or re.search(r"\((.*)\)\s*$", line)
+            reason = m.group(m.lastindex or 0) if m else line.split("\t")[-1]
+    if reason == "stale info":
+        was = f"at {expected[:12]}" if expected else "absent"
+        return (f"the remote's {branch} moved since pinset read it ({was} then): not overwritten; the next run "
+                "reads it again")
+    words = "; ".join(said[-3:])
+    if reason:
+        return f"the remote refused it: {reason}" + (f" ({words})" if words else "")
+    last = [line.strip() for line in stderr.splitlines() if line.strip()]
+    return (words or (last[-1] if last else "git push failed")).removeprefix("fatal: ").removeprefix("error: ")

@@ -1,7 +1,7 @@
 """`pinset bump`: the pin set moved to a newer build as one commit on a branch, pushed, kept as one PR.
 
 The logic is pinset/bump/ (explicit parameters, nothing printed); this module reads the arguments and the
-token (GITHUB_TOKEN, as `report --post`: never printed, never written), and says what happened.
+token (GITHUB_TOKEN, GH_TOKEN or `gh auth token`, as `report --post`: never printed, never written), and says what happened.
 """
 
 from __future__ import annotations
@@ -9,12 +9,12 @@ from __future__ import annotations
 import os
 import sys
 
-from pinset.bump import BLOCKED, COMMITTED, CURRENT, DEFAULT_BRANCH, DRY_RUN, BumpOptions, BumpResult, bump
+from pinset.bump import BLOCKED, COMMITTED, CURRENT, DEFAULT_BRANCH, DRY_RUN, HELD, BumpOptions, BumpResult, bump
 from pinset.commands.common import add_cache_arg, check_inputs, pins_read
-from pinset.commands.paths import INPUT_FILE, add_path
+from pinset.commands.paths import INPUT_FILE, OUTPUT_FILE, add_path
 from pinset.errors import PinsetError
-from pinset.output import console, err_console
-from pinset.report.github import DEFAULT_API_URL, GitHub, clean_token, parse_api_url, parse_repo
+from pinset.output import console, err_console, remove_stale, write_json
+from pinset.report.github import DEFAULT_API_URL, TOKEN_SOURCES, GitHub, find_token, parse_api_url, parse_repo
 from pinset.store import Store
 
 
@@ -26,9 +26,12 @@ def add_parser(sub):
                     "(your checkout, branch, index and uncommitted files are never touched; the bump starts from "
                     "HEAD). Every required pin must apply on BUILD (else exit 1, nothing committed); every series "
                     "that applies but not exactly is refreshed (as `refresh --write`, with its proof). --push REMOTE "
-                    "pushes the branch (force-with-lease, on that branch only) and, with --repo, opens the one pull "
-                    "request of the branch or updates it (token: $GITHUB_TOKEN). Exit 0 when the branch and PR are up "
-                    "to date, 1 when the pin set cannot move, 2 on bad input.")
+                    "pushes the branch (force-with-lease on the value read, on that branch only) and, with --repo, "
+                    "opens the one pull request of the branch or updates it (token: $GITHUB_TOKEN, $GH_TOKEN or "
+                    "`gh auth token`). A bump rewrites only commits it made (trailer `Pinset-Bump:`): a --branch, local "
+                    "or remote, holding another commit is never moved or pushed (exit 1, said in one line and in the "
+                    "pull request; see --overwrite-branch). Exit 0 when the branch and PR are up to date, 1 when the "
+                    "pin set cannot move or the branch is held, 2 on bad input.")
     add_path(p, "results", role=INPUT_FILE, nargs="*", help="result files of this run (sim, verify, kld, bench) for "
                                                             "the PR body, as `pinset report` takes them")
     add_path(p, "-c", "--config", role=INPUT_FILE, derived=pins_read, default="pins.yaml",
@@ -40,6 +43,11 @@ def add_parser(sub):
     p.add_argument("--repo", metavar="OWNER/NAME", help="with --push: open or update the pull request in this repository")
     p.add_argument("--api-url", default=os.environ.get("GITHUB_API_URL") or DEFAULT_API_URL,
                    help="GitHub REST API base URL (default: $GITHUB_API_URL or https://api.github.com)")
+    add_path(p, "--json", role=OUTPUT_FILE, help="write what happened as JSON here (`-`: standard output): outcome, "
+                                                 "old and new build, branch, commit, pull request URL (docs/nightly.md)")
+    p.add_argument("--overwrite-branch", action="store_true",
+                   help="replace --branch (local and on the remote) even though it holds commits pinset did not make "
+                        "(a person's fix pushed onto it); without it such a branch is never moved (exit 1)")
     p.add_argument("--dry-run", action="store_true",
                    help="print what would be committed (pins.yaml diff, refreshed files) and the PR body; "
                         "no branch moves, nothing is pushed or sent")
@@ -53,20 +61,32 @@ def run(args) -> int:
     repo = parse_repo(args.repo) if args.repo else None
     github = None
     if repo:
-        token = clean_token(os.environ.get("GITHUB_TOKEN"))
+        api_url = parse_api_url(args.api_url)
+        token = find_token(api_url)
         if not token and not args.dry_run:
-            raise PinsetError("--repo needs a token in GITHUB_TOKEN (or use --dry-run)")
-        github = GitHub(token, parse_api_url(args.api_url))
-    options = BumpOptions(args.onto, args.branch, args.push, repo, args.dry_run, list(args.results))
+            raise PinsetError(f"--repo needs a token in {TOKEN_SOURCES} (or use --dry-run)")
+        github = GitHub(token, api_url)
+    remove_stale([args.json])   # an earlier run's file must not stand in for this one when it fails
+    options = BumpOptions(args.onto, args.branch, args.push, repo, args.dry_run, list(args.results),
+                          overwrite_branch=args.overwrite_branch)
     result = bump(args.config, Store.open(args.cache), options, github,
                   say=lambda text: err_console.print(f"[dim]{text}[/]", soft_wrap=True),
                   warn=lambda text: err_console.print(f"[yellow]warning:[/] {text}", soft_wrap=True))
     show(result)
+    if args.json:
+        write_json(args.json, result.to_json())
     return result.exit_code
 
 
 def show(result: BumpResult) -> None:
     """What happened, one line each (plain prints where a line is for grepping in CI logs)."""
+    if result.outcome == HELD:
+        print(f"stopped: {result.held_line()}")
+        if result.pull:
+            print(f"{result.pull.action} comment on the pull request: {result.pull.url}")
+        if result.note:
+            print(result.note)
+        return
     if result.outcome == BLOCKED:
         console.print(f"[red]the pin set cannot move to {result.new}[/]: nothing committed, nothing pushed", soft_wrap=True)
         for f in result.failing:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import sys
 from pathlib import Path
 
 from pinset import cache_usage
@@ -73,11 +72,7 @@ def _root(args) -> Path:
 
 
 def _emit_json(target: str, doc: dict) -> None:
-    text = json.dumps(doc, indent=2) + "\n"
-    if target == "-":
-        sys.stdout.write(text)
-    else:
-        write_text(target, text)
+    write_text(target, json.dumps(doc, indent=2) + "\n")   # `-`: standard output (pinset.output)
 
 
 def run(args) -> int:

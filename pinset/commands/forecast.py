@@ -15,7 +15,7 @@ from pinset.forecast.markdown import ICON, ORDER, forecast_markdown, rebase_line
 from pinset.forecast.model import BREAKS, CARRIES, ForecastResult
 from pinset.forecast.run import forecast
 from pinset.output import console, write_result
-from pinset.report.github import DEFAULT_API_URL, clean_token, parse_api_url
+from pinset.report.github import DEFAULT_API_URL, find_token, parse_api_url
 
 STYLE = {"breaks": "red", "carries": "cyan", "fixes": "green", "moves": "yellow"}
 
@@ -27,7 +27,7 @@ def add_parser(sub):
                     "(refs/pull/*/head, one fetch), and for each PR that changes a file some pin changes, merge it "
                     "onto the build (git merge-tree) and simulate the whole pin set on the build and on build+PR. "
                     "Prints per PR what it does to each pin: breaks, fixes, carries, moves. Exit 1 when a PR "
-                    "breaks a required pin. Token: $GITHUB_TOKEN (optional; never printed). See docs/forecast.md.")
+                    "breaks a required pin. Token: $GITHUB_TOKEN, $GH_TOKEN or `gh auth token` (optional; never printed). See docs/forecast.md.")
     add_config_args(p, builds=False)
     p.add_argument("--onto", help="the build the PRs are merged into (default: the newest build of pins.yaml)")
     p.add_argument("--repo", help="OWNER/NAME of upstream on GitHub (default: from a github.com `upstream:`)")
@@ -40,7 +40,7 @@ def add_parser(sub):
 
 def run(args) -> int:
     api_url = parse_api_url(args.api_url)
-    token = clean_token(os.environ.get("GITHUB_TOKEN"))
+    token = find_token(api_url)
     pinset, store = open_config(args)
     if args.repo:
         repo = parse_repo(args.repo)

@@ -13,8 +13,10 @@ from __future__ import annotations
 import argparse
 import os
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any, Literal
 
+from pinset.errors import PinsetError
 from pinset.outputs_rule import check_outputs
 
 Role = Literal["output-file", "output-folder", "input-file", "input-folder", "unguarded"]
@@ -37,14 +39,35 @@ _ROLE, _DERIVED, _STDOUT = "pinset_role", "pinset_derived", "pinset_stdout"
 def add_path(parser: argparse._ActionsContainer, *flags: str, role: Role, derived: Derived | None = None,
              stdout: str | None = None, **kwargs: Any) -> argparse.Action:
     """`parser.add_argument(*flags, **kwargs)` for an option that names a path, tagged with its role where it is
-    defined. `stdout`: the value that means standard output (cache's `--json -`), not a path."""
+    defined. `stdout`: the value that means standard output, not a path: `-` for every output file (`--json -`,
+    written by pinset.output.write_text), unless the verb says otherwise."""
     if role not in ROLES:
         raise ValueError(f"{flags}: role {role!r} is none of {list(ROLES)}")
+    if role == OUTPUT_FILE and stdout is None:
+        stdout = "-"
+        if kwargs.get("type") is Path:   # `-` stays the word (Path("./-"), a file named "-", prints as "-" too)
+            kwargs["type"] = _path_or_stdout
     action = parser.add_argument(*flags, **kwargs)
     setattr(action, _ROLE, role)
     setattr(action, _DERIVED, derived)
     setattr(action, _STDOUT, stdout)
     return action
+
+
+def _path_or_stdout(value: str):
+    return value if value == "-" else Path(value)
+
+
+def _is_stdout(value, stdout) -> bool:
+    """`value` is the word for standard output (a str: a Path named "-" is a file, `./-`)."""
+    return stdout is not None and isinstance(value, str) and value == stdout
+
+
+def stdout_outputs(parser: argparse.ArgumentParser, args: argparse.Namespace) -> list[str]:
+    """The output options of the chosen verb given as standard output (`--json -`)."""
+    values = vars(args)
+    return [_flag(a) for a in chosen_actions(parser, args) if role_of(a) == OUTPUT_FILE and getattr(a, _STDOUT, None)
+            and any(_is_stdout(v, getattr(a, _STDOUT)) for v in _as_list(values.get(a.dest)))]
 
 
 def role_of(action: argparse.Action) -> Role | None:
@@ -64,7 +87,13 @@ def check_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace) -
         return [declared[d] for d in sorted(declared) if role_of(declared[d]) in roles]
 
     def given(action: argparse.Action) -> list:
-        return [v for v in _as_list(values.get(action.dest)) if v is not None and v != getattr(action, _STDOUT)]
+        return [v for v in _as_list(values.get(action.dest))
+                if v is not None and not _is_stdout(v, getattr(action, _STDOUT))]
+
+    to_stdout = [_flag(a) for a in named(OUTPUT_FILE)
+                 if any(_is_stdout(v, getattr(a, _STDOUT)) for v in _as_list(values.get(a.dest)))]
+    if len(to_stdout) > 1:
+        raise PinsetError(f"{' and '.join(f'{flag} -' for flag in to_stdout)}: only one output can be standard output")
 
     def derived(action: argparse.Action) -> dict[str, str]:
         hook = getattr(action, _DERIVED)

@@ -1,6 +1,7 @@
 """`pinset rebase`: resolve a local series' conflict on a build by hand, in a worktree the user sees.
 
-`PIN --onto BUILD` leaves `./pinset-rebase-PIN` (or --worktree) at BUILD with the earlier pins as
+`PIN --onto BUILD` leaves a worktree (--worktree DIR, default `<cache>/rebase/<pin set>/pinset-rebase-PIN`, outside
+the user's checkout) at BUILD with the earlier pins as
 commits and `git am -3` of the series stopped at the conflict; `--continue` checks the resolution,
 finishes, exports the series into the pin's folder with the resolutions recorded in its ledger, runs sim
 on pins.yaml's builds and removes the worktree; `--abort` removes it and changes nothing. `OWNER#N
@@ -9,6 +10,7 @@ on pins.yaml's builds and removes the worktree; `--abort` removes it and changes
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 from pinset.commands.common import add_config_args, open_config, pin_named, recover_beside
@@ -29,7 +31,8 @@ from pinset.upstream.mirror import Mirror
 def add_parser(sub):
     p = sub.add_parser(
         "rebase", help="resolve a series' conflict on a build in a worktree; record the resolution",
-        description="PIN --onto BUILD: a git worktree (default ./pinset-rebase-PIN) at BUILD with every earlier "
+        description="PIN --onto BUILD: a git worktree (default in the cache: CACHE/rebase/<pin set>/pinset-rebase-PIN, "
+                    "named in the output) at BUILD with every earlier "
                     "pin applied as commits and the pin's series in `git am -3`, stopped at the conflict. Resolve "
                     "the markers, `git add`, then --continue: the series is exported into the pin's folder (as "
                     "refresh does), each resolution recorded in its ledger (patches/PIN/resolutions/), sim re-run "
@@ -42,7 +45,7 @@ def add_parser(sub):
     what.add_argument("--continue", dest="cont", action="store_true", help="finish after resolving and staging")
     what.add_argument("--abort", action="store_true", help="remove the worktree; change nothing")
     add_path(what, "--as-series", role=OUTPUT_FOLDER, metavar="FOLDER", help="PR pin: export it into FOLDER as a series pin")
-    add_path(p, "--worktree", role=OUTPUT_FOLDER, metavar="DIR", help="the worktree (default ./pinset-rebase-PIN)")
+    add_path(p, "--worktree", role=OUTPUT_FOLDER, metavar="DIR", help="the worktree (default CACHE/rebase/<pin set>/pinset-rebase-PIN: outside your checkout)")
     return p
 
 
@@ -75,13 +78,27 @@ def run(args) -> int:
         # its resolutions would have no folder to go in (patches/PIN/resolutions/), found only after the user's work
         raise PinsetError(f"pin {spec.id} is one patch file ({spec.patches}), not a folder: a rebase records its "
                           f"resolutions beside the series; move the file into a folder of its own and name that")
-    where = Path(args.worktree or f"pinset-rebase-{safe_name(spec.id)}").absolute()
-    check_outside_cache(where, store.root, "--worktree")
+    if args.worktree:
+        where = Path(args.worktree).absolute()
+        check_outside_cache(where, store.root, "--worktree")
+    else:
+        where = default_worktree(store.root, pinset.path, spec.id)
+        old = Path(f"pinset-rebase-{safe_name(spec.id)}").absolute()   # where pinset used to put it
+        if not args.onto and not where.exists() and old.is_dir() and _is_rebase_worktree(old, store.mirror):
+            where = old   # a rebase an older pinset started there: go on with it (or abort it) where it is
     if args.onto:
         return _start(args, pinset, store, spec, where)
     if args.abort:
         return _abort(store, spec.id, where)
     return _continue(args, store, spec, where, _state(where, spec.id))
+
+
+def default_worktree(cache: Path, pins_yaml: Path, pin_id: str) -> Path:
+    """The worktree of a rebase without --worktree: in the cache, never in the user's checkout (a tree of
+    llama.cpp's size, one `git add -A` away from a commit), one folder per pin set file (its resolved path's
+    digest: two checkouts rebasing the same pin do not meet) and pin. Every message names it."""
+    key = hashlib.sha256(str(Path(pins_yaml).resolve()).encode(errors="surrogateescape")).hexdigest()[:12]
+    return Path(cache).absolute() / "rebase" / key / f"pinset-rebase-{safe_name(pin_id)}"
 
 
 def _abort(store, pin_id: str, where: Path) -> int:

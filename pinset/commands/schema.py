@@ -20,20 +20,21 @@ def add_parser(sub):
                     "files, local repositories) remain pinset's.")
     add_path(p, "-o", "--out", role=OUTPUT_FILE, help="write it into this file instead of stdout")
     p.add_argument("--kind", choices=("pins", *RESULT_KINDS), default="pins",
-                   help="whose schema: pins.yaml (default), or the --json document of import, apply or refresh")
+                   help="whose schema: pins.yaml (default), or the --json document of import, apply, refresh or bump")
     return p
 
 
-RESULT_KINDS = ("import", "apply", "refresh")
+RESULT_KINDS = ("import", "apply", "refresh", "bump")
 
 
 def result_schema(kind: str) -> dict:
     """The JSON Schema (draft 2020-12) of a result kind's document, from the module beside its producer."""
+    from pinset.bump import model as bump_model
     from pinset.config import import_model
     from pinset.heal import model as refresh_model
     from pinset.sim import apply_model
 
-    body = {"import": import_model, "apply": apply_model, "refresh": refresh_model}[kind].JSON_SCHEMA
+    body = {"import": import_model, "apply": apply_model, "refresh": refresh_model, "bump": bump_model}[kind].JSON_SCHEMA
     return {"$schema": "https://json-schema.org/draft/2020-12/schema",
             "$id": f"https://pinset.invalid/{kind}.schema.json", "title": f"pinset {kind} --json", **body}
 

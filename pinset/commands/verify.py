@@ -18,7 +18,7 @@ from pinset.commands.paths import OUTPUT_FILE, OUTPUT_FOLDER, add_path
 from pinset.commands.sim import build_grid
 from pinset.config.schema import cuda_flag_problem
 from pinset.errors import PinsetError
-from pinset.output import console, err_console, remove_stale, write_result
+from pinset.output import console, err_console, is_stdout, remove_stale, write_result
 from pinset.result_parts import MachineRecord
 from pinset.sim.run import pick_builds, simulate
 from pinset.verify.gates import Gates, VerifyOptions
@@ -131,7 +131,7 @@ def _interrupt(signum, frame):
 def _log_dir(args, store) -> Path:
     if args.logs:
         return Path(args.logs)
-    if args.json:
+    if args.json and not is_stdout(args.json):
         return _next_to(args.json)
     return store.dir("logs", "verify")
 
@@ -143,7 +143,8 @@ def _next_to(json: str) -> Path:
 
 def _logs_next_to_json(args) -> dict[str, str]:
     """The `derived` hook of --logs: without it the logs go next to --json, an output folder too."""
-    return {str(_next_to(args.json)): "the logs folder next to --json,"} if args.json and not args.logs else {}
+    return ({str(_next_to(args.json)): "the logs folder next to --json,"}
+            if args.json and not args.logs and not is_stdout(args.json) else {})
 
 
 def _table(result: VerifyResult) -> Table:

@@ -70,9 +70,11 @@ class PullsAPI(GitHub):
         return items
 
     def open_pulls(self, owner: str, name: str) -> list[OpenPR]:
-        """Every open PR (all pages of 100)."""
+        """Every open PR (all pages of 100), each once: a PR opened or closed while the pages are read shifts the
+        list by one, so a PR at a page's end may come again at the next page's start; the later copy (its
+        newer state) is kept, at the place the PR first took."""
         url = f"{self.api_url}/repos/{owner}/{name}/pulls"
-        prs: list[OpenPR] = []
+        prs: dict[int, OpenPR] = {}
         for item in self._list_pages(url + "?state=open", "pull request"):
             number = item.get("number")
             if not isinstance(number, int) or isinstance(number, bool) or number <= 0:
@@ -80,11 +82,11 @@ class PullsAPI(GitHub):
             head = _obj(item.get("head"))
             sha = head.get("sha") if isinstance(head.get("sha"), str) else None
             user = _obj(item.get("user"))
-            prs.append(OpenPR(number, self._clean(item.get("title") or "", 200),
-                              self._clean(item.get("html_url") or f"https://github.com/{owner}/{name}/pull/{number}"),
-                              sha, item.get("draft") is True, str(item.get("updated_at") or ""),
-                              user.get("login") if isinstance(user.get("login"), str) else None))
-        return prs
+            prs[number] = OpenPR(number, self._clean(item.get("title") or "", 200),
+                                 self._clean(item.get("html_url") or f"https://github.com/{owner}/{name}/pull/{number}"),
+                                 sha, item.get("draft") is True, str(item.get("updated_at") or ""),
+                                 user.get("login") if isinstance(user.get("login"), str) else None)
+        return list(prs.values())
 
     def review_state(self, owner: str, name: str, number: int) -> str:
         """`approved` (some reviewer's last word is an approval, nobody's is a change request), `reviewed`

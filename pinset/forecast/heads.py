@@ -16,6 +16,7 @@ import re
 from dataclasses import dataclass
 
 from pinset.errors import UpstreamError
+from pinset.redact import redact_url
 from pinset.upstream.builds import UPSTREAM_HEAD_REF, Build, _unreachable, fetch_head
 from pinset.upstream.mirror import _IDENTITY, Mirror
 
@@ -30,8 +31,8 @@ def fetch_pull_heads(url: str, mirror: Mirror) -> dict[int, str]:
     result = mirror.fetch(url, ["--prune", f"+refs/pull/*/head:{PULL_REFS}*"])
     if not result.ok:
         if _unreachable(result.stderr):
-            raise UpstreamError(f"upstream {url}: unreachable ({result.tail(1)})")
-        raise UpstreamError(f"upstream {url}: fetching refs/pull/*/head failed ({result.tail(1)})")
+            raise UpstreamError(f"upstream {redact_url(url)}: unreachable ({result.tail(1)})")
+        raise UpstreamError(f"upstream {redact_url(url)}: fetching refs/pull/*/head failed ({result.tail(1)})")
     heads: dict[int, str] = {}
     listing = mirror.git_ok("for-each-ref", "--format=%(objectname) %(objecttype) %(refname)", PULL_REFS)
     for line in listing.splitlines():
@@ -45,7 +46,7 @@ def fetch_pull_heads(url: str, mirror: Mirror) -> dict[int, str]:
 def default_branch(url: str, mirror: Mirror) -> str:
     head = fetch_head(url, mirror)
     if head is None:
-        raise UpstreamError(f"upstream {url}: no default branch (HEAD) to find the PRs' fork points against")
+        raise UpstreamError(f"upstream {redact_url(url)}: no default branch (HEAD) to find the PRs' fork points against")
     return head
 
 

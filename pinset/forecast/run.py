@@ -61,11 +61,12 @@ def forecast(pinset: PinSet, store: Store, onto: str | None, repo: tuple[str, st
         raise PinsetError(f"{pinset.path}: forecast needs an `upstream:` (its refs/pull/*/head are the PR heads)")
     url = upstream_url(pinset.upstream, pinset.path.parent)
     owner, name = repo
-    open_prs = api.open_pulls(owner, name)
-    say(f"{len(open_prs)} open PRs in {owner}/{name}")
     with Mirror(store.mirror) as mirror:
+        # the build and the pins first: a bad --onto or pin is bad input before any API request (docs/forecast.md)
         build = onto_build(pinset, onto, store, mirror)
         prepared = prepare_pins(pinset, store, mirror)
+        open_prs = api.open_pulls(owner, name)
+        say(f"{len(open_prs)} open PRs in {owner}/{name}")
         pulled = git_side.fetch_pull_heads(url, mirror)
         git_side.default_branch(url, mirror)
         pin_paths = set().union(*(p.change.touched or () for p in prepared.values() if p.change is not None))

@@ -19,6 +19,7 @@ import yaml
 from pinset.config.schema import PinSet, PinSpec, load_pinset
 from pinset.errors import PinsetError, RuntimeFailure
 from pinset.heal.series import stage_new_folder, staged_file_name
+from pinset.redact import redact_url
 from pinset.sim.pins import prepare_pins
 from pinset.store import Store, atomic_write, cache_tmp, scratch_dir
 from pinset.upstream.mirror import Mirror
@@ -96,7 +97,7 @@ def _export(mirror: Mirror, store: Store, single: PinSet, spec: PinSpec, scratch
         raise PinsetError(f"pin {spec.id}: no fork point or commit known; nothing changed")
     tip = commit
     if mirror.git_ok("rev-list", "--merges", f"{fork}..{commit}").strip():
-        message = f"{spec.pr.url} at {commit[:12]} (its diff from the fork point: the PR has merges)\n"
+        message = f"{redact_url(spec.pr.url)} at {commit[:12]} (its diff from the fork point: the PR has merges)\n"
         tip = mirror.git_ok("commit-tree", f"{commit}^{{tree}}", "-p", fork, input=message,
                             env={"GIT_AUTHOR_NAME": "pinset", "GIT_AUTHOR_EMAIL": "pinset@localhost",
                                  "GIT_COMMITTER_NAME": "pinset", "GIT_COMMITTER_EMAIL": "pinset@localhost"}).strip()
@@ -134,8 +135,8 @@ def edit_pin(path: Path, text: str, spec, rel: str, fork: str) -> str:
     (pr_key, pr_val) = keys["pr"]
     # no `commit:` when the PR URL names the commit (.../pull/N/commits/SHA); `repo:` (a fork's PR) only with pr:
     gone = [keys[k] for k in ("commit", "repo") if k in keys]
-    source = f" from {spec.repo}" if getattr(spec, "repo", None) else ""
-    comment = (f"# was {spec.pr.url} at {spec.commit}{source} (pinset rebase --as-series; base: its fork point "
+    source = f" from {redact_url(spec.repo)}" if getattr(spec, "repo", None) else ""   # never a token in a file
+    comment = (f"# was {redact_url(spec.pr.url)} at {spec.commit}{source} (pinset rebase --as-series; base: its fork point "
                f"{fork[:12]})")
     edits = []   # (start, end, replacement), applied from the end
     value = rel if yaml.safe_load(rel) == rel and ":" not in rel and "#" not in rel else repr(rel)

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from pinset import runner
 from pinset.errors import PinsetError, RuntimeFailure
+from pinset.redact import redact_url
 
 IDENTITY = {"GIT_COMMITTER_NAME": "pinset", "GIT_COMMITTER_EMAIL": "pinset@localhost"}
 _PR_COMMIT = {**IDENTITY, "GIT_AUTHOR_NAME": "pinset", "GIT_AUTHOR_EMAIL": "pinset@localhost",
@@ -75,7 +76,7 @@ class Worktree:
             applied = self.git("apply", "--3way", "--index", "--whitespace=nowarn", str(Path(patch).absolute()))
             if not applied.ok and not (spec.unions and self.union_conflicts()):
                 raise RuntimeFailure(f"git apply --3way in {self.path}: {applied.tail(3) or applied.describe()}")
-        self.git_ok("commit", "-q", "--allow-empty", "-m", f"pinset: pin {spec.id} ({spec.pr.url} at {spec.commit[:12]})",
+        self.git_ok("commit", "-q", "--allow-empty", "-m", f"pinset: pin {spec.id} ({redact_url(spec.pr.url)} at {spec.commit[:12]})",
                     env=_PR_COMMIT)
 
     def union_conflicts(self) -> bool:

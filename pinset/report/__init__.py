@@ -52,6 +52,10 @@ def post_report(github, target, report: Report):
         raise github.unexpected(exc) from None
 
 
+class OtherPinSet(PinsetError):
+    """pins.yaml is not the pin set the results were made with."""
+
+
 def build_report(paths, pinset: PinSet | None = None, expect: str | None = None) -> Report:
     """expect: a `pinset matrix` JSON; each of its cells without a result is listed as not tested, and
     keeps the outcome from "ready"."""
@@ -60,7 +64,7 @@ def build_report(paths, pinset: PinSet | None = None, expect: str | None = None)
     pins_info, description, digest = None, None, merged.pinset
     if pinset is not None:
         if merged.pinset and merged.pinset != pinset.digest:
-            raise PinsetError(f"{pinset.path.name} is pin set {pinset.digest} but the results are for pin set "
+            raise OtherPinSet(f"{pinset.path.name} is pin set {pinset.digest} but the results are for pin set "
                               f"{merged.pinset} (pins.yaml or its patches changed since; re-run the verbs)")
         merged.pinset = digest = pinset.digest
         description = pinset.description

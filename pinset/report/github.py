@@ -91,17 +91,53 @@ def parse_repo(text: str, flag: str = "--repo") -> Repo:
     return Repo(m["owner"], m["repo"])
 
 
-def clean_token(raw: str | None) -> str | None:
-    """GITHUB_TOKEN without surrounding whitespace (a token read from a file often ends in a newline);
+def clean_token(raw: str | None, name: str = "GITHUB_TOKEN") -> str | None:
+    """A token (from `name`) without surrounding whitespace (a token read from a file often ends in a newline);
     None when empty. Anything else that cannot go into a header is refused without echoing the token."""
     token = (raw or "").strip()
     if not token:
         return None
     bad = next((i for i, ch in enumerate(token) if not "!" <= ch <= "~"), None)
     if bad is not None:
-        raise PinsetError(f"GITHUB_TOKEN has a space, control or non-ASCII character at position {bad + 1} "
+        raise PinsetError(f"{name} has a space, control or non-ASCII character at position {bad + 1} "
                           f"of {len(token)}; refusing to send it")
     return token
+
+
+TOKEN_VARIABLES = ("GITHUB_TOKEN", "GH_TOKEN")   # read in this order, then `gh auth token`
+TOKEN_SOURCES = "GITHUB_TOKEN, GH_TOKEN or `gh auth token`"   # how messages name them
+GH_TIMEOUT = 10.0   # s for `gh auth token` (it reads a file or the system keyring; it asks no server)
+
+
+def find_token(api_url: str = DEFAULT_API_URL, environ=None) -> str | None:
+    """The token of the first source that has one: GITHUB_TOKEN, GH_TOKEN (the gh CLI's variable), then the gh
+    CLI's stored login (`gh auth token --hostname HOST`, HOST the API's: github.com for api.github.com), when gh is
+    installed. A token from gh is added to the secrets every output is redacted of (pinset.redact), like the
+    variables' values; it goes to the API origin only, as every token does."""
+    import os
+    import shutil
+
+    from pinset import runner
+    from pinset.redact import add_secret
+
+    env = os.environ if environ is None else environ
+    for name in TOKEN_VARIABLES:
+        token = clean_token(env.get(name), name)
+        if token:
+            return token
+    gh = shutil.which("gh", path=env.get("PATH"))
+    if gh is None:
+        return None
+    host = (urlsplit(api_url).hostname or "github.com").lower()
+    host = "github.com" if host == "api.github.com" else host
+    done = runner.run([gh, "auth", "token", "--hostname", host], timeout=GH_TIMEOUT,
+                      env={"GH_PROMPT_DISABLED": "1", "GH_NO_UPDATE_NOTIFIER": "1"})
+    if not done.ok:   # not logged in to that host (gh says so on stderr): no token, as without gh
+        return None
+    token = done.stdout.strip()
+    if token:
+        add_secret(token)
+    return clean_token(token, "`gh auth token`")
 
 
 def parse_api_url(text: str) -> str:
@@ -307,9 +343,12 @@ class GitHub:
                 raise PostError(self._clean(exc)) from None
             except (requests.ConnectionError, requests.Timeout, requests.exceptions.ChunkedEncodingError,
                     HTTPException) as exc:
-                raise _Transient(f"{method} {shown}: {type(exc).__name__}: {self._clean(exc)}") from None
+                said = self._clean(http.failure(exc, url))
+                if http.unreachable(exc):   # no network, nothing listening: one line now, never a retry
+                    raise PostError(f"{method} {shown}: {said}") from None
+                raise _Transient(f"{method} {shown}: {said}") from None
             except (requests.RequestException, OSError, ValueError) as exc:
-                raise PostError(f"{method} {shown}: {type(exc).__name__}: {self._clean(exc)}") from None
+                raise PostError(f"{method} {shown}: {self._clean(http.failure(exc, url))}") from None
             if status in REDIRECTS:
                 location = reply_headers.get("Location")
                 if not location:
@@ -367,7 +406,7 @@ class GitHub:
                 raise _Transient(message, _seconds(reply_headers.get("Retry-After"), self._clock()))
             raise PostError(message + (f" (gave up after {tries} tries)" if tries > 1 else ""))
         hint = {
-            401: "the token in GITHUB_TOKEN was refused (expired or wrong)",
+            401: "the token was refused (expired or wrong)",
             403: "the token may not comment on this repository (needs issues/pull-requests: write)",
             404: "no such repository or pull request, or the token cannot see it",
             422: "GitHub rejected the comment",

@@ -28,7 +28,7 @@ REACH_TIMEOUT = 1.0     # s to resolve and connect to the API host before anythi
 CONNECT_TIMEOUT = 2.0   # s, per request once the host answered
 BUDGET = 20.0           # s for every PR state request of a run together
 COMMITS = 100           # the PR's last commits GraphQL lists (where the pin is among them)
-TOKEN_HELP = "set GITHUB_TOKEN or GH_TOKEN"
+TOKEN_HELP = "set GITHUB_TOKEN or GH_TOKEN, or log in with gh"
 
 
 def graphql_url(api_url: str) -> str:
@@ -204,17 +204,12 @@ def _unknown(pin: PinSpec, why: str) -> PrState:
 
 
 def env_token() -> str | None:
-    """The token PR state is asked with: GITHUB_TOKEN, else GH_TOKEN (the gh CLI's); None when neither holds one
-    or it cannot go into a header (then the state is unknown, as without a token)."""
-    import os
+    """The token PR state is asked with, from report --post's sources (github.find_token: GITHUB_TOKEN, GH_TOKEN,
+    then `gh auth token`); None when none holds one or it cannot go into a header (then the state is unknown, as
+    without a token)."""
+    from pinset.report.github import find_token
 
-    from pinset.report.github import clean_token
-
-    for name in ("GITHUB_TOKEN", "GH_TOKEN"):
-        try:
-            token = clean_token(os.environ.get(name))
-        except PinsetError:
-            return None
-        if token:
-            return token
-    return None
+    try:
+        return find_token()
+    except PinsetError:
+        return None

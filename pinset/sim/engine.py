@@ -26,6 +26,7 @@ from pathlib import Path
 
 from pinset.config.schema import PinSet
 from pinset.errors import PinsetError, RuntimeFailure, UpstreamError
+from pinset.redact import redact_url
 from pinset.sim import memo, modes
 from pinset.sim.apply_errors import BuildPlace, conflict_place, explain_apply_failure
 from pinset.sim.changes import MovedMatch, PinChange, line_counts, patch_text, placed_lines, series_base, whole_runs
@@ -193,7 +194,7 @@ class Simulator:
                     url = upstream_url(self.pinset.upstream, self.pinset.path.parent)
                     fetched = self.mirror.fetch(url, [base])
                     if not fetched.ok and _unreachable(fetched.stderr):  # offline is no answer: stop
-                        raise UpstreamError(f"upstream {url}: unreachable, needed for the base-commit "
+                        raise UpstreamError(f"upstream {redact_url(url)}: unreachable, needed for the base-commit "
                                             f"{base[:12]} of pin {pin_id} ({fetched.tail(1)})")
                 if base and not self.mirror.has_commit(base):
                     base = None

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from pinset.config.schema import PinSet, PinSpec
 from pinset.errors import UpstreamError
+from pinset.redact import redact_url
 from pinset.sim.changes import PinChange, combine, file_changes, patch_text
 from pinset.sim.diffs import DiffError, path_problem, read_diffs
 from pinset.sim.model import BuildResult
@@ -91,9 +92,9 @@ def _prepare_pr(spec: PinSpec, url: str, store: Store, mirror: Mirror) -> Prepar
         mirror.fetch(url, [spec.commit])
     if not mirror.has_commit(spec.commit) and spec.repo is not None:  # a PR from a fork: its own repository
         fetch_fork(spec.repo, spec.commit, spec.pr.ref, mirror)
-        url = f"{url} or {spec.repo}"
+        url = f"{redact_url(url)} or {redact_url(spec.repo)}"
     if not mirror.has_commit(spec.commit):
-        return PreparedPin(spec, error=f"commit {spec.commit[:12]} of {spec.pr.url} not found at {url} "
+        return PreparedPin(spec, error=f"commit {spec.commit[:12]} of {redact_url(spec.pr.url)} not found at {redact_url(url)} "
                                         f"(neither on {spec.pr.ref} nor fetchable by sha)")
     try:
         fork = fork_point(mirror, spec.commit)
@@ -111,7 +112,7 @@ def _prepare_pr(spec: PinSpec, url: str, store: Store, mirror: Mirror) -> Prepar
         write_checked(diff_path, cached)
     text = patch_text(cached)
     try:
-        change = read_change([diff_path] if text.strip() else [], [(f"the diff of {spec.pr.url}", text)])
+        change = read_change([diff_path] if text.strip() else [], [(f"the diff of {redact_url(spec.pr.url)}", text)])
     except PinProblem as exc:
         return PreparedPin(spec, error=str(exc), fork_point=fork)
     return PreparedPin(spec, change, fork_point=fork)

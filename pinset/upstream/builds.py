@@ -10,9 +10,10 @@ from typing import NoReturn
 
 from pinset.config.schema import PYPI_BUILD_RE, SHA_RE
 from pinset.errors import UpstreamError
+from pinset.redact import redact_url
 from pinset.store import Store
 from pinset.upstream import pypi
-from pinset.upstream.mirror import Mirror
+from pinset.upstream.mirror import Mirror, url_key
 from pinset.upstream.select import expand_builds, not_a_commit
 
 UPSTREAM_HEAD_REF = "refs/pinset/upstream/HEAD"
@@ -142,18 +143,18 @@ def _fetch_build(name: str, url: str, mirror: Mirror, tag_ref: str) -> str:
             kind = not_a_commit(mirror, ref)
             if kind:
                 what = "tag" if ref == tag_ref else "branch" if ref.startswith("refs/") else "object"
-                raise UpstreamError(f"build {name!r}: {what} {name} at {url} points at a {kind}, "
+                raise UpstreamError(f"build {name!r}: {what} {name} at {redact_url(url)} points at a {kind}, "
                                     "not a commit (a build is a commit)")
         errors.append(result.tail(1))
         if _unreachable(result.stderr):
-            raise UpstreamError(f"upstream {url}: unreachable ({result.tail(1)})")
+            raise UpstreamError(f"upstream {redact_url(url)}: unreachable ({result.tail(1)})")
     if SHA_RE.match(name):
         # An abbreviated sha can only be found in history we already have.
         fetch_head(url, mirror)
         oid = mirror.rev_parse(name)
         if oid:
             return oid
-    raise UpstreamError(f"build {name!r}: no such tag, branch or commit at {url}")
+    raise UpstreamError(f"build {name!r}: no such tag, branch or commit at {redact_url(url)}")
 
 
 def _unreachable(stderr: str) -> bool:
@@ -173,11 +174,11 @@ def fetch_head(url: str, mirror: Mirror, needed_for: str = "") -> str | None:
 
 def fetch_upstream_refs(url: str, mirror: Mirror, needed_for: str = "") -> list[str]:
     """Fetch every branch and tag of upstream and its default branch, as a full clone made now has them (the
-    preimages `git am -3` finds there): into UPSTREAM_REFS/<url key>/, pruned (a ref upstream dropped goes, so
+    preimages `git am -3` finds there): into UPSTREAM_REFS/<url key>/ (Mirror's url_key: no token in a ref name), pruned (a ref upstream dropped goes, so
     no earlier run's ref stands in for upstream's; a key per URL, so pin sets of other upstreams sharing the
     cache never mix theirs in), HEAD also into UPSTREAM_HEAD_REF. The commits they name, sorted (a tag of a
     tree or a blob names none). A failed fetch is an UpstreamError, as for fetch_head."""
-    space = f"{UPSTREAM_REFS}{_url_key(url)}/"
+    space = f"{UPSTREAM_REFS}{url_key(url)}/"
     _fetch_upstream(url, mirror, [f"+refs/heads/*:{space}heads/*", f"+refs/tags/*:{space}tags/*", f"+HEAD:{space}HEAD"],
                     needed_for, prune=True)
     names = mirror.git_ok("for-each-ref", "--format=%(objectname)", space).split()
@@ -186,12 +187,6 @@ def fetch_upstream_refs(url: str, mirror: Mirror, needed_for: str = "") -> list[
     peeled = mirror.git_ok("cat-file", "--batch-check=%(objectname) %(objecttype)",
                            input="".join(f"{oid}^{{commit}}\n" for oid in dict.fromkeys(names)))
     return sorted({line.split()[0] for line in peeled.splitlines() if line.endswith(" commit")})
-
-
-def _url_key(url: str) -> str:
-    """A folder name for one remote's refs that is always a valid ref component (no dots: no `..`, no leading
-    `.`, no `.lock`): its URL's letters, digits, `-` and `_`, the last 80, each run of others as one `_`."""
-    return re.sub(r"[^A-Za-z0-9_-]+", "_", url).strip("_")[-80:] or "_"
 
 
 def _fetch_upstream(url: str, mirror: Mirror, refspecs: list[str], needed_for: str, prune: bool = False) -> None:
@@ -216,16 +211,16 @@ def _fetch_upstream(url: str, mirror: Mirror, refspecs: list[str], needed_for: s
 
 def _fetch_failed(url: str, result, otherwise: str, needed_for: str) -> NoReturn:
     what = "unreachable" if _unreachable(result.stderr) else otherwise
-    raise UpstreamError(f"upstream {url}: {what}{needed_for} ({result.tail(1)})")
+    raise UpstreamError(f"upstream {redact_url(url)}: {what}{needed_for} ({result.tail(1)})")
 
 
 def fetch_fork(url: str, commit: str, pr_ref: str, mirror: Mirror) -> None:
     """A PR pin's commit from its own repository (a fork): by sha, else with the fork's branches (a server
     that refuses unadvertised shas), under refs/pinset/fork/ so they never pass for upstream's."""
-    key = re.sub(r"[^A-Za-z0-9_.-]+", "_", url).strip("_")[-80:]
+    key = url_key(url)   # never the URL itself: it may hold a token
     for refspecs in ([commit], [f"+refs/heads/*:refs/pinset/fork/{key}/heads/*"], [f"+{pr_ref}:refs/pinset/fork/{key}/pr"]):
         result = mirror.fetch(url, refspecs)
         if not result.ok and _unreachable(result.stderr) and "not found" not in result.stderr.lower():
-            raise UpstreamError(f"repository {url}: unreachable ({result.tail(1)})")
+            raise UpstreamError(f"repository {redact_url(url)}: unreachable ({result.tail(1)})")
         if mirror.has_commit(commit):
             return

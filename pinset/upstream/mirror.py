@@ -30,6 +30,7 @@ from pinset import runner
 from pinset.disk import check_disk
 from pinset.errors import CacheDamaged, UpstreamError
 from pinset.progress import SPINNER, Progress
+from pinset.redact import redact_url
 from pinset.store import atomic_write, cache_tmp, clean_scratch, locked, scratch_dir
 
 # Fixed identity and dates make imported commits reproducible: same tree -> same commit id.
@@ -51,6 +52,31 @@ _LOOSE_UNREADABLE_RE = re.compile(r"loose object ([0-9a-f]{40,64}) \(stored in .
 # Its own settings for every call: git's background gc would outlive (and race) the run. (No setting of
 # the user's reaches git at all: pinset.runner.NEUTRAL_CONFIG.)
 _CONFIG = ["-c", "gc.autoDetach=false", "-c", "maintenance.autoDetach=false"]
+
+
+# The namespaces whose refs are named by a remote's URL (url_key): upstream's refs as the preimage lookup fetches
+# them, and the branches of a fork a PR pin comes from.
+URL_KEYED = ("refs/pinset/upstream-refs/", "refs/pinset/fork/")
+_URL_KEY_RE = re.compile(r"[0-9a-f]{16}-[A-Za-z0-9_-]{0,60}")
+
+
+def url_key(url: str) -> str:
+    """A ref folder name for one remote: the sha256 of its URL with the credentials redacted (a token in
+    `https://x-access-token:TOKEN@host/...` reaches no ref name, and a rotated token names the same refs), then
+    the redacted URL's letters, digits, `-` and `_` (the last 60, each run of others one `_`) to read it by.
+    Always a valid ref component: no dots (no `..`, no leading `.`, no `.lock`)."""
+    shown = redact_url(url)
+    readable = re.sub(r"[^A-Za-z0-9_-]+", "_", shown.replace("***@", "")).strip("_")[-60:]
+    return f"{hashlib.sha256(shown.encode()).hexdigest()[:16]}-{readable}"
+
+
+def _stale_url_keyed(ref: str) -> bool:
+    """A ref of a URL-keyed namespace named the way older pinsets named it (by the raw URL, which may hold a
+    token): removed when the mirror opens; the next lookup fetches under the new name."""
+    for space in URL_KEYED:
+        if ref.startswith(space):
+            return not _URL_KEY_RE.fullmatch(ref[len(space):].split("/", 1)[0])
+    return False
 
 
 class Mirror:
@@ -102,6 +128,8 @@ class Mirror:
             raise CacheDamaged(self.path, listing.tail(1) or listing.describe())
         broken = re.findall(r"ignoring broken ref (\S+)", listing.stderr)
         refs = [line.split(" ", 1) for line in listing.stdout.splitlines() if " " in line]
+        broken += [ref for _, ref in refs if _stale_url_keyed(ref)]   # named by a raw URL (a token, maybe)
+        refs = [pair for pair in refs if not _stale_url_keyed(pair[1])]
         if refs:
             check = self.git("cat-file", "--batch-check", input="".join(oid + "\n" for oid, _ in refs),
                              check_damage=False)
@@ -232,7 +260,7 @@ class Mirror:
         no longer has are deleted (the namespace then mirrors url's refs as they are now)."""
         with self.lock(waiting=f"waiting for another pinset fetching into {self.path}"):
             # check_damage=False: here git's words may be about the remote, not about the mirror.
-            with Progress(f"fetching {_refs_shown(refspecs)} from {url}", kind=SPINNER):
+            with Progress(f"fetching {_refs_shown(refspecs)} from {redact_url(url)}", kind=SPINNER):
                 return self.git("fetch", "--no-tags", "--quiet", *(["--prune"] if prune else []), url, *refspecs,
                                 timeout=timeout, env={"GIT_TERMINAL_PROMPT": "0"}, check_damage=False)
 

@@ -128,7 +128,7 @@ def project_releases(package: str, what: str) -> tuple[str, dict]:
     except http.DeadlineExceeded as exc:
         raise UpstreamError(f"{what}: {base} too slow: {exc}") from None
     except requests.RequestException as exc:
-        raise UpstreamError(f"{what}: {base} unreachable ({type(exc).__name__})") from None
+        raise UpstreamError(f"{what}: {base} unreachable ({http.failure(exc, api)})") from None
     if response.status_code == 404:
         raise UpstreamError(f"{what}: no package {package!r} at {base}")
     try:
@@ -168,6 +168,8 @@ def _download(url: str, dest: Path, filename: str, sha256: str, what: str, progr
     """GET `url` into `<filename>.part` (resuming it), check sha256, then give it its final name."""
     import requests
 
+    from pinset import http
+
     part = dest / f"{filename}.part"
     final = dest / filename
     resumed = part.exists()
@@ -176,9 +178,10 @@ def _download(url: str, dest: Path, filename: str, sha256: str, what: str, progr
             _fetch_into(url, part, what, progress)
             break
         except (requests.ConnectionError, requests.Timeout, requests.exceptions.ChunkedEncodingError) as exc:
+            if http.unreachable(exc):   # no network, nothing listening: the same answer on every try
+                raise UpstreamError(f"{what}: download of {url} failed ({http.failure(exc, url)})") from None
             if attempt == ATTEMPTS:  # a deadline passed (DeadlineExceeded) or the connection kept dropping
-                raise UpstreamError(f"{what}: download of {url} failed ({type(exc).__name__}"
-                                    f"{': ' + str(exc) if isinstance(exc, requests.Timeout) else ''}); "
+                raise UpstreamError(f"{what}: download of {url} failed ({http.failure(exc, url)}); "
                                     f"the next run resumes it") from None
             time.sleep(min(2 ** attempt, 10))
         except requests.RequestException as exc:  # not worth a retry (a malformed URL, too many redirects)

@@ -26,6 +26,7 @@ from pinset.config.selectors import (
     parse_selector,
 )
 from pinset.errors import PinsetError, UpstreamError
+from pinset.redact import redact_url
 from pinset.upstream.mirror import Mirror
 from pinset.upstream.pypi import index_url, project_releases
 
@@ -61,7 +62,7 @@ def newest_tags(selector: TagSelector, url: str, mirror: Mirror) -> list[str]:
     prefix = selector.pattern.split("*")[0].split("?")[0].split("[")[0]
     result = mirror.fetch(url, [f"+refs/tags/{prefix}*:{_TAGS}{prefix}*"])
     if not result.ok:
-        raise UpstreamError(f"tags at {url}: could not list them ({result.tail(1)})")
+        raise UpstreamError(f"tags at {redact_url(url)}: could not list them ({result.tail(1)})")
     listing = mirror.git_ok("for-each-ref", "--format=%(refname)%09%(objecttype)%09%(objectname)%09"
                             "%(*objecttype)%09%(*objectname)", _TAGS)
     tags: dict[str, tuple[str, str]] = {}   # name -> (type, id) of what it points at, one tag peeled
@@ -82,7 +83,7 @@ def newest_tags(selector: TagSelector, url: str, mirror: Mirror) -> list[str]:
               file=sys.stderr)
     if not commits:
         also = f" ({len(skipped)} matching tags point at no commit: {', '.join(skipped[:3])})" if skipped else ""
-        raise UpstreamError(f"build selector {selector}: no tag at {url} matches {selector.pattern!r}{also}")
+        raise UpstreamError(f"build selector {selector}: no tag at {redact_url(url)} matches {selector.pattern!r}{also}")
     rank = topo_rank(mirror, list(commits.values()))
     ordered = sorted(commits, key=lambda n: (rank[commits[n]], n))   # newest first
     if selector.min_age:

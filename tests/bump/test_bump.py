@@ -294,7 +294,7 @@ def test_no_token_for_a_pr_is_bad_input(project, monkeypatch, capsys):
     _, dist, _ = project
     monkeypatch.delenv("GITHUB_TOKEN", raising=False)
     assert push(dist) == 2
-    assert "needs a token in GITHUB_TOKEN" in capsys.readouterr().err
+    assert "needs a token in GITHUB_TOKEN, GH_TOKEN or `gh auth token`" in capsys.readouterr().err
 
 
 def test_the_workflows_results_go_into_the_pr_body(project, github, tmp_path, capsys):

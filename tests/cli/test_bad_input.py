@@ -24,6 +24,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from pinset import cli
 from pinset.cli import main
+from pinset.commands.paths import _path_or_stdout as path_or_stdout
 from pinset.config.schema import load_pinset
 from pinset.errors import PinsetError
 from tests.testing import A_TXT_PATCH, child_env, write_pins
@@ -398,7 +399,7 @@ def _numeric_actions():
             if isinstance(action, argparse._SubParsersAction):
                 for name, sub in action.choices.items():
                     walk(sub, [*prefix, name])
-            elif action.option_strings and action.type is not None and action.type not in (str, Path):
+            elif action.option_strings and action.type is not None and action.type not in (str, Path, path_or_stdout):
                 found.append((prefix, action.option_strings[-1], action.type))
 
     for verb in cli.COMMANDS:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+from pathlib import Path
 
 from pinset.cli import main
 from tests.heal.test_heal_refresh import LINES, moved  # noqa: F401 (the fixture)
@@ -138,7 +140,9 @@ def test_rebase_interrupted_while_the_worktree_is_made_leaves_nothing(make_repo,
     monkeypatch.setattr(Worktree, "add", classmethod(interrupted))
     monkeypatch.chdir(tmp_path)
     assert main(["rebase", "p", "-c", str(pins_yaml), "--onto", "b2"]) == 130
+    from pinset.commands.rebase import default_worktree
     assert not (tmp_path / "pinset-rebase-p").exists()
+    assert not default_worktree(Path(os.environ["PINSET_CACHE"]), pins_yaml, "p").exists()
 
 
 def test_refresh_of_a_renumbered_series_whose_commits_share_a_subject(make_repo, tmp_path, capsys):

@@ -14,7 +14,7 @@ from pathlib import Path
 from pinset.config.schema import load_pinset
 from pinset.sim.run import simulate
 from pinset.store import Store
-from pinset.upstream.builds import _url_key
+from pinset.upstream.mirror import url_key
 from tests.testing import GIT_ENV, git_am_3, write_pins
 
 LINES = "".join(f"line {i}\n" for i in range(1, 31))
@@ -94,10 +94,12 @@ def test_other_refs_in_the_cache_never_change_the_answer(make_repo, tmp_path):
     warm = Store.open(str(tmp_path / "warm"))
     sim_on(cfg, tmp_path / "warm")
     side = git(work, "rev-parse", "side~1").stdout.strip()
-    space = f"refs/pinset/upstream-refs/{_url_key(str(up.path))}/"   # where this upstream's refs are fetched
-    for refspec in ("+refs/heads/*:refs/pinset/fork/x/heads/*", f"+{side}:refs/pinset/upstream/tags/b-side",
+    space = f"refs/pinset/upstream-refs/{url_key(str(up.path))}/"   # where this upstream's refs are fetched
+    fork = f"refs/pinset/fork/{url_key('x')}"   # a fork's refs, named as pinset names them (an old name is removed)
+    other = f"refs/pinset/upstream-refs/{url_key('y')}"   # another upstream's
+    for refspec in (f"+refs/heads/*:{fork}/heads/*", f"+{side}:refs/pinset/upstream/tags/b-side",
                     f"+{side}:refs/pinset/pr/o/r/1", f"+{side}:refs/pinset/forecast/1",
-                    f"+{side}:{space}heads/gone", f"+{side}:{space}tags/gone", f"+{side}:refs/pinset/upstream-refs/heads/x"):
+                    f"+{side}:{space}heads/gone", f"+{side}:{space}tags/gone", f"+{side}:{other}/heads/x"):
         git(tmp_path, "--git-dir", str(warm.mirror), "fetch", "-q", str(work), refspec)
     assert sim_on(cfg, tmp_path / "warm") == fresh
     assert [status for _, status, _, _ in fresh[0][1]] == ["conflict", "applied"]

@@ -21,6 +21,7 @@ import pytest
 from pinset.config.schema import load_pinset
 from pinset.sim.run import simulate
 from pinset.store import Store
+from pinset.upstream.mirror import url_key
 from tests.testing import write_pins
 from tests.testing.history import GIT_ENV, FastHistory
 from tests.testing.snapshots import sdist_file
@@ -160,8 +161,9 @@ def test_same_verdict_on_a_cache_that_holds_the_pins_own_commits(world, tmp_path
     with simulate(load_pinset(cfg), builds[:1], warm) as sim:
         pass
     work = up.parent / "work"
-    git(work, "fetch", "-q", "--no-tags", str(work), "+refs/heads/*:refs/pinset/fork/x/*")
-    subprocess.run(["git", "--git-dir", str(warm.mirror), "fetch", "-q", str(work), "+refs/heads/*:refs/pinset/fork/x/*"],
+    fork = f"refs/pinset/fork/{url_key('x')}"   # a fork's refs, named as pinset names them
+    git(work, "fetch", "-q", "--no-tags", str(work), f"+refs/heads/*:{fork}/*")
+    subprocess.run(["git", "--git-dir", str(warm.mirror), "fetch", "-q", str(work), f"+refs/heads/*:{fork}/*"],
                    check=True, capture_output=True, env={**os.environ, **GIT_ENV})
     with simulate(load_pinset(cfg), builds, warm) as sim:
         again = [(b.tree, [(p.id, p.status, p.detail) for p in b.pins]) for b in sim.result.builds]

@@ -40,6 +40,7 @@ class FakeGitHub:
     def __init__(self, token: str = TOKEN):
         self.token = token
         self.comments: list[dict] = []
+        self.issue_comments: dict[int, list[dict]] = {}   # comments of other issues and PRs than #7 (by number)
         self.requests: list[tuple[str, str, dict, dict | None]] = []  # method, path+query, headers, body
         self.fail: tuple[int, dict, dict] | None = None
         self.script: list[dict] = []
@@ -61,12 +62,15 @@ class FakeGitHub:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.server.server_address[1]}"
 
-    def add(self, body: str, user: dict | None = None) -> dict:
+    def add(self, body: str, user: dict | None = None, number: int = 7) -> dict:
         self.next_id += 1
-        c = {"id": self.next_id, "body": body, "html_url": f"https://github.test/o/r/pull/7#issuecomment-{self.next_id}",
-             "user": user or self.author}
-        self.comments.append(c)
+        c = {"id": self.next_id, "body": body,
+             "html_url": f"https://github.test/o/r/pull/{number}#issuecomment-{self.next_id}", "user": user or self.author}
+        self.comments_of(number).append(c)
         return c
+
+    def comments_of(self, number: int) -> list[dict]:
+        return self.comments if number == 7 else self.issue_comments.setdefault(number, [])
 
     def add_pull(self, head: str, title: str = "t", body: str = "", state: str = "open") -> dict:
         pull = {"number": len(self.pulls) + 1, "title": title, "body": body, "state": state, "base": {"ref": "master"},
@@ -182,20 +186,23 @@ class FakeGitHub:
                     if fake.login is None:
                         return send(403, {"message": "Resource not accessible by integration"})
                     return send(200, {"login": fake.login, "type": "User"})
-                if re.fullmatch(r"/repos/o/r/issues/7/comments", parts.path):
+                m = re.fullmatch(r"/repos/o/r/issues/(\d+)/comments", parts.path)
+                if m:
+                    number = int(m[1])
+                    comments = fake.comments_of(number)
                     if method == "GET":
                         q = parse_qs(parts.query)
                         per_page, page = int(q.get("per_page", ["30"])[0]), int(q.get("page", ["1"])[0])
-                        chunk = fake.comments[(page - 1) * per_page: page * per_page]
+                        chunk = comments[(page - 1) * per_page: page * per_page]
                         headers = {}
-                        if page * per_page < len(fake.comments):
-                            headers["Link"] = (f'<{fake.url}/repos/o/r/issues/7/comments?per_page={per_page}'
+                        if page * per_page < len(comments):
+                            headers["Link"] = (f'<{fake.url}/repos/o/r/issues/{number}/comments?per_page={per_page}'
                                                f'&page={page + 1}>; rel="next"')
                         return send(200, chunk, headers)
                     if method == "POST":
                         if not body or not body.get("body"):
                             return send(422, {"message": "Validation Failed"})
-                        return send(201, fake.add(body["body"]))
+                        return send(201, fake.add(body["body"], number=number))
                 if parts.path == "/repos/o/r" and method == "GET":
                     return send(200, {"full_name": "o/r", "default_branch": fake.default_branch})
                 if parts.path == "/repos/o/r/pulls":
@@ -217,7 +224,7 @@ class FakeGitHub:
                             return send(200, pull)
                 m = re.fullmatch(r"/repos/o/r/issues/comments/(\d+)", parts.path)
                 if m and method == "PATCH":
-                    for c in fake.comments:
+                    for c in [*fake.comments, *(c for cs in fake.issue_comments.values() for c in cs)]:
                         if c["id"] == int(m[1]):
                             if c["user"] != fake.author:  # like GitHub for a token that may not edit others' words
                                 return send(403, {"message": "Resource not accessible by integration"})

@@ -106,7 +106,7 @@ def test_unreachable_index_is_one_line(cfg, tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("PINSET_PYPI_URL", "http://127.0.0.1:9")  # discard port: nothing listens
     code, _ = sim(tmp_path, cfg)
     err = capsys.readouterr().err.strip().splitlines()
-    assert code == 2 and err == [f"pinset sim: error: {BUILD}: http://127.0.0.1:9 unreachable (ConnectionError)"]
+    assert code == 2 and err == [f"pinset sim: error: {BUILD}: http://127.0.0.1:9 unreachable (127.0.0.1:9: connection refused (nothing listens there))"]
 
 
 def test_truncated_cached_sdist_is_downloaded_again(index, cfg, tmp_path, isolated_cache):
