@@ -35,7 +35,7 @@ from pinset.sim.pins import PreparedPin
 from pinset.sim.preimages import FileBlobs, Preimages, loose_ids, replay, series_blobs, wanted
 from pinset.sim.resolve import LedgerApply
 from pinset.upstream.builds import Build, _unreachable, upstream_url
-from pinset.upstream.mirror import Mirror
+from pinset.upstream.mirror import Mirror, parse_tree
 
 CARRIED_THRESHOLD = 0.95
 MERGED, FAILS, NOTHING = "merged", "fails", "nothing"   # how _follow_renames' merge went
@@ -117,6 +117,11 @@ class Simulator:
         # writes a few entries instead of the whole tree (thousands), which is most of its cost.
         touched = [prep.change.touched for prep in prepared.values() if prep.change is not None]
         self._paths = None if any(t is None for t in touched) else sorted(set().union(*(t for t in touched if t is not None)))
+        # ... and, as git reads them beside those paths, a file where a pin's path needs a folder (git apply then
+        # refuses, as `git am -3` does: "appears as both a file and as a directory") and every `.gitattributes` of
+        # the folders on the way (merge attributes: `-merge`, `merge=binary`, `merge=union`): _neighbours.
+        self._parents = sorted({p[:i] for p in self._paths or () for i in range(len(p)) if p[i] == "/"})
+        self._parent_set = frozenset(self._parents)
         self._loaded: dict[str, tuple[bytes, set[str]]] = {}  # tree -> (index bytes, paths in it)
         self._moved = TreeLines(mirror, {line for prep in prepared.values() if prep.change is not None
                                          for fc in prep.change.files.values() for line in fc.added})
@@ -151,13 +156,38 @@ class Simulator:
         return self._dir_blobs[folder]
 
     def _listing(self, tree: str) -> str:
-        """`ls-tree -r -z` of `tree` under the pins' paths (the whole tree when they are unknown)."""
+        """`ls-tree -r -z` of `tree` under the pins' paths (the whole tree when they are unknown), with the
+        entries git reads beside them (_neighbours)."""
         if self._paths is None:
             return self.mirror.git_ok("ls-tree", "-r", "-z", "--full-tree", tree)
         if not self._paths:
             return ""
-        return self.mirror.git_ok("ls-tree", "-r", "-z", "--full-tree", tree, "--", *self._paths,
-                                  env={"GIT_LITERAL_PATHSPECS": "1"})
+        listing = self.mirror.git_ok("ls-tree", "-r", "-z", "--full-tree", tree, "--", *self._paths,
+                                     env={"GIT_LITERAL_PATHSPECS": "1"})
+        return listing + self._neighbours(tree, listing)
+
+    def _neighbours(self, tree: str, listing: str) -> str:
+        """`ls-tree -r -z` lines of what `git am -3` reads beside the pins' paths in a full checkout: a file (or
+        submodule) of `tree` where a pin's path needs a folder, and the `.gitattributes` of the root and of
+        every folder on the way to a pin's path. Read through the run's object reader (no process): the
+        folders on the way, top down."""
+        have = {entry.split("\t", 1)[1] for entry in listing.split("\0") if entry}
+        folders = {"": tree}   # folder -> its tree id, as far as `tree` has it
+        out = []
+        for folder in ["", *self._parents]:
+            if folder not in folders or "\n" in folder:
+                continue
+            found = self.mirror.read_typed([folders[folder]])[0]
+            if found is None or found[0] != "tree":
+                continue
+            for mode, name, oid in parse_tree(found[1]):
+                path = f"{folder}/{name}" if folder else name
+                if mode == b"40000":
+                    folders[path] = oid
+                elif (name == ".gitattributes" or path in self._parent_set) and path not in have:
+                    kind = "commit" if mode == b"160000" else "blob"
+                    out.append(f"{mode.decode()} {kind} {oid}\t{path}\0")
+        return "".join(out)
 
     def _load(self, index: _Index, tree: str) -> None:
         """Fill `index` with `tree`'s entries (only those under the pins' paths, see __init__); its
