@@ -106,6 +106,8 @@ class Simulator:
         self._base_trees: dict[str, str] = {}           # base commit -> its tree
         self._blob_cache: dict[tuple[str, str], dict[str, int]] = {}
         self._history: str | None = None                # the commit of the build simulated now (None: an sdist)
+        self._tree: str | None = None                   # the tree of the build simulated now
+        self._in_tree: dict[tuple[str, str], list[Path]] = {}   # (pin id, build tree) -> _tree_preimages' dirs
         url = upstream_url(pinset.upstream, pinset.path.parent) if pinset.upstream is not None else None
         self._finder = Preimages.of(mirror, url)   # one per mirror: shared by every simulator of the command
         self._series: dict[str, list[list[FileBlobs]]] = {}            # pin id -> its patches' index lines
@@ -273,7 +275,18 @@ class Simulator:
                        self.mirror.fresh_path("replay-index"), dirs[-1])
             self._found[pin_id, self._history] = dirs
         self._share(prep)
-        return self._found.get((pin_id, self._history), [])
+        return [*self._found.get((pin_id, self._history), []), *self._tree_preimages(prep)]
+
+    def _tree_preimages(self, prep: PreparedPin) -> list[Path]:
+        """An object dir of the preimages the build's own tree holds at another path than the patch's (`git am -3`
+        finds a blob by its id wherever the build has it); none when the build has none of them there."""
+        tree = self._tree
+        if tree is None or not self._changed_paths(prep):
+            return []
+        if (prep.spec.id, tree) not in self._in_tree:
+            found = self._finder.in_tree(tree, wanted(self._series_of(prep)))
+            self._in_tree[prep.spec.id, tree] = [self._new_dir(found.values())] if found else []
+        return self._in_tree[prep.spec.id, tree]
 
     def _series_of(self, prep: PreparedPin) -> list[list[FileBlobs]]:
         """Per patch of the pin, the files whose preimage its `index` lines name (read once per pin)."""
@@ -444,7 +457,7 @@ class Simulator:
         # history, upstream's branches and tags): then the answer is theirs too, and only the same search set
         # (its tips' ids: Preimages.key) may reuse it.
         pre = set(memo.preimage_ids(patches))
-        searched = self._finder.key(self._history) if any(
+        searched = (*self._finder.key(self._history), "tree", self._tree or "-") if any(
             not oids for named, oids in available if named in pre) else ()
         read = sorted((path, *entry) for path, entry in entries.items()) if whole else memo.relevant(entries, touched)
         # (with the paths earlier pins deleted: the whole tree is the loaded one less those, plus the entries)
@@ -536,7 +549,14 @@ class Simulator:
                     env = self.mirror.objects_env(written, [*index.objects, *brought])
                     whole = self.mirror.git("apply", "--cached", *extra, "--whitespace=nowarn", *patches,
                                             index=index.path, env=env, work_tree=work_tree)
-            if whole.ok:
+            if whole.ok and extra == ["--3way"] and found is None and any(
+                    self._lacking(files, written, [*index.objects, *brought]) for files in self._series_of(prep)):
+                found = self._preimages_for(prep)   # where `git am -3` would find the preimages it lacks here
+                brought = [*brought, *found]
+                env = self.mirror.objects_env(written, [*index.objects, *brought])
+            # a patch may have merged without the whole fake ancestor `git am -3` needs: then patch by patch below
+            if whole.ok and (extra != ["--3way"] or not any(
+                    self._lacking(files, written, [*index.objects, *brought]) for files in self._series_of(prep))):
                 if extra == ["--3way"]:
                     self._share(prep)
                 index.objects += [written, *brought]
@@ -571,6 +591,17 @@ class Simulator:
                     env = self.mirror.objects_env(written, [*index.objects, *brought])
                     result = self.mirror.git("apply", "--cached", "--3way", "--whitespace=nowarn", shown,
                                              index=index.path, env=env, work_tree=work_tree)
+            if result.ok and found is None and self._lacking(self._series_of(prep)[number], written,
+                                                              [*index.objects, *brought]):
+                found = self._preimages_for(prep)   # where `git am -3` would find the preimages it lacks here
+                brought = [*brought, *found]
+                env = self.mirror.objects_env(written, [*index.objects, *brought])
+            if result.ok and self._lacking(self._series_of(prep)[number], written, [*index.objects, *brought]):
+                # `git am -3` merges only with the patch's whole fake ancestor: with a preimage lacking, the patch
+                # must apply as it is (am's first try), whatever `git apply --3way` merged file by file
+                index.path.write_bytes(start)
+                result = self.mirror.git("apply", "--cached", "--whitespace=nowarn", shown,
+                                         index=index.path, env=env, work_tree=work_tree)
             if not result.ok:
                 # A file it changes is gone from the build: `git am -3` then merges the patch's fake ancestor
                 # with the whole tree, which follows upstream's renames (git apply --3way does not).
@@ -610,6 +641,18 @@ class Simulator:
         index.objects += [written, *brought]
         return ApplyOutcome(True, mode=modes.worst(applied_modes), resolutions=used, replaced=replaced,
                             renamed=renamed)
+
+    def _lacking(self, files: list[FileBlobs], written: Path, dirs: list[Path]) -> str | None:
+        """The first file of a patch whose preimage (its `index` line's id) none of the blobs this apply may read
+        is (`written`: what git wrote in this apply so far, read again): `git am -3` cannot build the patch's
+        fake ancestor then ("sha1 information is lacking or useless"). In-process: no git runs."""
+        if not files:
+            return None
+        readable = set(memo.loose_objects(written)).union(*(self._blobs_in(d) for d in dirs))
+        for f in files:
+            if f.pre not in readable and (len(f.pre) == 40 or not any(oid.startswith(f.pre) for oid in readable)):
+                return f.path
+        return None
 
     def _applies_on(self, tree: str, *preps: PreparedPin) -> bool:
         self._load(self._scratch, tree)
@@ -899,6 +942,7 @@ class Simulator:
     def _simulate_build(self, build: Build) -> BuildResult:
         self._final_index = None
         self._history = build.oid if build.source == "git" else None  # an sdist's tree has no history
+        self._tree = build.tree
         index = _Index(self.mirror.temp_path(f"build-index-{build.tree[:12]}"))
         self._load(index, build.tree)
         applied: list[_Applied] = []
