@@ -298,6 +298,35 @@ def a_series_stopping_at_a_patch_that_does_not_apply(w: World) -> dict[str, str]
 
 
 @scenario
+def binary_change_with_full_index_lines(w: World) -> dict[str, str]:
+    """t4108 "apply full-index patch with 3way": "Binary files ... differ" with full `index` ids applies where
+    the repository holds the postimage (here a tag of upstream's has it)."""
+    w.commit("base", {"src/f.c": LINES, "bin.dat": "a\0b\n"}, tag="base")
+    w.commit("build", {"README": "r\n"}, tag="b1")
+    w.up.git("checkout", "-q", "-b", "side")
+    w.commit("side", {"bin.dat": "a\0c\n"}, tag="t-side")
+    w.up.git("checkout", "-q", "master")
+    old, new = (w.up.git("rev-parse", f"{rev}:bin.dat").strip() for rev in ("b1", "t-side"))
+    w.raw_pin("p", "From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001\n"
+              "From: t <t@example.com>\nSubject: [PATCH] binary\n\n---\n"
+              f"diff --git a/bin.dat b/bin.dat\nindex {old}..{new} 100644\n"
+              "Binary files a/bin.dat and b/bin.dat differ\n--\n2.39.5\n")
+    return {"p": "applied"}
+
+
+@scenario
+def a_pin_adding_a_submodule(w: World) -> dict[str, str]:
+    """t4255-am-submodule: a patch that adds a gitlink applies (the submodule's commit need not be there)."""
+    w.commit("base", {"src/f.c": LINES}, tag="base")
+    w.commit("build", {"README": "r\n"}, tag="b1")
+    w.raw_pin("p", "From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001\n"
+              "From: t <t@example.com>\nSubject: [PATCH] submodule\n\n---\n"
+              "diff --git a/sub b/sub\nnew file mode 160000\nindex 0000000..1234567\n--- /dev/null\n+++ b/sub\n"
+              "@@ -0,0 +1 @@\n+Subproject commit 1234567890123456789012345678901234567890\n--\n2.39.5\n")
+    return {"p": "applied"}
+
+
+@scenario
 def dos_files(w: World) -> dict[str, str]:
     """t4253-am-keep-cr-dos: a file of CRLF lines changed by the pin, the build changed elsewhere."""
     crlf = LINES.replace("\n", "\r\n")
@@ -313,6 +342,10 @@ DELIBERATE = {
     "dos_files": {"p": "applied"},
     # a series' later patch gets the preimage its earlier patch made on the author's tree (replayed)
     "a_later_patch_whose_preimage_only_the_authors_tree_had": {"p": "applied"},
+    # a binary change without its data is an error of the pin: pinset does not look for its postimage
+    "binary_change_with_full_index_lines": {"p": "error"},
+    # a pin adding or changing a submodule is an error of the pin (pinset cannot build a submodule commit)
+    "a_pin_adding_a_submodule": {"p": "error"},
 }
 
 
