@@ -363,3 +363,24 @@ def test_scenario_gets_git_am_3s_answer(make_repo, tmp_path, name):
     # a pin git am -3 applies keeps its contract (nothing of it lost on this tree)
     assert all(p.contract.ok for p in pins.values() if p.status == "applied"), \
         {p.id: p.contract.problems for p in pins.values()}
+
+
+def test_apply_never_writes_a_tree_without_upstreams_file(make_repo, tmp_path, capsys):
+    """`pinset apply` of a build where an optional pin needs a folder at upstream's file: the tree written has
+    upstream's file (and not the pin's), as `git am -3` leaves it; a required pin makes apply refuse."""
+    from pinset.cli import main
+
+    w = World(make_repo, tmp_path)
+    SCENARIOS["file_where_the_pin_needs_a_folder"](w)
+    _, tree = w.truth()
+    cfg = write_pins(tmp_path / "optional.yaml", f"upstream: {w.up.path}\nbuilds: [b1]\npins:\n"
+                     "  - id: p\n    patches: p\n    required: false\n")
+    out = tmp_path / "tree"
+    assert main(["apply", "-c", str(cfg), "--build", "b1", "--out", str(out)]) == 0, capsys.readouterr()
+    assert (out / "src/new").read_text() == "a file\n" and (out / "src/f.c").is_file()
+    assert sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()) == \
+        sorted(git(tmp_path / "clone", "ls-tree", "-r", "--name-only", tree).stdout.split())
+    required = write_pins(tmp_path / "required.yaml", f"upstream: {w.up.path}\nbuilds: [b1]\npins:\n"
+                          "  - id: p\n    patches: p\n")
+    assert main(["apply", "-c", str(required), "--build", "b1", "--out", str(tmp_path / "refused")]) == 1
+    assert not (tmp_path / "refused").exists()
