@@ -384,3 +384,21 @@ def test_apply_never_writes_a_tree_without_upstreams_file(make_repo, tmp_path, c
                           "  - id: p\n    patches: p\n")
     assert main(["apply", "-c", str(required), "--build", "b1", "--out", str(tmp_path / "refused")]) == 1
     assert not (tmp_path / "refused").exists()
+
+
+def test_where_pinset_does_more_refresh_writes_a_series_plain_git_am_3_applies(make_repo, tmp_path, monkeypatch,
+                                                                                capsys):
+    """The replayed series (DELIBERATE): sim applies the pin where plain `git am -3` conflicts; `pinset refresh
+    --write` then writes a series that plain `git am -3` applies on that build in a full clone, to sim's tree."""
+    from pinset.cli import main
+
+    w = World(make_repo, tmp_path)
+    SCENARIOS["a_later_patch_whose_preimage_only_the_authors_tree_had"](w)
+    assert w.truth()[0] == {"p": "conflict"}
+    tree, pins = w.sim()
+    assert pins["p"].status == "applied"
+    monkeypatch.setenv("PINSET_CACHE", str(tmp_path / "cache"))
+    assert main(["refresh", "p", "-c", str(tmp_path / "pins.yaml"), "--onto", "b1", "--write"]) == 0, \
+        capsys.readouterr()
+    again, am_tree = git_am_3(w.up.path, tmp_path / "clone-after", "b1", [("p", tmp_path / "p")])
+    assert again == {"p": "applied"} and am_tree == tree
