@@ -32,7 +32,7 @@ from pinset.sim.changes import MovedMatch, PinChange, line_counts, series_base
 from pinset.sim.model import BuildResult, Contract, PinResult, SimResult
 from pinset.sim.moved import TreeLines
 from pinset.sim.pins import PreparedPin
-from pinset.sim.preimages import FileBlobs, Preimages, loose_ids, replay, series_blobs, wanted
+from pinset.sim.preimages import FileBlobs, Preimages, binary_posts, loose_ids, replay, series_blobs, wanted
 from pinset.sim.resolve import LedgerApply
 from pinset.upstream.builds import Build, _unreachable, upstream_url
 from pinset.upstream.mirror import Mirror, parse_tree
@@ -112,6 +112,7 @@ class Simulator:
         self._finder = Preimages.of(mirror, url)   # one per mirror: shared by every simulator of the command
         self._series: dict[str, list[list[FileBlobs]]] = {}            # pin id -> its patches' index lines
         self._changed: dict[str, frozenset[str]] = {}                   # pin id -> paths its preimages are at
+        self._posts: dict[str, list[tuple[str, str]]] = {}              # pin id -> its binary postimages (_binary_posts)
         self._found: dict[tuple[str, str | None], list[Path]] = {}      # (pin id, history; None: sdist) -> preimage dirs
         self._base_made: dict[str, Path] = {}            # pin id -> the blobs its series creates on its base
         self._shared: set[tuple[str, str]] = set()       # (pin, object dir) whose series' blobs are in the mirror
@@ -267,7 +268,7 @@ class Simulator:
         assert change is not None  # only a prepared pin is applied
         if self._finder.searches(self._history) and (pin_id, self._history) not in self._found:
             series = self._series_of(prep)
-            found = self._finder.find(self._history, wanted(series))
+            found = self._finder.find(self._history, self._wanted(prep))
             dirs = [self._new_dir(found.values())] if found else []
             if found and len(series) > 1:
                 dirs.append(self._new_dir())
@@ -284,7 +285,7 @@ class Simulator:
         if tree is None or not self._changed_paths(prep):
             return []
         if (prep.spec.id, tree) not in self._in_tree:
-            found = self._finder.in_tree(tree, wanted(self._series_of(prep)))
+            found = self._finder.in_tree(tree, self._wanted(prep))
             self._in_tree[prep.spec.id, tree] = [self._new_dir(found.values())] if found else []
         return self._in_tree[prep.spec.id, tree]
 
@@ -295,6 +296,18 @@ class Simulator:
             self._series[prep.spec.id] = series_blobs([p.read_text(encoding="utf-8", errors="replace")
                                                        for p in prep.change.patches])
         return self._series[prep.spec.id]
+
+    def _wanted(self, prep: PreparedPin) -> list[tuple[str, str]]:
+        """The (path, id) pairs the lookup looks for: the preimages of the pin's series, and the postimage of a
+        binary change without its data (git applies it where the repository holds that blob)."""
+        return [*wanted(self._series_of(prep)), *self._binary_posts(prep)]
+
+    def _binary_posts(self, prep: PreparedPin) -> list[tuple[str, str]]:
+        assert prep.change is not None  # only a prepared pin is applied
+        if prep.spec.id not in self._posts:
+            self._posts[prep.spec.id] = binary_posts([p.read_text(encoding="utf-8", errors="replace")
+                                                      for p in prep.change.patches])
+        return self._posts[prep.spec.id]
 
     def _changed_paths(self, prep: PreparedPin) -> frozenset[str]:
         """The paths whose preimage the pin's series needs from the tree it is applied to (read once per pin)."""
@@ -456,7 +469,7 @@ class Simulator:
         # A preimage the apply cannot read here may be found by the lookup (_preimages_for: the build's
         # history, upstream's branches and tags): then the answer is theirs too, and only the same search set
         # (its tips' ids: Preimages.key) may reuse it.
-        pre = set(memo.preimage_ids(patches))
+        pre = set(memo.preimage_ids(patches)) | {oid for _, oid in self._binary_posts(prep)}
         searched = (*self._finder.key(self._history), "tree", self._tree or "-") if any(
             not oids for named, oids in available if named in pre) else ()
         read = sorted((path, *entry) for path, entry in entries.items()) if whole else memo.relevant(entries, touched)

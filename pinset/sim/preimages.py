@@ -74,6 +74,20 @@ def series_blobs(texts: list[str]) -> list[list[FileBlobs]]:
     return out
 
 
+def binary_posts(texts: list[str]) -> list[tuple[str, str]]:
+    """(path, postimage id) of each binary change without its data ("Binary files ... differ") whose `index` line
+    has full ids: git applies it only where the repository holds that postimage, looked for as a preimage is."""
+    out = []
+    for text in texts:
+        try:
+            diffs = read_diffs(text)
+        except DiffError:
+            continue
+        out += [(diff.path, diff.blobs[1]) for diff in diffs
+                if diff.binary_without_data and diff.blobs is not None and diff.blobs[1].strip("0")]
+    return list(dict.fromkeys(out))
+
+
 def wanted(series: list[list[FileBlobs]]) -> list[tuple[str, str]]:
     """The (path, preimage) pairs to look for in history: a preimage an earlier patch of the series
     creates at that path is left out (replay makes it)."""

@@ -342,8 +342,6 @@ DELIBERATE = {
     "dos_files": {"p": "applied"},
     # a series' later patch gets the preimage its earlier patch made on the author's tree (replayed)
     "a_later_patch_whose_preimage_only_the_authors_tree_had": {"p": "applied"},
-    # a binary change without its data is an error of the pin: pinset does not look for its postimage
-    "binary_change_with_full_index_lines": {"p": "error"},
     # a pin adding or changing a submodule is an error of the pin (pinset cannot build a submodule commit)
     "a_pin_adding_a_submodule": {"p": "error"},
 }
