@@ -23,6 +23,7 @@ import re
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import cast
 
 from pinset.config.schema import PinSet
 from pinset.errors import PinsetError, RuntimeFailure, UpstreamError
@@ -390,8 +391,12 @@ class Simulator:
         parent = self.mirror.git_ok("commit-tree", base, "-m", "fake ancestor", env=made).strip()
         heads = [self.mirror.git_ok("commit-tree", tree, "-p", parent, "-m", tree, env=made).strip()
                  for tree in (ours, theirs)]
+        # am's merge reads the merge attributes of its checkout (the build with the pins before): merge-tree reads
+        # them from the files of a work tree (a bare repository reads none), so they are written into this
+        # apply's empty one first
+        self._check_out_attributes(ours, work_tree, whole)
         merged = self.mirror.git("-c", "merge.directoryRenames=false", "-c", "merge.renames=true", "merge-tree",
-                                 "--write-tree", "--no-messages", *heads, env=whole)
+                                 "--write-tree", "--no-messages", *heads, env=whole, work_tree=work_tree)
         if merged.returncode not in (0, 1):   # a git too old for --write-tree (2.38) must not pass for a conflict
             raise RuntimeFailure(f"git merge-tree --write-tree (git 2.38 or newer), as `git am -3`'s merge of "
                                  f"{Path(patch).name}: {merged.tail(2) or merged.describe()}")
@@ -421,6 +426,28 @@ class Simulator:
         if update:
             self.mirror.git_ok("update-index", "-z", "--index-info", index=index.path, input="".join(update), env=whole)
         return MERGED, renamed
+
+    def _check_out_attributes(self, tree: str, work_tree: Path, env: dict) -> None:
+        """Write every `.gitattributes` of `tree` into the (empty) `work_tree`, as a checkout of it has them."""
+        listing = self.mirror.git_ok("ls-tree", "-r", "-z", "--full-tree", tree, env=env)
+        wanted = {}
+        for entry in listing.split("\0"):
+            meta, _, path = entry.partition("\t")
+            fields = meta.split()
+            if len(fields) == 3 and fields[1] == "blob" and path.rsplit("/", 1)[-1] == ".gitattributes":
+                wanted[path] = fields[2]
+        if not wanted:
+            return
+        data = self.mirror.read_objects(wanted.values())
+        for oid in set(wanted.values()) - set(data):   # an earlier pin's: in the apply's own object dirs
+            read = self.mirror.git("cat-file", "blob", oid, env=env, binary=True)
+            if read.ok:
+                data[oid] = cast(bytes, read.stdout)   # binary: stdout is bytes (runner.run)
+        for path, oid in wanted.items():
+            if oid in data and ".." not in path.split("/"):
+                target = work_tree / path
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(data[oid])
 
     def _apply(self, index: _Index, prep: PreparedPin, how: bool = False) -> ApplyOutcome:
         """The pin on `index` (see _apply_git), answered from the memo when the same patch met the same

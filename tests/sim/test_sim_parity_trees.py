@@ -185,6 +185,26 @@ def text_unset_in_upstreams_attributes(w: World) -> dict[str, str]:
 
 
 @scenario
+def merge_unset_on_a_file_upstream_moved(w: World) -> dict[str, str]:
+    """am's own merge into the whole tree (the pin's file renamed upstream) reads the attributes too."""
+    w.commit("base", {"src/f.c": LINES, ".gitattributes": "*.c -merge\n"}, tag="base")
+    w.pin("p", [{"src/f.c": PIN12}])
+    w.up.git("mv", "src/f.c", "src/h.c")
+    w.commit("build", {"src/h.c": TEN}, tag="b1")
+    return {"p": "conflict"}
+
+
+@scenario
+def merge_unset_in_an_earlier_pins_attributes_on_a_file_upstream_moved(w: World) -> dict[str, str]:
+    w.commit("base", {"src/f.c": LINES}, tag="base")
+    w.pin("attrs", [{"src/.gitattributes": "*.c -merge\n"}])
+    w.pin("p", [{"src/f.c": PIN12}])
+    w.up.git("mv", "src/f.c", "src/h.c")
+    w.commit("build", {"src/h.c": TEN}, tag="b1")
+    return {"attrs": "applied", "p": "conflict"}
+
+
+@scenario
 def merge_unset_in_an_earlier_pins_attributes(w: World) -> dict[str, str]:
     w.commit("base", {"src/f.c": LINES}, tag="base")
     w.pin("attrs", [{".gitattributes": "*.c -merge\n"}])
