@@ -91,7 +91,7 @@ class ForecastPR:
     head: str | None                  # git's refs/pull/N/head; None: gone upstream (listed by the API only)
     state: str                        # approved | reviewed | open | draft (STATES)
     updated_at: str
-    touches: list[str] = field(default_factory=list)   # the pins' files it changes (empty: not simulated)
+    touches: list[str] = field(default_factory=list)   # its files that bear on a pin (run.bearing; empty: not simulated)
     merges: bool | None = None        # onto the build; None: not tried (touches no pin file, or no head)
     conflicts: list[str] = field(default_factory=list)  # where it does not merge
     pins: list[PinEffect] = field(default_factory=list)  # effects other than none

@@ -87,7 +87,7 @@ def forecast(pinset: PinSet, store: Store, onto: str | None, repo: tuple[str, st
         always = {pin_id for group in groups if any(not before_by_id[i].ok for i in group) for pin_id in group}
         out: list[ForecastPR] = []
         kept: dict[int, str] = {}
-        touching = [pr for pr in open_prs if pr.number in pairs and files[pairs[pr.number]] & pin_paths]
+        touching = [pr for pr in open_prs if pr.number in pairs and bearing(files[pairs[pr.number]], pin_paths)[0]]
         say(f"{len(touching)} of them touch a file of the pin set; simulating each onto {build.name}")
         judged = {pr.number for pr in touching}
         for pr in open_prs:
@@ -102,7 +102,8 @@ def forecast(pinset: PinSet, store: Store, onto: str | None, repo: tuple[str, st
             if pr.number not in judged:
                 continue
             fork, head = pairs[pr.number]
-            entry.touches = sorted(files[fork, head] & pin_paths)
+            touches, reached = bearing(files[fork, head], pin_paths)
+            entry.touches = sorted(touches)
             merged = git_side.merge_onto(mirror, build, pr.number, head, fork)
             entry.merges = merged.merges
             if not merged.merges or merged.build is None:
@@ -110,7 +111,7 @@ def forecast(pinset: PinSet, store: Store, onto: str | None, repo: tuple[str, st
                 entry.note = f"does not merge onto {build.name} (conflicts in {', '.join(merged.conflicts[:5])})"
                 continue
             kept[pr.number] = entry.onto = merged.build.oid
-            wanted = always | {pin_id for group in groups if group_files(prepared, group) & set(entry.touches)
+            wanted = always | {pin_id for group in groups if group_files(prepared, group) & reached
                                 for pin_id in group}
             after = _simulate(sim, pinset, merged.build, wanted, whole)
             entry.pins = _effects(before_by_id, after)
@@ -138,6 +139,31 @@ def pin_groups(prepared: dict, order: list[str]) -> list[list[str]]:
         ids = [i for g in met for i in g[0]] + [pin_id]
         groups = [g for g in groups if g not in met] + [(sorted(ids, key=order.index), files.union(*(g[1] for g in met)))]
     return [ids for ids, _ in groups]
+
+
+def bearing(changed: set[str], pin_paths: set[str]) -> tuple[set[str], set[str]]:
+    """(the files of `changed` (a PR's) that bear on applying a pin, the pins' paths they bear on): a pin's own
+    file; a file where a pin's path needs a folder (`src/new` against a pin's `src/new/x.txt`) or one inside a
+    pin's path (git refuses both, "appears as both a file and as a directory"); a `.gitattributes` of a folder
+    on the way to a pin's path (merge attributes). As the engine reads them (Simulator._neighbours)."""
+    mine = changed & pin_paths
+    touches, reached = set(mine), set(mine)
+    rest = changed - mine
+    if not rest:
+        return touches, reached
+    folders = {p[:i] for p in pin_paths for i in range(len(p)) if p[i] == "/"}
+    for path in rest:
+        parent = path.rsplit("/", 1)[0] if "/" in path else ""
+        if path in folders or (path.rsplit("/", 1)[-1] == ".gitattributes" and (parent in folders or not parent)):
+            under = path + "/" if path in folders else (parent + "/" if parent else "")
+            touches.add(path)
+            reached |= {p for p in pin_paths if p.startswith(under)}
+            continue
+        owner = next((path[:i] for i in range(len(path)) if path[i] == "/" and path[:i] in pin_paths), None)
+        if owner is not None:   # inside a pin's path: the pin makes a file where the PR needs a folder
+            touches.add(path)
+            reached.add(owner)
+    return touches, reached
 
 
 def group_files(prepared: dict, group: list[str]) -> set[str]:

@@ -86,8 +86,9 @@ def file_changes(diffs: list[FileDiff]) -> dict[str, FileChange]:
     files: dict[str, FileChange] = {}
     for diff in diffs:
         current = files.setdefault(diff.path, FileChange(diff.path))
-        current.new_file |= diff.new_file
-        current.deleted |= diff.deleted
+        # in the patch's order: a file deleted, then created anew (git applies both) is a file the pin makes
+        current.new_file = diff.new_file or (current.new_file and not diff.deleted)
+        current.deleted = diff.deleted or (current.deleted and not diff.new_file)
         for hunk in diff.hunks:
             after = [(raw[1:].strip(), raw[0] == "+") for raw in hunk.lines
                      if raw[:1] in ("+", " ") and raw[1:].strip()]

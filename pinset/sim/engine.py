@@ -23,6 +23,7 @@ import re
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import cast
 
 from pinset.config.schema import PinSet
 from pinset.errors import PinsetError, RuntimeFailure, UpstreamError
@@ -33,13 +34,14 @@ from pinset.sim.changes import MovedMatch, PinChange, line_counts, patch_text, p
 from pinset.sim.model import BuildResult, Contract, PinResult, SimResult
 from pinset.sim.moved import TreeLines
 from pinset.sim.pins import PreparedPin
-from pinset.sim.preimages import FileBlobs, Preimages, loose_ids, replay, series_blobs, wanted
+from pinset.sim.preimages import FileBlobs, Preimages, binary_posts, loose_ids, replay, series_blobs, wanted
 from pinset.sim.resolve import LedgerApply
 from pinset.sim.unions import UnionHunk, Unions
 from pinset.upstream.builds import Build, _unreachable, upstream_url
-from pinset.upstream.mirror import Mirror
+from pinset.upstream.mirror import Mirror, parse_tree
 
 CARRIED_THRESHOLD = 0.95
+EMPTY_BLOB = "e69de29bb2d1d6434b8b29ae775ad8c2e48c5391"   # an object every git has without storing it
 MERGED, FAILS, NOTHING = "merged", "fails", "nothing"   # how _follow_renames' merge went
 # The commits of `git am -3`'s merge (_follow_renames) exist only for `git merge-tree`: fixed names and dates.
 _MERGE_IDENTITY = {"GIT_AUTHOR_NAME": "pinset", "GIT_AUTHOR_EMAIL": "pinset@localhost",
@@ -109,10 +111,13 @@ class Simulator:
         self._base_trees: dict[str, str] = {}           # base commit -> its tree
         self._blob_cache: dict[tuple[str, str], dict[str, int]] = {}
         self._history: str | None = None                # the commit of the build simulated now (None: an sdist)
+        self._tree: str | None = None                   # the tree of the build simulated now
+        self._in_tree: dict[tuple[str, str], list[Path]] = {}   # (pin id, build tree) -> _tree_preimages' dirs
         url = upstream_url(pinset.upstream, pinset.path.parent) if pinset.upstream is not None else None
         self._finder = Preimages.of(mirror, url)   # one per mirror: shared by every simulator of the command
         self._series: dict[str, list[list[FileBlobs]]] = {}            # pin id -> its patches' index lines
         self._changed: dict[str, frozenset[str]] = {}                   # pin id -> paths its preimages are at
+        self._posts: dict[str, list[tuple[str, str]]] = {}              # pin id -> its binary postimages (_binary_posts)
         self._found: dict[tuple[str, str | None], list[Path]] = {}      # (pin id, history; None: sdist) -> preimage dirs
         self._base_made: dict[str, Path] = {}            # pin id -> the blobs its series creates on its base
         self._shared: set[tuple[str, str]] = set()       # (pin, object dir) whose series' blobs are in the mirror
@@ -120,6 +125,11 @@ class Simulator:
         # writes a few entries instead of the whole tree (thousands), which is most of its cost.
         touched = [prep.change.touched for prep in prepared.values() if prep.change is not None]
         self._paths = None if any(t is None for t in touched) else sorted(set().union(*(t for t in touched if t is not None)))
+        # ... and, as git reads them beside those paths, a file where a pin's path needs a folder (git apply then
+        # refuses, as `git am -3` does: "appears as both a file and as a directory") and every `.gitattributes` of
+        # the folders on the way (merge attributes: `-merge`, `merge=binary`, `merge=union`): _neighbours.
+        self._parents = sorted({p[:i] for p in self._paths or () for i in range(len(p)) if p[i] == "/"})
+        self._parent_set = frozenset(self._parents)
         self._loaded: dict[str, tuple[bytes, set[str]]] = {}  # tree -> (index bytes, paths in it)
         self._moved = TreeLines(mirror, {line for prep in prepared.values() if prep.change is not None
                                          for fc in prep.change.files.values() for line in fc.added})
@@ -155,13 +165,38 @@ class Simulator:
         return self._dir_blobs[folder]
 
     def _listing(self, tree: str) -> str:
-        """`ls-tree -r -z` of `tree` under the pins' paths (the whole tree when they are unknown)."""
+        """`ls-tree -r -z` of `tree` under the pins' paths (the whole tree when they are unknown), with the
+        entries git reads beside them (_neighbours)."""
         if self._paths is None:
             return self.mirror.git_ok("ls-tree", "-r", "-z", "--full-tree", tree)
         if not self._paths:
             return ""
-        return self.mirror.git_ok("ls-tree", "-r", "-z", "--full-tree", tree, "--", *self._paths,
-                                  env={"GIT_LITERAL_PATHSPECS": "1"})
+        listing = self.mirror.git_ok("ls-tree", "-r", "-z", "--full-tree", tree, "--", *self._paths,
+                                     env={"GIT_LITERAL_PATHSPECS": "1"})
+        return listing + self._neighbours(tree, listing)
+
+    def _neighbours(self, tree: str, listing: str) -> str:
+        """`ls-tree -r -z` lines of what `git am -3` reads beside the pins' paths in a full checkout: a file (or
+        submodule) of `tree` where a pin's path needs a folder, and the `.gitattributes` of the root and of
+        every folder on the way to a pin's path. Read through the run's object reader (no process): the
+        folders on the way, top down."""
+        have = {entry.split("\t", 1)[1] for entry in listing.split("\0") if entry}
+        folders = {"": tree}   # folder -> its tree id, as far as `tree` has it
+        out = []
+        for folder in ["", *self._parents]:
+            if folder not in folders or "\n" in folder:
+                continue
+            found = self.mirror.read_typed([folders[folder]])[0]
+            if found is None or found[0] != "tree":
+                continue
+            for mode, name, oid in parse_tree(found[1]):
+                path = f"{folder}/{name}" if folder else name
+                if mode == b"40000":
+                    folders[path] = oid
+                elif (name == ".gitattributes" or path in self._parent_set) and path not in have:
+                    kind = "commit" if mode == b"160000" else "blob"
+                    out.append(f"{mode.decode()} {kind} {oid}\t{path}\0")
+        return "".join(out)
 
     def _load(self, index: _Index, tree: str) -> None:
         """Fill `index` with `tree`'s entries (only those under the pins' paths, see __init__); its
@@ -239,7 +274,7 @@ class Simulator:
         assert change is not None  # only a prepared pin is applied
         if self._finder.searches(self._history) and (pin_id, self._history) not in self._found:
             series = self._series_of(prep)
-            found = self._finder.find(self._history, wanted(series))
+            found = self._finder.find(self._history, self._wanted(prep))
             dirs = [self._new_dir(found.values())] if found else []
             if found and len(series) > 1:
                 dirs.append(self._new_dir())
@@ -247,7 +282,18 @@ class Simulator:
                        self.mirror.fresh_path("replay-index"), dirs[-1])
             self._found[pin_id, self._history] = dirs
         self._share(prep)
-        return self._found.get((pin_id, self._history), [])
+        return [*self._found.get((pin_id, self._history), []), *self._tree_preimages(prep)]
+
+    def _tree_preimages(self, prep: PreparedPin) -> list[Path]:
+        """An object dir of the preimages the build's own tree holds at another path than the patch's (`git am -3`
+        finds a blob by its id wherever the build has it); none when the build has none of them there."""
+        tree = self._tree
+        if tree is None or not self._changed_paths(prep):
+            return []
+        if (prep.spec.id, tree) not in self._in_tree:
+            found = self._finder.in_tree(tree, self._wanted(prep))
+            self._in_tree[prep.spec.id, tree] = [self._new_dir(found.values())] if found else []
+        return self._in_tree[prep.spec.id, tree]
 
     def _series_of(self, prep: PreparedPin) -> list[list[FileBlobs]]:
         """Per patch of the pin, the files whose preimage its `index` lines name (read once per pin)."""
@@ -256,6 +302,18 @@ class Simulator:
             self._series[prep.spec.id] = series_blobs([p.read_text(encoding="utf-8", errors="replace")
                                                        for p in prep.change.patches])
         return self._series[prep.spec.id]
+
+    def _wanted(self, prep: PreparedPin) -> list[tuple[str, str]]:
+        """The (path, id) pairs the lookup looks for: the preimages of the pin's series, and the postimage of a
+        binary change without its data (git applies it where the repository holds that blob)."""
+        return [*wanted(self._series_of(prep)), *self._binary_posts(prep)]
+
+    def _binary_posts(self, prep: PreparedPin) -> list[tuple[str, str]]:
+        assert prep.change is not None  # only a prepared pin is applied
+        if prep.spec.id not in self._posts:
+            self._posts[prep.spec.id] = binary_posts([p.read_text(encoding="utf-8", errors="replace")
+                                                      for p in prep.change.patches])
+        return self._posts[prep.spec.id]
 
     def _changed_paths(self, prep: PreparedPin) -> frozenset[str]:
         """The paths whose preimage the pin's series needs from the tree it is applied to (read once per pin)."""
@@ -338,8 +396,12 @@ class Simulator:
         parent = self.mirror.git_ok("commit-tree", base, "-m", "fake ancestor", env=made).strip()
         heads = [self.mirror.git_ok("commit-tree", tree, "-p", parent, "-m", tree, env=made).strip()
                  for tree in (ours, theirs)]
+        # am's merge reads the merge attributes of its checkout (the build with the pins before): merge-tree reads
+        # them from the files of a work tree (a bare repository reads none), so they are written into this
+        # apply's empty one first
+        self._check_out_attributes(ours, work_tree, whole)
         merged = self.mirror.git("-c", "merge.directoryRenames=false", "-c", "merge.renames=true", "merge-tree",
-                                 "--write-tree", "--no-messages", *heads, env=whole)
+                                 "--write-tree", "--no-messages", *heads, env=whole, work_tree=work_tree)
         if merged.returncode not in (0, 1):   # a git too old for --write-tree (2.38) must not pass for a conflict
             raise RuntimeFailure(f"git merge-tree --write-tree (git 2.38 or newer), as `git am -3`'s merge of "
                                  f"{Path(patch).name}: {merged.tail(2) or merged.describe()}")
@@ -369,6 +431,28 @@ class Simulator:
         if update:
             self.mirror.git_ok("update-index", "-z", "--index-info", index=index.path, input="".join(update), env=whole)
         return MERGED, renamed
+
+    def _check_out_attributes(self, tree: str, work_tree: Path, env: dict) -> None:
+        """Write every `.gitattributes` of `tree` into the (empty) `work_tree`, as a checkout of it has them."""
+        listing = self.mirror.git_ok("ls-tree", "-r", "-z", "--full-tree", tree, env=env)
+        wanted = {}
+        for entry in listing.split("\0"):
+            meta, _, path = entry.partition("\t")
+            fields = meta.split()
+            if len(fields) == 3 and fields[1] == "blob" and path.rsplit("/", 1)[-1] == ".gitattributes":
+                wanted[path] = fields[2]
+        if not wanted:
+            return
+        data = self.mirror.read_objects(wanted.values())
+        for oid in set(wanted.values()) - set(data):   # an earlier pin's: in the apply's own object dirs
+            read = self.mirror.git("cat-file", "blob", oid, env=env, binary=True)
+            if read.ok:
+                data[oid] = cast(bytes, read.stdout)   # binary: stdout is bytes (runner.run)
+        for path, oid in wanted.items():
+            if oid in data and ".." not in path.split("/"):
+                target = work_tree / path
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(data[oid])
 
     def _apply(self, index: _Index, prep: PreparedPin, how: bool = False) -> ApplyOutcome:
         """The pin on `index` (see _apply_git), answered from the memo when the same patch met the same
@@ -417,8 +501,8 @@ class Simulator:
         # A preimage the apply cannot read here may be found by the lookup (_preimages_for: the build's
         # history, upstream's branches and tags): then the answer is theirs too, and only the same search set
         # (its tips' ids: Preimages.key) may reuse it.
-        pre = set(memo.preimage_ids(patches))
-        searched = self._finder.key(self._history) if any(
+        pre = set(memo.preimage_ids(patches)) | {oid for _, oid in self._binary_posts(prep)}
+        searched = (*self._finder.key(self._history), "tree", self._tree or "-") if any(
             not oids for named, oids in available if named in pre) else ()
         read = sorted((path, *entry) for path, entry in entries.items()) if whole else memo.relevant(entries, touched)
         # (with the paths earlier pins deleted: the whole tree is the loaded one less those, plus the entries)
@@ -513,7 +597,14 @@ class Simulator:
                     env = self.mirror.objects_env(written, [*index.objects, *brought])
                     whole = self.mirror.git("apply", "--cached", *extra, "--whitespace=nowarn", *patches,
                                             index=index.path, env=env, work_tree=work_tree)
-            if whole.ok:
+            if whole.ok and extra == ["--3way"] and found is None and any(
+                    self._lacking(files, written, [*index.objects, *brought]) for files in self._series_of(prep)):
+                found = self._preimages_for(prep)   # where `git am -3` would find the preimages it lacks here
+                brought = [*brought, *found]
+                env = self.mirror.objects_env(written, [*index.objects, *brought])
+            # a patch may have merged without the whole fake ancestor `git am -3` needs: then patch by patch below
+            if whole.ok and (extra != ["--3way"] or not any(
+                    self._lacking(files, written, [*index.objects, *brought]) for files in self._series_of(prep))):
                 if extra == ["--3way"]:
                     self._share(prep)
                 index.objects += [written, *brought]
@@ -549,6 +640,17 @@ class Simulator:
                     env = self.mirror.objects_env(written, [*index.objects, *brought])
                     result = self.mirror.git("apply", "--cached", "--3way", "--whitespace=nowarn", shown,
                                              index=index.path, env=env, work_tree=work_tree)
+            if result.ok and found is None and self._lacking(self._series_of(prep)[number], written,
+                                                              [*index.objects, *brought]):
+                found = self._preimages_for(prep)   # where `git am -3` would find the preimages it lacks here
+                brought = [*brought, *found]
+                env = self.mirror.objects_env(written, [*index.objects, *brought])
+            if result.ok and self._lacking(self._series_of(prep)[number], written, [*index.objects, *brought]):
+                # `git am -3` merges only with the patch's whole fake ancestor: with a preimage lacking, the patch
+                # must apply as it is (am's first try), whatever `git apply --3way` merged file by file
+                index.path.write_bytes(start)
+                result = self.mirror.git("apply", "--cached", "--whitespace=nowarn", shown,
+                                         index=index.path, env=env, work_tree=work_tree)
             if not result.ok:
                 # A file it changes is gone from the build: `git am -3` then merges the patch's fake ancestor
                 # with the whole tree, which follows upstream's renames (git apply --3way does not).
@@ -597,6 +699,20 @@ class Simulator:
         index.objects += [written, *brought]
         return ApplyOutcome(True, mode=modes.worst(applied_modes), resolutions=used, replaced=replaced,
                             renamed=renamed, unions=unions)
+
+    def _lacking(self, files: list[FileBlobs], written: Path, dirs: list[Path]) -> str | None:
+        """The first file of a patch whose preimage (its `index` line's id) none of the blobs this apply may read
+        is (`written`: what git wrote in this apply so far, read again): `git am -3` cannot build the patch's
+        fake ancestor then ("sha1 information is lacking or useless"). In-process: no git runs."""
+        if not files:
+            return None
+        readable = set(memo.loose_objects(written)).union(*(self._blobs_in(d) for d in dirs))
+        for f in files:
+            if EMPTY_BLOB.startswith(f.pre):
+                continue   # git knows the empty blob without storing it
+            if f.pre not in readable and (len(f.pre) == 40 or not any(oid.startswith(f.pre) for oid in readable)):
+                return f.path
+        return None
 
     def _applies_on(self, tree: str, *preps: PreparedPin) -> bool:
         self._load(self._scratch, tree)
@@ -956,6 +1072,7 @@ class Simulator:
     def _simulate_build(self, build: Build) -> BuildResult:
         self._final_index = None
         self._history = build.oid if build.source == "git" else None  # an sdist's tree has no history
+        self._tree = build.tree
         index = _Index(self.mirror.temp_path(f"build-index-{build.tree[:12]}"))
         self._load(index, build.tree)
         applied: list[_Applied] = []

@@ -36,7 +36,7 @@ from pathlib import Path
 
 from pinset.store import atomic_write, read_checked, write_checked
 
-MEMO_FORMAT = "apply-memo-1"   # a change of what a key covers or an answer holds: new names
+MEMO_FORMAT = "apply-memo-2"   # a change of what a key covers or an answer holds: new names (2: am's whole fake ancestor)
 BUILD_FORMAT = "build-memo-1"  # the same for a whole build's result
 _INDEX_LINE_RE = re.compile(rb"^index ([0-9a-f]{4,64})\.\.([0-9a-f]{4,64})", re.M)
 _LOOSE_RE = re.compile(r"^[0-9a-f]{38}$")

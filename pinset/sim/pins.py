@@ -134,8 +134,10 @@ def read_change(patches: list[Path], texts: list[tuple[str, str]]) -> PinChange:
         except DiffError as exc:
             raise PinProblem(f"{name}: cannot read the files it changes: {exc}") from None
         for diff in diffs:
-            if diff.binary_without_data:
-                raise PinProblem(f"{name}: binary change of {diff.path} without its data "
+            # git applies one with full `index` ids where the repository holds its postimage (the engine looks
+            # for it where `git am -3` would); with abbreviated ids never
+            if diff.binary_without_data and (diff.blobs is None or any(len(oid) != 40 for oid in diff.blobs)):
+                raise PinProblem(f"{name}: binary change of {diff.path} without its data or full index line "
                                  "(\"Binary files ... differ\"; make the patch with --binary)")
             problem = path_problem(diff)
             if problem:

@@ -74,6 +74,20 @@ def series_blobs(texts: list[str]) -> list[list[FileBlobs]]:
     return out
 
 
+def binary_posts(texts: list[str]) -> list[tuple[str, str]]:
+    """(path, postimage id) of each binary change without its data ("Binary files ... differ") whose `index` line
+    has full ids: git applies it only where the repository holds that postimage, looked for as a preimage is."""
+    out = []
+    for text in texts:
+        try:
+            diffs = read_diffs(text)
+        except DiffError:
+            continue
+        out += [(diff.path, diff.blobs[1]) for diff in diffs
+                if diff.binary_without_data and diff.blobs is not None and diff.blobs[1].strip("0")]
+    return list(dict.fromkeys(out))
+
+
 def wanted(series: list[list[FileBlobs]]) -> list[tuple[str, str]]:
     """The (path, preimage) pairs to look for in history: a preimage an earlier patch of the series
     creates at that path is left out (replay makes it)."""
@@ -109,6 +123,7 @@ class Preimages:
         self.upstream = upstream
         self._walked: dict[tuple[str, str], set[str]] = {}   # (history, path) -> every blob id of path in it
         self._present: dict[str, bool] = {}                   # id as written -> the mirror has an object by that name
+        self._trees: dict[str, set[str]] = {}                 # a build's tree -> every blob id it holds (in_tree)
         self._tips: list[str] = []                            # the commits upstream's refs name, as this run fetched them
         self.fetched = False                                  # whether this run fetched them (once, when first needed)
 
@@ -144,6 +159,22 @@ class Preimages:
                 self._check_present([oid for _, oid in rest])
                 found.update(self._match([*own, (UPSTREAM, tips)],
                                          [(path, oid) for path, oid in rest if self._present[oid]]))
+        return found
+
+    def in_tree(self, tree: str, pairs: Iterable[tuple[str, str]]) -> dict[tuple[str, str], str]:
+        """{(path, id): full id} of the pairs whose blob `tree` (a build's) holds at any path: `git am -3` in a
+        full clone finds a preimage by its id alone, wherever the build has it (a file upstream copied or
+        moved). One `ls-tree -r` per tree, asked only for preimages the histories above lack."""
+        if tree not in self._trees:
+            listing = self.mirror.git_ok("ls-tree", "-r", "-z", "--full-tree", tree)
+            self._trees[tree] = {fields[2] for fields in (entry.split("\t", 1)[0].split() for entry in listing.split("\0"))
+                                 if len(fields) == 3 and fields[1] == "blob"}
+        blobs = self._trees[tree]
+        found = {}
+        for path, oid in pairs:
+            ids = [full for full in blobs if full.startswith(oid)] if len(oid) < 40 else [oid] if oid in blobs else []
+            if len(ids) == 1:
+                found[path, oid] = ids[0]
         return found
 
     def upstream_tips(self) -> list[str]:

@@ -217,6 +217,11 @@ class Mirror:
         wanted = list(dict.fromkeys(oids))
         return {oid: found[1] for oid, found in zip(wanted, self._reader.read(wanted)) if found is not None}
 
+    def read_typed(self, names: list[str]) -> list[tuple[str, bytes] | None]:
+        """(type, contents) of each object name (an id, `<tree>:<path>`; none with a newline), None when
+        absent, read by the run's one `git cat-file --batch`."""
+        return self._reader.read(names)
+
     def read_blob(self, tree: str, path: str) -> str | None:
         """Text of `path` in `tree`, or None when absent or not a file."""
         return self.read_blobs([(tree, path)])[tree, path]
