@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Protocol, TypeVar
 
 from pinset.redact import redact
+from pinset.results import stamped
 from pinset.store import atomic_write, write_problem
 
 # The width of a console that is no terminal (a CI log, a pipe, a file) when COLUMNS does not say one: wide
@@ -92,7 +93,8 @@ def stdout_is_terminal() -> bool:
 
 
 def write_json(path: str | Path, data: dict) -> None:
-    write_text(path, json.dumps(data, indent=2, sort_keys=False) + "\n")
+    """A JSON file; a result document gets its run's UTC start time (pinset.results.stamped)."""
+    write_text(path, json.dumps(stamped(data), indent=2, sort_keys=False) + "\n")
 
 
 class _Result(Protocol):

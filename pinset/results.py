@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import math
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, overload
 
@@ -21,8 +22,17 @@ from pinset.errors import PinsetError
 # The one registry of schema versions: the version each kind's JSON is written with (bumped when a field's
 # meaning changes; "model" is `pinset model synth`'s document), and the versions `from_json` reads.
 SCHEMAS = {"sim": 1, "verify": 1, "kld": 1, "bench": 2, "report": 2, "pick": 1, "blame": 1, "model": 1,
-           "forecast": 1}
+           "forecast": 1, "history": 1}
 READS = {"sim": (1,), "verify": (1,), "kld": (1,), "bench": (1, 2), "report": (1, 2), "pick": (1,), "blame": (1,)}
+
+# Every result document says when its run began: the top-level key STARTED, the UTC time the verb started, as
+# ISO 8601 with a Z ("2026-11-04T02:13:07Z"), put after "schema" and "kind" by `stamped` when a verb writes its
+# file (pinset.output.write_json: one place for every kind). Adding it changed no field's meaning, so no schema
+# was bumped: files written before it have no such key and read as "start time unknown" (None); older
+# pinsets read the newer files too (they ignore a key they do not know). A damaged value is refused naming
+# the file and the key.
+STARTED = "started"
+_run_started: str | None = None
 
 NUM = (int, float)
 _NAMES = {int: "an integer", float: "a number", str: "a string", bool: "true/false", list: "a list",
@@ -169,3 +179,51 @@ def read_document(path: str | Path) -> tuple[Doc, str, int, bytes]:
         raise PinsetError(f"{path}: schema {schema!r}, this pinset reads {kind} schema {reads} only "
                           f"(re-run the verb that wrote it with this pinset version)")
     return Doc(data, path, kind), kind, schema, raw
+
+
+def utc_text(when: datetime) -> str:
+    """A time as the result files spell it: UTC, whole seconds, `Z` (2026-11-04T02:13:07Z)."""
+    return when.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def mark_run_started(when: datetime | None = None) -> str:
+    """Note when this run began (cli._main calls it first thing): the time every result it writes carries."""
+    global _run_started
+    _run_started = utc_text(when or datetime.now(timezone.utc))
+    return _run_started
+
+
+def run_started() -> str:
+    """The time this run began (marked by the command line; for a caller that never marked it, the first ask)."""
+    return _run_started or mark_run_started()
+
+
+def stamped(doc: dict) -> dict:
+    """A result document (a dict with a `kind` of SCHEMAS) with its run's start time after "schema" and "kind";
+    one that already says when it started (a result re-analysed, re-written) keeps its own. Anything else (a
+    matrix, the cache's listing) is returned as it is."""
+    if doc.get("kind") not in SCHEMAS or STARTED in doc:
+        return doc
+    head = {k: doc[k] for k in ("schema", "kind") if k in doc}
+    return {**head, STARTED: run_started(), **{k: v for k, v in doc.items() if k not in head}}
+
+
+def parse_utc(text: str) -> datetime | None:
+    """An ISO 8601 time with a zone (Z or +HH:MM), as UTC; None when the text is no such time."""
+    try:
+        when = datetime.fromisoformat(text[:-1] + "+00:00" if text.endswith(("Z", "z")) else text)
+    except ValueError:
+        return None
+    return when.astimezone(timezone.utc) if when.tzinfo is not None else None
+
+
+def started_of(doc: Doc) -> datetime | None:
+    """The UTC time a result's run began (its STARTED key); None for a file written before pinsets said so. A
+    value that is no ISO 8601 time with a zone is refused naming the file and the key."""
+    text = doc.get(STARTED, str, None, default=None)
+    if text is None:
+        return None
+    when = parse_utc(text)
+    if when is None:
+        doc.fail(STARTED, f"expected a UTC time such as 2026-11-04T02:13:07Z, got {json.dumps(text)[:40]}")
+    return when

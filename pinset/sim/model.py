@@ -56,6 +56,7 @@ class PinResult:
     build_has: BuildPlace | None = None     # conflicts: the build's lines where `hunk` wants to change it (BuildPlace)
     apply_mode: ApplyMode | None = None  # applied pins: exact|offset|3-way|resolution (None: not known, old file)
     resolutions: list[str] | None = None  # applied by the recorded resolutions named (the ledger, docs/heal.md)
+    digest: str | None = None           # what the pin applies (PinSpec.digest: series bytes or PR commit); None: old file
 
     @property
     def status_text(self) -> str:
@@ -147,7 +148,7 @@ class PinResult:
                    d.choice("base_relation", BASE_RELATIONS, default=None),
                    d.strs("evidence", default=None) or None, _build_has(d),
                    cast("ApplyMode | None", d.choice("apply_mode", APPLY_MODES, default=None)),
-                   d.strs("resolutions", default=None) or None)
+                   d.strs("resolutions", default=None) or None, d.get("digest", str, None, default=None))
 
 
 def _build_has(d: Doc):
@@ -256,4 +257,6 @@ def _pin_json(p: PinResult) -> dict:
         out["apply_mode"] = p.apply_mode
     if p.resolutions:
         out["resolutions"] = list(p.resolutions)
+    if p.digest:
+        out["digest"] = p.digest
     return out
