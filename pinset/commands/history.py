@@ -4,12 +4,14 @@ self-contained HTML page, markdown and JSON (docs/history.md)."""
 from __future__ import annotations
 
 import importlib.util
+import json
 import sys
 from pathlib import Path
 
 from pinset.commands.paths import INPUT_FILE, INPUT_FOLDER, OUTPUT_FILE, add_path
 from pinset.errors import PinsetError
-from pinset.output import write_json, write_text
+from pinset.output import write_text
+from pinset.results import stamped
 
 # what the verb imports to make its tables and plots (the `measure` extra where the light install lacks them)
 NEEDS = ("pandas", "matplotlib")
@@ -54,8 +56,8 @@ def run(args) -> int:
     for s in skipped:
         print(f"pinset history: {s.line()}", file=sys.stderr)
     history = build_history(runs, skipped, descriptions)
-    if args.json:
-        write_json(args.json, history.to_json())
+    if args.json:   # one line: a year of nights is megabytes, and json's C encoder writes no indent
+        write_text(args.json, json.dumps(stamped(history.to_json()), separators=(",", ":")) + "\n")
     if args.html:
         write_text(args.html, render_html(history, args.title, description))
     if args.markdown:
