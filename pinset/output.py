@@ -92,9 +92,10 @@ def stdout_is_terminal() -> bool:
     return bool(__getattr__("console").is_terminal)
 
 
-def write_json(path: str | Path, data: dict) -> None:
-    """A JSON file; a result document gets its run's UTC start time (pinset.results.stamped)."""
-    write_text(path, json.dumps(stamped(data), indent=2, sort_keys=False) + "\n")
+def write_json(path: str | Path, data: dict, started: bool = True) -> None:
+    """A JSON file; a result document gets its run's UTC start time (pinset.results.stamped) unless `started` is
+    False (a scratch file only this run reads, whose bytes must be the same when its content is)."""
+    write_text(path, json.dumps(stamped(data) if started else data, indent=2, sort_keys=False) + "\n")
 
 
 class _Result(Protocol):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from pinset.cli import main
+from tests.testing import without_start
 
 
 def run_sim(tmp_path, pins_yaml, *extra):
@@ -12,12 +13,6 @@ def run_sim(tmp_path, pins_yaml, *extra):
     code = main(["sim", "-c", str(pins_yaml), "--json", str(out), *extra])
     return code, without_start(json.loads(out.read_text()))
 
-
-def without_start(doc: dict) -> dict:
-    """A result document without its run's UTC start time (pinset.results.STARTED), which it must have: what
-    two runs of the same inputs compare equal on."""
-    assert isinstance(doc.get("started"), str), "a result file says when its run started"
-    return {k: v for k, v in doc.items() if k != "started"}
 
 
 def by_id(build):
