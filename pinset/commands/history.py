@@ -8,6 +8,7 @@ import json
 import sys
 from pathlib import Path
 
+from pinset.commands.common import pins_read
 from pinset.commands.paths import INPUT_FILE, INPUT_FOLDER, OUTPUT_FILE, add_path
 from pinset.errors import PinsetError
 from pinset.output import write_text
@@ -23,10 +24,10 @@ def add_parser(sub):
         "when, blamed on which upstream commit, how often refreshed), bench ratios, KLD, verify's gates and "
         "forecast alarms over the nights. Reads a folder with one subfolder per run (results/2026-11-04/*.json) "
         "or, with --branch, that layout on a git branch. Exit 1 when a required pin is red on the last night."))
-    add_path(p, "results", role=INPUT_FOLDER, nargs="?", default=".",
+    add_path(p, "runs", role=INPUT_FOLDER, nargs="?", default=".", metavar="RESULTS",
              help="the folder of runs (one subfolder per night), or with --branch the git repository (default: .)")
     p.add_argument("--branch", metavar="REF", help="read the runs from this branch (or any ref) of the repository")
-    add_path(p, "-c", "--config", role=INPUT_FILE, help="pins.yaml: adds the pin set's and pins' descriptions")
+    add_path(p, "-c", "--config", role=INPUT_FILE, derived=pins_read, help="pins.yaml: adds the pin set's and pins' descriptions")
     add_path(p, "--html", role=OUTPUT_FILE, help="write one self-contained page here (inline CSS and images)")
     add_path(p, "--markdown", role=OUTPUT_FILE,
              help="write markdown here (an issue or job summary; its plots as FILE-bench.png, FILE-kld.png beside it)")
@@ -50,7 +51,7 @@ def run(args) -> int:
         pinset = load_pinset(args.config, require_pins=False)
         descriptions = {p.id: p.description for p in pinset.pins}
         description = pinset.description
-    source = Path(args.results)
+    source = Path(args.runs)
     entries = branch_entries(source, args.branch) if args.branch else folder_entries(source)
     runs, skipped = load_runs(entries)
     for s in skipped:

@@ -38,7 +38,7 @@ td.c.ref{outline:2px solid #1f2328;outline-offset:-2px}
 .s-applied{background:#2da44e}.s-upstream{background:#0969da}.s-conflict{background:#cf222e}
 .s-contract{background:#e36209}.s-error{background:#8250df}.s-skipped{background:#6e7781}.s-none{background:#eaeef2}
 .b.m{background-image:repeating-linear-gradient(45deg,transparent 0 2px,rgba(255,255,255,.55) 2px 4px)}
-.key span.sw{display:inline-block;width:12px;height:12px;vertical-align:-2px;margin:0 3px 0 10px}
+.key span.kw{white-space:nowrap}.key span.sw{display:inline-block;width:12px;height:12px;vertical-align:-2px;margin:0 3px 0 6px}
 .red{color:#cf222e;font-weight:600}.ok{color:#1a7f37}
 img{max-width:100%;height:auto}
 """
@@ -191,7 +191,8 @@ def _grid_html(h: History) -> list[str]:
     out = ['<h2 id="grid">Pins × nights</h2>', '<p class="key sub">Each cell: one bar per build, the shipped build on '
            "top; a hatched bar applied only by offset, 3-way merge or a recorded resolution (refresh it); a framed "
            "cell the night the series changed (refreshed or replaced).<br>"
-           + "".join(f'<span class="sw {state_class(s)}"></span>{esc(s or "not simulated")}' for s in COLOURS)
+           + " ".join(f'<span class="kw"><span class="sw {state_class(s)}"></span>{esc(s or "not simulated")}</span>'
+                      for s in COLOURS)
            + "</p>", '<div class="scroll"><table class="grid" id="pin-grid"><tr><th class="pin"></th>'
            + "".join(f'<th class="n">{esc(n)}</th>' for n in names) + "</tr>"]
     for p in h.pins:

@@ -19,7 +19,7 @@ import pytest
 from pinset.cli import main
 from pinset.results import Doc
 from pinset.sim.model import SimResult
-from tests.testing import GIT_ENV, GOLDEN
+from tests.testing import FIXTURES, GIT_ENV, GOLDEN
 from tests.testing.nights import NIGHTS
 
 GOLDEN_MD = GOLDEN / "history" / "history.md"
@@ -142,9 +142,18 @@ def test_older_schemas_read_and_a_foreign_or_newer_file_is_skipped(history_night
     (src / NIGHTS[0] / "sim-next.json").write_text(json.dumps({**sim, "schema": 99}))
     (src / NIGHTS[0] / "model.json").write_text(json.dumps({"schema": 1, "kind": "model"}))
     (src / NIGHTS[0] / "bad-sim.json").write_text(json.dumps({**sim, "builds": "none"}))
+    # a bench of schema 1 (recorded on an H200 before schema 2) counts on the night it lies in
+    (src / NIGHTS[0] / "cell").mkdir()
+    shutil.copy(FIXTURES / "report" / "green" / "bench-h200.json", src / NIGHTS[0] / "cell" / "bench-h200.json")
     rc, err = run_history(capsys, src, "--json", tmp_path / "h.json")
     doc = json.loads((tmp_path / "h.json").read_text())
     assert rc == 0 and [p["states"][0]["digest"] for p in doc["pins"]] == [None, None]
+    old_bench = json.loads((FIXTURES / "report" / "green" / "bench-h200.json").read_text())
+    assert old_bench["schema"] == 1
+    shown = {b["benchmark"]: b["nights"] for b in doc["bench"]}
+    for row in old_bench["rows"]:
+        (name,) = [n for n in shown if n.startswith(f"{row['test']} · {old_bench['model']['name']} · ") and "CPU" not in n]
+        assert shown[name] == [{"night": NIGHTS[0], "ratio": row["ratio"], "ci95": row["ci95"], "verdict": row["verdict"]}]
     why = {Path(s["path"]).name: s["why"] for s in doc["skipped"]}
     assert "sim schema 99" in why["sim-next.json"] and "kind 'model'" in why["model.json"]
     assert "sim.builds: expected a list" in why["bad-sim.json"]
