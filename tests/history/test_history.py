@@ -86,6 +86,25 @@ def test_history_json_against_the_results(history_nights, tmp_path, capsys):
     assert doc["nights"][-1]["files"] == len([p for p in (history_nights / NIGHTS[-1]).glob("*.json")]) - 2
 
 
+def test_every_verb_wrote_its_start_time(history_nights):
+    """sim, pick, blame, verify, bench, kld and forecast: each file says when its run began, in UTC, after schema
+    and kind; the nights' runs started in the order they were made."""
+    kinds, times = set(), []
+    for night in NIGHTS:
+        for path in sorted((history_nights / night).glob("*.json")):
+            if path.name in ("damaged.json", "matrix.json"):
+                continue
+            doc = json.loads(path.read_text())
+            assert list(doc)[:3] == ["schema", "kind", "started"], path
+            assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", doc["started"]), path
+            kinds.add(doc["kind"])
+            times.append((night, doc["started"]))
+    verified = all(shutil.which(t) for t in ("cmake", "ninja", "cc", "ctest"))   # as the fixture decides
+    assert kinds == {"sim", "pick", "blame", "bench", "kld", "forecast"} | ({"verify"} if verified else set())
+    firsts = [min(t for n, t in times if n == night) for night in NIGHTS]
+    assert firsts == sorted(firsts)
+
+
 def test_runs_are_ordered_by_start_time_never_by_name_or_file_time(history_nights, tmp_path, capsys):
     """Folders named against their order, file times against it too: the start times decide. Without start
     times (files of older pinsets) the folder names decide."""
