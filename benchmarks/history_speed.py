@@ -5,7 +5,8 @@ Each night's files are a real result night of tests/testing/nights.py (`--from`,
 themselves) widened to the shape: its sim's pins copied to 50 pins and its builds to 4 (states, digests and
 apply modes varied by night so pins go red, get refreshed and turn green), its bench, kld and forecast kept as
 they are, every file's start time moved to its night. Then `pinset history DIR --html --markdown --json` runs
-in a child process (imports included, as a user runs it), REPEAT times; the median and each time are printed.
+in a child process (imports included, as a user runs it), REPEAT times; the median wall time, each one, and
+the median CPU time of the child (what a busy machine does not inflate) are printed.
 
 Usage: python benchmarks/history_speed.py [--nights 365] [--pins 50] [--builds 4] [--repeat 3] [--work DIR]
        [--from RESULTS]   (without it, the nights are written first: about a minute)
@@ -16,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -87,20 +89,24 @@ def main() -> int:
         write_year(source, year, args.nights, args.pins, args.builds)
     files = sum(1 for _ in year.glob("*/*.json"))
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    times = []
+    times, cpu = [], []
     for _ in range(args.repeat):
+        used = resource.getrusage(resource.RUSAGE_CHILDREN)
         t = time.perf_counter()
         done = subprocess.run([sys.executable, "-m", "pinset", "history", str(year), "--html", str(work / "h.html"),
                                "--markdown", str(work / "h.md"), "--json", str(work / "h.json")],
                               env=env, capture_output=True, text=True)
         times.append(time.perf_counter() - t)
+        now = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu.append(now.ru_utime - used.ru_utime + now.ru_stime - used.ru_stime)
         if done.returncode not in (0, 1):
             print(done.stderr, file=sys.stderr)
             return 1
     size = (work / "h.html").stat().st_size
     print(f"pinset history: {args.nights} nights x {args.pins} pins x {args.builds} builds ({files} files): "
           f"median {statistics.median(times):.2f} s over {args.repeat} runs ({', '.join(f'{t:.2f}' for t in times)}); "
-          f"page {size / 2**20:.1f} MiB, {os.cpu_count()} CPUs")
+          f"CPU (user+system) median {statistics.median(cpu):.2f} s; page {size / 2**20:.1f} MiB, {os.cpu_count()} CPUs, "
+          f"load average {os.getloadavg()[0]:.1f}")
     return 0
 
 
