@@ -80,7 +80,8 @@ class History:
     alarms: list[dict]                         # {"pr", "title", "url", "pin", "required", "since", "nights", "now"}
     reports: dict[str, str]                    # night -> the report's outcome
     skipped: list[Skipped]
-    grid: Any = None                           # pandas DataFrame: pins x nights, the shipped build's state
+    grid: Any = None           # pandas DataFrame: pins x nights, the worst state over the night's builds ("": none)
+    ratios: Any = None         # pandas DataFrame: benchmarks x nights, head/base ratio and verdict as text
 
     @property
     def night_names(self) -> list[str]:
@@ -118,7 +119,7 @@ def build_history(runs: list[Run], skipped: list[Skipped], descriptions: dict[st
     import pandas as pd
 
     pins: dict[str, PinHistory] = {}
-    records: list[tuple[str, str, str]] = []
+    records: list[tuple[str, str, int, str]] = []
     for r in runs:
         for sim in r.of("sim"):
             sim_pins(sim, r.name, pins, records)
@@ -133,11 +134,33 @@ def build_history(runs: list[Run], skipped: list[Skipped], descriptions: dict[st
         p.red_since = red_since(p, runs)
         if descriptions and descriptions.get(p.id):
             p.description = descriptions[p.id]
-    frame = pd.DataFrame.from_records(records, columns=["pin", "night", "state"])
-    grid = frame.pivot_table(index="pin", columns="night", values="state", aggfunc="first") \
-        .reindex(index=list(pins), columns=[r.name for r in runs]).fillna(NO_DATA) if records else None
-    return History(runs, list(pins.values()), bench_series(runs), kld_series(runs), verify_counts(runs),
-                   forecast_alarms(runs), {r.name: m.outcome for r in runs for m in r.of("report")[:1]}, skipped, grid)
+    nights = [r.name for r in runs]
+    # the pivots over the nights: a pin's worst state over each night's builds (red first, else the shipped
+    # build's), and each benchmark's ratio and verdict
+    frame = pd.DataFrame.from_records(records, columns=["pin", "night", "order", "state"])
+    grid = (frame.pivot_table(index="pin", columns="night", values=["order", "state"], aggfunc=_worst)["state"]
+            .reindex(index=list(pins), columns=nights).fillna(NO_DATA)) if records else pd.DataFrame()
+    bench = bench_series(runs)
+    rows = [(name, night, _ratio_text(v)) for name, by_night in bench.items() for night, v in by_night.items()]
+    ratios = (pd.DataFrame.from_records(rows, columns=["benchmark", "night", "text"])
+              .pivot(index="benchmark", columns="night", values="text")
+              .reindex(index=list(bench), columns=nights).fillna("")) if rows else pd.DataFrame()
+    return History(runs, list(pins.values()), bench, kld_series(runs), verify_counts(runs),
+                   forecast_alarms(runs), {r.name: m.outcome for r in runs for m in r.of("report")[:1]}, skipped,
+                   grid, ratios)
+
+
+def _worst(states):
+    """pivot_table's aggregate of one pin's states on one night (in build order): the first red one, else the
+    first (the shipped build's)."""
+    states = list(states)
+    if states and not isinstance(states[0], str):
+        return min(states)   # the "order" column: not shown
+    return next((s for s in states if is_red(s)), states[0] if states else NO_DATA)
+
+
+def _ratio_text(v: dict) -> str:
+    return f"{v['ratio']:.3f}× {v['verdict']}" if v["ratio"] is not None else v["verdict"]
 
 
 def sim_pins(sim: SimResult, night: str, pins: dict[str, PinHistory], records: list) -> None:
@@ -150,8 +173,7 @@ def sim_pins(sim: SimResult, night: str, pins: dict[str, PinHistory], records: l
                 continue   # a second sim file of the night that simulated this build: the first speaks for it
             cell.builds.append((b.build, p.state, p.apply_mode if p.applied else None))
             cell.digest = cell.digest or p.digest
-            if len(cell.builds) == 1:
-                records.append((p.id, night, p.state))
+            records.append((p.id, night, len(cell.builds), p.state))
 
 
 def red_since(p: PinHistory, runs: list[Run]) -> dict | None:

@@ -300,7 +300,7 @@ def render_markdown(h: History, images: dict[str, str] | None = None, title: str
     if h.pins:
         lines += ["| pin | last night | red | refreshed | last nights |", "|---|---|---|---|---|"]
         for p in h.pins:
-            grid = "".join(EMOJI.get((p.cells[n].worst if n in p.cells else NO_DATA), "?") for n in recent)
+            grid = "".join(EMOJI.get(h.grid.at[p.id, n], "?") for n in recent)
             lines.append(f"| {md_cell(p.id)}{'' if p.required else ' (optional)'} | {md_cell(now_text(p))} | "
                          f"{md_cell(red_text(p, markdown=True)) or 'green'} | {len(p.refreshed_on)}× | {grid} |")
         lines += ["", f"Last nights: {recent[0]} … {recent[-1]}, worst build each night: "
@@ -308,10 +308,8 @@ def render_markdown(h: History, images: dict[str, str] | None = None, title: str
     if h.bench:
         lines += ["### Bench: head / base", "", "| benchmark | " + " | ".join(recent) + " |",
                   "|---|" + "---|" * len(recent)]
-        for name, by_night in h.bench.items():
-            cells = [(f"{by_night[n]['ratio']:.3f}× {by_night[n]['verdict']}" if by_night[n]["ratio"] is not None
-                      else by_night[n]["verdict"]) if n in by_night else "" for n in recent]
-            lines.append(f"| {md_cell(name)} | " + " | ".join(cells) + " |")
+        for name, row in h.ratios[recent].iterrows():
+            lines.append(f"| {md_cell(name)} | " + " | ".join(md_cell(text) for text in row) + " |")
         lines.append("")
         if "bench" in images:
             lines += [f"![head/base ratio over the nights]({images['bench']})", ""]
