@@ -98,7 +98,7 @@ def folder_entries(root: Path) -> Iterator[Entry | Skipped]:
             dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
             for name in sorted(filenames):
                 path = Path(dirpath) / name
-                if name.endswith(".json") and not path.is_symlink():
+                if name.endswith(".json"):
                     yield Entry(top.name, path.relative_to(top).as_posix(), str(path), path.read_bytes)
 
 

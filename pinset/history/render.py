@@ -216,6 +216,11 @@ def _grid_html(h: History) -> list[str]:
     return out
 
 
+def _web(url: str) -> bool:
+    """Only an http(s) URL from a result file becomes a link (never javascript: or data:)."""
+    return url.lower().startswith(("https://", "http://"))
+
+
 def _img(png: bytes | None, alt: str) -> str:
     if png is None:
         return ""
@@ -272,7 +277,8 @@ def _alarms_html(h: History) -> list[str]:
     out = ['<h2 id="forecast">Forecast alarms</h2><table class="list" id="alarms"><tr><th>PR</th><th>would break</th>'
            "<th>since</th><th>nights</th></tr>"]
     for a in h.alarms:
-        out.append(f'<tr data-pr="{a["pr"]}" data-pin="{esc(a["pin"])}"><td><a href="{esc(a["url"])}">#{a["pr"]}</a> '
+        number = f'<a href="{esc(a["url"])}">#{a["pr"]}</a>' if _web(a["url"]) else f"#{a['pr']}"
+        out.append(f'<tr data-pr="{a["pr"]}" data-pin="{esc(a["pin"])}"><td>{number} '
                    f'{esc(a["title"])} <span class="sub">({esc(a["state"])})</span></td>'
                    f'<td>{esc(a["pin"])}{"" if a["required"] else " (optional)"}</td><td>{esc(a["since"])}</td>'
                    f'<td>{a["nights"]}</td></tr>')
@@ -332,7 +338,8 @@ def render_markdown(h: History, images: dict[str, str] | None = None, title: str
     if h.alarms:
         lines += ["### Forecast alarms", "", "| PR | would break | since | nights |", "|---|---|---|---|"]
         for a in h.alarms:
-            lines.append(f"| [#{a['pr']}]({a['url']}) {md_cell(a['title'])} ({a['state']}) | {md_cell(a['pin'])}"
+            number = f"[#{a['pr']}]({a['url']})" if _web(a["url"]) and ")" not in a["url"] else f"#{a['pr']}"
+            lines.append(f"| {number} {md_cell(a['title'])} ({a['state']}) | {md_cell(a['pin'])}"
                          f"{'' if a['required'] else ' (optional)'} | {a['since']} | {a['nights']} |")
         lines.append("")
     if h.skipped:

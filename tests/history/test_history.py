@@ -179,6 +179,27 @@ def test_older_schemas_read_and_a_foreign_or_newer_file_is_skipped(history_night
     assert err.count("skipped") == 3
 
 
+def test_no_runs_and_no_folder(tmp_path, capsys):
+    (tmp_path / "empty").mkdir()
+    rc, _ = run_history(capsys, tmp_path / "empty", "--markdown", tmp_path / "e.md", "--html", tmp_path / "e.html")
+    assert rc == 0 and "No runs found." in (tmp_path / "e.md").read_text()
+    assert "0 nights (no runs)" in (tmp_path / "e.html").read_text()
+    rc, err = run_history(capsys, tmp_path / "missing")
+    assert rc == 2 and err.count("\n") == 1 and "missing: no such folder of results" in err
+
+
+def test_a_link_from_a_result_file_is_only_ever_a_web_link(history_nights, tmp_path, capsys):
+    src = tmp_path / "runs"
+    shutil.copytree(history_nights / NIGHTS[-1], src / NIGHTS[-1])
+    forecast = json.loads((src / NIGHTS[-1] / "forecast.json").read_text())
+    forecast["prs"][0]["url"] = "javascript:alert(1)"
+    (src / NIGHTS[-1] / "forecast.json").write_text(json.dumps(forecast))
+    run_history(capsys, src, "--html", tmp_path / "h.html", "--markdown", tmp_path / "h.md")
+    for name in ("h.html", "h.md"):
+        text = (tmp_path / name).read_text()
+        assert "javascript:" not in text and "#2" in text
+
+
 def test_without_pandas_or_matplotlib_one_line_exit_2(history_nights, monkeypatch, capsys):
     import importlib.util
 
