@@ -69,6 +69,10 @@ class PinHistory:
     def last(self) -> Cell | None:
         return next(reversed(self.cells.values()), None)
 
+    @property
+    def last_night(self) -> str | None:
+        return next(reversed(self.cells), None)
+
 
 @dataclass
 class History:
@@ -119,10 +123,11 @@ def build_history(runs: list[Run], skipped: list[Skipped], descriptions: dict[st
     import pandas as pd
 
     pins: dict[str, PinHistory] = {}
-    records: list[tuple[str, str, int, str]] = []
+    records: list[tuple[str, str, str]] = []
     for r in runs:
         for sim in r.of("sim"):
             sim_pins(sim, r.name, pins, records)
+    last_sim = next((r.name for r in reversed(runs) if r.of("sim")), None)
     for p in pins.values():
         previous = None
         for night, cell in p.cells.items():
@@ -131,31 +136,30 @@ def build_history(runs: list[Run], skipped: list[Skipped], descriptions: dict[st
                     cell.refreshed = True
                     p.refreshed_on.append(night)
                 previous = cell.digest
-        p.red_since = red_since(p, runs)
+        # a pin the last sim no longer names (taken out of the set) is red no longer, whatever it was
+        p.red_since = red_since(p, runs) if p.last_night == last_sim else None
         if descriptions and descriptions.get(p.id):
             p.description = descriptions[p.id]
     nights = [r.name for r in runs]
     # the pivots over the nights: a pin's worst state over each night's builds (red first, else the shipped
     # build's), and each benchmark's ratio and verdict
-    frame = pd.DataFrame.from_records(records, columns=["pin", "night", "order", "state"])
-    grid = (frame.pivot_table(index="pin", columns="night", values=["order", "state"], aggfunc=_worst)["state"]
-            .reindex(index=list(pins), columns=nights).fillna(NO_DATA)) if records else pd.DataFrame()
+    frame = pd.DataFrame.from_records(records, columns=["pin", "night", "state"])
+    grid = (frame.pivot_table(index="pin", columns="night", values="state", aggfunc=_worst)
+            .reindex(index=list(pins), columns=nights, fill_value=NO_DATA)) if records else pd.DataFrame()
     bench = bench_series(runs)
     rows = [(name, night, _ratio_text(v)) for name, by_night in bench.items() for night, v in by_night.items()]
     ratios = (pd.DataFrame.from_records(rows, columns=["benchmark", "night", "text"])
               .pivot(index="benchmark", columns="night", values="text")
-              .reindex(index=list(bench), columns=nights).fillna("")) if rows else pd.DataFrame()
+              .reindex(index=list(bench), columns=nights, fill_value="")) if rows else pd.DataFrame()
     return History(runs, list(pins.values()), bench, kld_series(runs), verify_counts(runs),
                    forecast_alarms(runs), {r.name: m.outcome for r in runs for m in r.of("report")[:1]}, skipped,
                    grid, ratios)
 
 
-def _worst(states):
-    """pivot_table's aggregate of one pin's states on one night (in build order): the first red one, else the
-    first (the shipped build's)."""
+def _worst(states) -> str:
+    """pivot_table's aggregate of one pin's states on one night (in build order, as the records were made): the
+    first red one, else the first (the shipped build's)."""
     states = list(states)
-    if states and not isinstance(states[0], str):
-        return min(states)   # the "order" column: not shown
     return next((s for s in states if is_red(s)), states[0] if states else NO_DATA)
 
 
@@ -173,7 +177,7 @@ def sim_pins(sim: SimResult, night: str, pins: dict[str, PinHistory], records: l
                 continue   # a second sim file of the night that simulated this build: the first speaks for it
             cell.builds.append((b.build, p.state, p.apply_mode if p.applied else None))
             cell.digest = cell.digest or p.digest
-            records.append((p.id, night, len(cell.builds), p.state))
+            records.append((p.id, night, p.state))
 
 
 def red_since(p: PinHistory, runs: list[Run]) -> dict | None:

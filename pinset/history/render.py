@@ -69,11 +69,14 @@ def red_text(p: PinHistory, *, markdown: bool = False) -> str:
     return text
 
 
-def now_text(p: PinHistory) -> str:
+def now_text(p: PinHistory, last_night: str | None = None) -> str:
+    """The pin's states on the builds of the last night it was simulated (that night named when it is not the
+    last night of the history: a pin since removed from the set)."""
     cell = p.last
     if cell is None:
         return "not simulated"
-    return ", ".join(f"{b}: {s}" + (f" ({m})" if m and m != "exact" else "") for b, s, m in cell.builds)
+    text = ", ".join(f"{b}: {s}" + (f" ({m})" if m and m != "exact" else "") for b, s, m in cell.builds)
+    return text if p.last_night == last_night or last_night is None else f"{text} (on {p.last_night}; not since)"
 
 
 # --- plots ---------------------------------------------------------------------------------------------------
@@ -178,7 +181,7 @@ def _pins_html(h: History) -> list[str]:
         red = red_text(p)
         desc = f'<br><span class="sub">{esc(p.description)}</span>' if p.description else ""
         out.append(f'<tr data-pin="{esc(p.id)}"><td><b>{esc(p.id)}</b>{"" if p.required else " (optional)"}{desc}</td>'
-                   f"<td>{esc(now_text(p))}</td>"
+                   f"<td>{esc(now_text(p, h.night_names[-1]))}</td>"
                    f'<td class="{"red" if red else "ok"}">{esc(red) if red else "green"}</td>'
                    f'<td>{len(p.refreshed_on)}×' + (f' <span class="sub">({esc(", ".join(p.refreshed_on))})</span>'
                                                     if p.refreshed_on else "") + "</td></tr>")
@@ -307,7 +310,7 @@ def render_markdown(h: History, images: dict[str, str] | None = None, title: str
         lines += ["| pin | last night | red | refreshed | last nights |", "|---|---|---|---|---|"]
         for p in h.pins:
             grid = "".join(EMOJI.get(h.grid.at[p.id, n], "?") for n in recent)
-            lines.append(f"| {md_cell(p.id)}{'' if p.required else ' (optional)'} | {md_cell(now_text(p))} | "
+            lines.append(f"| {md_cell(p.id)}{'' if p.required else ' (optional)'} | {md_cell(now_text(p, names[-1]))} | "
                          f"{md_cell(red_text(p, markdown=True)) or 'green'} | {len(p.refreshed_on)}× | {grid} |")
         lines += ["", f"Last nights: {recent[0]} … {recent[-1]}, worst build each night: "
                   + ", ".join(f"{e} {s}" for s, e in EMOJI.items() if s) + ".", ""]

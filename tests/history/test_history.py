@@ -179,6 +179,26 @@ def test_older_schemas_read_and_a_foreign_or_newer_file_is_skipped(history_night
     assert err.count("skipped") == 3
 
 
+def test_a_pin_taken_out_of_the_set_is_red_no_longer(history_nights, tmp_path, capsys):
+    """feat is red on the second night; on a third night whose sim no longer names it, nothing is red."""
+    src = tmp_path / "runs"
+    for night in NIGHTS[:2]:
+        shutil.copytree(history_nights / night, src / night)
+    rc, _ = run_history(capsys, src, "--json", tmp_path / "two.json")
+    feat = {p["id"]: p for p in json.loads((tmp_path / "two.json").read_text())["pins"]}["feat"]
+    assert rc == 1 and feat["red_since"]["night"] == NIGHTS[1] and feat["red_since"]["build"] == "n2"
+    sim = json.loads((history_nights / NIGHTS[1] / "sim.json").read_text())
+    for b in sim["builds"]:
+        b["pins"] = [p for p in b["pins"] if p["id"] != "feat"]
+    sim["started"] = "2030-01-01T00:00:00Z"
+    (src / "2030-01-01").mkdir()
+    (src / "2030-01-01" / "sim.json").write_text(json.dumps(sim))
+    rc, _ = run_history(capsys, src, "--json", tmp_path / "three.json", "--markdown", tmp_path / "three.md")
+    feat = {p["id"]: p for p in json.loads((tmp_path / "three.json").read_text())["pins"]}["feat"]
+    assert rc == 0 and feat["red_since"] is None and feat["states"][-1] is None
+    assert f"(on {NIGHTS[1]}; not since)" in (tmp_path / "three.md").read_text()
+
+
 def test_no_runs_and_no_folder(tmp_path, capsys):
     (tmp_path / "empty").mkdir()
     rc, _ = run_history(capsys, tmp_path / "empty", "--markdown", tmp_path / "e.md", "--html", tmp_path / "e.html")
