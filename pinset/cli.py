@@ -18,6 +18,7 @@ from pinset.ci_annotations import annotate_error
 from pinset.commands.paths import check_arguments, stdout_outputs
 from pinset.errors import PinsetError, RuntimeFailure
 from pinset.redact import wrap_streams
+from pinset.results import mark_run_started
 
 # Each verb's one-line summary, written once: `pinset --help` lists it, and it is the verb's help (_Summarised).
 COMMANDS = {
@@ -35,6 +36,7 @@ COMMANDS = {
     "model": "write synthetic GGUF models that run anywhere",
     "matrix": "the CI cells (build x GPU class) as a GitHub Actions matrix",
     "report": "combine results into one verdict and PR comment",
+    "history": "the pin set's health night after night: one page from many nights' results",
     "cache": "what the cache holds (info) and removing what can be made again (clean)",
     "import": "write a pins.yaml from a pr-set.json or an Ollama-style checkout",
     "schema": "print the JSON Schema of pins.yaml (for editors)",
@@ -136,6 +138,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _main(argv: list[str]) -> int:
     command = "pinset"
+    mark_run_started()   # the UTC start time every result file of this run carries (pinset.results.STARTED)
     try:
         chosen = next((a for a in argv if not a.startswith("-")), None)
         parser = build_parser(chosen if chosen in COMMANDS else None)

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 from pinset.redact import redact
+from pinset.results import stamped
 from pinset.store import atomic_write, write_problem
 
 # The width of a console that is no terminal (a CI log, a pipe, a file) when COLUMNS does not say one: wide
@@ -118,8 +119,10 @@ def _write_stdout(text: str) -> None:
     stream.flush()
 
 
-def write_json(path: str | Path, data: dict) -> None:
-    write_text(path, json.dumps(data, indent=2, sort_keys=False) + "\n")
+def write_json(path: str | Path, data: dict, started: bool = True) -> None:
+    """A JSON file; a result document gets its run's UTC start time (pinset.results.stamped) unless `started` is
+    False (a scratch file only this run reads, whose bytes must be the same when its content is)."""
+    write_text(path, json.dumps(stamped(data) if started else data, indent=2, sort_keys=False) + "\n")
 
 
 class _Result(Protocol):

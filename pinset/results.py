@@ -11,8 +11,10 @@ versions of its kind where that costs little.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, overload
 
@@ -21,7 +23,7 @@ from pinset.errors import PinsetError
 # The one registry of schema versions: the version each kind's JSON is written with (bumped when a field's
 # meaning changes; "model" is `pinset model synth`'s document), and the versions `from_json` reads.
 SCHEMAS = {"sim": 1, "verify": 1, "kld": 1, "bench": 2, "report": 2, "pick": 1, "blame": 1, "model": 1,
-           "forecast": 1}
+           "forecast": 1, "history": 1}
 READS = {"sim": (1,), "verify": (1,), "kld": (1,), "bench": (1, 2), "report": (1, 2), "pick": (1,), "blame": (1,)}
 # What a workflow step reads (`--json` of import, apply, refresh; issue 43): each kind's model and JSON Schema
 # beside its producer (config/import_model.py, sim/apply_model.py, heal/model.py; `pinset schema --kind KIND`).
@@ -30,6 +32,17 @@ READS.update({"import": (1,), "apply": (1,), "refresh": (1,)})
 # `pinset bump --json` (issue 43): its model is bump.BumpResult, its JSON Schema pinset/bump/model.py's.
 SCHEMAS["bump"] = 1
 READS["bump"] = (1,)
+
+# Every result document says when its run began: the top-level key STARTED, the UTC time the verb started, as
+# ISO 8601 with a Z ("2026-11-04T02:13:07Z"), put after "schema" and "kind" by `stamped` when a verb writes its
+# file (pinset.output.write_json: one place for every kind). Adding it changed no field's meaning, so no schema
+# was bumped: files written before it have no such key and read as "start time unknown" (None); older
+# pinsets read the newer files too (they ignore a key they do not know). A damaged value is refused naming
+# the file and the key.
+STARTED = "started"
+# the JSON Schema of STARTED, for the result kinds whose schema is written out (pinset schema --kind KIND)
+STARTED_SCHEMA = {"type": "string", "format": "date-time", "description": "the UTC time the run began"}
+_run_started: str | None = None
 
 NUM = (int, float)
 _NAMES = {int: "an integer", float: "a number", str: "a string", bool: "true/false", list: "a list",
@@ -41,17 +54,26 @@ def type_name(types: tuple) -> str:
     return " or ".join(dict.fromkeys(_NAMES.get(t, "an object") for t in types))
 
 
+@functools.lru_cache(maxsize=256)
 def _types(types: tuple) -> tuple:
     return tuple(type(None) if t is None else t for t in types)
 
 
-def _is(value, types: tuple) -> bool:
+@functools.lru_cache(maxsize=256)
+def _checks(types: tuple) -> tuple[bool, bool, tuple]:
+    """(bool allowed, null allowed, the other types): what _is asks of `types`, worked out once per spelling
+    (every key of every result file is read through it: a year of nights is millions of reads)."""
     types = _types(types)
-    if isinstance(value, bool) and bool not in types:
+    return bool in types, type(None) in types, tuple(t for t in types if t is not type(None))
+
+
+def _is(value, types: tuple) -> bool:
+    bools, null, others = _checks(types)
+    if value is None:
+        return null
+    if value.__class__ is bool and not bools:
         return False  # JSON true is not a number
-    if type(None) in types and value is None:
-        return True
-    return isinstance(value, tuple(t for t in types if t is not type(None)))
+    return isinstance(value, others)
 
 
 class Doc:
@@ -59,7 +81,7 @@ class Doc:
     (`verify.builds[0].gates[3]`), so every refusal is one line naming both."""
 
     def __init__(self, value, path: Path | str, where: str):
-        self.path, self.where = Path(path), where
+        self.path, self.where = (path if isinstance(path, Path) else Path(path)), where
         if not isinstance(value, dict):
             self.fail(None, "expected an object")
         self.raw: dict = value
@@ -176,3 +198,51 @@ def read_document(path: str | Path) -> tuple[Doc, str, int, bytes]:
         raise PinsetError(f"{path}: schema {schema!r}, this pinset reads {kind} schema {reads} only "
                           f"(re-run the verb that wrote it with this pinset version)")
     return Doc(data, path, kind), kind, schema, raw
+
+
+def utc_text(when: datetime) -> str:
+    """A time as the result files spell it: UTC, whole seconds, `Z` (2026-11-04T02:13:07Z)."""
+    return when.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def mark_run_started(when: datetime | None = None) -> str:
+    """Note when this run began (cli._main calls it first thing): the time every result it writes carries."""
+    global _run_started
+    _run_started = utc_text(when or datetime.now(timezone.utc))
+    return _run_started
+
+
+def run_started() -> str:
+    """The time this run began (marked by the command line; for a caller that never marked it, the first ask)."""
+    return _run_started or mark_run_started()
+
+
+def stamped(doc: dict) -> dict:
+    """A result document (a dict with a `kind` of SCHEMAS) with its run's start time after "schema" and "kind";
+    one that already says when it started (a result re-analysed, re-written) keeps its own. Anything else (a
+    matrix, the cache's listing) is returned as it is."""
+    if doc.get("kind") not in SCHEMAS or STARTED in doc:
+        return doc
+    head = {k: doc[k] for k in ("schema", "kind") if k in doc}
+    return {**head, STARTED: run_started(), **{k: v for k, v in doc.items() if k not in head}}
+
+
+def parse_utc(text: str) -> datetime | None:
+    """An ISO 8601 time with a zone (Z or +HH:MM), as UTC; None when the text is no such time."""
+    try:
+        when = datetime.fromisoformat(text[:-1] + "+00:00" if text.endswith(("Z", "z")) else text)
+    except ValueError:
+        return None
+    return when.astimezone(timezone.utc) if when.tzinfo is not None else None
+
+
+def started_of(doc: Doc) -> datetime | None:
+    """The UTC time a result's run began (its STARTED key); None for a file written before pinsets said so. A
+    value that is no ISO 8601 time with a zone is refused naming the file and the key."""
+    text = doc.get(STARTED, str, None, default=None)
+    if text is None:
+        return None
+    when = parse_utc(text)
+    if when is None:
+        doc.fail(STARTED, f"expected a UTC time such as 2026-11-04T02:13:07Z, got {json.dumps(text)[:40]}")
+    return when

@@ -56,3 +56,15 @@ def snapshot_seed(tmp_path_factory):
 
     seed = Store.open(tmp_path_factory.mktemp("snapshot-seed") / "cache")
     return seed, import_snapshots(seed, tuple(SNAPSHOTS))
+
+
+@pytest.fixture(scope="session")
+def history_nights(tmp_path_factory):
+    """Four nights of results written by the verbs themselves (tests/testing/nights.py), once per session:
+    tests read them (copy them before changing anything)."""
+    import shutil
+
+    from tests.testing.nights import make_nights
+
+    verify = all(shutil.which(t) for t in ("cmake", "ninja", "cc", "ctest"))
+    return make_nights(tmp_path_factory.mktemp("nights"), verify=verify)

@@ -248,7 +248,9 @@ def _bump(repository: Repository, tree: Path, rel: str, store: Store, options: B
         # the report of the pin set as the evidence was made with (its digest covers the patch files, which
         # the refresh rewrites; the tree they give is proven the same)
         sim_json = scratch / "sim.json"
-        write_json(sim_json, sim.result.to_json())
+        # (no start time: the report names this file by its bytes in the pull request's body, which must stay
+        # the same when nothing changed)
+        write_json(sim_json, sim.result.to_json(), started=False)
         report = build_report([str(sim_json), *options.results], full)
         loose = [p for p in sim_result.pins if specs[p.id].patches is not None and p.needs_refresh]
         if loose:

@@ -12,6 +12,8 @@ registered in pinset/results.py): what a workflow step reads after a bump.
 
 from __future__ import annotations
 
+from pinset.results import STARTED_SCHEMA
+
 OUTCOMES = ("blocked", "held", "current", "dry-run", "committed", "pushed")
 _STR_OR_NULL = {"type": ["string", "null"]}
 JSON_SCHEMA = {
@@ -20,7 +22,7 @@ JSON_SCHEMA = {
                  "pull_request", "title", "failing", "refreshed", "held", "note"],
     "additionalProperties": False,
     "properties": {
-        "schema": {"const": 1}, "kind": {"const": "bump"}, "ok": {"type": "boolean"}, "outcome": {"enum": list(OUTCOMES)},
+        "schema": {"const": 1}, "kind": {"const": "bump"}, "started": STARTED_SCHEMA, "ok": {"type": "boolean"}, "outcome": {"enum": list(OUTCOMES)},
         "old": _STR_OR_NULL, "new": _STR_OR_NULL, "branch": {"type": "string"}, "commit": _STR_OR_NULL,
         "pushed": {"type": "boolean"}, "branch_moved": {"type": "boolean"}, "title": _STR_OR_NULL, "note": _STR_OR_NULL,
         "pull_request": {"oneOf": [{"type": "null"}, {

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from pinset.results import SCHEMAS, Doc
+from pinset.results import SCHEMAS, STARTED_SCHEMA, Doc
 
 PIN_KINDS = ("pr", "patches")
 
@@ -52,7 +52,7 @@ class ImportResult:
 JSON_SCHEMA = {
     "type": "object", "required": ["schema", "kind", "ok", "source", "format", "out", "upstream", "builds", "pins", "notes"],
     "properties": {
-        "schema": {"const": 1}, "kind": {"const": "import"}, "ok": {"type": "boolean"}, "source": {"type": "string"},
+        "schema": {"const": 1}, "kind": {"const": "import"}, "started": STARTED_SCHEMA, "ok": {"type": "boolean"}, "source": {"type": "string"},
         "format": {"enum": ["pr-set", "ollama"]}, "out": {"type": "string"}, "upstream": {"type": "string"},
         "builds": {"type": "array", "items": {"type": "string"}},
         "pins": {"type": "array", "items": {

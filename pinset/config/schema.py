@@ -123,6 +123,20 @@ class PinSpec:
     def patch_files(self) -> list[Path]:
         return list(self.series)
 
+    @property
+    def digest(self) -> str:
+        """What the pin applies, in 16 hex (sim's per-pin `digest`): a PR pin's commit; a series' patch files
+        (bytes, in order) and its recorded resolutions (name and bytes). It changes when the series is refreshed,
+        rebased or replaced, never when upstream moves under it: `pinset history` counts the changes."""
+        if self.patches is None:
+            return (self.commit or "")[:16]
+        h = hashlib.sha256()
+        for patch in self.patch_files():
+            h.update(hashlib.sha256(patch.read_bytes()).digest())
+        for recorded in resolution_files(self.patches):
+            h.update(recorded.name.encode() + b"\0" + hashlib.sha256(recorded.read_bytes()).digest())
+        return h.hexdigest()[:16]
+
 
 @dataclass(frozen=True)
 class GpuClass:

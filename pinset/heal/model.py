@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from pinset.results import SCHEMAS, Doc
+from pinset.results import SCHEMAS, STARTED_SCHEMA, Doc
 
 OUTCOMES = ("refreshed", "written", "nothing", "blocked")
 
@@ -49,7 +49,7 @@ _STRS = {"type": "array", "items": {"type": "string"}}
 JSON_SCHEMA = {
     "type": "object", "required": ["schema", "kind", "ok", "build", "commit", "outcome", "refreshed", "exact", "problems"],
     "properties": {
-        "schema": {"const": 1}, "kind": {"const": "refresh"}, "ok": {"type": "boolean"}, "build": {"type": "string"},
+        "schema": {"const": 1}, "kind": {"const": "refresh"}, "started": STARTED_SCHEMA, "ok": {"type": "boolean"}, "build": {"type": "string"},
         "commit": {"type": "string"}, "outcome": {"enum": list(OUTCOMES)},
         "refreshed": {"type": "array", "items": {
             "type": "object", "additionalProperties": False, "required": ["pin", "mode", "folder", "patches"],

@@ -20,6 +20,11 @@ FINE = (APPLIED, UPSTREAM)
 BROKEN = (CONFLICT, CONTRACT, ERROR, SKIPPED)
 
 
+def is_broken(state: str) -> bool:
+    """A pin's state on a build is red: conflict, contract, error or skipped."""
+    return state in BROKEN
+
+
 def pin_state(pin: PinResult) -> PinState:
     """sim's status, with an applied pin whose contract broke told apart as `contract` (PinResult.state)."""
     return pin.state
@@ -75,6 +80,11 @@ class PinBlame:
     @property
     def broke(self) -> bool:
         return self.first_bad is not None
+
+    @property
+    def landed(self) -> bool:
+        """The first bad commit is where upstream took the pin (state `upstream`), not where it broke."""
+        return self.status == UPSTREAM
 
     def summary(self) -> str:
         """One line for tables and comments."""

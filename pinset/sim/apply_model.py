@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from pinset.results import SCHEMAS, Doc
+from pinset.results import SCHEMAS, STARTED_SCHEMA, Doc
 
 
 @dataclass
@@ -41,7 +41,7 @@ _STRS = {"type": "array", "items": {"type": "string"}}
 JSON_SCHEMA = {
     "type": "object",
     "required": ["schema", "kind", "ok", "build", "commit", "out", "bare", "written", "applied", "failed", "not_in_tree"],
-    "properties": {"schema": {"const": 1}, "kind": {"const": "apply"}, "ok": {"type": "boolean"},
+    "properties": {"schema": {"const": 1}, "kind": {"const": "apply"}, "started": STARTED_SCHEMA, "ok": {"type": "boolean"},
                    "build": {"type": "string"}, "commit": {"type": "string"}, "out": {"type": "string"},
                    "bare": {"type": "boolean"}, "written": {"type": "boolean"}, "applied": _STRS, "failed": _STRS,
                    "not_in_tree": _STRS, "skipped": _STRS},

@@ -148,6 +148,7 @@ class Simulator:
         # A whole build's result, by the content of everything it reads (simulate_build, memo.BuildMemo).
         self._builds = memo.BuildMemo(mirror.cache / "memo")
         self._final_index: bytes | None = None              # the last build's index (its merged entries)
+        self._pin_digests: dict[str, str] | None = None     # pin id -> PinSpec.digest (_with_digests)
 
     # --- git primitives -------------------------------------------------------------------
     def _new_dir(self, blobs=()) -> Path:
@@ -993,10 +994,10 @@ class Simulator:
                     result = None
                 if result is not None:
                     self._builds.hits += 1
-                    return result
+                    return self._with_digests(result)
             self._builds.misses += 1
         fetched = self._finder.fetched
-        result = self._simulate_build(build)
+        result = self._with_digests(self._simulate_build(build))
         # A build whose lookup fetched upstream's refs was keyed before it (their tips `unasked`): its result
         # may depend on those tips, so the key made before says only that (a later run fetches first and asks
         # again, `asks_upstream`), and the result is kept under the key that names the tips.
@@ -1155,6 +1156,14 @@ class Simulator:
             by_id[entry.pin_id].contract = self._contract(entry, merged, build.tree, applied[i + 1:])
         return BuildResult(build.name, build.commit, results, tree=merged, base_tree=build.tree,
                            mirror_commit=build.oid if build.source == "pypi" else None)
+
+    def _with_digests(self, result: BuildResult) -> BuildResult:
+        """Each pin's digest (PinSpec.digest), set here and not in the memo: what a pin applies, as read now."""
+        if self._pin_digests is None:
+            self._pin_digests = {spec.id: spec.digest for spec in self.pinset.pins}
+        for pin in result.pins:
+            pin.digest = self._pin_digests.get(pin.id)
+        return result
 
     def run(self, builds: list[Build]) -> SimResult:
         return SimResult([self.simulate_build(b) for b in builds], self.pinset.digest)

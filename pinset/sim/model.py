@@ -59,6 +59,7 @@ class PinResult:
     apply_mode: ApplyMode | None = None  # applied pins: exact|offset|3-way|resolution (None: not known, old file)
     resolutions: list[str] | None = None  # applied by the recorded resolutions named (the ledger, docs/heal.md)
     unions: list[UnionHunk] | None = None  # applied by provable add/add unions no person wrote (sim/unions.py)
+    digest: str | None = None           # what the pin applies (PinSpec.digest: series bytes or PR commit); None: old file
 
     @property
     def status_text(self) -> str:
@@ -159,7 +160,8 @@ class PinResult:
                    cast("ApplyMode | None", d.choice("apply_mode", APPLY_MODES, default=None)),
                    d.strs("resolutions", default=None) or None,
                    [UnionHunk(o.get("file", str), o.get("line", int), tuple(o.strs("upstream")), tuple(o.strs("pin")))
-                    for o in d.objs("unions", default=[])] or None)
+                    for o in d.objs("unions", default=[])] or None,
+                   d.get("digest", str, None, default=None))
 
 
 def _build_has(d: Doc):
@@ -274,4 +276,6 @@ def _pin_json(p: PinResult) -> dict:
         out["resolutions"] = list(p.resolutions)
     if p.unions:
         out["unions"] = [u.to_json() for u in p.unions]
+    if p.digest:
+        out["digest"] = p.digest
     return out

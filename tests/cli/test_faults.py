@@ -19,7 +19,7 @@ import pytest
 
 from pinset import runner
 from pinset.store import clean_scratch, scratch_dir
-from tests.testing import child_env, write_pins
+from tests.testing import child_env, without_start, write_pins
 from tests.testing.fake_pypi import FakeIndex, make_sdist, note_patch, serve
 from tests.testing.processes import alive, wait_for
 
@@ -75,7 +75,7 @@ def pinset_argv(*args: str) -> list[str]:
 def sim_json(cfg: Path, out: Path, cache: Path) -> tuple[int, dict | None, str]:
     done = subprocess.run(pinset_argv("sim", "-c", str(cfg), "--json", str(out), "--cache", str(cache)),
                           env=child_env(), capture_output=True, text=True, timeout=300)
-    return done.returncode, json.loads(out.read_text()) if out.exists() else None, done.stderr
+    return done.returncode, without_start(json.loads(out.read_text())) if out.exists() else None, done.stderr
 
 
 def hanging_git(folder: Path, subcommand: str) -> dict[str, str]:
@@ -118,7 +118,7 @@ def test_concurrent_runs_on_a_fresh_cache_agree(world, tmp_path, private_tmp):
     results = [(p.communicate(timeout=600)[1], p.returncode)[::-1] for p in procs]
     codes = [code for code, _ in results]
     assert codes == [0] * n, results
-    docs = [json.loads((tmp_path / f"sim-{i}.json").read_text()) for i in range(n)]
+    docs = [without_start(json.loads((tmp_path / f"sim-{i}.json").read_text())) for i in range(n)]
     assert all(doc == docs[0] for doc in docs)
     statuses = {b["build"]: [p["status"] for p in b["pins"]] for b in docs[0]["builds"]}
     assert statuses == {"b1": ["applied", "applied"], "b2": ["applied", "applied"],

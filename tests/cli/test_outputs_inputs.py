@@ -114,7 +114,7 @@ def world(tmp_path, monkeypatch):
 INPUT_VALUES = {"config": "pins.yaml", "model": "model.gguf", "vs_model": "vs.gguf", "noise_from": "noise.json",
                 "text": "text.txt", "expect": "expect.json", "reanalyse": "reanalyse.json", "sim": "sim.json",
                 "results": "r1.json", "base_bin": "base", "head_bin": "head", "bin": "bin", "llama_tree": "tree",
-                "source": "source.json", "cache": "tree", "vocab": "vocab.gguf"}
+                "source": "source.json", "cache": "tree", "vocab": "vocab.gguf", "runs": "tree"}
 
 
 def _snapshot(root: Path) -> dict[str, str]:

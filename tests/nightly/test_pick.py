@@ -16,7 +16,7 @@ from pinset.store import Store
 from pinset.upstream.builds import Build, resolve_builds
 from pinset.upstream.mirror import Mirror
 from pinset.upstream.select import order_oldest_first
-from tests.testing import GitRepo
+from tests.testing import GitRepo, without_start
 from tests.testing.history import FastHistory
 from tests.testing.nightly import BROKEN_MMQ, MMQ_CU, README, TYPES_H, feat_and_types, import_history
 
@@ -66,7 +66,7 @@ def test_pick_names_the_newest_green_build_and_why_newer_ones_were_passed_over(w
     assert f"since upstream commit {shas[BREAK][:12]} (#{7000 + BREAK}) in src/mmq.cu" in reason["summary"]
     assert rows[2]["reasons"] == [] and rows[2]["commit"] == shas[20]
     assert "Base: picked **b10**" in (tmp_path / "pick.md").read_text()
-    assert PickResult.from_json(doc).to_json() == doc
+    assert PickResult.from_json(doc).to_json() == without_start(doc)
 
 
 def test_pick_with_a_tag_selector_on_the_command_line(world, tmp_path):

@@ -33,8 +33,10 @@ FLOORS: dict[str, tuple[str, ...]] = {
     "report": ("measures", "verify", "nightly", "matrix", "sim", "build", "checks", "config", "core"),
     "forecast": ("report", "sim", "upstream", "config", "core"),
     "bump": ("report", "nightly", "heal", "sim", "upstream", "config", "core"),
+    # reads results like report, and forecast's too
+    "history": ("forecast", "report", "measures", "verify", "nightly", "sim", "config", "core"),
     "annotations": ("verify", "sim", "core"),
-    "commands": ("annotations", "bump", "forecast", "report", "verify", "models", "measures", "matrix", "nightly", "heal", "build",
+    "commands": ("annotations", "history", "bump", "forecast", "report", "verify", "models", "measures", "matrix", "nightly", "heal", "build",
                  "checks", "sim", "upstream", "config", "core"),
     # the verbs' modules are imported by name (importlib), not by an import; commands.paths: the options' roles
     "cli": ("commands", "annotations", "config", "core"),

@@ -99,7 +99,24 @@ def test_token_permissions_are_minimal():
     writes = {name: j.get("permissions") for name, j in nightly["jobs"].items()
               if "write" in (j.get("permissions") or {}).values()}
     assert writes["bump"] == {"contents": "write", "pull-requests": "write"}
-    assert [name for name, p in writes.items() if p.get("contents") == "write"] == ["bump"]
+    assert [name for name, p in writes.items() if p.get("contents") == "write"] == ["bump", "history"]
+    assert writes["history"] == {"contents": "write", "pages": "write", "id-token": "write"}
+
+
+def test_the_nightly_history_keeps_each_night_on_its_own_branch_and_publishes_the_page():
+    """examples/nightly.yml: the history job commits the night (the reusable workflow's pinset-night artifact and
+    the forecast) to pinset-results only, reads that folder with `pinset history` and publishes the page."""
+    nightly = yaml.safe_load((ROOT / "examples" / "nightly.yml").read_text())
+    job = nightly["jobs"]["history"]
+    assert job["needs"] == ["pinset", "forecast"] and "cancelled()" in job["if"]
+    scripts = "\n".join(s.get("run", "") for s in job["steps"])
+    assert [line.split()[-1] for line in scripts.splitlines() if " push " in line] == ["pinset-results"]
+    assert "pinset history results -c pins.yaml --html page/index.html" in scripts
+    assert 'cat page/summary.md >> "$GITHUB_STEP_SUMMARY"' in scripts
+    uses = [s.get("uses", "") for s in job["steps"]]
+    assert any(u.startswith("actions/upload-pages-artifact") for u in uses)
+    reusable = yaml.safe_load(REUSABLE.read_text())
+    assert any(s.get("with", {}).get("name") == "pinset-night" for s in reusable["jobs"]["report"]["steps"])
 
 
 def test_the_nightly_bump_comes_after_the_report_and_keeps_one_pr():

@@ -15,7 +15,7 @@ import tarfile
 import pytest
 
 from pinset.cli import main
-from tests.testing import write_pins
+from tests.testing import without_start, write_pins
 
 LINES = "".join(f"line {i}\n" for i in range(1, 31))
 # The pin is written on `other`, where line 10 reads "ten"; its hunk (line 12) has line 10 as
@@ -50,7 +50,7 @@ def sim_json(tmp_path, cfg, builds, cache, monkeypatch, name="sim.json"):
     monkeypatch.setenv("PINSET_CACHE", str(cache))
     out = tmp_path / name
     code = main(["sim", "-c", str(cfg), "--builds", builds, "--json", str(out)])
-    return code, json.loads(out.read_text())
+    return code, without_start(json.loads(out.read_text()))
 
 
 def pins_yaml(tmp_path, up, patches):

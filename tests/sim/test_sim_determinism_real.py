@@ -14,7 +14,7 @@ import pytest
 
 from pinset.cli import main
 from pinset.store import Store
-from tests.testing import ROOT as REPO, write_pins
+from tests.testing import ROOT as REPO, without_start, write_pins
 from tests.testing.snapshots import build_name, copy_store, import_snapshots, make_backport_pins, seed_downloads
 
 MMQ_SERIES = REPO / "patches" / "cuda-mmq-iq1m"
@@ -26,7 +26,7 @@ def sim(cache: Path, cfg: Path, builds: str, out: Path, monkeypatch) -> dict:
     monkeypatch.setenv("PINSET_CACHE", str(cache))
     seed_downloads(Store.open(cache), [b.split("==")[1] for b in builds.split(",")])
     main(["sim", "-c", str(cfg), "--builds", builds, "--json", str(out)])
-    return json.loads(out.read_text())
+    return without_start(json.loads(out.read_text()))
 
 
 def test_mmq_series_on_0335_fresh_cache_and_after_0336(tmp_path, monkeypatch):

@@ -126,6 +126,13 @@ def git_am_3(up: Path, clone: Path, build: str, pins: list[tuple[str, Path]]) ->
     return status, git(clone, "rev-parse", "HEAD^{tree}").stdout.strip()
 
 
+def without_start(doc: dict) -> dict:
+    """A result document without its run's UTC start time (pinset.results.STARTED), which it must have: what two
+    runs of the same inputs compare equal on, and what its model writes back (the models do not carry it)."""
+    assert isinstance(doc.get("started"), str), "a result file says when its run started"
+    return {k: v for k, v in doc.items() if k != "started"}
+
+
 def write_pins(path: Path, text: str) -> Path:
     path.write_text(textwrap.dedent(text).lstrip())
     return path
