@@ -145,7 +145,7 @@ def stage_folder(folder: Path, patches: list[Path], resolutions: dict[str, str] 
         if resolutions:
             (part / RESOLUTIONS_DIR).mkdir(exist_ok=True)
             for name, text in resolutions.items():
-                (part / RESOLUTIONS_DIR / name).write_text(text, encoding="utf-8")
+                (part / RESOLUTIONS_DIR / name).write_text(text, encoding="utf-8", errors="surrogateescape")
         new = _staged_name(folder, "new", tag)
         os.rename(part, new)
     except BaseException as exc:

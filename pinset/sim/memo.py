@@ -133,7 +133,7 @@ def apply_key(patches: list[bytes], how: bool, entries: list[tuple[str, int, str
     engine that answers (code_digest: an answer of another pinset is never this one's)."""
     digest = hashlib.sha256()
     for part in (MEMO_FORMAT, code_digest(), git, "how" if how else "plain", *extra, "names", *names):
-        digest.update(part.encode() + b"\0")
+        digest.update(part.encode(errors="surrogateescape") + b"\0")
     for text in patches:
         digest.update(hashlib.sha256(text).digest())
     digest.update(json.dumps([entries, available], separators=(",", ":")).encode())
