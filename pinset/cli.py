@@ -15,6 +15,7 @@ import textwrap
 
 from pinset import __version__
 from pinset.ci_annotations import annotate_error
+from pinset.commands.common import recover_pin_folders
 from pinset.commands.paths import check_arguments
 from pinset.errors import PinsetError, RuntimeFailure
 from pinset.output import NAMES_ERRORS
@@ -165,6 +166,7 @@ def _main(argv: list[str]) -> int:
         args = parser.parse_args(argv)
         command = f"pinset {args.command}"
         check_arguments(parser, args)  # no output over an input, for every verb: the one check, before dispatch
+        recover_pin_folders(args)      # a half swap a killed run left beside a pin's folder: finished first
         return args._run(args)
     except (PinsetError, RuntimeFailure) as exc:
         print(f"{command}: error: {exc}", file=sys.stderr)
