@@ -210,16 +210,23 @@ def sign_flip_p(d: np.ndarray) -> float:
 
 
 def beyond_swings(d: np.ndarray, effect: Effect, sides: tuple[np.ndarray, np.ndarray] | None, plan: Plan) -> bool:
-    """A "faster"/"slower" look may stand: its CI's bound nearest 0 lies beyond what either side's own speed swung
-    over these rounds (max - min of its ln(speed): a change no switch between the machine's speed levels can
-    make), or the rounds' signs say so by themselves (sign_flip_p below the per-look alpha). A machine whose
+    """A "faster"/"slower" look may stand: its CI's bound nearest 0 lies beyond the largest jump between either
+    side's own speed levels over these rounds (level_jump: a change no switch between the machine's speed levels
+    can make), or the rounds' signs say so by themselves (sign_flip_p below the per-look alpha). A machine whose
     speed comes in spells can line a few rounds up to look like a change; these rounds then count as "too noisy"
     until the signs decide. sides None (rounds without their speeds): the t rule alone."""
     if sides is None:
         return True
     nearest = min(abs(effect.ci_log[0]), abs(effect.ci_log[1]))
-    swing = max(float(np.ptp(side)) if len(side) else 0.0 for side in sides)
-    return nearest > swing or sign_flip_p(d) < plan.alpha_per_look
+    return nearest > level_jump(sides) or sign_flip_p(d) < plan.alpha_per_look
+
+
+def level_jump(sides: tuple[np.ndarray, np.ndarray]) -> float:
+    """The largest jump between a side's speed levels over these rounds: the widest gap between consecutive sorted
+    ln(speed) values of either side (a machine switching between two levels shows the gap between them; noise
+    around one level leaves small gaps)."""
+    gaps = [float(np.diff(np.sort(side)).max()) for side in sides if len(side) > 1]
+    return max(gaps) if gaps else 0.0
 
 
 def decide(d: np.ndarray, plan: Plan = Plan(), *, noise_sd: float | None = None,
