@@ -13,6 +13,12 @@ right direction >= 90 % within the round cap.
 floor(--max-time / S) rounds (pinset bench starts no round that would end past --max-time), so it keeps fewer
 rounds than the cap while the alpha stays spread over the cap's looks. The 48-layer synthetic Qwen3-30B-A3B with
 `-p 512,2048 -n 128 -r 3` takes 15-19 s a round on the H200 (reports/bench-decides).
+
+--spells: noise that comes in spells instead (pinset/measures/stats_sim.py spell_trials): the machine's speed
+switches between two levels (ratio 1.29) with dwell times drawn from the H100 A/A round log
+(tests/fixtures/llama-bench/h100-spells/bench-aa-run2.json, pp512), stretched 1-8 times, and each round's order
+alternating (BH, HB, ... as pinset bench ran before) or drawn at random (as it runs now); A/A (effect 1.0): the
+false "faster"/"slower" rate, <= 2 % promised; and a true 1.5x change.
 """
 
 import argparse
@@ -20,7 +26,7 @@ import argparse
 import numpy as np
 
 from pinset.measures.stats import ALPHA, NOISE_K, RULE, Plan
-from pinset.measures.stats_sim import sequential_trials
+from pinset.measures.stats_sim import SPELLS_H100, sequential_trials, spell_trials
 
 
 def main() -> None:
@@ -29,7 +35,11 @@ def main() -> None:
     ap.add_argument("--max-rounds", type=int, default=40)
     ap.add_argument("--round-seconds", type=float, default=None, help="seconds a round takes (models --max-time)")
     ap.add_argument("--max-time", type=float, default=300.0, help="the bench's --max-time (default 300, pinset's)")
+    ap.add_argument("--spells", action="store_true", help="noise in spells (a two-level regime) instead")
     args = ap.parse_args()
+    if args.spells:
+        spells(args)
+        return
     plan_kept = args.max_rounds - 1
     rounds = args.max_rounds if not args.round_seconds else min(args.max_rounds, max(1, int(args.max_time // args.round_seconds)))
     kept = rounds - 1
@@ -51,6 +61,30 @@ def main() -> None:
                 print(f"{sigma:>6.3f} {tails:>10} {effect:>7.2f} | {rates.get('no change', 0):>9.3f} "
                       f"{rates.get('faster', 0):>6.3f} {rates.get('slower', 0):>6.3f} {rates.get('too noisy', 0):>9.3f}"
                       f" | {right:>5.3f} | {int(np.median(used))} / {int(np.percentile(used, 90))} / {used.max()}")
+
+
+def spells(args) -> None:
+    kept = args.max_rounds - 1
+    print(f"command: PYTHONPATH=. python benchmarks/bench_rule_sim.py --spells --trials {args.trials} "
+          f"--max-rounds {args.max_rounds}")
+    s = SPELLS_H100
+    print(f"rule {RULE}: alpha {ALPHA} over {Plan.adaptive(kept, 5).looks} looks, {kept} kept rounds at most, "
+          f"{args.trials} trials per cell")
+    print(f"regime (H100 A/A pp512): levels x{s.level_ratio}, within-level sd {s.within_sd}, high share "
+          f"{s.high_share}, dwell low {s.dwell_low}, high {s.dwell_high} runs (x scale)")
+    print(f"{'order':>9} {'scale':>5} {'effect':>6} | {'no change':>9} {'faster':>6} {'slower':>6} {'too noisy':>9}"
+          f" | {'false':>5} {'right':>5} | rounds median / p90 / max")
+    for order in ("alternate", "random"):
+        for scale in (1, 2, 3, 4, 8):
+            for effect in (1.0, 1.5):
+                rates, used = spell_trials(effect, max_kept=kept, scale=scale, order=order, trials=args.trials,
+                                           seed=1)
+                false = rates.get("faster", 0) + rates.get("slower", 0) if effect == 1.0 else rates.get("slower", 0)
+                right = rates.get("no change" if effect == 1.0 else "faster", 0.0)
+                print(f"{order:>9} {scale:>5} {effect:>6.2f} | {rates.get('no change', 0):>9.3f} "
+                      f"{rates.get('faster', 0):>6.3f} {rates.get('slower', 0):>6.3f} {rates.get('too noisy', 0):>9.3f}"
+                      f" | {false:>5.3f} {right:>5.3f} | {int(np.median(used))} / {int(np.percentile(used, 90))} / "
+                      f"{used.max()}")
 
 
 if __name__ == "__main__":

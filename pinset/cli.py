@@ -15,8 +15,10 @@ import textwrap
 
 from pinset import __version__
 from pinset.ci_annotations import annotate_error
+from pinset.commands.common import recover_pin_folders
 from pinset.commands.paths import check_arguments, stdout_outputs
 from pinset.errors import PinsetError, RuntimeFailure
+from pinset.output import NAMES_ERRORS
 from pinset.redact import wrap_streams
 from pinset.results import mark_run_started
 
@@ -123,10 +125,12 @@ def build_parser(chosen: str | None = None) -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    if argv is None:
+        _utf8_mode()
     argv = list(sys.argv[1:] if argv is None else argv)
     for stream in (sys.stdout, sys.stderr):  # an ASCII or Latin-1 terminal: "\u2705", not a UnicodeEncodeError
         if stream is not None and hasattr(stream, "reconfigure"):
-            stream.reconfigure(errors="backslashreplace")
+            stream.reconfigure(errors=NAMES_ERRORS)   # (and a name that is no UTF-8: "\xff")
     saved = wrap_streams(sys)  # no token, no URL credentials in anything printed: results, progress, errors
     try:
         return _main(argv)
@@ -134,6 +138,29 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout, sys.stderr = saved
         if "pinset.output" in sys.modules:
             sys.modules["pinset.output"].release_stdout()
+
+
+def _utf8_mode() -> None:
+    """Run in Python's UTF-8 mode whatever the user's locale (`LANG=C LC_ALL=C PYTHONUTF8=0`): pinset's inputs
+    (pins.yaml, patches, results) are UTF-8 text naming files whose names are UTF-8 bytes (git writes them so),
+    and an ASCII file system encoding would hold one name two ways (a path typed on the command line as
+    surrogate escapes, the same path read from pins.yaml as text) and fail on every open of the second. So the
+    program starts itself again once, in UTF-8 mode (`-X utf8`; the same pinset, the same arguments as bytes,
+    the same process id): names that are not UTF-8 are still surrogate escapes there, kept as bytes by every
+    writer (output.write_text, the logs, the memo keys). Nothing changes for git's children (runner.py)."""
+    if sys.flags.utf8_mode or sys.getfilesystemencoding().lower().replace("-", "") == "utf8" \
+            or not sys.executable:
+        return
+    package_parent = os.fsencode(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    code = ("import os, sys; sys.path[0] = os.fsdecode(%r); from pinset.cli import main; sys.exit(main())"
+            % package_parent)
+    for stream in (sys.stdout, sys.stderr):
+        if stream is not None:
+            stream.flush()
+    try:
+        os.execv(sys.executable, [sys.executable, "-X", "utf8", "-c", code, *sys.argv[1:]])
+    except OSError:
+        return   # no interpreter to start again: go on as we are
 
 
 def _main(argv: list[str]) -> int:
@@ -145,6 +172,7 @@ def _main(argv: list[str]) -> int:
         args = parser.parse_args(argv)
         command = f"pinset {args.command}"
         check_arguments(parser, args)  # no output over an input, for every verb: the one check, before dispatch
+        recover_pin_folders(args)      # a half swap a killed run left beside a pin's folder: finished first
         if stdout_outputs(parser, args):   # `--json -`: standard output holds the result alone
             from pinset.output import claim_stdout
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import codecs
 import functools
 import json
 import os
@@ -13,6 +14,21 @@ from typing import Any, Protocol, TypeVar
 from pinset.redact import redact
 from pinset.results import stamped
 from pinset.store import atomic_write, write_problem
+
+# A name that is no UTF-8 (a file name's bytes, held by Python as surrogate escapes) in text pinset writes
+# (a result file, the console): shown as `\xff`, so the text stays UTF-8 and nothing raises (issue 40).
+NAMES_ERRORS = "pinset-names"
+
+
+def _escape_names(exc: UnicodeError) -> tuple[str, int]:
+    if not isinstance(exc, UnicodeEncodeError):
+        raise exc
+    part = exc.object[exc.start:exc.end]
+    return "".join(f"\\x{ord(c) - 0xDC00:02x}" if 0xDC80 <= ord(c) <= 0xDCFF else f"\\u{ord(c):04x}"
+                   for c in part), exc.end
+
+
+codecs.register_error(NAMES_ERRORS, _escape_names)
 
 # The width of a console that is no terminal (a CI log, a pipe, a file) when COLUMNS does not say one: wide
 # enough that no table is cut ("pypi:llama-cpp-python==0…") and no line wrapped where no one will resize it.
@@ -176,7 +192,7 @@ def write_text(path: str | Path, text: str) -> None:
         return
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    data = redact(text).encode("utf-8")  # no token or URL credentials in any result file
+    data = redact(text).encode("utf-8", NAMES_ERRORS)  # no token or URL credentials in any result file
     real = Path(os.path.realpath(path))
     try:
         if _names_a_stream(path) or (real.exists() and (not real.is_file() or write_problem(real.parent))):

@@ -416,7 +416,7 @@ def write_log(log: Path, result: Completed, cwd=None, env=None) -> None:
 
     log.parent.mkdir(parents=True, exist_ok=True)
     prefix = " ".join(f"{k}={shlex.quote(v)}" for k, v in (env or {}).items())
-    with log.open("a", encoding="utf-8") as raw:
+    with log.open("a", encoding="utf-8", errors="surrogateescape") as raw:
         fh = RedactingStream(raw)   # a log is a file pinset writes: no token, no URL credentials
         fh.write(f"$ {(prefix + ' ') if prefix else ''}{shlex.join(result.argv)}\n")
         if cwd:
@@ -513,7 +513,7 @@ def _open_live_log(log: Path | None, args: tuple[str, ...], cwd, env):
     from pinset.redact import RedactingStream
 
     log.parent.mkdir(parents=True, exist_ok=True)
-    fh = RedactingStream(log.open("a", encoding="utf-8"))   # no token, no URL credentials in a log
+    fh = RedactingStream(log.open("a", encoding="utf-8", errors="surrogateescape"))   # no token, no URL credentials in a log
     prefix = " ".join(f"{k}={shlex.quote(v)}" for k, v in (env or {}).items())
     fh.write(f"$ {(prefix + ' ') if prefix else ''}{shlex.join(args)}\n")
     if cwd:

@@ -91,7 +91,7 @@ def short_hash(*parts: str, length: int = 12) -> str:
     """Stable key for cache entries built from several strings."""
     h = hashlib.sha256()
     for part in parts:
-        h.update(part.encode())
+        h.update(part.encode(errors="surrogateescape"))
         h.update(b"\0")
     return h.hexdigest()[:length]
 

@@ -9,7 +9,6 @@ nothing written): a tree that lacks a required pin must not pass for the pinned 
 from __future__ import annotations
 
 import errno
-import os
 from pathlib import Path
 
 from pinset.commands.common import add_config_args, open_config
@@ -20,6 +19,7 @@ from pinset.output import console, write_json
 from pinset.sim.apply_model import ApplyResult
 from pinset.sim.run import pick_builds, simulate
 from pinset.store import scratch_dir
+from pinset.swap import swap_in
 
 
 def add_parser(sub):
@@ -97,7 +97,7 @@ def write_tree(mirror, tree: str, out: Path) -> None:
         out.parent.mkdir(parents=True, exist_ok=True)
         with scratch_dir(out.parent, f".{out.name}.pinset-tmp-") as tmp:
             mirror.materialize(tree, tmp)
-            os.rename(tmp, out)
+            swap_in(tmp, out)   # onto nothing or an empty folder: one rename, Ctrl-C held back while it runs
     except OSError as exc:
         if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EROFS):  # the system refused mid-run: exit 1, the path
             exc.filename = exc.filename or str(out)

@@ -60,22 +60,27 @@ def pins_read_unless(*folders: str) -> Callable[[argparse.Namespace], dict[str, 
 
 
 def open_config(args, require_pins: bool = True):
-    recover_pin_folders(args.config)
-    pinset = load_pinset(args.config, require_pins=require_pins)
+    pinset = load_pinset(args.config, require_pins=require_pins)   # (a dead run's half swap finished: cli._main)
     warn_damaged_ledgers(pinset)
     return pinset, Store.open(args.cache)
 
 
-def recover_pin_folders(config) -> None:
-    """Finish or undo a pin folder's replacement that a killed `refresh --write`/`rebase --continue` left half-way
-    (pinset/heal/series.py), before pins.yaml is read: a pin's folder may be missing until then. Said on stderr."""
-    recover_beside(sorted({Path(p).parent for p in pin_paths(config)}))
+def recover_pin_folders(args: argparse.Namespace) -> None:
+    """Finish or undo a pin folder's replacement that a killed run (`refresh --write`, `rebase --continue`,
+    `rebase --as-series`, `bump`) left half-way (pinset/swap.py), before any verb reads pins.yaml (its -c, else
+    ./pins.yaml where the verb reads that): a pin's folder may be missing until then. Said on stderr. Called
+    once for every verb by cli._main, before dispatch."""
+    config = getattr(args, "config", None)
+    if config is None and os.path.isfile("pins.yaml"):
+        config = "pins.yaml"
+    if config is not None:
+        recover_beside(sorted({Path(p).parent for p in pin_paths(config)}))
 
 
 def recover_beside(parents) -> None:
-    """What dead runs left staged in each of these folders finished or removed (pinset/heal/series.py), said on
+    """What dead runs left staged in each of these folders finished or removed (pinset/swap.py), said on
     stderr."""
-    from pinset.heal.series import recover
+    from pinset.swap import recover
 
     for parent in parents:
         for line in recover(parent):

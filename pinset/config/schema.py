@@ -177,7 +177,7 @@ class PinSet:
                 for patch in pin.patch_files():
                     h.update(patch.read_bytes())
                 for recorded in resolution_files(pin.patches):  # they change what is applied
-                    h.update(recorded.name.encode() + b"\0" + recorded.read_bytes())
+                    h.update(recorded.name.encode(errors="surrogateescape") + b"\0" + recorded.read_bytes())
             else:
                 h.update((pin.commit or "").encode())
         return h.hexdigest()[:16]

@@ -10,7 +10,6 @@ and format is the user's own. The new file must read as a pin set before it repl
 
 from __future__ import annotations
 
-import os
 import shutil
 from pathlib import Path
 
@@ -22,6 +21,7 @@ from pinset.heal.series import stage_new_folder, staged_file_name
 from pinset.redact import redact_url
 from pinset.sim.pins import prepare_pins
 from pinset.store import Store, atomic_write, cache_tmp, scratch_dir
+from pinset.swap import swap_in
 from pinset.upstream.mirror import Mirror
 
 
@@ -45,7 +45,7 @@ def as_series(pinset: PinSet, store: Store, spec: PinSpec, rel: str) -> tuple[in
             except BaseException:   # Ctrl-C while copying: nothing left beside the user's folders
                 _remove_empty(made)
                 raise
-            os.rename(staged, folder)   # onto an empty folder of the user's, or where there was none
+            swap_in(staged, folder)   # onto an empty folder of the user's, or where there was none
         try:
             trial = staged_file_name(pinset.path)
             trial.write_text(text, encoding="utf-8")

@@ -146,7 +146,7 @@ def bench_result(models: dict[str, Path], bench_args: list[str], rounds: list[Ro
         if aa:
             extra["aa_noise"] = aa_noise(rows)
     return BenchResult(
-        bench_ok(rows, rounds), "models" if compare_models else "builds", BenchModelFile(str(model), model.name),
+        bench_ok(rows, rounds, aa=bool(aa)), "models" if compare_models else "builds", BenchModelFile(str(model), model.name),
         list(bench_args), len(rounds), repetitions, 1,
         BenchSide(base.build, base.commit, models["base"].name), BenchSide(head.build, head.commit, models["head"].name),
         GpuRecord(snap["name"], snap["driver"], keys=("name", "driver")) if snap else None, list(rounds), rows, extra)
@@ -169,7 +169,8 @@ def decision_record(plan: Plan, *, noise: list[dict] | None = None, noise_from: 
             "alpha_per_look": plan.alpha_per_look, "margin_min": math.exp(MIN_EFFECT) - 1.0, "noise_k": NOISE_K,
             "noise_from": noise_from, "noise": noise, "adaptive": plan.looks > 1, "max_rounds": max_rounds,
             "max_time_s": max_time_s, "elapsed_s": None if elapsed_s is None else round(elapsed_s, 1),
-            "budget_ran_out": budget_ran_out, "more_rounds": None}
+            "budget_ran_out": budget_ran_out, "more_rounds": None,
+            **({"order": "random"} if plan.signs else {})}   # rounds' orders drawn (older files: alternating, no key)
 
 
 def aa_noise(rows: list[BenchRow]) -> list[dict]:
@@ -186,11 +187,13 @@ def more_rounds(rows: list[BenchRow]) -> int | None:
     return max(wanted) if wanted else None
 
 
-def bench_ok(rows: list[BenchRow], rounds: list[RoundRecord]) -> bool:
+def bench_ok(rows: list[BenchRow], rounds: list[RoundRecord], *, aa: bool = False) -> bool:
     """Every run succeeded (with physical speeds, also in a re-analysed file) and every row is "faster" or
-    "no change"."""
+    "no change"; for an A/A check (head is base itself) every row is "no change": any other verdict of the same
+    programs against themselves is the rule's own false verdict (or a machine too noisy to measure on), red."""
     run_failed = any(r.failed_runs() for r in rounds)
-    return bool(rows) and not run_failed and all(r.verdict in ("faster", "no change") for r in rows)
+    good = ("no change",) if aa else ("faster", "no change")
+    return bool(rows) and not run_failed and all(r.verdict in good for r in rows)
 
 
 def reanalysed(result: BenchResult, *, keep_busy_rounds: bool = False) -> BenchResult:
@@ -203,7 +206,8 @@ def reanalysed(result: BenchResult, *, keep_busy_rounds: bool = False) -> BenchR
     method = {k: fresh[k] for k in ("rule", "alpha", "looks", "first_look", "alpha_per_look", "margin_min", "noise_k")}
     extra = {**result.extra, "method": METHOD, "decision": {**fresh, **decision, **method, "more_rounds": more_rounds(rows)},
              "reanalysed_from": {"method": result.method, "schema": result.schema}}
-    return replace(result, ok=bench_ok(rows, result.round_log), rows=rows, extra=extra, schema=SCHEMAS["bench"])
+    return replace(result, ok=bench_ok(rows, result.round_log, aa=bool(result.aa_check)), rows=rows, extra=extra,
+                   schema=SCHEMAS["bench"])
 
 
 # --- --noise-from: an A/A bench of this machine sets a later bench's no-change band ------------------------
@@ -266,3 +270,17 @@ def _same_noise(recorded: list[dict], computed: list[dict]) -> bool:
     mine = {key(e): e["sd"] for e in computed}
     return {key(e) for e in recorded} == set(mine) and all(
         math.isclose(e["sd"], mine[key(e)], rel_tol=1e-6, abs_tol=1e-12) for e in recorded)
+
+
+def runs_in_time_order(rounds: list[RoundRecord], test: str) -> list[float]:
+    """Every run's speed of `test` (both sides, the warm-up included) in the order the runs ran: what a regime of
+    the machine is read from (stats_sim.spells_from_runs). A run without a speed is left out."""
+    frame = rounds_frame(rounds, keep_busy_rounds=True)
+    sub = frame[frame["test"] == test]
+    out = []
+    for rnd in rounds:
+        first = "base" if rnd.order == "BH" else "head"
+        for side in (first, "head" if first == "base" else "base"):
+            tps = sub[(sub["round"] == rnd.round) & (sub["side"] == side)]["tps"]
+            out += [float(x) for x in tps if not math.isnan(x)]
+    return out

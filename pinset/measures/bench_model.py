@@ -193,9 +193,10 @@ def row_from_speeds(test: str, params: dict, rounds: list[int] | None, base_tps:
 def plan_of(decision: dict | None) -> Plan:
     """The plan a bench ran under, from its budget (not from the recorded looks and alpha, which an edited file
     could set to narrow every interval): adaptive with a round cap, else one look."""
+    signs = bool(decision) and (decision or {}).get("order") == "random"   # orders drawn (newer benches)
     if not decision or not decision.get("adaptive") or not decision.get("max_rounds"):
-        return Plan()
-    return Plan.adaptive(int(decision["max_rounds"]) - 1, FIRST_LOOK)
+        return Plan(signs=signs)
+    return Plan.adaptive(int(decision["max_rounds"]) - 1, FIRST_LOOK, signs=signs)
 
 
 def noise_of(decision: dict | None) -> dict[str, float] | None:
@@ -314,9 +315,11 @@ class BenchResult:
         gpu = ((self.gpu.name if self.gpu else "no GPU")
                + (f" on {device_text(self.device_key)}" if self.device_key else "")
                + (f" as {self.gpu_class}" if self.gpu_class else ""))
+        # an A/A check (head is base itself) is a cell of its own: beside the head-vs-base bench of the same builds
+        # (a pinned tree named by its base build: the same names), never in disagreement with it
+        pair = f"{self.base.build} -> {self.head.build}" + (" (A/A check)" if self.aa_check else "")
         for r in self.rows:
-            yield (("bench", self.model.name, gpu, f"{self.base.build} -> {self.head.build}", r.test,
-                    canonical(r.params)),
+            yield (("bench", self.model.name, gpu, pair, r.test, canonical(r.params)),
                    {"base_tps": list(r.base_tps), "head_tps": list(r.head_tps), "ratio": r.ratio, "verdict": r.verdict})
 
     def build_commits(self) -> BuildCommits:

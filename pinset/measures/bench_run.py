@@ -1,7 +1,11 @@
 """Running interleaved llama-bench rounds for base and head, and the one stage function `pinset bench` calls.
 
-Round r runs both binaries back to back, base first on even rounds (BH) and head first on odd ones
-(HB), so slow drift and "second run is warmer" effects cancel in the per-round ratio. Round 0 is a
+Round r runs both binaries back to back, in an order drawn at random for each round (BH: base first, HB: head
+first; ORDER_RULE), so "second run is warmer" effects and slow drift average out of the per-round ratio, and a
+machine whose speed switches between levels in spells (an H100's pp512 at ~1,300 and ~1,750 t/s for a few runs at
+a time) cannot line its spells up with a fixed BH/HB/BH/HB pattern: with the order alternating, spells of two
+runs put head in the fast level round after round, and an A/A bench said "faster" +17.6 % (docs/bench.md,
+benchmarks/bench_rule_sim.py's spells rows). The draw uses the system's entropy, never a fixed seed. Round 0 is a
 warm-up (clocks ramp, page cache fills) and is recorded but never used. An adaptive bench (no fixed round
 count) analyses the rounds after each one and stops when every row is decisive, the budget is spent, or runs
 keep failing.
@@ -9,6 +13,7 @@ keep failing.
 
 from __future__ import annotations
 
+import random
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -103,14 +108,17 @@ def run_side(side: Side, model: Path, bench_args: list[str], repetitions: int, *
 
 
 def run_rounds(base: Side, head: Side, models: dict[str, Path], bench_args: list[str], *, rounds: int,
-               repetitions: int, cpu: bool, log_dir: Path | None = None, on_round=None, done=None) -> list[Round]:
+               repetitions: int, cpu: bool, log_dir: Path | None = None, on_round=None, done=None,
+               orders: random.Random | None = None) -> list[Round]:
     """models: the GGUF each side runs ({"base": ..., "head": ...}; the same file for a build comparison).
-    rounds: the most rounds to run; done(rounds so far) -> True stops after a round (adaptive benches)."""
+    rounds: the most rounds to run; done(rounds so far) -> True stops after a round (adaptive benches).
+    orders: where each round's order is drawn (round_order); default the system's entropy."""
     sides = {"base": base, "head": head}
     out = []
+    draw = orders or random.SystemRandom()
     tests: list[str] | None = None   # the tests of the first good run: every other run must have the same
     for i in range(rounds):
-        order = "BH" if i % 2 == 0 else "HB"
+        order = round_order(i, draw)
         rnd = Round(i, order, warmup=(i == 0))
         rnd.gpu_before = None if cpu else gpu_mod.snapshot()
         for letter in order:
@@ -130,6 +138,14 @@ def run_rounds(base: Side, head: Side, models: dict[str, Path], bench_args: list
         if done and done(out):
             break
     return out
+
+
+ORDER_RULE = "random"   # each kept round's order drawn at random (the decision record's "order")
+
+
+def round_order(index: int, draw: random.Random) -> str:
+    """The order of round `index`: the warm-up (0) base first, every other one BH or HB by a fair draw."""
+    return "BH" if index == 0 else draw.choice(("BH", "HB"))
 
 
 def failing(so_far: list[Round]) -> bool:
@@ -184,7 +200,8 @@ class BenchSettings:
 
     @property
     def plan(self) -> Plan:
-        return Plan.adaptive(self.max_rounds - 1, FIRST_LOOK) if self.adaptive else Plan()
+        # each round's order is drawn (round_order), so the rounds' signs are a valid test too (Plan.signs)
+        return Plan.adaptive(self.max_rounds - 1, FIRST_LOOK, signs=True) if self.adaptive else Plan(signs=True)
 
 
 def run_bench(base: Side, head: Side, settings: BenchSettings, *, on_round: Callable[[Round], None] | None = None,

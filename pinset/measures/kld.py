@@ -108,7 +108,7 @@ def reference(side: Side, model: Path, text: Path, ctx: int, chunks: int, store,
               extra: Sequence[str] = (), log_dir: Path | None = None, on_retry=None) -> Reference:
     key_parts = [model_identity(model), file_sha256(text), str(ctx), str(chunks), side.commit,
                  str(side.bin_dir) if side.pinset is None else "", " ".join(extra)]   # a folder: any local build
-    key = hashlib.sha256("\0".join(key_parts).encode()).hexdigest()[:16]
+    key = hashlib.sha256("\0".join(key_parts).encode(errors="surrogateescape")).hexdigest()[:16]
     folder = store.dir("kld-ref", key)
     logits, meta = folder / "logits.bin", folder / "reference.json"
     if (out := _cached_reference(logits, meta)) is not None:

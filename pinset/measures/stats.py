@@ -29,6 +29,7 @@ on the other side of 0) or a false "no change" (true effect outside the band) ha
 
 from __future__ import annotations
 
+import functools
 import math
 import warnings
 from dataclasses import dataclass
@@ -51,14 +52,15 @@ class Plan:
     looks: int = 1
     first_look: int = MIN_ROUNDS
     alpha: float = ALPHA
+    signs: bool = False   # each round's order was drawn at random: a change within the sides' swings needs the signs
 
     @property
     def alpha_per_look(self) -> float:
         return self.alpha / self.looks
 
     @classmethod
-    def adaptive(cls, max_kept: int, first_look: int) -> Plan:
-        return cls(max(1, max_kept - first_look + 1), first_look)
+    def adaptive(cls, max_kept: int, first_look: int, signs: bool = False) -> Plan:
+        return cls(max(1, max_kept - first_look + 1), first_look, signs=signs)
 
 
 @dataclass(frozen=True)
@@ -183,11 +185,57 @@ def rounds_needed(d: np.ndarray, margin: float, plan: Plan, limit: int = 10_000)
     return int(n[np.argmax(ok)]) if ok.any() else None
 
 
+SIGN_FLIP_EXACT_MAX = 16   # rounds up to which sign_flip_p enumerates every sign pattern (2^16); above, Hoeffding
+
+
+@functools.lru_cache(maxsize=SIGN_FLIP_EXACT_MAX + 1)
+def _sign_patterns(n: int) -> np.ndarray:
+    """Every pattern of n signs (2^n x n, +1/-1)."""
+    return (1 - 2 * ((np.arange(2 ** n)[:, None] >> np.arange(n)) & 1)).astype(float)
+
+
+def sign_flip_p(d: np.ndarray) -> float:
+    """Two-sided p of mean(d) = 0 by flipping the signs of the rounds: exact (every sign pattern) up to
+    SIGN_FLIP_EXACT_MAX rounds, above that Hoeffding's bound 2 exp(-S^2 / (2 sum d^2)), which is never below the
+    exact p. Valid whatever the noise's shape or its spells, as long as each round's order was drawn at random
+    (pinset bench: bench_run.round_order): with no difference, swapping a round's order only flips its sign."""
+    d = np.asarray(d, float)
+    total, n = abs(float(d.sum())), len(d)
+    if n == 0 or total == 0:
+        return 1.0
+    if n <= SIGN_FLIP_EXACT_MAX:
+        sums = np.abs(_sign_patterns(n) @ d)
+        return float(np.mean(sums >= total - 1e-12 * max(1.0, total)))
+    return float(min(1.0, 2.0 * math.exp(-total ** 2 / (2.0 * float(d @ d)))))
+
+
+def beyond_swings(d: np.ndarray, effect: Effect, sides: tuple[np.ndarray, np.ndarray] | None, plan: Plan) -> bool:
+    """A "faster"/"slower" look may stand: its CI's bound nearest 0 lies beyond the largest jump between either
+    side's own speed levels over these rounds (level_jump: a change no switch between the machine's speed levels
+    can make), or the rounds' signs say so by themselves (sign_flip_p below the per-look alpha). A machine whose
+    speed comes in spells can line a few rounds up to look like a change; these rounds then count as "too noisy"
+    until the signs decide. sides None (rounds without their speeds): the t rule alone."""
+    if sides is None:
+        return True
+    nearest = min(abs(effect.ci_log[0]), abs(effect.ci_log[1]))
+    return nearest > level_jump(sides) or sign_flip_p(d) < plan.alpha_per_look
+
+
+def level_jump(sides: tuple[np.ndarray, np.ndarray]) -> float:
+    """The largest jump between a side's speed levels over these rounds: the widest gap between consecutive sorted
+    ln(speed) values of either side (a machine switching between two levels shows the gap between them; noise
+    around one level leaves small gaps)."""
+    gaps = [float(np.diff(np.sort(side)).max()) for side in sides if len(side) > 1]
+    return max(gaps) if gaps else 0.0
+
+
 def decide(d: np.ndarray, plan: Plan = Plan(), *, noise_sd: float | None = None,
-           min_effect: float = MIN_EFFECT) -> RowStats:
+           min_effect: float = MIN_EFFECT, sides: tuple[np.ndarray, np.ndarray] | None = None) -> RowStats:
     """Walk the looks the plan allows (every prefix of d from first_look on, or only the full d for a
     one-look plan) and stop at the first decisive one. noise_sd: the machine's A/A noise (log units);
-    None: each look's own scatter sets the margin."""
+    None: each look's own scatter sets the margin. sides: ln(base speed) and ln(head speed) of the rounds of d
+    (with plan.signs, rounds whose order was drawn: beyond_swings, a "faster"/"slower" within the sides' own swings
+    needs the signs' word too)."""
     d = np.asarray(d, float)
     looks = range(max(plan.first_look, MIN_ROUNDS), len(d) + 1) if plan.looks > 1 else []
     looks = looks or [len(d)]   # one look: the full data (also a sequential bench stopped before its first look)
@@ -200,12 +248,18 @@ def decide(d: np.ndarray, plan: Plan = Plan(), *, noise_sd: float | None = None,
             sd = float(d[:n].std(ddof=1))
             margin = margin_for(sd, min_effect)
         verdict = verdict_for(effect, margin)
+        if verdict in ("faster", "slower") and plan.signs and not beyond_swings(
+                d[:n], effect, None if sides is None else (sides[0][:n], sides[1][:n]), plan):
+            verdict = "too noisy"
         if verdict != "too noisy":
             return RowStats(estimate(d[:n], plan), sd, margin, verdict, n, None, *deciding_p(d[:n], verdict, margin))
     if effect is None:
         return RowStats(None, sd, margin, "insufficient data", None, None)
     effect = estimate(d, plan)
     needed = rounds_needed(d, margin, plan)
+    if plan.signs and effect is not None and (effect.ci_log[0] > 0 or effect.ci_log[1] < 0) and needed is not None:
+        # the t CI decided, the signs not yet (beyond_swings): rounds all one way need 1 + log2(1 / alpha per look)
+        needed = max(needed, math.ceil(1 + math.log2(1.0 / plan.alpha_per_look)))
     return RowStats(effect, sd, margin, "too noisy", None, None if needed is None else max(1, needed - len(d)),
                     *deciding_p(d, "too noisy", margin))
 
@@ -214,4 +268,5 @@ def compare(base: list[float], head: list[float], plan: Plan = Plan(), *, noise_
             min_effect: float = MIN_EFFECT) -> RowStats:
     """Everything for one benchmark row (base[i], head[i] from the same round)."""
     n = min(len(base), len(head))
-    return decide(log_ratios(base[:n], head[:n]), plan, noise_sd=noise_sd, min_effect=min_effect)
+    sides = (np.array([math.log(x) for x in base[:n]]), np.array([math.log(x) for x in head[:n]])) if n else None
+    return decide(log_ratios(base[:n], head[:n]), plan, noise_sd=noise_sd, min_effect=min_effect, sides=sides)

@@ -318,5 +318,5 @@ def _merge_bench(files: list[ResultFile]) -> list[BenchStudy]:
     return [BenchStudy(d, rows, sources) for d, rows, sources in _studies(
         files, BenchResult,
         lambda d: (d.model.name, d.gpu.name if d.gpu else None, d.base.build, d.head.build, d.device_key,
-                   d.gpu_class),
+                   d.gpu_class, d.aa_check),   # an A/A check of a cell is a study of its own, beside its bench
         lambda d: d.rows, lambda r: (r.test, canonical(r.params)))]

@@ -462,8 +462,9 @@ class Simulator:
         if asked is not None:
             key, before = asked
             answer = self._memo.get(key)
-            if answer is not None and self._replay(index, prep, answer, before):
-                return _outcome_of(answer, prep)
+            replayed = _outcome_of(answer, prep) if answer is not None else None
+            if answer is not None and replayed is not None and self._replay(index, prep, answer, before):
+                return replayed
         start, fetched = len(index.objects), self._finder.fetched
         outcome = self._apply_git(index, prep, how)
         # An apply whose lookup fetched upstream's refs was asked under the key of a run that had not (their
@@ -988,10 +989,7 @@ class Simulator:
                 key = self._build_key(build)
                 known = self._builds.get(key) if key is not None else None
             if known is not None and "needs" in known and self._has_objects(known["needs"]):
-                try:
-                    result = _build_from_json(known["result"])
-                except (KeyError, TypeError, ValueError):
-                    result = None
+                result = _build_from_json(known["result"])
                 if result is not None:
                     self._builds.hits += 1
                     return self._with_digests(result)
@@ -1169,8 +1167,11 @@ class Simulator:
         return SimResult([self.simulate_build(b) for b in builds], self.pinset.digest)
 
 
-def _build_from_json(doc: dict) -> BuildResult:
-    """A BuildResult from its dataclasses.asdict form (as the build memo keeps it)."""
+def _build_from_json(doc: dict) -> BuildResult | None:
+    """A BuildResult from its dataclasses.asdict form (as the build memo keeps it); None when `doc` is not of
+    that shape (every field of its type: an entry another pinset, a hand or a bug wrote is a miss)."""
+    if not memo.fits(doc, BuildResult, {"BuildPlace": BuildPlace}):
+        return None
     pins = []
     for p in doc["pins"]:
         place = p["build_has"]
@@ -1180,11 +1181,14 @@ def _build_from_json(doc: dict) -> BuildResult:
     return BuildResult(**{**doc, "pins": pins})
 
 
-def _outcome_of(answer: memo.Answer, prep: PreparedPin) -> ApplyOutcome:
-    """The ApplyOutcome a memo answer stands for (the failed patch's text read again from its file)."""
+def _outcome_of(answer: memo.Answer, prep: PreparedPin) -> ApplyOutcome | None:
+    """The ApplyOutcome a memo answer stands for (the failed patch's text read again from its file); None when
+    the answer names a patch the pin does not have (a miss)."""
     fields = answer.outcome
     failed = fields.get("failed_patch")
     assert prep.change is not None
+    if failed is not None and failed >= len(prep.change.patches):
+        return None
     text = prep.change.patches[failed].read_text(encoding="utf-8", errors="replace") if failed is not None else ""
     return ApplyOutcome(answer.ok, list(fields["conflict_files"]), fields["message"], list(fields["hunk"]),
                         fields["hunk_path"], text, fields["mode"], list(fields["resolutions"]), fields["note"],

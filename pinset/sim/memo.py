@@ -20,10 +20,17 @@ A whole build's result is kept too (BuildMemo, `memo/build/`): keyed by everythi
 (the engine's build_key: the build's commit and tree, each pin's spec, patch bytes and paths, base, the
 commits the preimage lookup may read, the options, git's identity and pinset's own code), it lets a run
 whose answer is already known skip every apply, attribution, probe and contract of that build.
+
+The cache is an input too. Every key names the engine that made the answer (code_digest: a digest of
+pinset's own source, so a cache warmed by another pinset is never replayed by this one); an entry whose
+digest marker is valid but whose content is not of the shape this code writes (`fits`) is a miss, never a
+traceback; a blob of `memo/objects/` is checked (zlib, header, id) before a replay lends it to git, and one
+that does not read is removed there and made again by git (memo/'s damage, never called the mirror's).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import json
@@ -31,6 +38,9 @@ import os
 import re
 import shutil
 import struct
+import types
+import typing
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -40,6 +50,8 @@ MEMO_FORMAT = "apply-memo-2"   # a change of what a key covers or an answer hold
 BUILD_FORMAT = "build-memo-1"  # the same for a whole build's result
 _INDEX_LINE_RE = re.compile(rb"^index ([0-9a-f]{4,64})\.\.([0-9a-f]{4,64})", re.M)
 _LOOSE_RE = re.compile(r"^[0-9a-f]{38}$")
+_OID_RE = re.compile(r"^[0-9a-f]{40}$")
+_MODES = (0o100644, 0o100755, 0o120000, 0o160000)   # the modes of an index entry git writes
 
 Entry = tuple[int, str]          # (mode, blob id)
 Entries = dict[str, Entry]       # path -> entry (stage 0 only)
@@ -117,10 +129,11 @@ def apply_key(patches: list[bytes], how: bool, entries: list[tuple[str, int, str
     """The one key of an apply's answer: patch bytes (their `index` lines included), how it is asked,
     the relevant index entries, which full blob ids each named id resolves to among the blobs the
     apply may read, git's identity, `extra` (inputs a caller adds, e.g. preimages a lookup offers) and
-    the patch files' paths (`names`: a failure's message names the patch, git's words its file)."""
+    the patch files' paths (`names`: a failure's message names the patch, git's words its file), and the
+    engine that answers (code_digest: an answer of another pinset is never this one's)."""
     digest = hashlib.sha256()
-    for part in (MEMO_FORMAT, git, "how" if how else "plain", *extra, "names", *names):
-        digest.update(part.encode() + b"\0")
+    for part in (MEMO_FORMAT, code_digest(), git, "how" if how else "plain", *extra, "names", *names):
+        digest.update(part.encode(errors="surrogateescape") + b"\0")
     for text in patches:
         digest.update(hashlib.sha256(text).digest())
     digest.update(json.dumps([entries, available], separators=(",", ":")).encode())
@@ -151,6 +164,100 @@ def loose_objects(folder: Path) -> dict[str, Path]:
     return found
 
 
+# The fields of an Answer's outcome and their types (engine._remember writes them, engine._outcome_of reads them).
+OUTCOME_FIELDS: dict[str, typing.Any] = {
+    "conflict_files": list[str], "message": str, "hunk": list[str], "hunk_path": typing.Optional[str],
+    "failed_patch": typing.Optional[int], "mode": typing.Optional[typing.Literal["exact", "offset", "3-way", "resolution"]],
+    "resolutions": list[str], "note": typing.Optional[str], "replaced": dict[str, list[str]],
+    "renamed": dict[str, str], "merge_failed": bool}
+
+
+def fits(value: object, hint: typing.Any, names: dict[str, typing.Any] | None = None) -> bool:
+    """Whether JSON `value` is of type `hint` as this code writes it: str, int, float, bool, None, Literal,
+    unions, list[...], dict[str, ...], set[...] / tuple[...] (a JSON list), and dataclasses (an object with
+    exactly their fields, those without a default present; `names` resolves the names their hints use)."""
+    if hint is typing.Any:
+        return True
+    if hint is None or hint is type(None):
+        return value is None
+    if hint is bool:
+        return isinstance(value, bool)
+    if hint is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if hint is float:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if hint is str:
+        return isinstance(value, str)
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin is typing.Literal:
+        return any(value == a and type(value) is type(a) for a in args)
+    if origin in (typing.Union, types.UnionType):
+        return any(fits(value, a, names) for a in args)
+    if origin in (list, set, frozenset) or (origin is tuple and args[-1:] == (Ellipsis,)):
+        return isinstance(value, list) and all(fits(v, args[0], names) for v in value) if args else isinstance(value, list)
+    if origin is tuple:
+        return isinstance(value, list) and len(value) == len(args) and all(fits(v, a, names) for v, a in zip(value, args))
+    if origin is dict:
+        return isinstance(value, dict) and all(fits(k, args[0], names) and fits(v, args[1], names)
+                                               for k, v in value.items())
+    if isinstance(hint, type) and dataclasses.is_dataclass(hint):
+        if not isinstance(value, dict):
+            return False
+        hints = typing.get_type_hints(hint, localns=names)
+        fields = {f.name: f for f in dataclasses.fields(hint)}
+        if set(value) - set(fields):
+            return False
+        for name, f in fields.items():
+            if name not in value:
+                if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+                    return False
+            elif not fits(value[name], hints[name], names):
+                return False
+        return True
+    return False
+
+
+def is_oid(value: object) -> bool:
+    """A full (SHA-1) object id as git writes it."""
+    return isinstance(value, str) and _OID_RE.match(value) is not None
+
+
+def _answer_of(raw: object) -> "Answer | None":
+    """An Answer from its stored JSON, or None when it is not of the shape put() writes."""
+    if not (isinstance(raw, dict) and set(raw) == {"ok", "outcome", "changes", "objects"}
+            and isinstance(raw["ok"], bool) and isinstance(raw["outcome"], dict)
+            and set(raw["outcome"]) == set(OUTCOME_FIELDS)
+            and all(fits(raw["outcome"][k], hint) for k, hint in OUTCOME_FIELDS.items())
+            and isinstance(raw["changes"], dict) and isinstance(raw["objects"], list)
+            and all(is_oid(o) for o in raw["objects"])):
+        return None
+    changes: dict[str, Entry | None] = {}
+    for path, entry in raw["changes"].items():
+        if entry is None:
+            changes[path] = None
+        elif isinstance(entry, list) and len(entry) == 2 and entry[0] in _MODES and is_oid(entry[1]) \
+                and not isinstance(entry[0], bool):
+            changes[path] = (int(entry[0]), str(entry[1]))
+        else:
+            return None
+    if raw["outcome"]["failed_patch"] is not None and raw["outcome"]["failed_patch"] < 0:
+        return None
+    return Answer(raw["ok"], dict(raw["outcome"]), changes, list(raw["objects"]))
+
+
+def object_reads(path: Path, oid: str) -> bool:
+    """Whether the loose object file `path` is object `oid` whole: zlib that inflates to a `blob <size>`
+    header and that many bytes, whose SHA-1 is the id."""
+    try:
+        data = zlib.decompress(path.read_bytes())
+    except (OSError, zlib.error):
+        return False
+    head, sep, body = data.partition(b"\0")
+    kind, _, size = head.partition(b" ")
+    return bool(sep) and kind == b"blob" and size == str(len(body)).encode() \
+        and hashlib.sha1(data).hexdigest() == oid
+
+
 @dataclass
 class Answer:
     ok: bool
@@ -166,6 +273,7 @@ class ApplyMemo:
         self.root = root
         self._answers: dict[str, Answer | None] = {}
         self._files: dict[str, Path] = {}   # blob id -> a loose object file of this run (when the cache took none)
+        self._checked: dict[str, bool] = {}  # memo/'s objects read this run: whole or not (_sound)
         self.hits = self.misses = 0
 
     def _path(self, key: str) -> Path:
@@ -193,15 +301,27 @@ class ApplyMemo:
         if data is None:
             return None
         try:
-            raw = json.loads(data)
-            answer = Answer(bool(raw["ok"]), dict(raw["outcome"]),
-                            {p: (int(e[0]), str(e[1])) if e is not None else None for p, e in raw["changes"].items()},
-                            [str(o) for o in raw["objects"]])
-        except (ValueError, KeyError, TypeError, IndexError):
+            answer = _answer_of(json.loads(data))
+        except (ValueError, RecursionError):
             return None
-        if not all(self._object(oid).is_file() for oid in answer.objects):
+        if answer is None or not all(self._object(oid).is_file() for oid in answer.objects):
             return None
         return answer
+
+    def _sound(self, oid: str) -> bool:
+        """memo/'s object `oid` reads whole (checked once per run); one that does not is removed (git makes it
+        again: put() writes it anew), so damage under memo/ heals and never reaches git as the mirror's."""
+        if oid in self._checked:
+            return self._checked[oid]
+        path = self._object(oid)
+        good = object_reads(path, oid)
+        if not good:
+            try:
+                path.unlink()
+            except OSError:
+                pass
+        self._checked[oid] = good
+        return good
 
     def put(self, key: str, answer: Answer, written: dict[str, Path]) -> None:
         """Keep `answer`; `written`: the loose object files of the blobs it names (copied into the memo)."""
@@ -213,8 +333,9 @@ class ApplyMemo:
         try:
             for oid in answer.objects:
                 target = self._object(oid)
-                if not target.is_file():
+                if not target.is_file() or not self._sound(oid):
                     atomic_write(target, written[oid].read_bytes())
+                    self._checked.pop(oid, None)
             write_checked(self._path(key), json.dumps(
                 {"ok": answer.ok, "outcome": answer.outcome, "changes": answer.changes, "objects": answer.objects},
                 sort_keys=True, separators=(",", ":")).encode())
@@ -226,7 +347,7 @@ class ApplyMemo:
         when one is gone (a cache cleaned meanwhile): then git answers again."""
         for oid in answer.objects:
             target = folder / oid[:2] / oid[2:]
-            sources = ([self._object(oid)] if self.root is not None else []) + \
+            sources = ([self._object(oid)] if self.root is not None and self._sound(oid) else []) + \
                 ([self._files[oid]] if oid in self._files else [])
             for source in sources:
                 try:
@@ -247,9 +368,14 @@ class ApplyMemo:
 
 @functools.lru_cache(maxsize=1)
 def code_digest() -> str:
-    """sha256 of pinset's own source (every .py of the package, by path): a whole build's result is a function
-    of the code that made it, so any change of pinset is a new key (read once per run, about 10 ms)."""
-    package = Path(__file__).resolve().parent.parent
+    """sha256 of pinset's own source (every .py of the package, by path): every answer the memo keeps (an
+    apply's, a build's, the moved-code index) is a function of the code that made it, so any change of pinset
+    is a new key (read once per run, about 10 ms). The engine's identity: no version to remember to bump."""
+    return package_digest(Path(__file__).resolve().parent.parent)
+
+
+def package_digest(package: Path) -> str:
+    """code_digest of the package folder `package` (its .py files by relative path and content)."""
     digest = hashlib.sha256()
     for folder, subdirs, files in os.walk(package):
         subdirs.sort()
@@ -296,11 +422,12 @@ class BuildMemo:
             if data is not None:
                 try:
                     found = json.loads(data)
-                    if not (isinstance(found, dict) and (found == {"asks_upstream": True} or (
-                            isinstance(found.get("result"), dict) and isinstance(found.get("needs"), list)))):
-                        found = None
-                except ValueError:
+                except (ValueError, RecursionError):
                     found = None
+                if not (isinstance(found, dict) and ((set(found) == {"asks_upstream"} and found["asks_upstream"] is True) or (
+                        set(found) == {"result", "needs"} and isinstance(found["result"], dict)
+                        and isinstance(found["needs"], list) and all(is_oid(o) for o in found["needs"])))):
+                    found = None   # (the result's own shape: the engine checks it against BuildResult)
             self._docs[key] = found
         return self._docs[key]
 

@@ -17,6 +17,7 @@ import hashlib
 import json
 
 from pinset.sim.changes import MovedMatch, moved_match
+from pinset.sim.memo import code_digest, fits
 from pinset.store import read_checked, write_checked
 from pinset.upstream.mirror import Mirror, parse_tree
 
@@ -33,7 +34,8 @@ class TreeLines:
         self._blobs: dict[str, dict[str, int]] = {}   # blob -> {needle: count}
         self._trees: dict[str, Locations] = {}        # tree or folder -> locations relative to it
         self._listed: dict[str, list[tuple[bytes, str, str]]] = {}   # tree or folder -> its entries
-        digest = hashlib.sha256(f"{_STORED_FORMAT} {MAX_BLOB_BYTES}\n".encode())
+        # (and the engine's identity: an index another pinset made is not this one's)
+        digest = hashlib.sha256(f"{_STORED_FORMAT} {MAX_BLOB_BYTES} {code_digest()}\n".encode())
         for needle in sorted(self._needles):
             digest.update(needle + b"\n")
         self._stored_key = digest.hexdigest()[:24]
@@ -58,10 +60,10 @@ class TreeLines:
             return None
         try:
             found = json.loads(data)
-        except ValueError:
+        except (ValueError, RecursionError):
             return None
-        if not isinstance(found, dict) or not all(isinstance(v, dict) for v in found.values()):
-            return None
+        if not fits(found, Locations) or not all(n > 0 for places in found.values() for n in places.values()):
+            return None   # not of the shape _store writes: a miss
         return found
 
     def _store(self, tree: str, found: Locations) -> None:

@@ -245,7 +245,7 @@ def test_killed_after_moving_the_old_folder_away_only_the_old_folder_goes_back(m
     old = {p.name: p.read_bytes() for p in folder.iterdir()}
     dead = subprocess.Popen(["true"])
     dead.wait()
-    from pinset.heal.series import host_tag
+    from pinset.swap import host_tag
 
     folder.rename(folder.parent / f".p.pinset-old-{host_tag()}-{dead.pid}-0123abcd")
     (folder.parent / f".p.pinset-part-{host_tag()}-{dead.pid}-0123abcd").mkdir()
@@ -257,7 +257,7 @@ def test_killed_after_moving_the_old_folder_away_only_the_old_folder_goes_back(m
 def test_a_live_runs_staging_is_left_alone_and_another_hosts_for_a_day(moved, tmp_path, capsys):
     import os
 
-    from pinset.heal.series import host_tag
+    from pinset.swap import host_tag
 
     _, pins_yaml, folder = moved
     live = folder.parent / f".p.pinset-new-{host_tag()}-{os.getppid()}-0123abcd"   # pytest's parent: alive

@@ -21,7 +21,9 @@ def test_a_3_percent_faster_head_stops_early_with_faster(tmp_path):
     assert doc["schema"] == 2 and doc["decision"]["adaptive"] and not doc["decision"]["budget_ran_out"]
     assert {r["verdict"] for r in doc["rows"]} == {"faster"}
     assert 6 <= doc["rounds"] < 30            # a warm-up, at least FIRST_LOOK kept rounds, and it stopped early
-    assert [r["order"] for r in doc["round_log"]][:4] == ["BH", "HB", "BH", "HB"]
+    orders = [r["order"] for r in doc["round_log"]]
+    assert orders[0] == "BH" and set(orders) <= {"BH", "HB"}   # the warm-up base first, then drawn (round_order)
+    assert doc["decision"]["order"] == "random"
     for row in doc["rows"]:
         assert row["ci95"][0] > 1.0 and row["decided_after"] <= doc["rounds"] - 1
 
