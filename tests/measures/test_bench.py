@@ -48,7 +48,8 @@ def test_bench_end_to_end_on_cpu(tmp_path):
     assert rc in (0, 1)  # an A/A run on a shared CPU may be "too noisy"; it must never be an error
     doc = json.loads((out / "bench.json").read_text())
     assert doc["kind"] == "bench" and doc["schema"] == 2 and doc["warmup_rounds"] == 1
-    assert [r["order"] for r in doc["round_log"]] == ["BH", "HB", "BH", "HB"]
+    orders = [r["order"] for r in doc["round_log"]]   # the warm-up base first, each kept round a fair draw
+    assert orders[0] == "BH" and len(orders) == 4 and set(orders[1:]) <= {"BH", "HB"}
     assert [r["test"] for r in doc["rows"]] == ["pp32", "tg4"]
     for row in doc["rows"]:
         assert len(row["base_tps"]) == len(row["head_tps"]) == 3
