@@ -79,7 +79,7 @@ def pytest_collection_modifyitems(config, items):
     slow = {name for name, tests in files.items() if any(t.get_closest_marker("slow") for t in tests)}
 
     def rank(name: str) -> tuple[int, int, int]:
-        known = next((i for i, end in enumerate(LONGEST) if name.endswith(end[len("tests/"):])), len(LONGEST))
+        known = LONGEST.index(name) if name in LONGEST else len(LONGEST)  # node ids: from the rootdir
         return known, name not in slow, -len(files[name])
 
     items[:] = [item for name in sorted(files, key=rank) for item in files[name]]
