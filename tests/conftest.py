@@ -3,6 +3,9 @@ behind them live in tests/testing/)."""
 
 from __future__ import annotations
 
+import fcntl
+import os
+
 import pytest
 
 from tests.testing import GitRepo
@@ -47,15 +50,21 @@ def isolated_cache(tmp_path, monkeypatch):
 
 @pytest.fixture(scope="session")
 def snapshot_seed(tmp_path_factory):
-    """A store with every llama.cpp snapshot (SNAPSHOTS) imported, once per session (per xdist worker).
+    """A store with every llama.cpp snapshot (SNAPSHOTS) imported, once per test run: pytest-xdist's workers
+    share one (the first imports it under a lock, the others open it), so the ~25 s of imports per worker
+    are paid once.
 
     Never a test's store: tests take `copy_store(seed, folder)` (tests/testing/snapshots.py), so none sees
     what another wrote. Returns (seed store, version -> Build)."""
     from pinset.store import Store
     from tests.testing.snapshots import SNAPSHOTS, import_snapshots
 
-    seed = Store.open(tmp_path_factory.mktemp("snapshot-seed") / "cache")
-    return seed, import_snapshots(seed, tuple(SNAPSHOTS))
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base  # the run's folder, above gw0, gw1
+    with open(shared / "snapshot-seed.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes: the others then find every ref
+        seed = Store.open(shared / "snapshot-seed" / "cache")
+        return seed, import_snapshots(seed, tuple(SNAPSHOTS))
 
 
 @pytest.fixture(scope="session")
@@ -68,3 +77,30 @@ def history_nights(tmp_path_factory):
 
     verify = all(shutil.which(t) for t in ("cmake", "ninja", "cc", "ctest"))
     return make_nights(tmp_path_factory.mktemp("nights"), verify=verify)
+
+
+# The files that run longest on the 2-core CI machine, longest first (reports/speed/ci-time-r8.txt): each builds
+# something for real (the CPU gate's llama.cpp build, nvcc's compile check), minutes where most files take seconds.
+LONGEST = ("tests/verify/test_verify_cpu_gate.py", "tests/packaging/test_cuda_compile_check.py")
+
+
+def pytest_configure(config):
+    # pytest-xdist's --dist loadfile hands out files by test count, largest first, which left these one-test
+    # files to the very end, one worker building alone while the other sat idle; the order below is kept instead.
+    if hasattr(config.option, "loadscopereorder"):
+        config.option.loadscopereorder = False
+
+
+def pytest_collection_modifyitems(config, items):
+    """Longest files first (LONGEST, then the other `slow` files), then the rest, the larger files first, each
+    file's tests in their own order: on two workers the long ones start at once instead of forming the tail."""
+    files: dict[str, list] = {}
+    for item in items:
+        files.setdefault(item.nodeid.split("::", 1)[0], []).append(item)
+    slow = {name for name, tests in files.items() if any(t.get_closest_marker("slow") for t in tests)}
+
+    def rank(name: str) -> tuple[int, int, int]:
+        known = LONGEST.index(name) if name in LONGEST else len(LONGEST)  # node ids: from the rootdir
+        return known, name not in slow, -len(files[name])
+
+    items[:] = [item for name in sorted(files, key=rank) for item in files[name]]

@@ -12,9 +12,8 @@ import subprocess
 import pytest
 
 from pinset.cli import main
-from pinset.store import Store
 from tests.testing import ROOT as REPO
-from tests.testing.snapshots import keep_downloads, seed_downloads
+from tests.testing.snapshots import copy_store
 
 pytestmark = [
     pytest.mark.slow,
@@ -22,13 +21,11 @@ pytestmark = [
 ]
 
 
-def test_series_compiles_for_sm90(tmp_path, capsys):
-    store = Store.open(tmp_path / "cache")
-    seed_downloads(store, ["0.3.36"])
+def test_series_compiles_for_sm90(tmp_path, capsys, snapshot_seed):
+    store = copy_store(snapshot_seed[0], tmp_path / "cache")  # 0.3.36 already imported: the test is nvcc's
     tree = tmp_path / "tree"
     assert main(["apply", "-c", str(REPO / "pins.yaml"), "--build", "pypi:llama-cpp-python==0.3.36",
                  "--out", str(tree), "--cache", str(store.root)]) == 0
-    keep_downloads(store)
     assert "GGML_TYPE_IQ1_M" in (tree / "ggml/src/ggml-cuda/mmq.cu").read_text()
     done = subprocess.run(["bash", str(REPO / "tests" / "cuda_compile_check.sh"), str(tree)],
                           capture_output=True, text=True, timeout=1800)
