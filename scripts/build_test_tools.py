@@ -1,8 +1,8 @@
 """Build the llama.cpp programs the slow tests run (CPU only), with pinset's own builder, once.
 
 CI calls this before pytest and exports what it prints: PINSET_TEST_LLAMA_BIN (llama-perplexity,
-llama-bench, llama-imatrix, llama-quantize, test-backend-ops) and PINSET_LLAMA_TREE (its source,
-for gguf-py). The build lives in the given cache, so a second run is a ninja no-op.
+llama-bench, llama-imatrix, llama-quantize, test-backend-ops, test-llama-archs, test-mtmd-impl) and
+PINSET_LLAMA_TREE (its source, for gguf-py). The build lives in the given cache, so a second run is a ninja no-op.
 
     eval "$(python scripts/build_test_tools.py --cache ~/.cache/pinset-ci)"
 """
@@ -25,7 +25,8 @@ from pinset.upstream.builds import resolve_build  # noqa: E402
 from pinset.upstream.mirror import Mirror  # noqa: E402
 from tests.testing.snapshots import build_name, keep_downloads, seed_downloads  # noqa: E402
 
-TARGETS = ["llama-perplexity", "llama-bench", "llama-imatrix", "llama-quantize", "test-backend-ops"]
+TARGETS = ["llama-perplexity", "llama-bench", "llama-imatrix", "llama-quantize", "test-backend-ops",
+           "test-llama-archs", "test-mtmd-impl"]   # the last two: verify's arch and mtmd checks (tests/checks)
 
 
 def main() -> None:

@@ -4,6 +4,7 @@ checkout, one comment per pin naming its source; only the named output is writte
 from __future__ import annotations
 
 import json
+import subprocess
 
 import yaml
 
@@ -29,13 +30,14 @@ def test_a_pr_set_becomes_pins_in_order_with_required_and_sources(tmp_path, caps
     out = tmp_path / "out" / "pins.yaml"
     assert main(["import", src, "-o", str(out)]) == 0
     pins = load_pinset(out).pins
+    # Unsloth's "required": false is "skip once the PR is not open", not pinset's "may fail": never imported as that
     assert [(p.id, p.pr.number, p.commit, p.required) for p in pins] == [
-        ("ggml-org#107", 107, SHA1, True), ("ggml-org#20", 20, SHA2, False), ("ggml-org#107-2", 107, SHA3, True)]
+        ("ggml-org#107", 107, SHA1, True), ("ggml-org#20", 20, SHA2, True), ("ggml-org#107-2", 107, SHA3, True)]
     text = out.read_text()
     comments = [line.strip() for line in text.splitlines() if line.startswith("  #")]
-    assert comments == [f"# pr-set.json prs[0]: {UP}/pull/107/commits/{SHA1}",
-                        f"# pr-set.json prs[1]: {UP}/pull/20/commits/{SHA2}",
-                        f"# pr-set.json prs[2]: {UP}/pull/107"]
+    assert comments[:2] == [f"# pr-set.json prs[0]: {UP}/pull/107/commits/{SHA1}",
+                            f"# pr-set.json prs[1]: {UP}/pull/20/commits/{SHA2}"]
+    assert comments[-1] == f"# pr-set.json prs[2]: {UP}/pull/107"
     doc = yaml.safe_load(text)
     assert doc["upstream"] == UP and doc["builds"] == ["tags:b*:1"] and doc["pins"][1]["description"] == "speed-up"
     assert sorted(p.name for p in out.parent.iterdir()) == ["pins.yaml"]  # nothing else written
@@ -96,20 +98,30 @@ def _ollama_checkout(tmp_path) -> tuple[GitRepo, str]:
     return up, base
 
 
-def test_an_ollama_checkout_becomes_one_pin_per_patch_and_sims_green(tmp_path, capsys):
+def test_an_ollama_checkout_becomes_one_folder_pin_each_patch_a_pin_and_sims_green(tmp_path, capsys):
     up, base = _ollama_checkout(tmp_path)
     out = tmp_path / "distro" / "pins.yaml"
     assert main(["import", str(tmp_path / "ollama"), "-o", str(out), "--upstream", str(up.path)]) == 0
     pinset = load_pinset(out)
-    names = sorted(p.name for p in (tmp_path / "ollama" / "llama" / "patches").iterdir())
+    queue = tmp_path / "ollama" / "llama" / "patches"
+    names = sorted(p.name for p in queue.iterdir())
     assert [p.id for p in pinset.pins] == [f"ollama/{n.removesuffix('.patch')}" for n in names]
     assert pinset.builds == (base,) and all(len(p.patch_files()) == 1 for p in pinset.pins)
     text = out.read_text()
-    assert f"  # ollama/llama/patches/{names[0]} (Makefile.sync FETCH_HEAD {base[:12]})" in text
-    assert '"../ollama/llama/patches/' in text  # relative to the output's folder
+    # one folder pin with `each: true`, not one pin per file
+    assert yaml.safe_load(text)["pins"] == [{"id": "ollama", "patches": "../ollama/llama/patches", "each": True}]
+    assert f"(Makefile.sync FETCH_HEAD {base[:12]})" in text
+    assert "1 folder pin (each of its 3 patches a pin)" in capsys.readouterr().err
     code, data = run_sim(tmp_path, out)
     got = by_id(data["builds"][0])
     assert code == 0 and all(got[p.id]["status"] == "applied" for p in pinset.pins)
+    # a patch added to the queue later is a pin without another import
+    up.git("checkout", "-q", "-b", "p4", base)
+    up.commit("patch 4", {"src/d.c": "int d = 4;\n"})
+    up.format_patch("HEAD~1..HEAD", tmp_path / "fp4")
+    (made,) = (tmp_path / "fp4").glob("*.patch")
+    made.rename(queue / "0004-patch-4.patch")
+    assert [p.id for p in load_pinset(out).pins][-1] == "ollama/0004-patch-4"
     # without --upstream: the Makefile's own
     again = tmp_path / "distro" / "second.yaml"
     assert main(["import", str(tmp_path / "ollama"), "-o", str(again)]) == 0
@@ -122,7 +134,7 @@ def test_an_ollama_checkout_without_fetch_head_or_patches_is_bad_input(tmp_path,
     make.write_text("UPSTREAM=x\nFETCH_HEAD=main\n")
     out = tmp_path / "pins.yaml"
     assert main(["import", str(tmp_path / "ollama"), "-o", str(out)]) == 2
-    assert "Makefile.sync:2: FETCH_HEAD: 'main' is not a 40-hex-digit commit" in capsys.readouterr().err
+    assert "Makefile.sync:2: FETCH_HEAD: 'main' is not a commit (4 to 40 hex digits)" in capsys.readouterr().err
     make.unlink()
     assert main(["import", str(tmp_path / "ollama"), "-o", str(out)]) == 2
     assert "not an Ollama-style checkout" in capsys.readouterr().err and not out.exists()
@@ -194,3 +206,56 @@ def test_a_deeply_nested_pr_set_is_one_line_exit_2(tmp_path, capsys):
         assert main(["import", str(src), "-o", str(tmp_path / "pins.yaml")]) == 2
         err = capsys.readouterr().err.strip()
         assert len(err.splitlines()) == 1 and str(src) in err and not (tmp_path / "pins.yaml").exists()
+
+
+def test_an_abbreviated_fetch_head_is_resolved_against_upstream_as_git_does(tmp_path, capsys):
+    """Ollama's real Makefile.sync: `FETCH_HEAD=ec98e2002` (nine hex digits). pins.yaml gets the full commit of
+    upstream it names; unknown (or only in the cache from another repository) and ambiguous are one line, exit 2."""
+    up, base = _ollama_checkout(tmp_path)
+    make = tmp_path / "ollama" / "Makefile.sync"
+    make.write_text(f"UPSTREAM=https://github.com/ggml-org/llama.cpp.git\nWORKDIR=llama/vendor\nFETCH_HEAD={base[:9]}\n")
+    out = tmp_path / "distro" / "pins.yaml"
+    assert main(["import", str(tmp_path / "ollama"), "-o", str(out), "--upstream", str(up.path)]) == 0
+    assert load_pinset(out).builds == (base,)
+    assert f"FETCH_HEAD {base[:9]} = {base[:12]}" in out.read_text()
+    # --builds replaces FETCH_HEAD: nothing to resolve
+    assert main(["import", str(tmp_path / "ollama"), "-o", str(out), "--upstream", str(up.path), "--force",
+                 "--builds", base]) == 0
+    # a commit the cache holds from another repository is not upstream's
+    other = GitRepo(tmp_path / "other")
+    stranger = other.commit("elsewhere", {"x": "1\n"})
+    GitRepo(tmp_path / "fetcher").git("fetch", "-q", str(other.path), "master")   # not into the cache: a control
+    from pinset.store import Store
+    from pinset.upstream.mirror import Mirror
+    with Mirror(Store.open(tmp_path / "cache").mirror) as mirror:
+        assert mirror.fetch(str(other.path), [f"+refs/heads/master:refs/pinset/test/{stranger}"]).ok
+        assert mirror.has_commit(stranger)
+    capsys.readouterr()
+    for prefix, said in ((stranger[:9], "no commit of upstream"), ("0000000", "no commit of upstream")):
+        make.write_text(f"FETCH_HEAD={prefix}\n")
+        assert main(["import", str(tmp_path / "ollama"), "-o", str(out), "--upstream", str(up.path), "--force"]) == 2
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and f"FETCH_HEAD {prefix}: {said}" in err, err
+    assert load_pinset(out).builds == (base,)   # the refused imports left the earlier output as it was
+
+
+def test_an_ambiguous_abbreviated_fetch_head_names_the_candidates(tmp_path, capsys):
+    up, base = _ollama_checkout(tmp_path)
+    # many commits in one fast-import: two of them share their first four hex digits (as git would refuse)
+    stream = "".join(f"commit refs/heads/many\nmark :{i}\ncommitter t <t@t> {1700000000 + i} +0000\ndata {len(str(i))}\n{i}\n"
+                     + (f"from {base}\n" if i == 1 else "") + "M 644 inline n\ndata 1\nx\n\n" for i in range(1, 1200))
+    subprocess.run(["git", "fast-import", "--quiet"], cwd=up.path, input=stream, text=True, check=True)
+    seen: dict[str, str] = {}
+    prefix = None
+    for oid in up.git("rev-list", "many").split():
+        if oid[:4] in seen:
+            prefix = oid[:4]
+            break
+        seen[oid[:4]] = oid
+    assert prefix is not None
+    (tmp_path / "ollama" / "Makefile.sync").write_text(f"FETCH_HEAD={prefix}\n")
+    out = tmp_path / "pins.yaml"
+    assert main(["import", str(tmp_path / "ollama"), "-o", str(out), "--upstream", str(up.path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and f"FETCH_HEAD {prefix}: ambiguous, " in err and seen[prefix][:12] in err
+    assert not out.exists()
