@@ -259,3 +259,126 @@ def test_an_ambiguous_abbreviated_fetch_head_names_the_candidates(tmp_path, caps
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and f"FETCH_HEAD {prefix}: ambiguous, " in err and seen[prefix][:12] in err
     assert not out.exists()
+
+
+# --- Unsloth's real files, in their shape ---------------------------------------------------------------------
+# scripts/unsloth/pr-set.json: a `_doc` list of prose above `prs`, most entries PRs of the fork unslothai/llama.cpp
+# (upstream is ggml-org/llama.cpp), one `{"url", "required": false}`; feature-checks.json: `_doc`, `schema: 1`,
+# features keyed by name with an `owner` pin (null once upstream carries the feature), checks of kinds arch /
+# backend-op / mtmd, `unchecked` reasons keyed by pin. The texts here are made up; the shapes are theirs.
+FORK = "https://github.com/unslothai/llama.cpp"
+SHA4, SHA5 = "4" * 40, "5" * 40
+
+
+def _unsloth_files(tmp_path) -> tuple[str, str]:
+    pr_set = {"_doc": ["PRs merged into the nightly, each an exact commit:",
+                       "  https://github.com/ggml-org/llama.cpp/pull/N/commits/SHA",
+                       "Use {\"url\": \"...\", \"required\": false} for an entry skipped once it is not open."],
+              "prs": [f"{FORK}/pull/107/commits/{SHA1}", f"{UP}/pull/25731/commits/{SHA2}",
+                      {"url": f"{FORK}/pull/70/commits/{SHA3}", "required": False},
+                      f"{FORK}/pull/95/commits/{SHA4}"]}
+    checks = {"_doc": ["The test that proves each shipped feature works.", "", "kinds: arch, backend-op, mtmd"],
+              "schema": 1,
+              "features": {
+                  "inkling": {"owner": "ggml-org#25731", "checks": [
+                      {"kind": "arch", "arch": "inkling"}, {"kind": "backend-op", "op": "FLASH_ATTN_EXT"},
+                      {"kind": "mtmd", "projector": "inkling"}]},
+                  "kimi-k3": {"owner": "unslothai#70", "checks": [{"kind": "arch", "arch": "kimi-k3"}]},
+                  "iq1-grids": {"owner": "unslothai#107", "checks": [
+                      {"kind": "backend-op", "op": "MUL_MAT", "params": "type_a=iq1_s"}]},
+                  "diffusion-gemma": {"owner": None, "checks": [{"kind": "arch", "arch": "diffusion-gemma"}]}},
+              "unchecked": {"unslothai#95": "sampling penalties; no feature surface of its own to probe",
+                            "unslothai#999": "a pin no longer in the set"}}
+    a, b = tmp_path / "pr-set.json", tmp_path / "feature-checks.json"
+    a.write_text(json.dumps(pr_set, indent=2))
+    b.write_text(json.dumps(checks, indent=2))
+    return str(a), str(b)
+
+
+def test_unsloths_files_import_unchanged(tmp_path, capsys):
+    pr_set, checks = _unsloth_files(tmp_path)
+    out = tmp_path / "pins.yaml"
+    assert main(["import", pr_set, checks, "-o", str(out)]) == 0
+    err = capsys.readouterr().err
+    pinset = load_pinset(out)
+    pins = {p.id: p for p in pinset.pins}
+    assert list(pins) == ["unslothai#107", "ggml-org#25731", "unslothai#70", "unslothai#95"]   # the order kept
+    # the fork's PRs are fetched from the fork
+    assert [(p.id, p.repo) for p in pinset.pins] == [("unslothai#107", FORK), ("ggml-org#25731", None),
+                                                     ("unslothai#70", FORK), ("unslothai#95", FORK)]
+    assert "3 PRs of a fork of ggml-org/llama.cpp (https://github.com/unslothai/llama.cpp)" in err
+    # `_doc` kept as comments, both files'
+    text = out.read_text()
+    assert "# PRs merged into the nightly, each an exact commit:\n#   https://github.com/ggml-org/llama.cpp/pull/N" in text
+    assert "# The test that proves each shipped feature works.\n#\n# kinds: arch, backend-op, mtmd" in text
+    # required: false is Unsloth's "skip once not open", never pinset's "may fail"
+    assert all(p.required for p in pinset.pins)
+    assert 'prs[2]: "required": false means "skip once its PR is not open"' in err or "skip-unless-open" in text
+    # checks on their owner pins, labelled with their feature; the owner-less feature's on the pin set
+    assert [c.describe() for c in pins["ggml-org#25731"].checks] == [
+        "arch inkling [feature inkling]", "backend-op FLASH_ATTN_EXT [feature inkling]",
+        "mtmd /test_projector_registry/ projector inkling [feature inkling]"]
+    assert [(c.kind, c.name, c.feature) for c in pins["unslothai#70"].checks] == [("arch", "kimi-k3", "kimi-k3")]
+    assert [(c.op, c.params) for c in pins["unslothai#107"].checks] == [("MUL_MAT", "type_a=iq1_s")]
+    assert [(c.kind, c.name, c.feature) for c in pinset.checks] == [("arch", "diffusion-gemma", "diffusion-gemma")]
+    assert pins["unslothai#95"].unchecked == "sampling penalties; no feature surface of its own to probe"
+    assert "unchecked.unslothai#999: no such pin in the pin set (dropped)" in err
+    assert "4 pins, 6 checks (1 of the pin set) from" in err
+    # the JSON schema takes what the import wrote
+    import jsonschema
+
+    from pinset.config.json_schema import pins_schema
+    assert list(jsonschema.Draft202012Validator(pins_schema()).iter_errors(yaml.safe_load(text))) == []
+
+
+def test_unsloths_pr_set_alone_and_a_fork_of_another_name(tmp_path, capsys):
+    pr_set, _ = _unsloth_files(tmp_path)
+    out = tmp_path / "pins.yaml"
+    assert main(["import", pr_set, "-o", str(out)]) == 0
+    assert [p.checks for p in load_pinset(out).pins] == [()] * 4
+    capsys.readouterr()
+    src = _pr_set(tmp_path, {"_doc": "one line of notes", "prs": [f"https://github.com/someone/fork/pull/3/commits/{SHA1}"]})
+    assert main(["import", src, "-o", str(tmp_path / "second.yaml")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "belongs to someone/fork" in err
+    assert '"repo": "https://github.com/someone/fork"' in err and not (tmp_path / "second.yaml").exists()
+    # with the fork named, it is its pin's repository
+    _pr_set(tmp_path, {"prs": [{"url": f"https://github.com/someone/fork/pull/3/commits/{SHA1}",
+                                "repo": "https://github.com/someone/fork"}]})
+    assert main(["import", src, "-o", str(tmp_path / "second.yaml")]) == 0
+    assert load_pinset(tmp_path / "second.yaml").pins[0].repo == "https://github.com/someone/fork"
+
+
+def _rewrite(path: str, change) -> None:
+    doc = json.loads(open(path).read())
+    change(doc)
+    open(path, "w").write(json.dumps(doc))
+
+
+def test_feature_checks_that_do_not_fit_the_pin_set_are_one_line_exit_2(tmp_path, capsys):
+    out = tmp_path / "pins.yaml"
+    for change, said in (
+            (lambda d: d["features"]["kimi-k3"].update(owner="unslothai#239"),
+             "features.kimi-k3.owner: 'unslothai#239' names no pin of the pin set (pins: unslothai#107, "),
+            (lambda d: d["features"]["kimi-k3"]["checks"].append({"kind": "llama-bench"}),
+             "features.kimi-k3.checks[1].kind: 'llama-bench' is not a check kind pinset runs"),
+            (lambda d: d["features"]["kimi-k3"]["checks"].append({"kind": "arch"}), "features.kimi-k3.checks[1].arch: missing"),
+            (lambda d: d["features"]["kimi-k3"]["checks"].append({"kind": "arch", "arch": "x", "gpu": True}),
+             "features.kimi-k3.checks[1].gpu: unknown key for a arch check"),
+            (lambda d: d["features"]["kimi-k3"].update(checks=[]), "features.kimi-k3.checks: must be a non-empty list"),
+            (lambda d: d["unchecked"].update({"unslothai#70": "why"}), "unchecked.unslothai#70: the pin also owns features"),
+            (lambda d: d.update(schema=2), "schema: 2 is not a feature-checks.json schema pinset reads (1)"),
+            (lambda d: d.update(extra=1), "unknown key 'extra'"),
+            (lambda d: d["features"]["kimi-k3"]["checks"].append({"kind": "arch", "arch": "bad name"}),
+             "checks[1].arch.name: malformed architecture name 'bad name'")):
+        pr_set, checks = _unsloth_files(tmp_path)
+        _rewrite(checks, change)
+        assert main(["import", pr_set, checks, "-o", str(out)]) == 2, said
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and said in err, err
+        assert not out.exists()
+    # feature-checks.json alone: its owners name pins of a pr-set.json
+    pr_set, checks = _unsloth_files(tmp_path)
+    assert main(["import", checks, "-o", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "give the pr-set.json too" in err and not out.exists()
