@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+from pathlib import Path
 
 import yaml
 
@@ -93,9 +94,22 @@ def _ollama_checkout(tmp_path) -> tuple[GitRepo, str]:
         patches.mkdir(parents=True, exist_ok=True)
         made.rename(patches / f"{i:04d}-{made.name[5:]}")
         up.git("checkout", "-q", "master")
-    (checkout / "Makefile.sync").write_text(f"UPSTREAM=https://github.com/ggerganov/llama.cpp.git\n"
-                                            f"WORKDIR=llama/vendor\nFETCH_HEAD={base}\n\n.PHONY: help\n")
+    (checkout / "Makefile.sync").write_text(ollama_makefile("https://github.com/ggerganov/llama.cpp.git", base))
+    for patch in patches.glob("*.patch"):   # apply-patches' stamps beside each applied patch: not patches
+        (patches / f".{patch.name}ed").write_text("")
     return up, base
+
+
+def ollama_makefile(upstream: str, fetch_head: str) -> str:
+    """A Makefile.sync in the shape of ollama/ollama's (variables first, then targets that use them)."""
+    return (f"UPSTREAM={upstream}\nWORKDIR=llama/vendor\nFETCH_HEAD={fetch_head}\n\n"
+            ".PHONY: help\nhelp:\n\t@echo \"Available targets:\"\n\n"
+            "PATCHES=$(wildcard llama/patches/*.patch)\n"
+            "PATCHED=$(join $(dir $(PATCHES)), $(addsuffix ed, $(addprefix ., $(notdir $(PATCHES)))))\n\n"
+            ".PHONY: checkout\ncheckout: $(WORKDIR)\n\tgit -C $(WORKDIR) fetch\n\tgit -C $(WORKDIR) checkout -f $(FETCH_HEAD)\n\n"
+            ".PHONY: format-patches\nformat-patches: llama/patches\n\tgit -C $(WORKDIR) format-patch \\\n"
+            "\t\t--no-signature \\\n\t\t--no-numbered \\\n\t\t--zero-commit \\\n\t\t-o $(realpath $<) \\\n"
+            "\t\t$(FETCH_HEAD)\n\n.PHONY: print-base\nprint-base:\n\t@echo $(FETCH_HEAD)\n")
 
 
 def test_an_ollama_checkout_becomes_one_folder_pin_each_patch_a_pin_and_sims_green(tmp_path, capsys):
@@ -104,7 +118,8 @@ def test_an_ollama_checkout_becomes_one_folder_pin_each_patch_a_pin_and_sims_gre
     assert main(["import", str(tmp_path / "ollama"), "-o", str(out), "--upstream", str(up.path)]) == 0
     pinset = load_pinset(out)
     queue = tmp_path / "ollama" / "llama" / "patches"
-    names = sorted(p.name for p in queue.iterdir())
+    names = sorted(p.name for p in queue.glob("*.patch"))
+    assert len(names) == 3 and len(list(queue.iterdir())) == 6   # and the three `.NAME.patched` stamps
     assert [p.id for p in pinset.pins] == [f"ollama/{n.removesuffix('.patch')}" for n in names]
     assert pinset.builds == (base,) and all(len(p.patch_files()) == 1 for p in pinset.pins)
     text = out.read_text()
@@ -213,7 +228,7 @@ def test_an_abbreviated_fetch_head_is_resolved_against_upstream_as_git_does(tmp_
     upstream it names; unknown (or only in the cache from another repository) and ambiguous are one line, exit 2."""
     up, base = _ollama_checkout(tmp_path)
     make = tmp_path / "ollama" / "Makefile.sync"
-    make.write_text(f"UPSTREAM=https://github.com/ggml-org/llama.cpp.git\nWORKDIR=llama/vendor\nFETCH_HEAD={base[:9]}\n")
+    make.write_text(ollama_makefile("https://github.com/ggml-org/llama.cpp.git", base[:9]))   # as ollama's: 9 digits
     out = tmp_path / "distro" / "pins.yaml"
     assert main(["import", str(tmp_path / "ollama"), "-o", str(out), "--upstream", str(up.path)]) == 0
     assert load_pinset(out).builds == (base,)
@@ -382,3 +397,23 @@ def test_feature_checks_that_do_not_fit_the_pin_set_are_one_line_exit_2(tmp_path
     assert main(["import", checks, "-o", str(out)]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "give the pr-set.json too" in err and not out.exists()
+
+
+def test_required_false_becomes_the_pin_key_of_pr_states_where_the_reader_has_it(tmp_path, monkeypatch):
+    """With issue 43's pin key (prs-nightly: `skip-unless-open`), Unsloth's `"required": false` is written as that
+    key, the pin staying required; without it (this branch), a comment and the note of the tests above. The
+    text is checked here without the reader, which gets the key with that branch."""
+    from pinset.config import importers
+
+    pr_set, _ = _unsloth_files(tmp_path)
+    monkeypatch.setattr(importers, "SKIP_KEY", "skip-unless-open")
+    text = importers.to_yaml(importers.from_pr_set(Path(pr_set), None, None), "header")
+    pins = yaml.safe_load(text)["pins"]
+    assert [(p["id"], p.get("skip-unless-open"), p.get("required")) for p in pins] == [
+        ("unslothai#107", None, None), ("ggml-org#25731", None, None), ("unslothai#70", True, None),
+        ("unslothai#95", None, None)]
+    assert "cannot read PR states" not in text
+    monkeypatch.setattr(importers, "SKIP_KEY", None)
+    text = importers.to_yaml(importers.from_pr_set(Path(pr_set), None, None), "header")
+    assert all("skip-unless-open" not in p and "required" not in p for p in yaml.safe_load(text)["pins"])
+    assert "  # \"required\": false in pr-set.json: skip once its PR is not open (Unsloth's meaning); kept required" in text
