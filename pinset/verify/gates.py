@@ -406,6 +406,11 @@ class Gates:
                                      signal_name=done.signal_name, raw_text=done.stdout + "\n" + done.stderr)
             detail = arch.detail + (f" (run {attempt} times: the first lost the end of their output, {LOST_TAIL_WHY})"
                                     if attempt > 1 else "")
+            named = self.options.gpu_name
+            elsewhere = sorted({r.device for r in arch.rows if r.ran and named and not r.device.startswith(named)})
+            if backend != "CPU" and elsewhere:   # the rows must be the GPU the result names, as backend-ops' device
+                return CheckResult(pin_id, name, "failed", arch.ran,
+                                   f"{backend} rows ran on {', '.join(elsewhere)}, not on {named} that this result names")
             return CheckResult(pin_id, name, "passed" if arch.ok else "failed", arch.ran, detail)
         if check.kind == "mtmd":
             argv = [str(built.bin_dir / plan.CHECK_PROGRAMS["mtmd"])] + ([check.tests] if check.tests else [])

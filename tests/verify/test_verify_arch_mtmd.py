@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import types
 from pathlib import Path
 
 import pytest
@@ -97,3 +98,25 @@ def test_a_check_that_ran_nothing_is_red_on_the_pin_set_too(pin_set, tmp_path, c
     bad = [c for c in gate["checks"] if c["status"] != "passed"]
     assert code == 1 and gate["status"] == "failed" and not doc["ok"]
     assert [c["pin"] for c in bad] == ["(pin set)"] and said in bad[0]["detail"], bad
+
+
+@pytest.mark.parametrize("device,ok", [("NVIDIA H200", True), ("AMD EPYC", False)])
+def test_an_arch_check_on_the_gpu_counts_only_rows_of_the_gpu_the_result_names(tmp_path, device, ok):
+    """With --cuda the rows must be the named GPU's (a table of the CPU's rows, e.g. a program that ignored -b,
+    is no GPU evidence). The program is a stand-in printing the real CPU capture with its device label set."""
+    from pinset.build.cmake import BuiltTree
+    from pinset.config.schema import FeatureCheck
+    from pinset.verify.gates import Gates, VerifyOptions
+    from tests.testing import fake_program
+
+    text = (ARCHS / "llama-cpu.stdout").read_text().replace("AMD EPYC", device.rjust(8) if len(device) < 8 else device)
+    (tmp_path / "table.txt").write_text(text)
+    fake_program(tmp_path / "bin", "test-llama-archs", f"#!/bin/sh\ncat {tmp_path / 'table.txt'}\n")
+    gates = Gates(types.SimpleNamespace(pins=(), checks=()), None, None,
+                  VerifyOptions(cuda=True, ops=[], gpu_name="NVIDIA H200", log_dir=tmp_path),
+                  lambda _: None)
+    built = BuiltTree(tmp_path, tmp_path, tmp_path / "bin", [], 0.0, True)
+    result = gates._run_check("p", FeatureCheck("arch", name="llama"), built, "CUDA0", tmp_path / "log")
+    assert (result.status == "passed") == ok, result.detail
+    if not ok:
+        assert result.detail == "CUDA0 rows ran on AMD EPYC, not on NVIDIA H200 that this result names"
