@@ -36,6 +36,9 @@ def add_parser(sub):
     add_path(p, "source", role=INPUT_FILE, nargs="+", derived=lambda args: import_inputs(args.source),
              help="a pr-set.json file (and its feature-checks.json), or the folder of an Ollama-style checkout")
     add_path(p, "-o", "--out", role=OUTPUT_FILE, required=True, help="the pins.yaml to write")
+    add_path(p, "--onto", role=INPUT_FILE, metavar="PINS_YAML",
+             help="with a feature-checks.json alone: the pins.yaml whose pins its owners name; -o gets that file's "
+                  "text with the checks added, nothing else changed")
     p.add_argument("--format", choices=("pr-set", "ollama"),
                    help="the source's format (default: pr-set for a file, ollama for a folder)")
     p.add_argument("--upstream", help="upstream of the pin set (default: the source's, else "
@@ -62,6 +65,8 @@ def run(args) -> int:
     builds = [b.strip() for b in args.builds.split(",")] if args.builds else None
     if builds is not None and not all(builds):
         raise PinsetError(f"--builds {args.builds!r}: an empty entry")
+    if args.onto:
+        return _onto(args, sources, out)
     source, checks = _sources(sources, args.format)
     kind = args.format or ("ollama" if source.is_dir() else "pr-set")
     if kind == "ollama":
@@ -90,6 +95,25 @@ def run(args) -> int:
     return 0
 
 
+def _onto(args, sources: list[Path], out: Path) -> int:
+    """`pinset import feature-checks.json --onto pins.yaml -o OUT`: that pins.yaml with the checks added."""
+    onto = Path(args.onto).expanduser()
+    if len(sources) != 1 or not sources[0].is_file() or not importers.is_feature_checks(sources[0]):
+        raise PinsetError("--onto takes one source, a feature-checks.json (its checks go onto that pin set's pins)")
+    for given, name in ((args.upstream, "--upstream"), (args.builds, "--builds"), (args.format, "--format")):
+        if given:
+            raise PinsetError(f"{name}: not with --onto (the pin set is the one --onto names)")
+    text, imported = importers.feature_checks_onto(sources[0], onto)
+    _check(text, out)
+    write_text(out, text)
+    for note in imported.notes:
+        print(f"pinset import: note: {note}", file=sys.stderr)
+    added = sum(len(p.get("checks", ())) for p in imported.pins) + len(imported.checks)
+    print(f"pinset import: {added} check{'s' if added != 1 else ''} ({len(imported.checks)} of the pin set) from "
+          f"{sources[0]} onto {onto} written to {out}", file=sys.stderr)
+    return 0
+
+
 def _sources(sources: list[Path], kind: str | None) -> tuple[Path, Path | None]:
     """(the pin set's source, Unsloth's feature-checks.json or None): a feature-checks.json is told by its content
     and needs the pr-set.json whose pins its owners name."""
@@ -101,7 +125,8 @@ def _sources(sources: list[Path], kind: str | None) -> tuple[Path, Path | None]:
         raise PinsetError(f"two sources: a pr-set.json and a feature-checks.json (got {' and '.join(map(str, sources))})")
     if not rest:
         raise PinsetError(f"{checks[0]}: a feature-checks.json maps checks onto the pins its owners name: give the "
-                          f"pr-set.json too (pinset import pr-set.json {checks[0].name} -o pins.yaml)")
+                          f"pr-set.json too (pinset import pr-set.json {checks[0].name} -o pins.yaml), or the "
+                          "pins.yaml that has them (--onto pins.yaml)")
     return rest[0], (checks[0] if checks else None)
 
 

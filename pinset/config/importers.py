@@ -335,7 +335,7 @@ def _unique(pin_id: str, seen: set[str]) -> str:
 
 # --- feature-checks.json ------------------------------------------------------------------------------
 
-def with_feature_checks(imported: Imported, path: Path) -> Imported:
+def with_feature_checks(imported: Imported, path: Path, checked: frozenset[str] = frozenset()) -> Imported:
     """Unsloth's feature-checks.json onto the pins of `imported`: `{"schema": 1, "features": {NAME: {"owner": PIN
     or null, "checks": [{"kind": "arch" | "backend-op" | "mtmd", ...}]}}, "unchecked": {PIN: reason}}` (plus `_doc`).
     A feature's checks go to its owner pin (pins.yaml `checks:`, each with `feature: NAME`); an owner-less one's to
@@ -392,13 +392,98 @@ def with_feature_checks(imported: Imported, path: Path) -> Imported:
                                 "(a pin has either checks or an `unchecked:` reason)")
         by_id[pin_id]["unchecked"] = reason
     # every pin in features or in unchecked (Unsloth's own lint): a pin with neither is said, not guessed
-    silent = [pin["id"] for pin in pins if not pin.get("checks") and "unchecked" not in pin]
+    silent = [pin["id"] for pin in pins if not pin.get("checks") and "unchecked" not in pin and pin["id"] not in checked]
     if silent:
         notes.append(f"{path.name}: {len(silent)} pin(s) with no feature check and no unchecked reason: "
                      f"{', '.join(silent)} (verify says so)")
     return Imported(imported.upstream, imported.builds, tuple(pins), imported.description, tuple(notes),
                     imported.doc + (("", f"{path.name}:") + tuple(notes_doc) if notes_doc else ()),
                     imported.checks + tuple(pin_set_checks))
+
+
+def feature_checks_onto(path: Path, pins_yaml: Path) -> tuple[str, Imported]:
+    """Unsloth's feature-checks.json onto an existing pins.yaml (its pins are the owners): that file's text with
+    lines added and nothing else changed (its comments, order and style kept): `checks:` / `unchecked:` under each
+    owner pin, the owner-less features' checks as the pin set's `checks:` at the end. A pin that has checks or an
+    unchecked reason already, an owner that is one patch of an `each: true` folder, a pin written in flow style,
+    a pin set with its own `checks:` already: one line, exit 2 (edit them by hand, or import both files again)."""
+    import yaml
+
+    from pinset.config.reading import compose, decode_utf8, read_regular_file
+
+    pinset = schema.load_pinset(pins_yaml)
+    text = decode_utf8(pins_yaml, read_regular_file(pins_yaml, "pin set file"))
+    root = compose(pins_yaml, text)
+    top = {k.value: v for k, v in root.value}
+    nodes: dict[str, yaml.MappingNode] = {}
+    for node in (top["pins"].value if "pins" in top else []):
+        fields = {k.value: v for k, v in node.value}
+        nodes[fields["id"].value] = node
+    base = Imported(pinset.upstream or "", pinset.builds,
+                    tuple({"id": pin.id, "_from": ""} for pin in pinset.pins))
+    imported = with_feature_checks(base, path, frozenset(p.id for p in pinset.pins if p.checks or p.unchecked))
+    inserts: list[tuple[int, str]] = []
+    for pin, spec in zip(imported.pins, pinset.pins):
+        if not pin.get("checks") and "unchecked" not in pin:
+            continue
+        where = f"{pins_yaml}:{spec.line}: pin {spec.id}"
+        node = nodes.get(spec.id)
+        if node is None:
+            raise ImportProblem(f"{where}: one patch of an `each: true` folder: its checks would be every patch's "
+                                "(give the folder's pins their own entries, or the checks by hand)")
+        if spec.checks or spec.unchecked:
+            raise ImportProblem(f"{where}: has {'checks' if spec.checks else 'an unchecked reason'} already "
+                                f"({path.name} would add more): edit them by hand, or import both files again")
+        if node.flow_style:
+            raise ImportProblem(f"{where}: written in flow style ({{...}}): add its checks by hand")
+        indent = " " * node.value[0][0].start_mark.column
+        lines = _pin_check_lines(pin, indent)
+        inserts.append((_end_of(text, _last_scalar(node)), "".join(f"\n{line}" for line in lines)))
+    if imported.checks:
+        if "checks" in top:
+            raise ImportProblem(f"{pins_yaml}:{top['checks'].start_mark.line + 1}: checks: the pin set has checks "
+                                f"already ({path.name} would add more): edit them by hand")
+        tail = ["checks:   # the pin set's own: features no pin carries any more (upstream does)"]
+        for check in imported.checks:
+            tail += [f"  {_comment(check['_from'])}", f"  {_check_yaml(check)}"]
+        inserts.append((len(text.rstrip("\n")), "\n" + "\n".join(tail)))
+    for at, added in sorted(inserts, reverse=True):
+        text = text[:at] + added + text[at:]
+    return (text if text.endswith("\n") else text + "\n"), imported
+
+
+def _pin_check_lines(pin: dict, indent: str) -> list[str]:
+    if "unchecked" in pin:
+        return [f"{indent}unchecked: {_q(pin['unchecked'])}"]
+    lines = [f"{indent}checks:"]
+    for check in pin["checks"]:
+        lines += [f"{indent}  {_comment(check['_from'])}", f"{indent}  {_check_yaml(check)}"]
+    return lines
+
+
+def _last_scalar(node):
+    """The last scalar of a node's subtree: where its text ends (a block collection's own end mark is the next
+    token's start, past comments and blank lines)."""
+    while isinstance(node.value, list) and node.value:   # a mapping's (key, value) pairs, a sequence's items
+        node = node.value[-1][1] if isinstance(node.value[-1], tuple) else node.value[-1]
+    return node
+
+
+def _end_of(text: str, scalar) -> int:
+    """Where the line holding the scalar's last character ends (after a comment on it). A block scalar (`|`, `>`)
+    ends at the next token, past its line breaks: its text ends at the line break before that."""
+    index = scalar.end_mark.index
+    if scalar.style in ("|", ">"):
+        end = max(text.rfind("\n", 0, index), scalar.start_mark.index)
+        while True:   # back over blank lines and comments less indented than the content: the next entry's
+            start = text.rfind("\n", scalar.start_mark.index, end)
+            line = text[start + 1:end]
+            if start < 0 or (line.strip() and not (line.lstrip().startswith("#")
+                                                   and len(line) - len(line.lstrip()) <= scalar.start_mark.column)):
+                return end
+            end = start
+    end = text.find("\n", index)
+    return len(text) if end < 0 else end
 
 
 def _feature_check(path: Path, key: str, feature: str, check) -> dict:

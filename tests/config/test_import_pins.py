@@ -417,3 +417,62 @@ def test_required_false_becomes_the_pin_key_of_pr_states_where_the_reader_has_it
     text = importers.to_yaml(importers.from_pr_set(Path(pr_set), None, None), "header")
     assert all("skip-unless-open" not in p and "required" not in p for p in yaml.safe_load(text)["pins"])
     assert "  # \"required\": false in pr-set.json: skip once its PR is not open (Unsloth's meaning); kept required" in text
+
+
+def test_feature_checks_onto_an_existing_pins_yaml_only_add_lines(tmp_path, capsys):
+    """feature-checks.json alone goes onto the pins.yaml that has its owners (`--onto`): the output is that file
+    with lines added (its comments, order and spelling kept), the checks under their pins, the owner-less ones at
+    the end as the pin set's own; its pins that have checks already, or `each: true` patches, are not touched."""
+    _, checks = _unsloth_files(tmp_path)
+    mine = tmp_path / "pins.yaml"
+    mine.write_text(f"""# my pin set, kept by hand
+upstream: {UP}
+builds: [b100]   # the shipped build
+pins:
+  - id: unslothai#107
+    pr: {FORK}/pull/107/commits/{SHA1}
+    repo: {FORK}   # the fork
+  # inkling, still upstream's PR
+  - id: ggml-org#25731
+    pr: {UP}/pull/25731/commits/{SHA2}
+    description: >-
+      banded attention,
+      two lines
+
+  # kimi, ours
+  - id: unslothai#70
+    pr: {FORK}/pull/70/commits/{SHA3}
+    repo: {FORK}
+    evidence: [verify]
+  - {{id: unslothai#95, pr: {FORK}/pull/95/commits/{SHA4}, repo: {FORK}}}
+""")
+    out = tmp_path / "pins-checked.yaml"
+    # the flow-style pin would take an unchecked reason: refused, naming its line
+    assert main(["import", checks, "--onto", str(mine), "-o", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "pins.yaml:20: pin unslothai#95: written in flow style" in err
+    assert not out.exists()
+    _rewrite(checks, lambda d: d["unchecked"].pop("unslothai#95"))
+    assert main(["import", checks, "--onto", str(mine), "-o", str(out)]) == 0
+    before, after = mine.read_text().splitlines(), out.read_text().splitlines()
+    import difflib
+    ops = {tag for tag, *_ in difflib.SequenceMatcher(a=before, b=after, autojunk=False).get_opcodes()}
+    assert ops == {"equal", "insert"}   # only lines added
+    text = out.read_text()
+    assert "      two lines\n    checks:\n" in text and "    checks:\n      # feature-checks.json features.kimi-k3" in text
+    assert text.index("features.inkling") < text.index("# kimi, ours")   # the next pin keeps its comment
+    pinset = load_pinset(out)
+    pins = {p.id: p for p in pinset.pins}
+    assert [c.describe() for c in pins["ggml-org#25731"].checks][0] == "arch inkling [feature inkling]"
+    assert pins["ggml-org#25731"].description == "banded attention, two lines"
+    assert [c.name for c in pins["unslothai#70"].checks] == ["kimi-k3"] and pins["unslothai#70"].evidence == ("verify",)
+    assert [c.name for c in pinset.checks] == ["diffusion-gemma"]
+    assert "1 pin(s) with no feature check and no unchecked reason: unslothai#95" in capsys.readouterr().err
+    # again onto the output: its pins have checks now
+    again = tmp_path / "again.yaml"
+    assert main(["import", checks, "--onto", str(out), "-o", str(again)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "pin unslothai#107: has checks already" in err and not again.exists()
+    # never written over the pins.yaml it reads
+    assert main(["import", checks, "--onto", str(mine), "-o", str(mine), "--force"]) == 2
+    assert "input" in capsys.readouterr().err and mine.read_text().splitlines() == before
