@@ -67,7 +67,7 @@ def run(args) -> int:
         raise PinsetError(f"--builds {args.builds!r}: an empty entry")
     if args.onto:
         return _onto(args, sources, out)
-    source, checks = _sources(sources, args.format)
+    source, checks = _sources(sources)
     kind = args.format or ("ollama" if source.is_dir() else "pr-set")
     if kind == "ollama":
         if checks is not None:
@@ -114,7 +114,7 @@ def _onto(args, sources: list[Path], out: Path) -> int:
     return 0
 
 
-def _sources(sources: list[Path], kind: str | None) -> tuple[Path, Path | None]:
+def _sources(sources: list[Path]) -> tuple[Path, Path | None]:
     """(the pin set's source, Unsloth's feature-checks.json or None): a feature-checks.json is told by its content
     and needs the pr-set.json whose pins its owners name."""
     if len(sources) > 2:
