@@ -159,9 +159,11 @@ def verify_annotations(pinset, result) -> int:
     line). result: the VerifyResult. Returns how many were printed."""
     if not under_actions():
         return 0
-    from pinset.verify.model import FAILED  # here: sim and every other verb import this module, verify's model is 20 ms
+    # here: sim and every other verb import this module, verify's model is 20 ms
+    from pinset.verify.model import FAILED, PIN_SET
 
     checks = {(p.id, c.describe()): c.line for p in pinset.pins for c in p.checks}
+    checks.update({(PIN_SET, c.describe()): c.line for c in getattr(pinset, "checks", ())})
     printed = 0
     for b in result.builds:
         for g in b.gates:
@@ -169,7 +171,8 @@ def verify_annotations(pinset, result) -> int:
                 continue
             failed = [c for c in g.checks or [] if c.status == FAILED]
             for c in failed:
-                annotate(ERROR, f"feature check {c.check} of pin {c.pin} failed on {b.build}"
+                annotate(ERROR, f"feature check {c.check} of " + ("the pin set" if c.pin == PIN_SET else f"pin {c.pin}")
+                         + f" failed on {b.build}"
                          + (f": {c.detail}" if c.detail else ""),
                          file=pinset.path, line=checks.get((c.pin, c.check)), title=f"pinset verify: {b.build}")
                 printed += 1

@@ -1,8 +1,9 @@
 """Build the llama.cpp programs the slow tests run (CPU only), with pinset's own builder, once.
 
 CI calls this before pytest and exports what it prints: PINSET_TEST_LLAMA_BIN (llama-perplexity,
-llama-bench, llama-imatrix, llama-quantize, test-backend-ops) and PINSET_LLAMA_TREE (its source,
-for gguf-py). The build lives in the given cache, so a second run is a ninja no-op.
+llama-bench, llama-imatrix, llama-quantize, test-backend-ops, test-llama-archs; with --mtmd also
+test-mtmd-impl, whose libmtmd is ~55 more compile steps, minutes on 2 cores) and PINSET_LLAMA_TREE (its
+source, for gguf-py). The build lives in the given cache, so a second run is a ninja no-op.
 
     eval "$(python scripts/build_test_tools.py --cache ~/.cache/pinset-ci)"
 """
@@ -25,7 +26,9 @@ from pinset.upstream.builds import resolve_build  # noqa: E402
 from pinset.upstream.mirror import Mirror  # noqa: E402
 from tests.testing.snapshots import build_name, keep_downloads, seed_downloads  # noqa: E402
 
-TARGETS = ["llama-perplexity", "llama-bench", "llama-imatrix", "llama-quantize", "test-backend-ops"]
+TARGETS = ["llama-perplexity", "llama-bench", "llama-imatrix", "llama-quantize", "test-backend-ops",
+           "test-llama-archs"]   # the last: verify's arch check (tests/checks/test_checks_real_programs.py)
+MTMD_TARGETS = ["test-mtmd-impl"]   # --mtmd: verify's mtmd check on the real program
 
 
 def main() -> None:
@@ -33,6 +36,7 @@ def main() -> None:
     parser.add_argument("--cache", required=True)
     parser.add_argument("--version", default="0.3.36")
     parser.add_argument("-j", "--jobs", type=int, default=os.cpu_count())
+    parser.add_argument("--mtmd", action="store_true", help="also test-mtmd-impl (builds libmtmd)")
     args = parser.parse_args()
     progress.PLAIN_EVERY_S = 30  # .ci/run's log: a line with ninja's [n/N] step every 30 s, not minutes of silence
     store = Store.open(args.cache)
@@ -40,12 +44,13 @@ def main() -> None:
     mirror = Mirror(store.mirror)
     try:
         build = resolve_build(build_name(args.version), None, Path("."), store, mirror)
-        built = ensure_build(store, mirror, build.tree, CPU_BUILD, TARGETS, label=f"{build.name}-test-tools",
+        targets = TARGETS + (MTMD_TARGETS if args.mtmd else [])
+        built = ensure_build(store, mirror, build.tree, CPU_BUILD, targets, label=f"{build.name}-test-tools",
                              commit=build.commit, pinset_digest="", jobs=args.jobs, progress=True)
     finally:
         mirror.close()
     keep_downloads(store)
-    print(f"built {', '.join(TARGETS)} in {built.seconds:.0f} s ({'cached' if built.cached else 'fresh'})",
+    print(f"built {', '.join(targets)} in {built.seconds:.0f} s ({'cached' if built.cached else 'fresh'})",
           file=sys.stderr)
     print(f"export PINSET_TEST_LLAMA_BIN={built.bin_dir} PINSET_LLAMA_TREE={built.source_dir}")
 

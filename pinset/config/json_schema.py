@@ -38,13 +38,21 @@ LABEL = {"type": "string", "pattern": r"^[^\s,]([^,]*[^\s,])?$"}  # a runner lab
 
 def _check_kind(kind: str) -> dict:
     needed, allowed = s.CHECK_KINDS[kind]
+    feature = {**NON_BLANK, "description": "the feature the check proves (a label shown in results)"}
     props = cast("dict[str, Any]", {
         "backend-op": {"op": {"type": "string", "pattern": "^[A-Z][A-Z0-9_]*$"}, "params": NON_BLANK,
                        "mode": {"enum": ["test", "perf"]}},
         "ctest": {"name": NON_BLANK},
         "command": {"argv": {"type": "array", "minItems": 1, "items": NON_BLANK}, "expect": NON_BLANK,
                     "timeout": {"type": "number", "exclusiveMinimum": 0, "maximum": runner.MAX_TIMEOUT_S}},
+        "arch": {"name": {"type": "string", "pattern": s.ARCH_NAME_RE.pattern,
+                          "description": "test-llama-archs -a: a llama.cpp architecture name"},
+                 "seed": {"type": "integer", "minimum": 0, "maximum": 2 ** 63 - 1}},
+        "mtmd": {"tests": {**NON_BLANK, "description": "test-mtmd-impl's filter: a regex the whole test name matches"},
+                 "projector": {**NON_BLANK, "description": f"the projector checked (runs {s.MTMD_PROJECTOR_TESTS} "
+                                                           "unless `tests` is given)"}},
     }[kind])
+    props["feature"] = feature
     assert set(props) == allowed, kind  # the reader's key sets are the schema's
     return {"type": "object", "additionalProperties": False, "required": sorted(needed),
             "properties": {k: props[k] for k in sorted(allowed)}}
@@ -115,6 +123,8 @@ def pins_schema() -> dict:
             "architectures": ARCH,
             "flags": {"type": "array", "items": {"type": "string", "pattern": r"^-D[A-Za-z_][A-Za-z0-9_]*(:[A-Z]+)?=\S*$"}}}},
         "description": NON_BLANK,
+        "checks": {"type": "array", "minItems": 1, "items": {"$ref": "#/$defs/check"},
+                   "description": "checks of the pin set itself (features upstream carries now), run on every build"},
         "gpus": {"type": "object", "minProperties": 1, "propertyNames": {"pattern": s.GPU_CLASS_RE.pattern},
                  "additionalProperties": {
                      "type": "object", "additionalProperties": False, "required": sorted(s.GPU_CLASS_KEYS),

@@ -36,7 +36,7 @@ PIN_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.#+-]*(?:/[A-Za-z0-9_#+-][A-Za-z
 PIN_ID_RULE = "letters, digits and _.#+-, parts split by single `/`, none starting with `.`"
 BUILD_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_./+-]*$")
 
-TOP_KEYS = {"upstream", "builds", "pins", "cuda", "description", "gpus", "unions"}
+TOP_KEYS = {"upstream", "builds", "pins", "cuda", "description", "gpus", "unions", "checks"}
 PIN_KEYS = {"id", "patches", "pr", "commit", "required", "checks", "unchecked", "description", "evidence",
             "repo", "each", "skip-unless-open", "unions"}
 # A PR pin with `skip-unless-open: true` is left out of the set (status `not-open`) once its pull request is
@@ -58,11 +58,19 @@ GPU_CLASS_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 # (one spelling once normalised), or one of CMake's keywords. Anything else fails in CMake minutes later.
 _ONE_ARCH = r"[0-9]{2,3}[af]?(-real|-virtual)?"
 ARCH_RE = re.compile(rf"\s*(native|all|all-major|{_ONE_ARCH}(\s*[;,]\s*{_ONE_ARCH})*)\s*")
-CHECK_KINDS = {
-    "backend-op": ({"op"}, {"op", "params", "mode"}),
-    "ctest": ({"name"}, {"name"}),
-    "command": ({"argv", "expect"}, {"argv", "expect", "timeout"}),
+CHECK_KINDS = {   # kind: (keys it needs, keys it takes); every kind also takes `feature:` (a label)
+    "backend-op": ({"op"}, {"op", "params", "mode", "feature"}),
+    "ctest": ({"name"}, {"name", "feature"}),
+    "command": ({"argv", "expect"}, {"argv", "expect", "timeout", "feature"}),
+    # test-llama-archs -a ARCH: a synthetic model of the architecture decoded on the backend, against the CPU
+    "arch": ({"name"}, {"name", "seed", "feature"}),
+    # test-mtmd-impl [TESTS]: libmtmd's own unit tests (a projector check runs Unsloth's test_projector_registry)
+    "mtmd": (set(), {"tests", "projector", "feature"}),
 }
+# llama.cpp's architecture names (llm_arch_name: "llama", "qwen3moe", "gpt-oss", "t5encoder")
+ARCH_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")
+ARCH_SEED = 1234  # test-llama-archs -s: the same synthetic weights and tokens on every run (the program's default is random)
+MTMD_PROJECTOR_TESTS = "test_projector_registry"  # what Unsloth's mtmd probe runs for a projector
 
 
 @dataclass(frozen=True)
@@ -79,24 +87,36 @@ class PrRef:
 
 @dataclass(frozen=True)
 class FeatureCheck:
-    """One per-pin check run by `pinset verify` (kind: backend-op, ctest or command)."""
+    """One check run by `pinset verify` (kind: backend-op, ctest, command, arch or mtmd), of a pin or of the
+    pin set (a feature upstream now carries: the check outlives its pin)."""
 
     kind: str
     op: str | None = None
     params: str | None = None  # regex on the test-backend-ops case description
     mode: str = "test"
-    name: str | None = None
+    name: str | None = None    # ctest: the test; arch: the architecture
     argv: tuple[str, ...] = ()
     expect: str | None = None
     timeout: float = 600.0
     line: int = 0
+    seed: int = ARCH_SEED      # arch: test-llama-archs -s
+    tests: str | None = None   # mtmd: test-mtmd-impl's filter (a regex the test's whole name must match)
+    projector: str | None = None  # mtmd: the projector the check is about (a label; the run is `tests`)
+    feature: str | None = None    # the feature the check proves (a label, shown in results)
 
     def describe(self) -> str:
         if self.kind == "backend-op":
-            return f"backend-op {self.op}" + (f" /{self.params}/" if self.params else "")
-        if self.kind == "ctest":
-            return f"ctest {self.name}"
-        return "command " + " ".join(self.argv)
+            text = f"backend-op {self.op}" + (f" /{self.params}/" if self.params else "")
+        elif self.kind == "ctest":
+            text = f"ctest {self.name}"
+        elif self.kind == "arch":
+            text = f"arch {self.name}"
+        elif self.kind == "mtmd":
+            text = "mtmd" + (f" /{self.tests}/" if self.tests else "") + (
+                f" projector {self.projector}" if self.projector else "")
+        else:
+            text = "command " + " ".join(self.argv)
+        return text + (f" [feature {self.feature}]" if self.feature else "")
 
 
 @dataclass(frozen=True)
@@ -161,6 +181,7 @@ class PinSet:
     text: str = field(default="", repr=False)
     cuda_flags: tuple[str, ...] = ()  # extra CMake -D flags of every CUDA build (verify, kld, bench, model)
     gpus: tuple[GpuClass, ...] = ()   # the GPU classes a CI matrix verifies on (`pinset matrix`)
+    checks: tuple[FeatureCheck, ...] = ()  # pin-set-level checks (`checks:` at the top): run on every build
 
     @property
     def digest(self) -> str:
@@ -343,8 +364,12 @@ def load_pinset(path: str | Path, *, require_pins: bool = True) -> PinSet:
         r.fail(top.get("pins", root), "pins", "no pins listed (this command needs at least one)")
 
     description = r.string(top["description"], "description") if "description" in top else None
+    checks = tuple(_read_check(r, n, f"checks[{i}]") for i, n in enumerate(
+        r.sequence(top["checks"], "checks") if "checks" in top else []))
+    if "checks" in top and not checks:
+        r.fail(top["checks"], "checks", "empty list (list the pin set's own checks, or leave the key out)")
     return PinSet(path.resolve(), upstream, tuple(builds), tuple(pins), cuda_arch, description, text,
-                  tuple(cuda_flags), gpus)
+                  tuple(cuda_flags), gpus, checks)
 
 
 def _read_gpus(r: _Reader, node) -> tuple[GpuClass, ...]:
@@ -632,6 +657,9 @@ def _repository_of(url: str) -> tuple[str, str] | None:
     return host.lower(), path
 
 
+repository_of = _repository_of   # the importers' name for it
+
+
 def _check_pr_origin(r: _Reader, node, key: str, pr: PrRef, upstream: str, repo: str | None = None) -> None:
     """A PR pin is fetched from upstream as pull/N/head: a PR of another host or repository would
     silently be a different PR (or none). A pin with its own `repo:` (a fork) may name a PR of that one."""
@@ -663,6 +691,22 @@ def _read_check(r: _Reader, node, key: str) -> FeatureCheck:
     for name in sorted(needed - set(fields)):
         r.fail(body, f"{sub}.{name}", "missing")
     line = node.start_mark.line + 1
+    feature = r.string(fields["feature"], f"{sub}.feature") if "feature" in fields else None
+    if kind == "arch":
+        arch = r.string(fields["name"], f"{sub}.name")
+        if not ARCH_NAME_RE.match(arch):
+            r.fail(fields["name"], f"{sub}.name", f"malformed architecture name {arch!r} (as llama.cpp names it: "
+                                                  "qwen3moe, gpt-oss)")
+        seed = _seed(r, fields["seed"], f"{sub}.seed") if "seed" in fields else ARCH_SEED
+        return FeatureCheck(kind, name=arch, seed=seed, line=line, feature=feature)
+    if kind == "mtmd":
+        projector = r.string(fields["projector"], f"{sub}.projector") if "projector" in fields else None
+        tests = r.string(fields["tests"], f"{sub}.tests") if "tests" in fields else None
+        if tests is not None:
+            _check_regex(r, fields["tests"], f"{sub}.tests", tests)
+        elif projector is not None:
+            tests = MTMD_PROJECTOR_TESTS
+        return FeatureCheck(kind, tests=tests, projector=projector, line=line, feature=feature)
     if kind == "backend-op":
         op = r.string(fields["op"], f"{sub}.op")
         if not re.fullmatch(r"[A-Z][A-Z0-9_]*", op):
@@ -673,16 +717,23 @@ def _read_check(r: _Reader, node, key: str) -> FeatureCheck:
         mode = r.string(fields["mode"], f"{sub}.mode") if "mode" in fields else "test"
         if mode not in ("test", "perf"):
             r.fail(fields["mode"], f"{sub}.mode", "must be test or perf")
-        return FeatureCheck(kind, op=op, params=params, mode=mode, line=line)
+        return FeatureCheck(kind, op=op, params=params, mode=mode, line=line, feature=feature)
     if kind == "ctest":
-        return FeatureCheck(kind, name=r.string(fields["name"], f"{sub}.name"), line=line)
+        return FeatureCheck(kind, name=r.string(fields["name"], f"{sub}.name"), line=line, feature=feature)
     argv = tuple(r.string(n, f"{sub}.argv[]") for n in r.sequence(fields["argv"], f"{sub}.argv"))
     if not argv:
         r.fail(fields["argv"], f"{sub}.argv", "empty list")
     expect = r.string(fields["expect"], f"{sub}.expect")
     _check_regex(r, fields["expect"], f"{sub}.expect", expect)
     timeout = r.seconds(fields["timeout"], f"{sub}.timeout") if "timeout" in fields else 600.0
-    return FeatureCheck(kind, argv=argv, expect=expect, timeout=timeout, line=line)
+    return FeatureCheck(kind, argv=argv, expect=expect, timeout=timeout, line=line, feature=feature)
+
+
+def _seed(r: _Reader, node, key: str) -> int:
+    if isinstance(node, yaml.ScalarNode) and node.tag.endswith(":int") and re.fullmatch(r"[0-9]{1,19}", node.value) \
+            and int(node.value) < 2 ** 63:
+        return int(node.value)
+    r.fail(node, key, f"must be a whole number from 0 to 2^63-1, got {_kind(node)}")
 
 
 def _check_regex(r: _Reader, node, key: str, pattern: str) -> None:

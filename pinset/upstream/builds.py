@@ -189,6 +189,28 @@ def fetch_upstream_refs(url: str, mirror: Mirror, needed_for: str = "") -> list[
     return sorted({line.split()[0] for line in peeled.splitlines() if line.endswith(" commit")})
 
 
+def commits_named(prefix: str, url: str, mirror: Mirror) -> list[str]:
+    """The commits of upstream whose ids start with `prefix` (an abbreviated sha, as Ollama's Makefile.sync
+    `FETCH_HEAD=ec98e2002` names its base), as git answers `PREFIX^{commit}` in a full clone of upstream made
+    now: upstream's branches and tags fetched, the objects of that prefix that are commits reachable from them
+    (objects other upstreams left in the shared cache are not upstream's). One: the commit; none: unknown;
+    several: ambiguous (the caller says which)."""
+    tips = fetch_upstream_refs(url, mirror, needed_for=f" (to resolve the abbreviated commit {prefix})")
+    listed = mirror.git("rev-parse", f"--disambiguate={prefix}", check_damage=False)
+    candidates = listed.stdout.split() if listed.ok else []
+    if not candidates or not tips:
+        return []
+    kinds = mirror.git_ok("cat-file", "--batch-check=%(objectname) %(objecttype)",
+                          input="".join(f"{oid}\n" for oid in candidates))
+    commits = sorted(line.split()[0] for line in kinds.splitlines() if line.endswith(" commit"))
+    found = []
+    for commit in commits:   # reachable from upstream's refs: nothing of it is left out of them
+        left = mirror.git_ok("rev-list", "--stdin", input="\n".join([commit, *(f"^{tip}" for tip in tips)]) + "\n")
+        if not left.strip():
+            found.append(commit)
+    return found
+
+
 def _fetch_upstream(url: str, mirror: Mirror, refspecs: list[str], needed_for: str, prune: bool = False) -> None:
     """Fetch upstream's HEAD (into UPSTREAM_HEAD_REF) with the refspecs; upstream without a default branch
     (an empty or headless repository) removes every ref HEAD was fetched into rather than leaving an earlier

@@ -21,6 +21,15 @@ from pinset.build.cmake import BuildFailed, BuiltTree, cmake_cache_value, config
 from pinset.build.settings import CPU_BUILD, BuildSettings
 from pinset.checks.backend_ops import OpCount, case_counter, judge_backend_ops, parse_backend_ops
 from pinset.checks.ctest import judge_ctest, parse_ctest
+from pinset.checks.llama_archs import (
+    LOST_TAIL_ATTEMPTS,
+    LOST_TAIL_WHY,
+    arch_filter,
+    judge_llama_archs,
+    lost_tail,
+    parse_llama_archs,
+)
+from pinset.checks.mtmd import judge_mtmd, parse_mtmd
 from pinset.checks.nvidia_smi import gpu_order_env
 from pinset.checks.text import last_lines, strip_ansi
 from pinset.config.schema import FeatureCheck, PinSet
@@ -35,6 +44,7 @@ from pinset.verify.model import (
     INTERRUPTED,
     NOT_RUN,
     PASSED,
+    PIN_SET,
     UNCHECKED,
     BuildVerification,
     CheckResult,
@@ -95,7 +105,8 @@ class Gates:
     def __init__(self, pinset: PinSet, store, mirror, options: VerifyOptions, say: Callable[[str], None]):
         self.pinset, self.store, self.mirror, self.options = pinset, store, mirror, options
         self.say = say
-        self.checks = [c for p in pinset.pins for c in p.checks]
+        # the pins' checks and the pin set's own (features upstream carries now: run on every build)
+        self.checks = [c for p in pinset.pins for c in p.checks] + list(pinset.checks)
         self._cpu: BuiltTree | None = None   # the trees built by this build's gates (verify sets them)
         self._gpu: BuiltTree | None = None
 
@@ -131,7 +142,7 @@ class Gates:
             return result
 
         types = plan.pin_types(item.symbols, plan.ggml_type_names(self.mirror.read_blob(item.tree, "ggml/src/ggml.c")))
-        check_targets = sorted({t for c in self.checks if c.kind == "command" for t in plan.command_targets(c)})
+        check_targets = sorted({t for c in self.checks for t in plan.check_targets(c)})
         cpu_targets = plan.BASE_TARGETS + ([] if o.cuda else check_targets)
 
         steps = [
@@ -339,14 +350,20 @@ class Gates:
                 result = self._run_check(pin.id, check, built, backend, log)
                 result.seconds = time.monotonic() - started
                 gate.checks.append(result)
+        for check in self.pinset.checks:   # no pin to be in the tree: the feature comes with the build
+            started = time.monotonic()
+            result = self._run_check(PIN_SET, check, built, backend, log)
+            result.seconds = time.monotonic() - started
+            gate.checks.append(result)
         ran = [c for c in gate.checks if c.status != UNCHECKED]
         passed = [c for c in ran if c.status == PASSED]
         unchecked = [c for c in gate.checks if c.status == UNCHECKED]
         gate.extra.update({"where": where, "backend": backend, "log": str(log)})
         if not ran:
             gate.status, gate.extra["not_requested"] = NOT_RUN, True
-            gate.detail = "no pin declares a feature check" + (f" ({len(unchecked)} unchecked)" if unchecked else "")
-            out.not_tested.append(NotTested("feature checks", "no pin declares one"))
+            gate.detail = "no pin or pin set check declares a feature check" + (
+                f" ({len(unchecked)} unchecked)" if unchecked else "")
+            out.not_tested.append(NotTested("feature checks", "no pin declares one, nor the pin set"))
             return
         gate.status = "passed" if len(passed) == len(ran) else "failed"
         gate.detail = f"{len(passed)}/{len(ran)} feature checks on {where}"
@@ -374,6 +391,35 @@ class Gates:
             assert check.name is not None   # config.schema: a ctest check names its test
             verdict, _ = self._ctest(built, check.name, log)
             return CheckResult(pin_id, name, "passed" if verdict.ok else "failed", verdict.cases, verdict.detail)
+        if check.kind == "arch":
+            assert check.name is not None   # config.schema: an arch check names its architecture
+            # -b: the rows of the backend verify tests only (CPU, or the GPU against the CPU), no split-mode rows
+            argv = [str(built.bin_dir / plan.CHECK_PROGRAMS["arch"]), "-a", arch_filter(check.name),
+                    "-s", str(check.seed), "-b", backend]
+            for attempt in range(1, LOST_TAIL_ATTEMPTS + 1):
+                done = runner.run(argv, cwd=built.build_dir, timeout=self.options.op_timeout, log=log,
+                                  env=gpu_order_env())
+                output = parse_llama_archs(done.stdout)
+                if not lost_tail(output, done.returncode):
+                    break
+            arch = judge_llama_archs(output, check.name, returncode=done.returncode, timed_out=done.timed_out,
+                                     signal_name=done.signal_name, raw_text=done.stdout + "\n" + done.stderr)
+            detail = arch.detail + (f" (run {attempt} times: the first lost the end of their output, {LOST_TAIL_WHY})"
+                                    if attempt > 1 else "")
+            named = self.options.gpu_name
+            elsewhere = sorted({r.device for r in arch.rows if r.ran and named and not r.device.startswith(named)})
+            if backend != "CPU" and elsewhere:   # the rows must be the GPU the result names, as backend-ops' device
+                return CheckResult(pin_id, name, "failed", arch.ran,
+                                   f"{backend} rows ran on {', '.join(elsewhere)}, not on {named} that this result names")
+            return CheckResult(pin_id, name, "passed" if arch.ok else "failed", arch.ran, detail)
+        if check.kind == "mtmd":
+            argv = [str(built.bin_dir / plan.CHECK_PROGRAMS["mtmd"])] + ([check.tests] if check.tests else [])
+            done = runner.run(argv, cwd=built.build_dir, timeout=self.options.ctest_timeout, log=log, env=gpu_order_env())
+            mtmd = judge_mtmd(parse_mtmd(done.stdout), returncode=done.returncode, timed_out=done.timed_out,
+                              signal_name=done.signal_name, raw_text=done.stdout + "\n" + done.stderr)
+            detail = mtmd.detail + (f" (libmtmd's own code: test-mtmd-impl uses no {backend})"
+                                    if backend != "CPU" and mtmd.ok else "")
+            return CheckResult(pin_id, name, "passed" if mtmd.ok else "failed", mtmd.assertions, detail)
         argv = plan.substitute(check.argv, bin_dir=built.bin_dir, build_dir=built.build_dir,
                                source_dir=built.source_dir)
         done = runner.run(argv, cwd=built.source_dir, timeout=check.timeout, log=log, env=gpu_order_env())

@@ -26,6 +26,7 @@ GATE_STATUSES: tuple[GateStatus, ...] = (PASSED, FAILED, NOT_RUN)
 CHECK_STATUSES: tuple[CheckStatus, ...] = (PASSED, FAILED, NOT_RUN, UNCHECKED)
 RAN = (PASSED, FAILED)   # a check that ran (not-run and unchecked ones did not)
 INTERRUPTED = "verify was interrupted (SIGINT/SIGTERM)"   # the detail of the gate Ctrl-C or SIGTERM cut short
+PIN_SET = "(pin set)"   # CheckResult.pin of a pin-set-level check (pins.yaml top-level `checks:`: no pin owns it)
 NOT_RUN_PREFIX = "not run: "   # the detail of a gate that did not run because of another one
 
 

@@ -139,6 +139,17 @@ def parse_ops(text: str | None) -> list[str]:
     return ops
 
 
+# The programs of the check kinds that run one of llama.cpp's own test programs
+CHECK_PROGRAMS = {"arch": "test-llama-archs", "mtmd": "test-mtmd-impl"}
+
+
+def check_targets(check: FeatureCheck) -> list[str]:
+    """The build targets a check runs: a command check's `{bin}/NAME` programs, an arch or mtmd check's test program."""
+    if check.kind in CHECK_PROGRAMS:
+        return [CHECK_PROGRAMS[check.kind]]
+    return command_targets(check) if check.kind == "command" else []
+
+
 def command_targets(check: FeatureCheck) -> list[str]:
     """Programs a command check runs from the build: argv items `{bin}/NAME` -> target NAME."""
     targets = []

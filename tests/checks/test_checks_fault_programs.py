@@ -56,7 +56,7 @@ def built(tmp_path) -> BuiltTree:
 
 @pytest.fixture
 def gates(tmp_path) -> Gates:
-    pin_set = types.SimpleNamespace(pins=())
+    pin_set = types.SimpleNamespace(pins=(), checks=())
     return Gates(pin_set, None, None, VerifyOptions(cuda=True, ops=["MUL_MAT"], log_dir=tmp_path / "logs"),
                  say=lambda *a: None)
 

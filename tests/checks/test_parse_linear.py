@@ -223,3 +223,33 @@ def test_perplexity_blank_runs_are_matched_like_before():
                  re.finditer(rf"^\s*(Maximum|Minimum|Median|\d+\.\d+%)\s+KLD:\s*{P.NUM}{old_end}", block, re.M)]
         expected = {} if len({k for k, _ in old_p}) < len(old_p) else dict(old_p)
         assert P._percentiles(block, "KLD") == expected, repr(block)
+
+
+def test_llama_archs_is_linear():
+    from pinset.checks.llama_archs import judge_llama_archs, parse_llama_archs
+
+    text = (FIX / "llama-archs" / "llama-cpu.stdout").read_text()
+    head, rows, tail = text.split("\n")[:2], text.split("\n")[2:4], text.split("\n")[4:]
+
+    def log(n):
+        return "\n".join(head + [rows[i % 2] for i in range(n)] + [f"Summary: all {n} test(s) passed", *tail[1:]])
+
+    small, large = log(1000), log(2000)
+    assert judge_llama_archs(parse_llama_archs(large), "llama", returncode=0).ran == 2000
+    ratio = (traced_lines(lambda: judge_llama_archs(parse_llama_archs(large), "llama", returncode=0))
+             / traced_lines(lambda: judge_llama_archs(parse_llama_archs(small), "llama", returncode=0)))
+    assert ratio <= LINEAR
+
+
+def test_mtmd_is_linear():
+    from pinset.checks.mtmd import judge_mtmd, parse_mtmd
+
+    def log(n):
+        rows = [f"test_{i}\ntest_{i} (3 assertion(s))" + " " * 40 + "[PASS]" for i in range(n)]
+        return "\n".join(rows) + f"\n\ntests      : {n}\nassertions : {3 * n}\nfailures   : 0\nexceptions : 0\nskipped    : 0\n"
+
+    small, large = log(1000), log(2000)
+    assert judge_mtmd(parse_mtmd(large), returncode=0).ok
+    ratio = (traced_lines(lambda: judge_mtmd(parse_mtmd(large), returncode=0))
+             / traced_lines(lambda: judge_mtmd(parse_mtmd(small), returncode=0)))
+    assert ratio <= LINEAR

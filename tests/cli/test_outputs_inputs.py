@@ -114,7 +114,8 @@ def world(tmp_path, monkeypatch):
 INPUT_VALUES = {"config": "pins.yaml", "model": "model.gguf", "vs_model": "vs.gguf", "noise_from": "noise.json",
                 "text": "text.txt", "expect": "expect.json", "reanalyse": "reanalyse.json", "sim": "sim.json",
                 "results": "r1.json", "base_bin": "base", "head_bin": "head", "bin": "bin", "llama_tree": "tree",
-                "source": "source.json", "cache": "tree", "vocab": "vocab.gguf", "runs": "tree"}
+                "source": "source.json", "cache": "tree", "vocab": "vocab.gguf", "runs": "tree",
+                "onto": "pins.yaml"}   # import --onto: the pins.yaml a feature-checks.json goes onto
 
 
 def _snapshot(root: Path) -> dict[str, str]:
@@ -136,8 +137,8 @@ def _argv(words, parser, given: dict[str, str]) -> list[str]:
             given[first.dest] = "x"
     for action in parser._actions:
         value = given.get(action.dest)
-        if value is None and not action.option_strings and action.nargs is None and action.dest != "help":
-            value = "x"                                    # a required positional that names no path (a pin id)
+        if value is None and not action.option_strings and action.nargs in (None, "+") and action.dest != "help":
+            value = "x"              # a required positional that names no path (a pin id), or is not the one tried
         if value is None and action.required and action.option_strings:
             value = action.choices and next(iter(action.choices)) or (
                 "req-out" if role_of(action) == OUTPUT_FOLDER else "x")

@@ -4,6 +4,8 @@ checkout, one comment per pin naming its source; only the named output is writte
 from __future__ import annotations
 
 import json
+import subprocess
+from pathlib import Path
 
 import yaml
 
@@ -29,13 +31,14 @@ def test_a_pr_set_becomes_pins_in_order_with_required_and_sources(tmp_path, caps
     out = tmp_path / "out" / "pins.yaml"
     assert main(["import", src, "-o", str(out)]) == 0
     pins = load_pinset(out).pins
+    # Unsloth's "required": false is "skip once the PR is not open", not pinset's "may fail": never imported as that
     assert [(p.id, p.pr.number, p.commit, p.required) for p in pins] == [
-        ("ggml-org#107", 107, SHA1, True), ("ggml-org#20", 20, SHA2, False), ("ggml-org#107-2", 107, SHA3, True)]
+        ("ggml-org#107", 107, SHA1, True), ("ggml-org#20", 20, SHA2, True), ("ggml-org#107-2", 107, SHA3, True)]
     text = out.read_text()
     comments = [line.strip() for line in text.splitlines() if line.startswith("  #")]
-    assert comments == [f"# pr-set.json prs[0]: {UP}/pull/107/commits/{SHA1}",
-                        f"# pr-set.json prs[1]: {UP}/pull/20/commits/{SHA2}",
-                        f"# pr-set.json prs[2]: {UP}/pull/107"]
+    assert comments[:2] == [f"# pr-set.json prs[0]: {UP}/pull/107/commits/{SHA1}",
+                            f"# pr-set.json prs[1]: {UP}/pull/20/commits/{SHA2}"]
+    assert comments[-1] == f"# pr-set.json prs[2]: {UP}/pull/107"
     doc = yaml.safe_load(text)
     assert doc["upstream"] == UP and doc["builds"] == ["tags:b*:1"] and doc["pins"][1]["description"] == "speed-up"
     assert sorted(p.name for p in out.parent.iterdir()) == ["pins.yaml"]  # nothing else written
@@ -91,25 +94,49 @@ def _ollama_checkout(tmp_path) -> tuple[GitRepo, str]:
         patches.mkdir(parents=True, exist_ok=True)
         made.rename(patches / f"{i:04d}-{made.name[5:]}")
         up.git("checkout", "-q", "master")
-    (checkout / "Makefile.sync").write_text(f"UPSTREAM=https://github.com/ggerganov/llama.cpp.git\n"
-                                            f"WORKDIR=llama/vendor\nFETCH_HEAD={base}\n\n.PHONY: help\n")
+    (checkout / "Makefile.sync").write_text(ollama_makefile("https://github.com/ggerganov/llama.cpp.git", base))
+    for patch in patches.glob("*.patch"):   # apply-patches' stamps beside each applied patch: not patches
+        (patches / f".{patch.name}ed").write_text("")
     return up, base
 
 
-def test_an_ollama_checkout_becomes_one_pin_per_patch_and_sims_green(tmp_path, capsys):
+def ollama_makefile(upstream: str, fetch_head: str) -> str:
+    """A Makefile.sync in the shape of ollama/ollama's (variables first, then targets that use them)."""
+    return (f"UPSTREAM={upstream}\nWORKDIR=llama/vendor\nFETCH_HEAD={fetch_head}\n\n"
+            ".PHONY: help\nhelp:\n\t@echo \"Available targets:\"\n\n"
+            "PATCHES=$(wildcard llama/patches/*.patch)\n"
+            "PATCHED=$(join $(dir $(PATCHES)), $(addsuffix ed, $(addprefix ., $(notdir $(PATCHES)))))\n\n"
+            ".PHONY: checkout\ncheckout: $(WORKDIR)\n\tgit -C $(WORKDIR) fetch\n\tgit -C $(WORKDIR) checkout -f $(FETCH_HEAD)\n\n"
+            ".PHONY: format-patches\nformat-patches: llama/patches\n\tgit -C $(WORKDIR) format-patch \\\n"
+            "\t\t--no-signature \\\n\t\t--no-numbered \\\n\t\t--zero-commit \\\n\t\t-o $(realpath $<) \\\n"
+            "\t\t$(FETCH_HEAD)\n\n.PHONY: print-base\nprint-base:\n\t@echo $(FETCH_HEAD)\n")
+
+
+def test_an_ollama_checkout_becomes_one_folder_pin_each_patch_a_pin_and_sims_green(tmp_path, capsys):
     up, base = _ollama_checkout(tmp_path)
     out = tmp_path / "distro" / "pins.yaml"
     assert main(["import", str(tmp_path / "ollama"), "-o", str(out), "--upstream", str(up.path)]) == 0
     pinset = load_pinset(out)
-    names = sorted(p.name for p in (tmp_path / "ollama" / "llama" / "patches").iterdir())
+    queue = tmp_path / "ollama" / "llama" / "patches"
+    names = sorted(p.name for p in queue.glob("*.patch"))
+    assert len(names) == 3 and len(list(queue.iterdir())) == 6   # and the three `.NAME.patched` stamps
     assert [p.id for p in pinset.pins] == [f"ollama/{n.removesuffix('.patch')}" for n in names]
     assert pinset.builds == (base,) and all(len(p.patch_files()) == 1 for p in pinset.pins)
     text = out.read_text()
-    assert f"  # ollama/llama/patches/{names[0]} (Makefile.sync FETCH_HEAD {base[:12]})" in text
-    assert '"../ollama/llama/patches/' in text  # relative to the output's folder
+    # one folder pin with `each: true`, not one pin per file
+    assert yaml.safe_load(text)["pins"] == [{"id": "ollama", "patches": "../ollama/llama/patches", "each": True}]
+    assert f"(Makefile.sync FETCH_HEAD {base[:12]})" in text
+    assert "1 folder pin (each of its 3 patches a pin)" in capsys.readouterr().err
     code, data = run_sim(tmp_path, out)
     got = by_id(data["builds"][0])
     assert code == 0 and all(got[p.id]["status"] == "applied" for p in pinset.pins)
+    # a patch added to the queue later is a pin without another import
+    up.git("checkout", "-q", "-b", "p4", base)
+    up.commit("patch 4", {"src/d.c": "int d = 4;\n"})
+    up.format_patch("HEAD~1..HEAD", tmp_path / "fp4")
+    (made,) = (tmp_path / "fp4").glob("*.patch")
+    made.rename(queue / "0004-patch-4.patch")
+    assert [p.id for p in load_pinset(out).pins][-1] == "ollama/0004-patch-4"
     # without --upstream: the Makefile's own
     again = tmp_path / "distro" / "second.yaml"
     assert main(["import", str(tmp_path / "ollama"), "-o", str(again)]) == 0
@@ -122,7 +149,7 @@ def test_an_ollama_checkout_without_fetch_head_or_patches_is_bad_input(tmp_path,
     make.write_text("UPSTREAM=x\nFETCH_HEAD=main\n")
     out = tmp_path / "pins.yaml"
     assert main(["import", str(tmp_path / "ollama"), "-o", str(out)]) == 2
-    assert "Makefile.sync:2: FETCH_HEAD: 'main' is not a 40-hex-digit commit" in capsys.readouterr().err
+    assert "Makefile.sync:2: FETCH_HEAD: 'main' is not a commit (4 to 40 hex digits)" in capsys.readouterr().err
     make.unlink()
     assert main(["import", str(tmp_path / "ollama"), "-o", str(out)]) == 2
     assert "not an Ollama-style checkout" in capsys.readouterr().err and not out.exists()
@@ -194,3 +221,252 @@ def test_a_deeply_nested_pr_set_is_one_line_exit_2(tmp_path, capsys):
         assert main(["import", str(src), "-o", str(tmp_path / "pins.yaml")]) == 2
         err = capsys.readouterr().err.strip()
         assert len(err.splitlines()) == 1 and str(src) in err and not (tmp_path / "pins.yaml").exists()
+
+
+def test_an_abbreviated_fetch_head_is_resolved_against_upstream_as_git_does(tmp_path, capsys):
+    """Ollama's real Makefile.sync: `FETCH_HEAD=ec98e2002` (nine hex digits). pins.yaml gets the full commit of
+    upstream it names; unknown (or only in the cache from another repository) and ambiguous are one line, exit 2."""
+    up, base = _ollama_checkout(tmp_path)
+    make = tmp_path / "ollama" / "Makefile.sync"
+    make.write_text(ollama_makefile("https://github.com/ggml-org/llama.cpp.git", base[:9]))   # as ollama's: 9 digits
+    out = tmp_path / "distro" / "pins.yaml"
+    assert main(["import", str(tmp_path / "ollama"), "-o", str(out), "--upstream", str(up.path)]) == 0
+    assert load_pinset(out).builds == (base,)
+    assert f"FETCH_HEAD {base[:9]} = {base[:12]}" in out.read_text()
+    # --builds replaces FETCH_HEAD: nothing to resolve
+    assert main(["import", str(tmp_path / "ollama"), "-o", str(out), "--upstream", str(up.path), "--force",
+                 "--builds", base]) == 0
+    # a commit the cache holds from another repository is not upstream's
+    other = GitRepo(tmp_path / "other")
+    stranger = other.commit("elsewhere", {"x": "1\n"})
+    GitRepo(tmp_path / "fetcher").git("fetch", "-q", str(other.path), "master")   # not into the cache: a control
+    from pinset.store import Store
+    from pinset.upstream.mirror import Mirror
+    with Mirror(Store.open(tmp_path / "cache").mirror) as mirror:
+        assert mirror.fetch(str(other.path), [f"+refs/heads/master:refs/pinset/test/{stranger}"]).ok
+        assert mirror.has_commit(stranger)
+    capsys.readouterr()
+    for prefix, said in ((stranger[:9], "no commit of upstream"), ("0000000", "no commit of upstream")):
+        make.write_text(f"FETCH_HEAD={prefix}\n")
+        assert main(["import", str(tmp_path / "ollama"), "-o", str(out), "--upstream", str(up.path), "--force"]) == 2
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and f"FETCH_HEAD {prefix}: {said}" in err, err
+    assert load_pinset(out).builds == (base,)   # the refused imports left the earlier output as it was
+
+
+def test_an_ambiguous_abbreviated_fetch_head_names_the_candidates(tmp_path, capsys):
+    up, base = _ollama_checkout(tmp_path)
+    # many commits in one fast-import: two of them share their first four hex digits (as git would refuse)
+    stream = "".join(f"commit refs/heads/many\nmark :{i}\ncommitter t <t@t> {1700000000 + i} +0000\ndata {len(str(i))}\n{i}\n"
+                     + (f"from {base}\n" if i == 1 else "") + "M 644 inline n\ndata 1\nx\n\n" for i in range(1, 1200))
+    subprocess.run(["git", "fast-import", "--quiet"], cwd=up.path, input=stream, text=True, check=True)
+    seen: dict[str, str] = {}
+    prefix = None
+    for oid in up.git("rev-list", "many").split():
+        if oid[:4] in seen:
+            prefix = oid[:4]
+            break
+        seen[oid[:4]] = oid
+    assert prefix is not None
+    (tmp_path / "ollama" / "Makefile.sync").write_text(f"FETCH_HEAD={prefix}\n")
+    out = tmp_path / "pins.yaml"
+    assert main(["import", str(tmp_path / "ollama"), "-o", str(out), "--upstream", str(up.path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and f"FETCH_HEAD {prefix}: ambiguous, " in err and seen[prefix][:12] in err
+    assert not out.exists()
+
+
+# --- Unsloth's real files, in their shape ---------------------------------------------------------------------
+# scripts/unsloth/pr-set.json: a `_doc` list of prose above `prs`, most entries PRs of the fork unslothai/llama.cpp
+# (upstream is ggml-org/llama.cpp), one `{"url", "required": false}`; feature-checks.json: `_doc`, `schema: 1`,
+# features keyed by name with an `owner` pin (null once upstream carries the feature), checks of kinds arch /
+# backend-op / mtmd, `unchecked` reasons keyed by pin. The texts here are made up; the shapes are theirs.
+FORK = "https://github.com/unslothai/llama.cpp"
+SHA4, SHA5 = "4" * 40, "5" * 40
+
+
+def _unsloth_files(tmp_path) -> tuple[str, str]:
+    pr_set = {"_doc": ["PRs merged into the nightly, each an exact commit:",
+                       "  https://github.com/ggml-org/llama.cpp/pull/N/commits/SHA",
+                       "Use {\"url\": \"...\", \"required\": false} for an entry skipped once it is not open."],
+              "prs": [f"{FORK}/pull/107/commits/{SHA1}", f"{UP}/pull/25731/commits/{SHA2}",
+                      {"url": f"{FORK}/pull/70/commits/{SHA3}", "required": False},
+                      f"{FORK}/pull/95/commits/{SHA4}"]}
+    checks = {"_doc": ["The test that proves each shipped feature works.", "", "kinds: arch, backend-op, mtmd"],
+              "schema": 1,
+              "features": {
+                  "inkling": {"owner": "ggml-org#25731", "checks": [
+                      {"kind": "arch", "arch": "inkling"}, {"kind": "backend-op", "op": "FLASH_ATTN_EXT"},
+                      {"kind": "mtmd", "projector": "inkling"}]},
+                  "kimi-k3": {"owner": "unslothai#70", "checks": [{"kind": "arch", "arch": "kimi-k3"}]},
+                  "iq1-grids": {"owner": "unslothai#107", "checks": [
+                      {"kind": "backend-op", "op": "MUL_MAT", "params": "type_a=iq1_s"}]},
+                  "diffusion-gemma": {"owner": None, "checks": [{"kind": "arch", "arch": "diffusion-gemma"}]}},
+              "unchecked": {"unslothai#95": "sampling penalties; no feature surface of its own to probe",
+                            "unslothai#999": "a pin no longer in the set"}}
+    a, b = tmp_path / "pr-set.json", tmp_path / "feature-checks.json"
+    a.write_text(json.dumps(pr_set, indent=2))
+    b.write_text(json.dumps(checks, indent=2))
+    return str(a), str(b)
+
+
+def test_unsloths_files_import_unchanged(tmp_path, capsys):
+    pr_set, checks = _unsloth_files(tmp_path)
+    out = tmp_path / "pins.yaml"
+    assert main(["import", pr_set, checks, "-o", str(out)]) == 0
+    err = capsys.readouterr().err
+    pinset = load_pinset(out)
+    pins = {p.id: p for p in pinset.pins}
+    assert list(pins) == ["unslothai#107", "ggml-org#25731", "unslothai#70", "unslothai#95"]   # the order kept
+    # the fork's PRs are fetched from the fork
+    assert [(p.id, p.repo) for p in pinset.pins] == [("unslothai#107", FORK), ("ggml-org#25731", None),
+                                                     ("unslothai#70", FORK), ("unslothai#95", FORK)]
+    assert "3 PRs of a fork of ggml-org/llama.cpp (https://github.com/unslothai/llama.cpp)" in err
+    # `_doc` kept as comments, both files'
+    text = out.read_text()
+    assert "# PRs merged into the nightly, each an exact commit:\n#   https://github.com/ggml-org/llama.cpp/pull/N" in text
+    assert "# The test that proves each shipped feature works.\n#\n# kinds: arch, backend-op, mtmd" in text
+    # required: false is Unsloth's "skip once not open", never pinset's "may fail"
+    assert all(p.required for p in pinset.pins)
+    assert 'prs[2]: "required": false means "skip once its PR is not open"' in err or "skip-unless-open" in text
+    # checks on their owner pins, labelled with their feature; the owner-less feature's on the pin set
+    assert [c.describe() for c in pins["ggml-org#25731"].checks] == [
+        "arch inkling [feature inkling]", "backend-op FLASH_ATTN_EXT [feature inkling]",
+        "mtmd /test_projector_registry/ projector inkling [feature inkling]"]
+    assert [(c.kind, c.name, c.feature) for c in pins["unslothai#70"].checks] == [("arch", "kimi-k3", "kimi-k3")]
+    assert [(c.op, c.params) for c in pins["unslothai#107"].checks] == [("MUL_MAT", "type_a=iq1_s")]
+    assert [(c.kind, c.name, c.feature) for c in pinset.checks] == [("arch", "diffusion-gemma", "diffusion-gemma")]
+    assert pins["unslothai#95"].unchecked == "sampling penalties; no feature surface of its own to probe"
+    assert "unchecked.unslothai#999: no such pin in the pin set (dropped)" in err
+    assert "4 pins, 6 checks (1 of the pin set) from" in err
+    # the JSON schema takes what the import wrote
+    import jsonschema
+
+    from pinset.config.json_schema import pins_schema
+    assert list(jsonschema.Draft202012Validator(pins_schema()).iter_errors(yaml.safe_load(text))) == []
+
+
+def test_unsloths_pr_set_alone_and_a_fork_of_another_name(tmp_path, capsys):
+    pr_set, _ = _unsloth_files(tmp_path)
+    out = tmp_path / "pins.yaml"
+    assert main(["import", pr_set, "-o", str(out)]) == 0
+    assert [p.checks for p in load_pinset(out).pins] == [()] * 4
+    capsys.readouterr()
+    src = _pr_set(tmp_path, {"_doc": "one line of notes", "prs": [f"https://github.com/someone/fork/pull/3/commits/{SHA1}"]})
+    assert main(["import", src, "-o", str(tmp_path / "second.yaml")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "belongs to someone/fork" in err
+    assert '"repo": "https://github.com/someone/fork"' in err and not (tmp_path / "second.yaml").exists()
+    # with the fork named, it is its pin's repository
+    _pr_set(tmp_path, {"prs": [{"url": f"https://github.com/someone/fork/pull/3/commits/{SHA1}",
+                                "repo": "https://github.com/someone/fork"}]})
+    assert main(["import", src, "-o", str(tmp_path / "second.yaml")]) == 0
+    assert load_pinset(tmp_path / "second.yaml").pins[0].repo == "https://github.com/someone/fork"
+
+
+def _rewrite(path: str, change) -> None:
+    doc = json.loads(open(path).read())
+    change(doc)
+    open(path, "w").write(json.dumps(doc))
+
+
+def test_feature_checks_that_do_not_fit_the_pin_set_are_one_line_exit_2(tmp_path, capsys):
+    out = tmp_path / "pins.yaml"
+    for change, said in (
+            (lambda d: d["features"]["kimi-k3"].update(owner="unslothai#239"),
+             "features.kimi-k3.owner: 'unslothai#239' names no pin of the pin set (pins: unslothai#107, "),
+            (lambda d: d["features"]["kimi-k3"]["checks"].append({"kind": "llama-bench"}),
+             "features.kimi-k3.checks[1].kind: 'llama-bench' is not a check kind pinset runs"),
+            (lambda d: d["features"]["kimi-k3"]["checks"].append({"kind": "arch"}), "features.kimi-k3.checks[1].arch: missing"),
+            (lambda d: d["features"]["kimi-k3"]["checks"].append({"kind": "arch", "arch": "x", "gpu": True}),
+             "features.kimi-k3.checks[1].gpu: unknown key for a arch check"),
+            (lambda d: d["features"]["kimi-k3"].update(checks=[]), "features.kimi-k3.checks: must be a non-empty list"),
+            (lambda d: d["unchecked"].update({"unslothai#70": "why"}), "unchecked.unslothai#70: the pin also owns features"),
+            (lambda d: d.update(schema=2), "schema: 2 is not a feature-checks.json schema pinset reads (1)"),
+            (lambda d: d.update(extra=1), "unknown key 'extra'"),
+            (lambda d: d["features"]["kimi-k3"]["checks"].append({"kind": "arch", "arch": "bad name"}),
+             "checks[1].arch.name: malformed architecture name 'bad name'")):
+        pr_set, checks = _unsloth_files(tmp_path)
+        _rewrite(checks, change)
+        assert main(["import", pr_set, checks, "-o", str(out)]) == 2, said
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and said in err, err
+        assert not out.exists()
+    # feature-checks.json alone: its owners name pins of a pr-set.json
+    pr_set, checks = _unsloth_files(tmp_path)
+    assert main(["import", checks, "-o", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "give the pr-set.json too" in err and not out.exists()
+
+
+def test_required_false_becomes_the_pin_key_of_pr_states(tmp_path):
+    """Unsloth's `"required": false` ("skip once its PR is not open") is written as `skip-unless-open: true`, the
+    pin staying required, and the written pins.yaml reads back with that key."""
+    from pinset.config import importers
+
+    pr_set, _ = _unsloth_files(tmp_path)
+    text = importers.to_yaml(importers.from_pr_set(Path(pr_set), None, None), "header")
+    pins = yaml.safe_load(text)["pins"]
+    assert [(p["id"], p.get("skip-unless-open"), p.get("required")) for p in pins] == [
+        ("unslothai#107", None, None), ("ggml-org#25731", None, None), ("unslothai#70", True, None),
+        ("unslothai#95", None, None)]
+    assert "cannot read PR states" not in text
+
+
+def test_feature_checks_onto_an_existing_pins_yaml_only_add_lines(tmp_path, capsys):
+    """feature-checks.json alone goes onto the pins.yaml that has its owners (`--onto`): the output is that file
+    with lines added (its comments, order and spelling kept), the checks under their pins, the owner-less ones at
+    the end as the pin set's own; its pins that have checks already, or `each: true` patches, are not touched."""
+    _, checks = _unsloth_files(tmp_path)
+    mine = tmp_path / "pins.yaml"
+    mine.write_text(f"""# my pin set, kept by hand
+upstream: {UP}
+builds: [b100]   # the shipped build
+pins:
+  - id: unslothai#107
+    pr: {FORK}/pull/107/commits/{SHA1}
+    repo: {FORK}   # the fork
+  # inkling, still upstream's PR
+  - id: ggml-org#25731
+    pr: {UP}/pull/25731/commits/{SHA2}
+    description: >-
+      banded attention,
+      two lines
+
+  # kimi, ours
+  - id: unslothai#70
+    pr: {FORK}/pull/70/commits/{SHA3}
+    repo: {FORK}
+    evidence: [verify]
+  - {{id: unslothai#95, pr: {FORK}/pull/95/commits/{SHA4}, repo: {FORK}}}
+""")
+    out = tmp_path / "pins-checked.yaml"
+    # the flow-style pin would take an unchecked reason: refused, naming its line
+    assert main(["import", checks, "--onto", str(mine), "-o", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "pins.yaml:20: pin unslothai#95: written in flow style" in err
+    assert not out.exists()
+    _rewrite(checks, lambda d: d["unchecked"].pop("unslothai#95"))
+    assert main(["import", checks, "--onto", str(mine), "-o", str(out)]) == 0
+    before, after = mine.read_text().splitlines(), out.read_text().splitlines()
+    import difflib
+    ops = {tag for tag, *_ in difflib.SequenceMatcher(a=before, b=after, autojunk=False).get_opcodes()}
+    assert ops == {"equal", "insert"}   # only lines added
+    text = out.read_text()
+    assert "      two lines\n    checks:\n" in text and "    checks:\n      # feature-checks.json features.kimi-k3" in text
+    assert text.index("features.inkling") < text.index("# kimi, ours")   # the next pin keeps its comment
+    pinset = load_pinset(out)
+    pins = {p.id: p for p in pinset.pins}
+    assert [c.describe() for c in pins["ggml-org#25731"].checks][0] == "arch inkling [feature inkling]"
+    assert pins["ggml-org#25731"].description == "banded attention, two lines"
+    assert [c.name for c in pins["unslothai#70"].checks] == ["kimi-k3"] and pins["unslothai#70"].evidence == ("verify",)
+    assert [c.name for c in pinset.checks] == ["diffusion-gemma"]
+    assert "1 pin(s) with no feature check and no unchecked reason: unslothai#95" in capsys.readouterr().err
+    # again onto the output: its pins have checks now
+    again = tmp_path / "again.yaml"
+    assert main(["import", checks, "--onto", str(out), "-o", str(again)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "pin unslothai#107: has checks already" in err and not again.exists()
+    # never written over the pins.yaml it reads
+    assert main(["import", checks, "--onto", str(mine), "-o", str(mine), "--force"]) == 2
+    assert "input" in capsys.readouterr().err and mine.read_text().splitlines() == before

@@ -181,3 +181,31 @@ def test_the_agreement_check_can_fail(patch_dir):
     doc = {"upstream": UP, "builds": ["b1"], "pins": [{"id": "a", "pr": "https://github.com/x/y/pull/1", "commit": SHA}]}
     with pytest.raises(AssertionError):
         _agrees(patch_dir, doc)
+
+
+ARCH_MTMD_CHECKS = [   # (check, valid): the kinds of Unsloth's feature-checks.json, and `feature:` on every kind
+    ({"arch": {"name": "qwen3moe"}}, True), ({"arch": {"name": "gpt-oss", "seed": 7, "feature": "oss"}}, True),
+    ({"mtmd": {}}, True), ({"mtmd": {"projector": "kimik3", "feature": "kimi-k3"}}, True),
+    ({"mtmd": {"tests": "test_image_.*"}}, True), ({"backend-op": {"op": "MUL_MAT", "feature": "iq1"}}, True),
+    ({"arch": {}}, False), ({"arch": {"name": "bad name"}}, False), ({"arch": {"name": "x", "seed": -1}}, False),
+    ({"arch": {"name": "x", "seed": "1"}}, False), ({"arch": {"name": "x", "seed": 2 ** 63}}, False),
+    ({"mtmd": {"projector": ""}}, False), ({"mtmd": {"other": 1}}, False), ({"ctest": {"name": "t", "feature": ""}}, False),
+]
+
+
+@pytest.mark.parametrize("check,valid", ARCH_MTMD_CHECKS)
+@pytest.mark.parametrize("where", ["pin", "pin set"])
+def test_arch_mtmd_and_pin_set_checks_agree(patch_dir, check, valid, where):
+    doc: dict = {"upstream": UP, "builds": ["b1"], "pins": [{"id": "a", "patches": "p"}]}
+    if where == "pin":
+        doc["pins"][0]["checks"] = [check]
+    else:
+        doc["checks"] = [check]
+    assert _reader_accepts(patch_dir, doc)[0] == valid, doc
+    _agrees(patch_dir, doc)
+
+
+def test_an_empty_pin_set_checks_list_is_refused_by_both(patch_dir):
+    doc = {"upstream": UP, "builds": ["b1"], "checks": []}
+    assert not _reader_accepts(patch_dir, doc)[0]
+    _agrees(patch_dir, doc)
