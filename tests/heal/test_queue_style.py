@@ -180,3 +180,28 @@ def test_mails_are_cut_where_git_am_cuts_them():
     assert mail.head + mail.between + mail.diff + mail.tail == text
     assert style.with_base(mail.tail, []) == "-- \n2.1.0\n\n"
     assert style.detect([mail]).format_args() == ["--no-signature", "--subject-prefix=PATCH", "--abbrev=7", "-U1"]
+
+
+def test_rebase_continue_writes_the_resolved_series_in_the_queues_style(make_repo, tmp_path, capsys):
+    """The same writer at `rebase --continue`: after a real conflict in patch 6 of an Ollama queue, only that file
+    changes (and the ledger is added), zeros and no signature kept."""
+    up, pins, folder = _queue(make_repo, tmp_path, "--zero-commit", "--no-signature", "--no-numbered", count=8)
+    up.commit("clash", {f"src/f{MOVED:02d}.c": "top 1\ntop 2\ntop 3\n" + LINES.replace("line 15\n", "line 15 upstream\n")})
+    up.tag("b3")
+    before = _files(folder)
+    wt = tmp_path / "wt"
+    assert main(["rebase", "q", "-c", str(pins), "--onto", "b3", "--worktree", str(wt)]) == 1
+    capsys.readouterr()
+    text = (wt / "src/f05.c").read_text()
+    start, end = text.index("<<<<<<<"), text.index("\n", text.index(">>>>>>>")) + 1
+    (wt / "src/f05.c").write_text(text[:start] + "line 15 upstream patched 5\n" + text[end:])
+    subprocess.run(["git", "add", "src/f05.c"], cwd=wt, check=True)
+    assert main(["rebase", "q", "-c", str(pins), "--continue", "--worktree", str(wt)]) == 0, capsys.readouterr()
+    capsys.readouterr()
+    after = {p.name: p.read_bytes() for p in sorted(folder.glob("*.patch"))}
+    changed = _changed(before, after)
+    assert changed == [f"{MOVED + 1:04d}-ollama-change-{MOVED}-of-the-vendored-tree.patch"], changed
+    written = after[changed[0]].decode()
+    assert written.startswith(f"From {'0' * 40} ") and "\n-- \n" not in written and "base-commit:" not in written
+    assert "+line 15 upstream patched 5" in written and "Subject: [PATCH] ollama: change 5" in written
+    assert (folder / "resolutions").is_dir()
