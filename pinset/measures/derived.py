@@ -11,7 +11,7 @@ from __future__ import annotations
 from pinset.errors import PinsetError
 from pinset.measures.bench_model import INSUFFICIENT_DATA, BenchResult
 from pinset.measures.kld_model import KldResult
-from pinset.measures.stats import MIN_ROUNDS
+from pinset.measures.rule import MIN_ROUNDS
 
 # --- kld -------------------------------------------------------------------------------------
 # How bad a KLD verdict is for head: a stated verdict better than its runs give is refused; a worse one (a
