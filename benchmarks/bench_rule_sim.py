@@ -19,7 +19,7 @@ import argparse
 
 import numpy as np
 
-from pinset.measures.stats import ALPHA, NOISE_K, RULE, Plan
+from pinset.measures.rule import ALPHA, NOISE_K, RULE, Plan
 from pinset.measures.stats_sim import sequential_trials
 
 

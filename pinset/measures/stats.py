@@ -36,10 +36,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-from pinset.measures.rule import ALPHA, MIN_EFFECT, MIN_ROUNDS, NOISE_K, RULE, Plan
+from pinset.measures.rule import MIN_EFFECT, MIN_ROUNDS, NOISE_K, Plan
 
-__all__ = ["ALPHA", "MIN_EFFECT", "MIN_ROUNDS", "NOISE_K", "RULE", "Plan", "compare", "decide", "estimate",
-           "log_ratios", "margin_for", "rounds_needed", "verdict_for", "wilcoxon_p"]
 
 @dataclass(frozen=True)
 class Effect:
