@@ -205,3 +205,34 @@ def test_rebase_continue_writes_the_resolved_series_in_the_queues_style(make_rep
     assert written.startswith(f"From {'0' * 40} ") and "\n-- \n" not in written and "base-commit:" not in written
     assert "+line 15 upstream patched 5" in written and "Subject: [PATCH] ollama: change 5" in written
     assert (folder / "resolutions").is_dir()
+
+
+@pytest.mark.parametrize("export", [
+    ("--zero-commit", "--no-signature", "--no-numbered"),
+    ("--numbered", "--signature=2.30.1"),
+    ("-k", "--no-signature"),
+    ("--subject-prefix=PATCH llama", "--full-index", "-U5", "--no-stat", "--zero-commit"),
+], ids=["ollama", "numbered-signed", "keep-subject", "prefix-full-index-U5-no-stat"])
+def test_the_written_file_is_what_the_users_own_export_writes_on_the_new_build(make_repo, tmp_path, capsys, export):
+    """The one changed file is byte for byte what the user's own `git format-patch EXPORT` writes for that commit
+    rebased onto b2 (`git am -3` of the old series in a clone, then the export again), but for a real From line's
+    commit id (another committer made it); every other file is the old one."""
+    up, pins, folder = _queue(make_repo, tmp_path, *export, count=12)
+    before = _files(folder)
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str(up.path), str(clone)], check=True)
+    subprocess.run(["git", "-C", str(clone), "checkout", "-q", "b2"], check=True)
+    am = subprocess.run(["git", "-C", str(clone), "-c", "user.name=c", "-c", "user.email=c@c", "am", "-3", "-q",
+                         *(["-k"] if "-k" in export else []), *[str(folder / n) for n in sorted(before)]],
+                        capture_output=True, text=True)
+    assert am.returncode == 0, am.stderr
+    theirs = tmp_path / "theirs"
+    subprocess.run(["git", "-C", str(clone), "format-patch", "-q", *export, "-o", str(theirs), "b2..HEAD"], check=True)
+    _refresh(pins, capsys)
+    after = _files(folder)
+    changed = _changed(before, after)
+    assert changed == [sorted(before)[MOVED]], changed
+
+    def masked(data: bytes) -> str:
+        return re.sub(r"^From [0-9a-f]{40} ", "From X ", data.decode(), count=1)
+    assert masked(after[changed[0]]) == masked((theirs / changed[0]).read_bytes())
