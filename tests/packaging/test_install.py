@@ -191,6 +191,11 @@ def test_light_install_in_a_fresh_venv_runs_sim_and_bench_says_the_extra(tmp_pat
     report = subprocess.run([str(pinset), "report", str(work / "sim.json")], cwd=work, env=env, capture_output=True,
                             text=True)
     assert report.returncode in (0, 1) and "Traceback" not in report.stderr, report.stderr
+    bench = ROOT / "tests" / "golden" / "measures" / "bench" / "captured-faster.json"   # a real bench result
+    said = subprocess.run([str(pinset), "report", str(bench)], cwd=work, env=env, capture_output=True, text=True)
+    assert said.returncode == 2 and said.stderr == (
+        f"pinset report: error: {bench}: a bench result's verdict, checked against its speeds, needs the measure "
+        "extra (numpy, scipy, pandas, matplotlib not installed): pip install 'pinset[measure]'\n"), said.stderr
     for argv in (["bench", "--rounds", "3"], ["kld"], ["model", "synth", "--arch", "llama", "--size", "1b"]):
         said = subprocess.run([str(pinset), *argv], cwd=work, env=env, capture_output=True, text=True)
         assert said.returncode == 2 and said.stdout == "", (argv, said)
