@@ -25,7 +25,7 @@ import argparse
 
 import numpy as np
 
-from pinset.measures.stats import ALPHA, NOISE_K, RULE, Plan
+from pinset.measures.rule import ALPHA, NOISE_K, RULE, Plan
 from pinset.measures.stats_sim import SPELLS_H100, sequential_trials, spell_trials
 
 

@@ -1,6 +1,7 @@
 """Thin entry point: parse arguments, dispatch to a command module, map errors to exit codes.
 
-Only the chosen verb's module is imported, so `pinset sim` does not pay for pandas/scipy/matplotlib.
+Only the chosen verb's module is imported, so `pinset sim` does not pay for pandas/scipy/matplotlib (and runs
+without them: the light install; kld, bench and model need the `measure` extra and say so, pinset/extras.py).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from pinset.ci_annotations import annotate_error
 from pinset.commands.common import recover_pin_folders
 from pinset.commands.paths import check_arguments, stdout_outputs
 from pinset.errors import PinsetError, RuntimeFailure
+from pinset.extras import MEASURE_VERBS, need_measure
 from pinset.output import NAMES_ERRORS
 from pinset.redact import wrap_streams
 from pinset.results import mark_run_started
@@ -115,6 +117,8 @@ def build_parser(chosen: str | None = None) -> argparse.ArgumentParser:
         if not _available(name):
             continue
         if name == chosen:
+            if name in MEASURE_VERBS:   # one line, exit 2, before a module that needs them is imported
+                need_measure()   # said as `pinset NAME: error: needs the measure extra ...`
             module = importlib.import_module(f"pinset.commands.{MODULES.get(name, name)}")
             verb = module.add_parser(_Summarised(sub))
             verb.description = verb.description or f"{help_text[0].upper()}{help_text[1:]}."
@@ -168,6 +172,7 @@ def _main(argv: list[str]) -> int:
     mark_run_started()   # the UTC start time every result file of this run carries (pinset.results.STARTED)
     try:
         chosen = next((a for a in argv if not a.startswith("-")), None)
+        command = f"pinset {chosen}" if chosen in COMMANDS else command
         parser = build_parser(chosen if chosen in COMMANDS else None)
         args = parser.parse_args(argv)
         command = f"pinset {args.command}"

@@ -258,6 +258,9 @@ def _bump(repository: Repository, tree: Path, rel: str, store: Store, options: B
             refreshed = refresh_series(sim, build, sim_result, [p.id for p in loose], scratch / "refresh")
             prove(sim, build, sim_result, refreshed, scratch / "proof")
             write_folders([(item.folder, item.new, None) for item in refreshed])
+            for item in refreshed:
+                for note in item.notes:
+                    warn(f"{item.pin_id}: {note}")
             modes_of = {p.id: p.apply_mode or "" for p in loose}
             result.refreshed = [RefreshedPin(r.pin_id, modes_of[r.pin_id], _rel_in(tree, r.folder),
                                              [_rel_in(tree, r.folder / f.name) if r.folder.is_dir()

@@ -21,6 +21,7 @@ from pinset.config.schema import load_pinset
 from pinset.errors import PinsetError
 from pinset.heal.rebase import STATE, State, Stop, current_patch, has_markers, record_stop, start_rebase, unmerged
 from pinset.heal.series import write_folders
+from pinset.heal.style import in_upstream
 from pinset.heal.worktree import Worktree, check_outside_cache, safe_name
 from pinset.output import console
 from pinset.sim.run import simulate
@@ -35,7 +36,7 @@ def add_parser(sub):
                     "named in the output) at BUILD with every earlier "
                     "pin applied as commits and the pin's series in `git am -3`, stopped at the conflict. Resolve "
                     "the markers, `git add`, then --continue: the series is exported into the pin's folder (as "
-                    "refresh does), each resolution recorded in its ledger (patches/PIN/resolutions/), sim re-run "
+                    "refresh does: in the queue's own style), each resolution recorded in its ledger (patches/PIN/resolutions/), sim re-run "
                     "on pins.yaml's builds, the worktree removed. --abort removes the worktree, changes nothing. "
                     "A PR pin: OWNER#N --as-series patches/NAME makes it a local series pin in pins.yaml.")
     add_config_args(p, builds=False)
@@ -219,10 +220,19 @@ def _continue(args, store, spec, where: Path, state: State) -> int:
 
 def _finish(store, spec, where: Path, state: State, mirror) -> int:
     tree = Worktree(mirror, where)
+    upstream, why = state.upstream or None, state.upstream_why
+    if not state.upstream and not why:   # a state written before it said: the build commit, if upstream has it
+        upstream = state.build_oid if in_upstream(mirror, state.build_oid) else None
+        why = f"{state.build} is not known as a commit of upstream's history"
+    notes: list[str] = []
     with scratch_dir(cache_tmp(store.root), "rebase-") as scratch:
-        new = tree.export(state.start, state.build_oid, scratch / "new", state.names)
+        old = [spec.patches / name for name in state.names if (spec.patches / name).is_file()]
+        new = tree.export(state.start, state.build_oid, scratch / "new", old, names=state.names, upstream=upstream,
+                          why=why, notes=notes)
         write_folders([(spec.patches, new, state.recorded)])
     tree.remove()
+    for note in notes:
+        console.print(f"[yellow]note:[/] {note}", soft_wrap=True)
     shown = ", ".join(sorted(state.recorded)) or "none"
     console.print(f"wrote {len(new)} patches to {spec.patches} (base {state.build_oid[:12]}); "
                   f"resolutions recorded: {shown}")

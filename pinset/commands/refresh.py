@@ -25,8 +25,9 @@ def add_parser(sub):
         "refresh", help="rewrite series so they apply exactly on a build (same commits, moved context)",
         description="For each local-series pin (PIN..., default: every series that applies on BUILD but not "
                     "exactly: offset or 3-way), replay its commits on BUILD after the earlier pins and export "
-                    "them again with `git format-patch --base=<BUILD>`: same messages, authors, dates and order, "
-                    "only context and line numbers moved. Checked before anything is written: the pin set with "
+                    "them again in the queue's own style (its format-patch options; a file whose commit's diff did "
+                    "not change keeps its bytes; a `base-commit:` only where the queue has one): same messages, "
+                    "authors, dates and order, only context and line numbers moved. Checked before anything is written: the pin set with "
                     "the new series gives the same tree on BUILD as now, each refreshed pin applying exactly. "
                     "Without --write shows the `git range-diff` and changes nothing.")
     add_config_args(p, builds=False)
@@ -129,6 +130,8 @@ def _run(args, outcome: list[RefreshResult]) -> int:
                 sys.stdout.write(item.range_diff if item.range_diff.endswith("\n") or not item.range_diff
                                  else item.range_diff + "\n")
                 sys.stdout.flush()
+                for note in item.notes:
+                    console.print(f"[yellow]note:[/] {item.pin_id}: {note}", soft_wrap=True)
             if not args.write:
                 console.print("nothing written (--write replaces the patch files)")
                 return 0

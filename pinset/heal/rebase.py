@@ -40,6 +40,10 @@ class State:
     names: list[str]
     stops: list[Stop] = field(default_factory=list)
     recorded: dict[str, str] = field(default_factory=dict)   # ledger file name -> text
+    # the upstream commit a `base-commit:` may name (pinset.heal.style.upstream_commit), or why none; a state
+    # written before these fields were: both "", the build commit then checked at --continue
+    upstream: str = ""
+    upstream_why: str = ""
 
     def save(self, git_dir: Path) -> None:
         (git_dir / STATE).write_text(json.dumps(asdict(self), indent=1), encoding="utf-8")
@@ -56,6 +60,7 @@ class State:
             if not (isinstance(state.pin, str) and isinstance(state.names, list) and isinstance(state.recorded, dict)
                     and all(isinstance(n, str) for n in state.names) and isinstance(state.start, str)
                     and isinstance(state.build_oid, str) and isinstance(state.config, str)
+                    and isinstance(state.upstream, str) and isinstance(state.upstream_why, str)
                     and all(isinstance(s.files, dict) for s in state.stops)):
                 raise TypeError("a field of the wrong type")
         except (OSError, UnicodeDecodeError, ValueError, TypeError, AttributeError, KeyError, RecursionError) as exc:
@@ -125,6 +130,7 @@ def record_stop(tree, state: State, stop: Stop, folder: Path, scratch: Path) -> 
 def start_rebase(sim, where, build, pinset, result, spec):
     """A worktree at `build` with the earlier pins replayed as commits and the pin's series under `git am -3`:
     (worktree, its State, am's result). Any failure on the way removes the worktree again."""
+    from pinset.heal.style import upstream_commit
     from pinset.heal.worktree import Worktree, replay
 
     try:
@@ -135,8 +141,9 @@ def start_rebase(sim, where, build, pinset, result, spec):
         raise
     try:
         replay(tree, pinset, sim.prepared, result, until=spec.id)
+        upstream, why = upstream_commit(sim.mirror, build)
         state = State(spec.id, build.name, build.oid, str(pinset.path), tree.head(),
-                      [p.name for p in spec.patch_files()])
+                      [p.name for p in spec.patch_files()], upstream=upstream or "", upstream_why=why)
         prepared = sim.prepared.get(spec.id)
         # the patches as the sim read them (pinset.sim.pins.as_git_am_reads), so am meets what the sim met
         patches = prepared.change.patches if prepared is not None and prepared.change is not None else spec.patch_files()

@@ -1,8 +1,9 @@
 """Refreshed series: the same commits replayed on a build and exported again (`pinset refresh`).
 
 The series of each chosen pin is `git am -3`'d in a worktree of the mirror at the build, after the
-earlier pins, and exported with `git format-patch --base=<build>`: messages, authors, dates and order
-are the series' own, only context and line numbers move. The proof is the sim's: the pin set with the
+earlier pins, and exported again in the queue's own style (pinset/heal/style.py: its format-patch options,
+its bytes where a commit's diff did not change, a `base-commit:` only where it had one and only naming an
+upstream commit): messages, authors, dates and order are the series' own, only context and line numbers move. The proof is the sim's: the pin set with the
 refreshed series must give, on that build, the very tree (same tree id) it gave before, with every
 refreshed pin applying exactly; and each new patch must be the same commit as the old one as `git am`
 reads it (author, e-mail, author date, subject and message: a sign-off or a re-encoded message is no
@@ -17,6 +18,7 @@ from pathlib import Path
 
 from pinset import runner
 from pinset.errors import RuntimeFailure
+from pinset.heal.style import upstream_commit
 from pinset.heal.worktree import Worktree
 from pinset.sim.changes import series_base
 from pinset.sim.engine import Simulator
@@ -32,6 +34,7 @@ class Refreshed:
     start: str              # the commit before the series in the worktree
     end: str                # its last commit
     range_diff: str = ""
+    notes: list[str] = dataclasses.field(default_factory=list)   # what the writer could not keep (pinset.heal.style)
 
 
 def with_series(pinset, replaced: dict[str, list[Path]]):
@@ -52,6 +55,7 @@ def resimulate(sim, build, replaced: dict[str, list[Path]]):
 def refresh_series(sim, build, result, chosen: list[str], scratch: Path) -> list[Refreshed]:
     """Replay the pin set on `build` in a worktree, export each chosen pin's series again."""
     tree = Worktree.add(sim.mirror, scratch / "worktree", build.oid)
+    upstream, why = upstream_commit(sim.mirror, build)
     out: list[Refreshed] = []
     try:
         for spec, pin in zip(sim.pinset.pins, result.pins):
@@ -62,10 +66,11 @@ def refresh_series(sim, build, result, chosen: list[str], scratch: Path) -> list
             if spec.id in chosen:
                 old = spec.patch_files()
                 where = scratch / "new" / str(len(out))   # (never the pin's id as a path)
-                new = tree.export(start, build.oid, where, [p.name for p in old])
+                notes: list[str] = []
+                new = tree.export(start, build.oid, where, old, upstream=upstream, why=why, notes=notes)
                 if not spec.patches.is_dir() and len(new) != 1:
                     new = [one_file(new, where / "one" / old[0].name)]
-                out.append(Refreshed(spec.id, spec.patches, old, new, start, tree.head()))
+                out.append(Refreshed(spec.id, spec.patches, old, new, start, tree.head(), notes=notes))
         for item in out:
             item.range_diff = range_diff(tree, item)
     finally:

@@ -8,13 +8,13 @@ an exported series is reproducible.
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 from pathlib import Path
 
 from pinset import runner
 from pinset.errors import PinsetError, RuntimeFailure
+from pinset.heal import style
 from pinset.redact import redact_url
 
 IDENTITY = {"GIT_COMMITTER_NAME": "pinset", "GIT_COMMITTER_EMAIL": "pinset@localhost"}
@@ -93,25 +93,28 @@ class Worktree:
         self.git_ok("checkout-index", "-f", "-q", "--", *sorted({h.file for h in unioned.hunks}))
         return True
 
-    def export(self, start: str, base: str, out: Path, names: list[str]) -> list[Path]:
-        """`git format-patch --base` of start..HEAD into `out`, named as the series was when the count
-        is unchanged (one file per commit)."""
-        out.mkdir(parents=True, exist_ok=True)
-        made = self.git_ok("format-patch", "-q", f"--base={base}", "-o", str(out), f"{start}..HEAD")
-        files = [Path(line) for line in made.splitlines() if line.strip()] or sorted(out.glob("*.patch"))
-        if len(files) == len(names):
-            # through names of their own first: a new file may bear an old name of another commit
-            # (0001-fix.patch, 0002-fix.patch made for a series named 0002-fix.patch, 0003-fix.patch)
-            moving = []
-            for n, f in enumerate(files):
-                held = out / f".pinset-export-{n}"
-                os.rename(f, held)
-                moving.append(held)
-            files = []
-            for held, name in zip(moving, names):
-                os.rename(held, out / name)
-                files.append(out / name)
-        return files
+    def export(self, start: str, base: str, out: Path, old: list[Path], names: list[str] | None = None,
+               upstream: str | None = None, why: str = "", notes: list[str] | None = None) -> list[Path]:
+        """start..HEAD exported into `out` in the style of the queue's `old` files (pinset.heal.style): their
+        names, their format-patch options, their bytes where the commit's diff did not change. `base` is
+        the build's commit here (git computes the base block from it); a `base-commit:` is written, where
+        the queue has one, naming `upstream` (a commit of upstream's history), else left out (`why`, in
+        `notes`). `names`: the file names when `old` is not there to give them."""
+        mails = [style.parse_mail(text) for path in old for text in style.split_mails(style.read_text(path))]
+        chosen = style.detect(mails) if mails else style.DEFAULT
+        raw = out.with_name(out.name + ".git")
+        raw.mkdir(parents=True, exist_ok=True)
+        made = self.git_ok("format-patch", "-q", *chosen.format_args(), *([f"--base={base}"] if chosen.base else []),
+                           "-o", str(raw), f"{start}..HEAD")
+        paths = style.git_names(made, raw)
+        texts = [style.read_text(p) for p in paths]
+        base_lines: list[str] = []
+        if chosen.base and texts:
+            base_lines = style.fix_base(style.parse_mail(texts[0]).base_lines, base, upstream)
+            if not base_lines and notes is not None:
+                notes.append(f"base-commit: left out of the written series: {why or 'no upstream commit known'}")
+        return style.restyle(old, texts, [p.name for p in old] or list(names or []), [p.name for p in paths],
+                             base_lines, out, chosen)
 
     def remove(self) -> None:
         with self.mirror.lock():

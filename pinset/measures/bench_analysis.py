@@ -28,8 +28,9 @@ from pinset.measures.bench_model import (
     plan_of,
     row_from_speeds,
 )
+from pinset.measures.rule import MIN_EFFECT, MIN_ROUNDS, NOISE_K, RULE, Plan
 from pinset.measures.sides import Side, same_programs
-from pinset.measures.stats import MIN_EFFECT, MIN_ROUNDS, NOISE_K, RULE, Plan, log_ratios
+from pinset.measures.stats import log_ratios
 from pinset.result_parts import GpuRecord
 from pinset.results import SCHEMAS
 

@@ -15,12 +15,11 @@ import math
 from dataclasses import dataclass, field
 from enum import Enum
 
-import numpy as np
-
 from pinset.cells import BuildCommits, Cells, PinStates, canonical, device_key, device_text
 from pinset.checks.machine import read_host
+from pinset.extras import need_measure
 from pinset.measures.bench_log import RoundRecord, read_round_log
-from pinset.measures.stats import Plan, compare
+from pinset.measures.rule import Plan
 from pinset.result_parts import GpuRecord
 from pinset.results import SCHEMAS, Doc
 
@@ -140,7 +139,7 @@ class BenchRow:
             return f"recorded \"{self.verdict}\", but its {kept} give \"{again.verdict}\""
         for name in ("ratio", "ci95"):
             mine, theirs = getattr(again, name), getattr(self, name)
-            pairs = list(zip(np.atleast_1d(mine or []), np.atleast_1d(theirs or [])))
+            pairs = list(zip(_values(mine), _values(theirs)))
             if (mine is None) != (theirs is None) or not all(math.isclose(a, b, rel_tol=1e-6) for a, b in pairs):
                 return f"recorded {name} {theirs} but its kept speeds give {mine}"
         return None
@@ -180,14 +179,26 @@ class BenchRow:
 def row_from_speeds(test: str, params: dict, rounds: list[int] | None, base_tps: list[float], head_tps: list[float],
                     excluded: list[Exclusion], *, plan: Plan = Plan(), noise_sd: float | None = None) -> BenchRow:
     """One row from its kept rounds' speeds by the rule (stats.compare): the producer's (bench_analysis), and the
-    one a recorded row is re-derived with (BenchRow.rederived)."""
-    st = compare(base_tps, head_tps, plan, noise_sd=noise_sd) if base_tps else None
+    one a recorded row is re-derived with (BenchRow.rederived). The statistics need the measure extra (numpy,
+    scipy): a light install that reads a bench result says so (exit 2) rather than trust its recorded verdict."""
+    st = None
+    if base_tps:
+        need_measure("a bench result's verdict, checked against its speeds,")
+        from pinset.measures.stats import compare
+        st = compare(base_tps, head_tps, plan, noise_sd=noise_sd)
     eff = st.effect if st else None
     band = math.exp(st.margin) - 1.0 if st and eff else None
     return BenchRow(test, params, base_tps, head_tps, eff.ratio if eff else None, list(eff.ci_ratio) if eff else None,
                     st.p_value if st and eff else None, band, st.verdict if st else "insufficient data", excluded, rounds,
                     "t-seq" if eff else None, band, st.noise_sd if st else None, st.decided_after if st else None,
                     st.more_rounds if st else None, st.p_test if st and eff else None)
+
+
+def _values(value) -> list:
+    """A recorded number or pair as a list (None: empty)."""
+    if value is None:
+        return []
+    return list(value) if isinstance(value, (list, tuple)) else [value]
 
 
 def plan_of(decision: dict | None) -> Plan:

@@ -36,8 +36,8 @@ from pinset.measures.bench_analysis import (
 from pinset.measures.bench_log import RoundRecord, RunRecord, SpeedRecord
 from pinset.measures.bench_model import DECISIVE, FIRST_LOOK, BenchResult, BenchRow
 from pinset.measures.llama_bench import BenchLine, parse_jsonl, run_problem
+from pinset.measures.rule import Plan
 from pinset.measures.sides import Side
-from pinset.measures.stats import Plan
 
 CPU_ENV = {"CUDA_VISIBLE_DEVICES": ""}
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pinset.errors import PinsetError
 from pinset.measures.bench_model import INSUFFICIENT_DATA, BenchResult
 from pinset.measures.kld_model import KldResult
-from pinset.measures.stats import MIN_ROUNDS
+from pinset.measures.rule import MIN_ROUNDS
 
 # --- kld -------------------------------------------------------------------------------------
 # How bad a KLD verdict is for head: a stated verdict better than its runs give is refused; a worse one (a
@@ -67,5 +67,9 @@ def check_derived(path, model) -> None:
     if isinstance(model, KldResult) and (why := kld_contradiction(model)):
         raise PinsetError(f"{path}: kld.verdict: {why} (edited or damaged result; re-run pinset kld)")
     if isinstance(model, BenchResult):
-        for i, why in bench_contradictions(model):
+        try:
+            found = bench_contradictions(model)
+        except PinsetError as exc:   # the light install: the bench's statistics are the measure extra's
+            raise PinsetError(f"{path}: {exc}") from None
+        for i, why in found:
             raise PinsetError(f"{path}: bench.rows[{i}]: {why} (edited or damaged result; re-run pinset bench)")

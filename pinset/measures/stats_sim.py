@@ -22,7 +22,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pinset.measures.stats import MIN_ROUNDS, Plan, decide
+from pinset.measures.rule import MIN_ROUNDS, Plan
+from pinset.measures.stats import decide
 
 OUTLIER_SDS = 5.0
 

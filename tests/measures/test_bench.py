@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from pinset.cli import main
-from pinset.measures.stats import Plan, compare
+from pinset.measures.rule import Plan
+from pinset.measures.stats import compare
 from tests.testing import FIXTURES, read_bench
 
 LLAMA_BIN = os.environ.get("PINSET_TEST_LLAMA_BIN")

@@ -150,7 +150,8 @@ def test_a_faster_row_shows_the_t_test_p_and_a_no_change_row_the_equivalence_p(t
 
 
 def test_a_too_noisy_row_shows_the_t_test_p_at_its_last_look():
-    from pinset.measures.stats import Plan, compare
+    from pinset.measures.rule import Plan
+    from pinset.measures.stats import compare
 
     rng = np.random.default_rng(5)
     base = list(1000 * np.exp(rng.normal(0, 0.05, 6)))

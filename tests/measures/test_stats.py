@@ -9,7 +9,8 @@ import pytest
 from scipy import stats as sps
 
 from pinset.measures.llama_bench import run_speed
-from pinset.measures.stats import MIN_EFFECT, Plan, compare, decide, estimate, rounds_needed, verdict_for, wilcoxon_p
+from pinset.measures.rule import MIN_EFFECT, Plan
+from pinset.measures.stats import compare, decide, estimate, rounds_needed, verdict_for, wilcoxon_p
 from pinset.measures.stats_sim import sequential_trials, simulate_log_ratios, verdict_rates
 from tests.testing import FIXTURES, analyse
 
