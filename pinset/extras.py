@@ -8,6 +8,7 @@ matplotlib for the measurements. A verb or a result that needs them without them
 from __future__ import annotations
 
 import importlib.util
+import sys
 
 from pinset.errors import PinsetError
 
@@ -16,8 +17,8 @@ MEASURE_VERBS = ("kld", "bench", "model")
 
 
 def missing_measure() -> list[str]:
-    """The measure extra's packages this interpreter cannot import."""
-    return [name for name in MEASURE_PACKAGES if importlib.util.find_spec(name) is None]
+    """The measure extra's packages this interpreter cannot import (one imported already is there)."""
+    return [name for name in MEASURE_PACKAGES if name not in sys.modules and importlib.util.find_spec(name) is None]
 
 
 def need_measure(what: str = "") -> None:
