@@ -44,6 +44,8 @@ import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
+from pinset.sim.modes import ApplyMode
+from pinset.sim.unions import UnionHunk
 from pinset.store import atomic_write, read_checked, write_checked
 
 MEMO_FORMAT = "apply-memo-2"   # a change of what a key covers or an answer holds: new names (2: am's whole fake ancestor)
@@ -165,11 +167,14 @@ def loose_objects(folder: Path) -> dict[str, Path]:
 
 
 # The fields of an Answer's outcome and their types (engine._remember writes them, engine._outcome_of reads them).
+# The shape of a stored ApplyOutcome (engine._remember writes it, _outcome_of reads it back): its fields but `ok`
+# (the Answer's) and `patch_text` (read again from the patch), `failed_patch` in its place. A field the engine
+# adds must be here too, or every stored answer is a miss (tests/sim/test_memo_engine_identity.py checks).
 OUTCOME_FIELDS: dict[str, typing.Any] = {
     "conflict_files": list[str], "message": str, "hunk": list[str], "hunk_path": typing.Optional[str],
-    "failed_patch": typing.Optional[int], "mode": typing.Optional[typing.Literal["exact", "offset", "3-way", "resolution"]],
+    "failed_patch": typing.Optional[int], "mode": typing.Optional[ApplyMode],
     "resolutions": list[str], "note": typing.Optional[str], "replaced": dict[str, list[str]],
-    "renamed": dict[str, str], "merge_failed": bool}
+    "renamed": dict[str, str], "merge_failed": bool, "unions": list[UnionHunk]}
 
 
 def fits(value: object, hint: typing.Any, names: dict[str, typing.Any] | None = None) -> bool:

@@ -186,3 +186,30 @@ def test_a_damaged_memo_object_is_healed_not_blamed_on_the_mirror(world, tmp_pat
     assert again == first
     assert "mirror.git" not in capsys.readouterr().err
     assert all(_reads(p) for p in _objects(isolated_cache)), "the next run healed memo/'s objects"
+
+
+def test_the_stored_outcome_shape_is_the_engines(world, tmp_path, isolated_cache, monkeypatch):  # noqa: F811
+    """Every answer today's engine stores is read back by today's engine: a field the engine's ApplyOutcome
+    gained (unions, when the add/add unions landed) and the memo's shape did not know made every stored answer a
+    miss, and sim ran git for every pin on every build it had not seen whole (twice the time, the same answer)."""
+    import dataclasses
+
+    from pinset.sim.engine import ApplyOutcome
+
+    stored = {f.name for f in dataclasses.fields(ApplyOutcome)} - {"ok", "patch_text"} | {"failed_patch"}
+    assert set(memo.OUTCOME_FIELDS) == stored
+    up, pins = world
+    cfg = pin_set(tmp_path, up, ["b1", "b2", "b3"], pins, "feat-iq1m", "readme-note", "rival")
+    first = run_sim(tmp_path, cfg)
+    shutil.rmtree(isolated_cache / "memo" / "build")   # the builds not known: each apply asks the memo
+    asked: list[bool] = []
+    real = memo.ApplyMemo._stored
+
+    def counted(self, key):
+        found = real(self, key)
+        asked.append(found is not None)
+        return found
+
+    monkeypatch.setattr(memo.ApplyMemo, "_stored", counted)
+    assert run_sim(tmp_path, cfg) == first
+    assert asked and all(asked), f"{asked.count(False)} of {len(asked)} stored answers read back as misses"
