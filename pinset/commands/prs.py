@@ -6,8 +6,6 @@ from __future__ import annotations
 import os
 
 from pinset.config.schema import PinSet
-from pinset.report.github import DEFAULT_API_URL
-from pinset.report.pr_query import env_token, pr_states
 from pinset.sim.prs import PrStates
 
 
@@ -20,6 +18,9 @@ def ask_pr_states(pinset: PinSet, args) -> PrStates:
     """Every PR pin's pull request (token: $GITHUB_TOKEN, else $GH_TOKEN; API: $GITHUB_API_URL); a state that
     could not be asked is `unknown`, and `note` says why: the verb says it once with its result (never before
     the run, whose failure is one line)."""
-    if getattr(args, "no_pr_state", False):
-        return PrStates([])
+    if getattr(args, "no_pr_state", False) or not any(pin.pr is not None for pin in pinset.pins):
+        return PrStates([])   # no PR pin: no token asked for (gh), no GitHub client imported
+    from pinset.report.github import DEFAULT_API_URL
+    from pinset.report.pr_query import env_token, pr_states
+
     return pr_states(pinset, env_token(), os.environ.get("GITHUB_API_URL") or DEFAULT_API_URL)
