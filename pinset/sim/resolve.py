@@ -18,6 +18,19 @@ from pinset.config.schema import PinSpec
 from pinset.errors import PinsetError
 
 
+def unmerged_stages(mirror, index: Path, env: dict) -> dict[str, dict[int, tuple[str, str]]]:
+    """The conflicted paths of `index` (`git ls-files -u`): path -> stage (1 base, 2 ours, 3 theirs) -> (mode,
+    blob id); empty when git lists none or fails."""
+    listing = mirror.git("ls-files", "-u", "-z", index=index, env=env)
+    stages: dict[str, dict[int, tuple[str, str]]] = {}
+    for entry in listing.stdout.split("\0"):
+        if entry:
+            info, path = entry.split("\t", 1)
+            mode, oid, stage = info.split()
+            stages.setdefault(path, {})[int(stage)] = (mode, oid)
+    return stages if listing.ok else {}
+
+
 @dataclass
 class Resolved:
     ok: bool
@@ -43,14 +56,8 @@ class LedgerApply:
         recorded = self.ledger_of(spec)
         if not recorded:
             return Resolved(False)
-        listing = self.mirror.git("ls-files", "-u", "-z", index=index, env=env)
-        stages: dict[str, dict[int, tuple[str, str]]] = {}
-        for entry in listing.stdout.split("\0"):
-            if entry:
-                info, path = entry.split("\t", 1)
-                mode, oid, stage = info.split()
-                stages.setdefault(path, {})[int(stage)] = (mode, oid)
-        if not listing.ok or not stages:
+        stages = unmerged_stages(self.mirror, index, env)
+        if not stages:
             return Resolved(False)
         paths = sorted(stages)
         unrecorded = [p for p in paths if not any(r.path == p for r in recorded)]

@@ -178,16 +178,10 @@ class Unions:
         self.mirror = mirror
 
     def resolve(self, index: Path, env: dict, work_tree: Path) -> Unioned:
-        from pinset.sim.resolve import _read  # noqa: PLC0415 (one reader of an index's blobs)
+        from pinset.sim.resolve import _read, unmerged_stages  # noqa: PLC0415 (one reader of an index's conflicts)
 
-        listing = self.mirror.git("ls-files", "-u", "-z", index=index, env=env)
-        stages: dict[str, dict[int, tuple[str, str]]] = {}
-        for entry in listing.stdout.split("\0"):
-            if entry:
-                info, path = entry.split("\t", 1)
-                mode, oid, stage = info.split()
-                stages.setdefault(path, {})[int(stage)] = (mode, oid)
-        if not listing.ok or not stages:
+        stages = unmerged_stages(self.mirror, index, env)
+        if not stages:
             return Unioned(False, why="no conflicted file in the index")
         paths = sorted(stages)
         for path in paths:
