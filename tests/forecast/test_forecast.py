@@ -3,14 +3,13 @@ effect checked against plain git (`git am -3` of each pin on the build and on th
 
 from __future__ import annotations
 
-import json
 import subprocess
 
 import pytest
 
 import pinset.report.github as report_github
 from pinset.cli import main
-from tests.testing import GIT_ENV, first_build, series, write_pins
+from tests.testing import GIT_ENV, first_build, run_doc, series, write_pins
 from tests.testing.fake_github import TOKEN, FakeGitHub, serving
 
 A_C = "".join(f"int a_{i}(void) {{ return {i}; }}\n" for i in range(1, 101))
@@ -94,7 +93,7 @@ def run_forecast(tmp_path, cfg, fake, *extra):
     out, md = tmp_path / "forecast.json", tmp_path / "forecast.md"
     code = main(["forecast", "-c", str(cfg), "--repo", "o/r", "--api-url", fake.url, "--json", str(out),
                  "--markdown", str(md), *extra])
-    return code, (json.loads(out.read_text()) if out.exists() else None), (md.read_text() if md.exists() else "")
+    return code, (run_doc(out.read_text()) if out.exists() else None), (md.read_text() if md.exists() else "")
 
 
 def effects(pr: dict) -> dict[str, str]:

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import subprocess
 
 import pytest
 
 from pinset.cli import main
-from tests.testing import first_build, interrupt_at, series, write_pins
+from tests.testing import first_build, interrupt_at, run_doc, series, write_pins
 
 LINES = "".join(f"line {i}\n" for i in range(1, 41))
 
@@ -45,7 +44,7 @@ def moved(make_repo, tmp_path):
 def sim_json(tmp_path, pins_yaml, *extra):
     out = tmp_path / f"sim-{len(list(tmp_path.glob('sim-*.json')))}.json"
     rc = main(["sim", "-c", str(pins_yaml), "--json", str(out), *extra])
-    return rc, json.loads(out.read_text())
+    return rc, run_doc(out.read_text())
 
 
 def modes_of(doc, pin="p"):

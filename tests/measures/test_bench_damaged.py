@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from pinset.cli import main
-from tests.testing import FIXTURES, ROOT
+from tests.testing import FIXTURES, ROOT, run_doc
 
 FIX = FIXTURES / "llama-bench"
 RECORDED = json.loads((FIX / "h200-48l-adaptive-head-vs-base.json").read_text())
@@ -23,7 +23,7 @@ def reanalyse(tmp_path: Path, doc, capsys) -> tuple[int, dict | None, str]:
     capsys.readouterr()
     rc = main(["bench", "--reanalyse", str(src), "--json", str(out)])
     err = capsys.readouterr().err
-    return rc, json.loads(out.read_text()) if out.is_file() else None, err
+    return rc, run_doc(out.read_text()) if out.is_file() else None, err
 
 
 def damaged(change) -> dict:

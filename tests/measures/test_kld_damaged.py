@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from pinset.cli import main
+from tests.testing import run_doc
 from tests.testing.fake_llama import DEVICE_LINES, fake_perplexity, visible_gpu  # noqa: F401  (autouse fixture)
 
 
@@ -19,7 +20,7 @@ def run(tmp_path: Path, base: Path, head: Path, *extra: str) -> tuple[int, dict 
     out = tmp_path / "kld.json"
     code = main(["kld", "--base-bin", str(base), "--head-bin", str(head), "-m", str(model), "--ctx", "256",
                  "--chunks", "3", "--cache", str(tmp_path / "cache"), "--json", str(out), *extra])
-    return code, json.loads(out.read_text()) if out.is_file() else None
+    return code, run_doc(out.read_text()) if out.is_file() else None
 
 
 # A head that left layers on the CPU is closer to the CPU reference for that reason alone; one on another GPU

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from pinset.cli import main
-from tests.testing import FIXTURES, analyse, round_log
+from tests.testing import FIXTURES, analyse, round_log, run_doc
 from tests.testing.fake_llama import DEVICE_LINES, KLD_OUT, REF_ERR, fake_perplexity, visible_gpu, write_script  # noqa: F401  (visible_gpu: an autouse fixture)
 
 FIX = FIXTURES
@@ -25,7 +25,7 @@ def run_kld(tmp_path: Path, *extra: str) -> tuple[int, dict | None]:
     out = tmp_path / "kld.json"
     code = main(["kld", "--base-bin", str(tmp_path / "bin"), "--head-bin", str(tmp_path / "bin"), "-m", str(model),
                  "--ctx", "256", "--chunks", "3", "--cache", str(tmp_path / "cache"), "--json", str(out), *extra])
-    return code, json.loads(out.read_text()) if out.is_file() else None
+    return code, run_doc(out.read_text()) if out.is_file() else None
 
 
 def test_kld_with_the_device_line_passes(tmp_path):

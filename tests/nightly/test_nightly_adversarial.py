@@ -8,7 +8,7 @@ import json
 import pytest
 
 from pinset.cli import main
-from tests.testing import GitRepo, write_pins
+from tests.testing import GitRepo, run_doc, write_pins
 from tests.testing.history import FastHistory
 from tests.testing.nightly import BROKEN_MMQ, FEAT, MMQ_CU, TYPES_H, feat_and_types, import_history, series
 
@@ -35,7 +35,7 @@ def make_world(tmp_path, mmq_at: dict[int, str], count: int, extra_pins: str = "
 def blame_json(cfg, tmp_path, *args):
     out = tmp_path / "blame.json"
     code = main(["blame", "-c", str(cfg), "--json", str(out), *args])
-    return code, json.loads(out.read_text()) if out.exists() else None
+    return code, run_doc(out.read_text()) if out.exists() else None
 
 
 def test_a_pin_that_breaks_heals_and_breaks_again_is_not_blamed_on_one_commit(tmp_path):

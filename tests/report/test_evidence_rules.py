@@ -26,6 +26,7 @@ from pinset.sim.evidence import (
 )
 from pinset.sim.model import SimResult
 from tests import regen_report_goldens as goldens
+from tests.testing import run_doc
 
 GREEN = goldens.FIXTURES / "green"
 
@@ -123,7 +124,7 @@ def report(tmp_path, files):
     out = tmp_path / "r.json"
     md = tmp_path / "r.md"
     rc = main(["report", *map(str, files), "--json", str(out), "--markdown", str(md)])
-    return rc, json.loads(out.read_text()), md.read_text()
+    return rc, run_doc(out.read_text()), md.read_text()
 
 
 def test_common_only_pins_are_ready_on_sim_and_verify(tmp_path):

@@ -3,12 +3,10 @@
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from pinset.cli import main
-from tests.testing import write_pins
+from tests.testing import run_doc, write_pins
 
 
 @pytest.fixture
@@ -34,7 +32,7 @@ def sim(tmp_path, up, *pins):
     cfg = write_pins(tmp_path / "pins.yaml", f"upstream: {up.path}\nbuilds: [b1]\npins:\n{entries}")
     out = tmp_path / "sim.json"
     code = main(["sim", "-c", str(cfg), "--json", str(out)])
-    return code, {p["id"]: p for p in json.loads(out.read_text())["builds"][0]["pins"]}
+    return code, {p["id"]: p for p in run_doc(out.read_text())["builds"][0]["pins"]}
 
 
 def add_submodule(up):

@@ -16,7 +16,7 @@ from pinset.cli import main
 from pinset.sim.apply_errors import find_hunk
 from pinset.sim.changes import parse_patch, touched_paths
 from pinset.sim.diffs import DiffError, header_name, read_diffs, unquote_c
-from tests.testing import FIXTURES, write_pins
+from tests.testing import FIXTURES, run_doc, write_pins
 
 CUDA = "ggml/src/ggml-cuda/kä.cu"
 NAMES = [CUDA, "src/a b.c", "src/tab\tname.c", 'src/q"uote.c', "src/back\\slash.c", "src/plain.c",
@@ -118,7 +118,7 @@ def sim(tmp_path, up, patches: Path):
                                              f"  - id: quoted\n    patches: {patches}\n")
     out = tmp_path / "sim.json"
     code = main(["sim", "-c", str(cfg), "--json", str(out)])
-    return code, json.loads(out.read_text())
+    return code, run_doc(out.read_text())
 
 
 @pytest.mark.parametrize("quote_path", [True, False], ids=["quotePath=true", "quotePath=false"])

@@ -4,6 +4,7 @@ from conftest.py (which keeps the pytest fixtures) nor from one another's paths.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import textwrap
@@ -131,6 +132,13 @@ def without_start(doc: dict) -> dict:
     runs of the same inputs compare equal on, and what its model writes back (the models do not carry it)."""
     assert isinstance(doc.get("started"), str), "a result file says when its run started"
     return {k: v for k, v in doc.items() if k != "started"}
+
+
+def run_doc(text: str) -> dict:
+    """A result file a test's run wrote, as two runs of the same inputs compare: without its start time (the
+    second it ran in; tests/history/test_started_digest.py checks every result has one)."""
+    doc = json.loads(text)
+    return {k: v for k, v in doc.items() if k != "started"} if isinstance(doc, dict) else doc
 
 
 def write_pins(path: Path, text: str) -> Path:

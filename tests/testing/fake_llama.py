@@ -4,7 +4,6 @@ everything else a test runs is pinset's own code."""
 
 from __future__ import annotations
 
-import json
 import os
 import stat
 import sys
@@ -13,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from pinset.cli import main
-from tests.testing import FIXTURES
+from tests.testing import FIXTURES, run_doc
 
 FAKE = """#!{python}
 # A fake llama-bench: prints the recorded jsonl lines with speeds = SPEED x (1 + NOISE x N(0,1)) per test,
@@ -53,7 +52,7 @@ def bench(tmp_path, base, head, *extra):
     out = tmp_path / "bench.json"
     rc = main(["bench", "--base-bin", str(base), "--head-bin", str(head), "--cpu", "-m", str(model), "-r", "1",
                "--json", str(out), *extra, "--", *FIXTURE_TESTS])
-    return rc, json.loads(out.read_text()) if out.exists() else None
+    return rc, run_doc(out.read_text()) if out.exists() else None
 
 
 REF_OUT = (FIXTURES / "perplexity" / "ref-cpu-f16.stdout").read_text()

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from pinset.cli import main
 from pinset.upstream import pypi
-from tests.testing import local_only, write_pins
+from tests.testing import local_only, run_doc, write_pins
 from tests.testing.fake_pypi import FakeIndex, make_sdist, note_patch, serve
 
 NAME, VERSION = "llama-cpp-python", "9.9.9"
@@ -37,7 +35,7 @@ def sim(tmp_path, cfg, *extra: str) -> tuple[int, dict | None]:
     out = tmp_path / "sim.json"
     out.unlink(missing_ok=True)
     code = main(["sim", "-c", str(cfg), "--json", str(out), *extra])
-    return code, json.loads(out.read_text()) if out.exists() else None
+    return code, run_doc(out.read_text()) if out.exists() else None
 
 
 def downloads(cache) -> list[str]:

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from pinset.cli import main
-from tests.testing import FIXTURES, one_patch, write_pins
+from tests.testing import FIXTURES, one_patch, run_doc, write_pins
 from tests.testing.stand_in import stand_in_files
 
 pytestmark = pytest.mark.skipif(not (shutil.which("cmake") and shutil.which("ninja") and shutil.which("cc")
@@ -54,7 +54,7 @@ def run_verify(pins: Path, tmp_path: Path) -> tuple[int, dict]:
     out = tmp_path / "verify.json"
     code = main(["verify", "-c", str(pins), "--json", str(out), "--markdown", str(tmp_path / "verify.md"),
                  "--no-progress", "-j", "2"])
-    return code, json.loads(out.read_text())
+    return code, run_doc(out.read_text())
 
 
 def feature_gate(doc: dict) -> dict:

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from pinset.cli import main
-from tests.testing import FIXTURES, ROOT, child_env, one_patch, write_pins
+from tests.testing import FIXTURES, ROOT, child_env, one_patch, run_doc, write_pins
 from tests.testing.stand_in import OPS, STAND_IN, stand_in_files
 
 FIX = FIXTURES
@@ -65,7 +65,7 @@ def run_verify(pins: Path, tmp_path: Path, *extra: str) -> tuple[int, dict]:
     out = tmp_path / "verify.json"
     code = main(["verify", "-c", str(pins), "--json", str(out), "--markdown", str(tmp_path / "verify.md"),
                  "--no-progress", "-j", "2", *extra])
-    return code, json.loads(out.read_text())
+    return code, run_doc(out.read_text())
 
 
 def gates(build: dict) -> dict:
