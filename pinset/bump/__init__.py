@@ -33,12 +33,12 @@ from pinset.bump.repo import Foreign, Repository
 from pinset.bump.yaml_edit import set_first_build
 from pinset.config.schema import PinSet, load_pinset
 from pinset.errors import PinsetError, PostError, RuntimeFailure
+from pinset.github.client import MAX_BODY, PULL_NOTE, REDACTED, GitHub, Posted, Repo, Target, describe_dry_run
 from pinset.heal.refresh import prove, refresh_series
 from pinset.heal.series import write_folders
 from pinset.nightly.pick import pick
 from pinset.output import write_json
 from pinset.report import build_report
-from pinset.report.github import MAX_BODY, PULL_NOTE, REDACTED, GitHub, Posted, Repo, Target, describe_dry_run
 from pinset.results import SCHEMAS, Doc
 from pinset.sim.pins import prepare_pins
 from pinset.sim.prs import PrStates
@@ -305,8 +305,8 @@ def _pr_states(pinset: PinSet, github: GitHub | None, warn: Say) -> PrStates:
     not open); unknown without a token or a network, said once."""
     import os
 
-    from pinset.report.github import DEFAULT_API_URL
-    from pinset.report.pr_query import env_token, pr_states
+    from pinset.github.client import DEFAULT_API_URL
+    from pinset.github.pr_state import env_token, pr_states
 
     api_url = github.api_url if github is not None else os.environ.get("GITHUB_API_URL") or DEFAULT_API_URL
     states = pr_states(pinset, env_token(), api_url)

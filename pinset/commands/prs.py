@@ -1,13 +1,13 @@
 """PR state for the verbs that simulate (sim, bump): asked once per run, before the pins are applied, so a
-`skip-unless-open` pin whose PR is merged or closed is left out (pinset/sim/prs.py, pinset/report/pr_query.py)."""
+`skip-unless-open` pin whose PR is merged or closed is left out (pinset/sim/prs.py, pinset/github/pr_state.py)."""
 
 from __future__ import annotations
 
 import os
 
 from pinset.config.schema import PinSet
-from pinset.report.github import DEFAULT_API_URL
-from pinset.report.pr_query import env_token, pr_states
+from pinset.github.client import DEFAULT_API_URL
+from pinset.github.pr_state import env_token, pr_states
 from pinset.sim.prs import PrStates
 
 

@@ -9,9 +9,7 @@ from pinset.commands.common import add_cache_arg, pins_read_unless
 from pinset.commands.paths import INPUT_FILE, OUTPUT_FILE, add_path
 from pinset.config.schema import load_pinset
 from pinset.errors import PinsetError, PostError
-from pinset.output import write_json, write_text
-from pinset.report import OtherPinSet, build_report, post_report
-from pinset.report.github import (
+from pinset.github.client import (
     DEFAULT_API_URL,
     TOKEN_SOURCES,
     GitHub,
@@ -20,6 +18,8 @@ from pinset.report.github import (
     parse_api_url,
     parse_target,
 )
+from pinset.output import write_json, write_text
+from pinset.report import OtherPinSet, build_report, post_report
 from pinset.store import Store
 
 

@@ -26,8 +26,8 @@ from dataclasses import dataclass, replace
 from pinset.config.schema import PinSet
 from pinset.errors import PinsetError
 from pinset.forecast import heads as git_side
-from pinset.forecast.github import OpenPR, PullsAPI
 from pinset.forecast.model import BREAKS, NONE, STATES, ForecastPR, ForecastResult, PinEffect, effect, rank_key
+from pinset.github.pulls import OpenPR, PullsAPI
 from pinset.sim.engine import Simulator
 from pinset.sim.markdown import numbered
 from pinset.sim.model import BuildResult

@@ -3,7 +3,7 @@
 One GraphQL request for all pins (one aliased `repository { pullRequest }` per pin: state, draft, merged,
 review decision, head, the last 100 commits); when GraphQL fails as a whole (an error answer, a server without
 it), one REST request per pin (`GET /repos/O/R/pulls/N`: state, draft, merged, head; no review decision, and
-how far behind is known only when the pin is the head). The client is `report --post`'s (report/github.py):
+how far behind is known only when the pin is the head). The client is `report --post`'s (github/client.py):
 the token goes to the API origin only, never printed or written. Nothing here fails a run: without a token,
 with the API host unreachable (checked within a second first, so an offline run is not slowed down) or an
 answer that does not read, the states are `unknown` and one line says why.
@@ -21,7 +21,7 @@ from urllib.parse import urlsplit
 from pinset import http
 from pinset.config.schema import PinSet, PinSpec
 from pinset.errors import PinsetError
-from pinset.report.github import GitHub
+from pinset.github.client import GitHub
 from pinset.sim.prs import CLOSED, DRAFT, MERGED, OPEN, REVIEWS, UNKNOWN, PrState, PrStates, unknown
 
 REACH_TIMEOUT = 1.0     # s to resolve and connect to the API host before anything is asked
@@ -207,7 +207,7 @@ def env_token() -> str | None:
     """The token PR state is asked with, from report --post's sources (github.find_token: GITHUB_TOKEN, GH_TOKEN,
     then `gh auth token`); None when none holds one or it cannot go into a header (then the state is unknown, as
     without a token)."""
-    from pinset.report.github import find_token
+    from pinset.github.client import find_token
 
     try:
         return find_token()

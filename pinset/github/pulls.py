@@ -1,7 +1,7 @@
 """Upstream's open PRs from GitHub's REST API: the list pages (every one, by the `Link` header) and, for the
 few PRs that touch a pin's file, their reviews (for the ranking).
 
-The client is `pinset report --post`'s (pinset/report/github.py): the token comes from the caller (read from
+The client is `pinset report --post`'s (pinset/github/client.py): the token comes from the caller (read from
 GITHUB_TOKEN, never printed or written), goes to the API origin only, a 403 rate limit waits for its
 Retry-After or reset, 5xx answers are retried by pinset.http's session; every failure is one line.
 Without a token this is the list pages (100 PRs each) plus one request per PR that touches a pin.
@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass
 
 from pinset.errors import PinsetError, PostError
-from pinset.report.github import POST_DEADLINE, Answer, GitHub, _kind
+from pinset.github.client import POST_DEADLINE, Answer, GitHub, _kind
 
 REPO_RE = re.compile(r"^(?P<owner>[A-Za-z0-9_.-]+)/(?P<name>[A-Za-z0-9_.-]+)$")
 _GITHUB_URL_RE = re.compile(r"^(?:https?://|ssh://git@|git://|git@)github\.com[/:](?P<owner>[A-Za-z0-9_.-]+)/"
