@@ -8,7 +8,7 @@ import sys
 from pinset.commands.common import add_cache_arg, pins_read_unless
 from pinset.commands.paths import INPUT_FILE, OUTPUT_FILE, add_path
 from pinset.config.schema import load_pinset
-from pinset.errors import PinsetError, PostError
+from pinset.errors import GitHubError, PinsetError
 from pinset.github.client import (
     DEFAULT_API_URL,
     TOKEN_SOURCES,
@@ -95,7 +95,7 @@ def _post(args, report, target, token: str | None, api_url: str) -> int:
         return 0
     try:
         posted = post_report(github, target, report)
-    except PostError as exc:
+    except GitHubError as exc:
         # plain prints: one unwrapped line each, so CI logs can be grepped
         print(f"pinset report: posting to {target} failed: {exc}", file=sys.stderr)
         try:

@@ -13,7 +13,7 @@ import re
 import time
 from dataclasses import dataclass
 
-from pinset.errors import PinsetError, PostError
+from pinset.errors import GitHubError, PinsetError
 from pinset.github.client import POST_DEADLINE, Answer, GitHub, _kind
 
 REPO_RE = re.compile(r"^(?P<owner>[A-Za-z0-9_.-]+)/(?P<name>[A-Za-z0-9_.-]+)$")
@@ -64,7 +64,7 @@ class PullsAPI(GitHub):
         items: list[dict] = []
         for answer, item in self._pages(url, {"per_page": 100}, what):
             if not isinstance(item, dict):
-                raise PostError(f"GET {answer.url}: expected a list of {what}s, GitHub answered a list holding "
+                raise GitHubError(f"GET {answer.url}: expected a list of {what}s, GitHub answered a list holding "
                                 f"{_kind(item)}")
             items.append(item)
         return items
@@ -78,7 +78,7 @@ class PullsAPI(GitHub):
         for item in self._list_pages(url + "?state=open", "pull request"):
             number = item.get("number")
             if not isinstance(number, int) or isinstance(number, bool) or number <= 0:
-                raise PostError(f"GET {url}: a pull request without a number ({_kind(number)})")
+                raise GitHubError(f"GET {url}: a pull request without a number ({_kind(number)})")
             head = _obj(item.get("head"))
             sha = head.get("sha") if isinstance(head.get("sha"), str) else None
             user = _obj(item.get("user"))
