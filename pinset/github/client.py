@@ -40,6 +40,8 @@ from pinset.redact import redact
 
 DEFAULT_API_URL = "https://api.github.com"
 REPO_RE = re.compile(r"^(?P<owner>[A-Za-z0-9_.-]+)/(?P<repo>[A-Za-z0-9_.-]+)$")
+_GITHUB_URL_RE = re.compile(r"^(?:https?://|ssh://git@|git://|git@)github\.com[/:](?P<owner>[A-Za-z0-9_.-]+)/"
+                            r"(?P<name>[A-Za-z0-9_.-]+?)(?:\.git)?/?$")
 TARGET_RE = re.compile(r"^(?P<owner>[A-Za-z0-9_.-]+)/(?P<repo>[A-Za-z0-9_.-]+)#(?P<number>[1-9][0-9]*)$")
 REDACTED = "***"
 MAX_BODY = 65536  # GitHub refuses longer comment bodies (422)
@@ -83,12 +85,23 @@ class Repo:
     def __str__(self) -> str:
         return f"{self.owner}/{self.repo}"
 
+    def __iter__(self):
+        """owner, name = repo (forecast and the PR-state query unpack it)."""
+        return iter((self.owner, self.repo))
 
-def parse_repo(text: str, flag: str = "--repo") -> Repo:
+
+def parse_repo(text: str, flag: str = "--repo", example: str = "unslothai/llama.cpp") -> Repo:
+    """OWNER/NAME as the user wrote it (the one parser of a repository name); bad input names the flag."""
     m = REPO_RE.match(text.strip())
     if not m or m["repo"] in (".", ".."):
-        raise PinsetError(f"{flag}: {text!r} is not OWNER/NAME (e.g. unslothai/llama.cpp)")
+        raise PinsetError(f"{flag}: {text!r} is not OWNER/NAME (e.g. {example})")
     return Repo(m["owner"], m["repo"])
+
+
+def repo_of(upstream: str | None) -> Repo | None:
+    """OWNER/NAME of a github.com upstream URL; None for a local path, a mirror or another host."""
+    m = _GITHUB_URL_RE.match((upstream or "").strip())
+    return Repo(m["owner"], m["name"]) if m else None
 
 
 def clean_token(raw: str | None, name: str = "GITHUB_TOKEN") -> str | None:

@@ -9,16 +9,11 @@ Without a token this is the list pages (100 PRs each) plus one request per PR th
 
 from __future__ import annotations
 
-import re
 import time
 from dataclasses import dataclass
 
-from pinset.errors import GitHubError, PinsetError
+from pinset.errors import GitHubError
 from pinset.github.client import POST_DEADLINE, Answer, GitHub, _kind
-
-REPO_RE = re.compile(r"^(?P<owner>[A-Za-z0-9_.-]+)/(?P<name>[A-Za-z0-9_.-]+)$")
-_GITHUB_URL_RE = re.compile(r"^(?:https?://|ssh://git@|git://|git@)github\.com[/:](?P<owner>[A-Za-z0-9_.-]+)/"
-                            r"(?P<name>[A-Za-z0-9_.-]+?)(?:\.git)?/?$")
 
 
 @dataclass(frozen=True)
@@ -30,19 +25,6 @@ class OpenPR:
     draft: bool
     updated_at: str           # ISO 8601, as GitHub writes it (sorts as text)
     author: str | None = None
-
-
-def parse_repo(text: str, flag: str = "--repo") -> tuple[str, str]:
-    m = REPO_RE.match(text.strip())
-    if not m or m["name"] in (".", ".."):
-        raise PinsetError(f"{flag}: {text!r} is not OWNER/NAME (e.g. ggml-org/llama.cpp)")
-    return m["owner"], m["name"]
-
-
-def repo_of(upstream: str | None) -> tuple[str, str] | None:
-    """OWNER/NAME of a github.com upstream URL; None for a local path, a mirror or another host."""
-    m = _GITHUB_URL_RE.match((upstream or "").strip())
-    return (m["owner"], m["name"]) if m else None
 
 
 class PullsAPI(GitHub):
