@@ -199,7 +199,7 @@ def _one_line(text: str, limit: int = 300) -> str:
     return flat if len(flat) <= limit else flat[:limit] + "..."
 
 
-def _kind(value) -> str:
+def kind_of(value) -> str:
     """How a JSON value reads in a message ("a list", "a string"...)."""
     if isinstance(value, bool) or value is None:
         return json.dumps(value)
@@ -296,6 +296,11 @@ class GitHub:
         self._ends = time.monotonic() + POST_DEADLINE
         self._login: str | None | EllipsisType = ...  # not asked yet (see whoami)
 
+    def restart_deadline(self, seconds: float = POST_DEADLINE) -> None:
+        """A new total deadline, `seconds` from now, for the calls still to come (forecast restarts it after its
+        git work; the PR-state query keeps to its own short budget)."""
+        self._ends = time.monotonic() + seconds
+
     def comments_url(self, t: Target) -> str:
         return f"{self.api_url}/repos/{t.owner}/{t.repo}/issues/{t.number}/comments"
 
@@ -310,7 +315,7 @@ class GitHub:
         return f"{self.api_url}/repos/{r.owner}/{r.repo}/pulls"
 
     # --- HTTP ---------------------------------------------------------------------------------
-    def _call(self, method: str, url: str, json_body: dict | None = None, params: dict | None = None,
+    def call(self, method: str, url: str, json_body: dict | None = None, params: dict | None = None,
               accept: tuple[int, ...] = ()) -> Answer:
         """An idempotent call (GET, or PATCH of a whole body): the session retries 5xx, 429 and dropped
         connections, this a rate limit that names its reset; an answer with a status in `accept` is returned
@@ -339,7 +344,7 @@ class GitHub:
         """One request, following redirects by hand within the API origin; raises GitHubError or _Transient."""
         for _ in range(MAX_REDIRECTS + 1):
             self._check_origin(method, url, "URL")
-            shown = self._clean(url, 300)  # a next link or redirect came from the server
+            shown = self.clean(url, 300)  # a next link or redirect came from the server
             left = self._ends - time.monotonic()
             if left <= 0:
                 raise GitHubError(f"{method} {shown}: the post ran past its deadline of {POST_DEADLINE:g} s")
@@ -353,15 +358,15 @@ class GitHub:
                     sent_url = r.url
                     retries = getattr(getattr(r.raw, "retries", None), "history", ())
             except http.DeadlineExceeded as exc:  # a slow or trickling server: not worth another try
-                raise GitHubError(self._clean(exc)) from None
+                raise GitHubError(self.clean(exc)) from None
             except (requests.ConnectionError, requests.Timeout, requests.exceptions.ChunkedEncodingError,
                     HTTPException) as exc:
-                said = self._clean(http.failure(exc, url))
+                said = self.clean(http.failure(exc, url))
                 if http.unreachable(exc):   # no network, nothing listening: one line now, never a retry
                     raise GitHubError(f"{method} {shown}: {said}") from None
                 raise _Transient(f"{method} {shown}: {said}") from None
             except (requests.RequestException, OSError, ValueError) as exc:
-                raise GitHubError(f"{method} {shown}: {self._clean(http.failure(exc, url))}") from None
+                raise GitHubError(f"{method} {shown}: {self.clean(http.failure(exc, url))}") from None
             if status in REDIRECTS:
                 location = reply_headers.get("Location")
                 if not location:
@@ -372,14 +377,14 @@ class GitHub:
             if 200 <= status < 300 or (status in accept and not self._rate_limited(
                     status, reply_headers, content[:2000].decode("utf-8", "replace"))):
                 nxt = links.get("next", {}).get("url")
-                return Answer(method, self._clean(sent_url, 300), status, content,
+                return Answer(method, self.clean(sent_url, 300), status, content,
                               urljoin(sent_url, nxt) if nxt else None)
             self._fail(method, shown, status, reply_headers, content, tries=len(retries) + 1)
-        raise GitHubError(f"{method} {self._clean(url, 300)}: more than {MAX_REDIRECTS} redirects")
+        raise GitHubError(f"{method} {self.clean(url, 300)}: more than {MAX_REDIRECTS} redirects")
 
     def _check_origin(self, method: str, url: str, what: str) -> None:
         if origin(url) != self._origin:
-            raise GitHubError(f"{method}: {what} {self._clean(url, 200)} is not on the API origin "
+            raise GitHubError(f"{method}: {what} {self.clean(url, 200)} is not on the API origin "
                             f"{self.api_url}; not following it (the token goes to the API only)")
 
     def _read(self, r: requests.Response, method: str, url: str) -> bytes:
@@ -393,9 +398,9 @@ class GitHub:
 
     def unexpected(self, exc: Exception) -> GitHubError:
         """A failure the client did not foresee, as one redacted line (never a traceback with headers)."""
-        return GitHubError(f"unexpected {type(exc).__name__}: {self._clean(exc)}")
+        return GitHubError(f"unexpected {type(exc).__name__}: {self.clean(exc)}")
 
-    def _clean(self, text, limit: int = 300) -> str:
+    def clean(self, text, limit: int = 300) -> str:
         """Any text that may reach the user: token redacted, one line, bounded."""
         text = redact(str(text), (self._token,) if self._token else ())
         return _one_line(text, limit)
@@ -407,7 +412,7 @@ class GitHub:
         api_message = data.get("message") if isinstance(data, dict) else None
         if not isinstance(api_message, str):
             api_message = "" if data is not None else content[:200].decode("utf-8", "replace")
-        api_message = self._clean(api_message, 200)
+        api_message = self.clean(api_message, 200)
         where = f"{method} {url}: HTTP {status}"
         if self._rate_limited(status, reply_headers, api_message):
             wait, when = self._rate_limit_wait(reply_headers)
@@ -425,7 +430,7 @@ class GitHub:
             422: "GitHub rejected the comment",
         }.get(status, "request failed")
         errors = data.get("errors") if isinstance(data, dict) else None
-        details = " " + self._clean(json.dumps(errors), 300) if errors else ""
+        details = " " + self.clean(json.dumps(errors), 300) if errors else ""
         raise GitHubError(f"{where}: {hint}" + (f" ({api_message})" if api_message else "") + details)
 
     @staticmethod
@@ -451,7 +456,7 @@ class GitHub:
     def _json(self, answer: Answer):
         data = _loads(answer.content)
         if data is None and answer.content.strip() != b"null":
-            shown = self._clean(answer.content[:80].decode("utf-8", "replace"), 80) or "an empty body"
+            shown = self.clean(answer.content[:80].decode("utf-8", "replace"), 80) or "an empty body"
             raise GitHubError(f"{answer.method} {answer.url}: HTTP {answer.status} but GitHub's answer is not JSON "
                             f"({shown})")
         return data
@@ -462,12 +467,12 @@ class GitHub:
         GITHUB_TOKEN and other app installation tokens answer 403, some GitHub Enterprise servers 404): its
         comments are then the ones by a bot."""
         if self._login is ...:
-            answer = self._call("GET", f"{self.api_url}/user", accept=(403, 404))
+            answer = self.call("GET", f"{self.api_url}/user", accept=(403, 404))
             data = self._json(answer) if answer.status == 200 else {}
             login = data.get("login") if isinstance(data, dict) else None
             if answer.status == 200 and not (isinstance(login, str) and login):
                 raise GitHubError(f"GET {answer.url}: expected the token's user (an object with a login), GitHub "
-                                f"answered {_kind(data)}")
+                                f"answered {kind_of(data)}")
             self._login = login
         return self._login
 
@@ -481,19 +486,19 @@ class GitHub:
         login = self.whoami()
         return user.get("login") == login if login is not None else user.get("type") == "Bot"
 
-    def _pages(self, url: str, params: dict | None, what: str):
+    def pages(self, url: str, params: dict | None, what: str):
         """The items of a listing, every page (next links followed within the API origin, a loop refused)."""
         next_url: str | None = url
         seen: set[str] = set()
         while next_url:
             if next_url in seen or len(seen) >= MAX_PAGES:
-                raise GitHubError(f"GET {self._clean(next_url)}: the {what} pages do not end (a next link seen before, "
+                raise GitHubError(f"GET {self.clean(next_url)}: the {what} pages do not end (a next link seen before, "
                                 f"or more than {MAX_PAGES} pages)")
             seen.add(next_url)
-            answer = self._call("GET", next_url, params=params)
+            answer = self.call("GET", next_url, params=params)
             items = self._json(answer)
             if not isinstance(items, list):
-                raise GitHubError(f"GET {answer.url}: expected a list of {what}s, GitHub answered {_kind(items)}")
+                raise GitHubError(f"GET {answer.url}: expected a list of {what}s, GitHub answered {kind_of(items)}")
             for item in items:
                 yield answer, item
             next_url = answer.next_url
@@ -501,11 +506,11 @@ class GitHub:
 
     def find_comment(self, t: Target, mark: str) -> dict | None:
         """The first comment on the PR by this token's user whose body contains the marker (every page is read)."""
-        for answer, comment in self._pages(self.comments_url(t), {"per_page": 100}, "comment"):
+        for answer, comment in self.pages(self.comments_url(t), {"per_page": 100}, "comment"):
             if not (isinstance(comment, dict) and _is_id(comment.get("id"))
                     and isinstance(comment.get("body") or "", str)):
                 raise GitHubError(f"GET {answer.url}: expected comments (objects with an id and a body), "
-                                f"GitHub answered {_kind(comment)} in the list")
+                                f"GitHub answered {kind_of(comment)} in the list")
             if mark in (comment.get("body") or "") and self._ours(comment):
                 return comment
         return None
@@ -546,27 +551,27 @@ class GitHub:
     def _update(self, t: Target, existing: dict, body: str) -> Posted:
         if existing.get("body") == body:
             url = existing.get("html_url")
-            return Posted("unchanged", self._clean(url) if isinstance(url, str) else self.comment_url(t, existing["id"]))
-        return self._posted("updated", self._call("PATCH", self.comment_url(t, existing["id"]), {"body": body}))
+            return Posted("unchanged", self.clean(url) if isinstance(url, str) else self.comment_url(t, existing["id"]))
+        return self._posted("updated", self.call("PATCH", self.comment_url(t, existing["id"]), {"body": body}))
 
     def _posted(self, action: str, answer: Answer) -> Posted:
         data = self._json(answer)
         url = data.get("html_url") or data.get("url") if isinstance(data, dict) else None
         if not (isinstance(data, dict) and _is_id(data.get("id")) and isinstance(url, str)):
             raise GitHubError(f"{answer.method} {answer.url}: HTTP {answer.status} but GitHub answered "
-                            f"{_kind(data)} that is no comment (no id or html_url); the comment may have been "
+                            f"{kind_of(data)} that is no comment (no id or html_url); the comment may have been "
                             f"{action}, check the PR")
-        return Posted(action, self._clean(url))
+        return Posted(action, self.clean(url))
 
     # --- pull requests (`pinset bump`) -----------------------------------------------------------------
     def find_pull(self, r: Repo, branch: str) -> dict | None:
         """The open pull request whose head is `branch` of `r` (GitHub filters by head; checked here again, so a
         server that ignores the filter cannot make us edit another branch's PR)."""
         params = {"head": f"{r.owner}:{branch}", "state": "open", "per_page": 100}
-        for answer, pull in self._pages(self.pulls_url(r), params, "pull request"):
+        for answer, pull in self.pages(self.pulls_url(r), params, "pull request"):
             if not (isinstance(pull, dict) and _is_id(pull.get("number"))):
                 raise GitHubError(f"GET {answer.url}: expected pull requests (objects with a number), GitHub answered "
-                                f"{_kind(pull)} in the list")
+                                f"{kind_of(pull)} in the list")
             head = pull.get("head")
             if isinstance(head, dict) and head.get("ref") == branch and pull.get("state", "open") == "open" \
                     and head.get("label", f"{r.owner}:{branch}") == f"{r.owner}:{branch}":
@@ -575,11 +580,11 @@ class GitHub:
 
     def default_branch(self, r: Repo) -> str:
         """The repository's default branch (the base of a bump PR when the checkout is on no branch)."""
-        answer = self._call("GET", f"{self.api_url}/repos/{r.owner}/{r.repo}")
+        answer = self.call("GET", f"{self.api_url}/repos/{r.owner}/{r.repo}")
         data = self._json(answer)
         name = data.get("default_branch") if isinstance(data, dict) else None
         if not (isinstance(name, str) and name):
-            raise GitHubError(f"GET {answer.url}: expected a repository with a default_branch, GitHub answered {_kind(data)}")
+            raise GitHubError(f"GET {answer.url}: expected a repository with a default_branch, GitHub answered {kind_of(data)}")
         return name
 
     def plan_pull(self, r: Repo, branch: str, base: str, title: str, body: str) -> list[Request]:
@@ -610,7 +615,7 @@ class GitHub:
                                 None, accept=(422,))
             if answer.status == 422:
                 data = _loads(answer.content)
-                said = self._clean(json.dumps(data) if data is not None else answer.content[:300].decode("utf-8", "replace"))
+                said = self.clean(json.dumps(data) if data is not None else answer.content[:300].decode("utf-8", "replace"))
                 if "already exists" in said.lower() and (found := self.find_pull(r, branch)):
                     return self._update_pull(r, found, title, body)
                 raise GitHubError(f"POST {answer.url}: HTTP 422: GitHub rejected the pull request ({said})")
@@ -621,17 +626,17 @@ class GitHub:
     def _update_pull(self, r: Repo, pull: dict, title: str, body: str) -> Posted:
         if pull.get("title") == title and (pull.get("body") or "") == body:
             url = pull.get("html_url")
-            return Posted("unchanged", self._clean(url) if isinstance(url, str) else f"{self.pulls_url(r)}/{pull['number']}")
-        return self._pull_posted("updated", self._call("PATCH", f"{self.pulls_url(r)}/{pull['number']}",
+            return Posted("unchanged", self.clean(url) if isinstance(url, str) else f"{self.pulls_url(r)}/{pull['number']}")
+        return self._pull_posted("updated", self.call("PATCH", f"{self.pulls_url(r)}/{pull['number']}",
                                                         {"title": title, "body": body}))
 
     def _pull_posted(self, action: str, answer: Answer) -> Posted:
         data = self._json(answer)
         url = data.get("html_url") or data.get("url") if isinstance(data, dict) else None
         if not (isinstance(data, dict) and _is_id(data.get("number")) and isinstance(url, str)):
-            raise GitHubError(f"{answer.method} {answer.url}: HTTP {answer.status} but GitHub answered {_kind(data)} that "
+            raise GitHubError(f"{answer.method} {answer.url}: HTTP {answer.status} but GitHub answered {kind_of(data)} that "
                             f"is no pull request (no number or html_url); it may have been {action}, check the repository")
-        return Posted(action, self._clean(url))
+        return Posted(action, self.clean(url))
 
 
 def _loads(content: bytes):

@@ -14,7 +14,6 @@ from __future__ import annotations
 import re
 import socket
 import threading
-import time
 from collections.abc import Callable
 from urllib.parse import urlsplit
 
@@ -69,7 +68,7 @@ class PrClient(GitHub):
 
     def __init__(self, token: str | None, api_url: str):
         super().__init__(token, api_url, session=http.session(0))
-        self._ends = time.monotonic() + BUDGET
+        self.restart_deadline(BUDGET)
         request = self.session.request
 
         def short(method, url, **kwargs):
@@ -106,7 +105,7 @@ def pr_states(pinset: PinSet, token: str | None, api_url: str,
     try:
         return PrStates(_graphql(gh, pins), None, "graphql")
     except Exception as exc:  # noqa: BLE001 - any failure of GraphQL falls back to REST, which says its own
-        graphql_failed = gh._clean(getattr(exc, "message", None) or exc, 200)
+        graphql_failed = gh.clean(getattr(exc, "message", None) or exc, 200)
     states = _rest(gh, pins)
     note = None
     if all(s.state == UNKNOWN for s in states):
@@ -178,7 +177,7 @@ def _rest(gh: PrClient, pins: list[PinSpec]) -> list[PrState]:
         try:
             pr = gh.ask("GET", url)
         except Exception as exc:  # noqa: BLE001 - one pin's failure leaves that pin unknown
-            out.append(_unknown(pin, gh._clean(getattr(exc, "message", None) or exc, 200)))
+            out.append(_unknown(pin, gh.clean(getattr(exc, "message", None) or exc, 200)))
             continue
         if not isinstance(pr, dict) or pr.get("state") not in ("open", "closed"):
             out.append(_unknown(pin, "the REST answer is no pull request"))
