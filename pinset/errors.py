@@ -68,8 +68,12 @@ class BuildFailed(RuntimeFailure):
         self.stage, self.tail, self.log, self.seconds = stage, tail, log, seconds
 
 
-class PostError(RuntimeFailure):
-    """Posting the report failed (HTTP error, rate limit, network): exit 1, the report itself is kept."""
+class GitHubError(RuntimeFailure):
+    """The GitHub client (pinset/github/) failed: an HTTP error, a rate limit, the network, a malformed answer,
+    on a read as on a post. Exit 1; `report --post` keeps the report itself."""
+
+
+PostError = GitHubError  # the name report --post and bump used before the client had its own floor
 
 
 class BenchParseError(RuntimeFailure, ValueError):

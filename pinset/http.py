@@ -13,7 +13,7 @@
   (`Unreachable` marks them; the callers do not retry them either), and said in words by `failure()`:
   "api.github.com: name not resolved (no network, or no such host)", never urllib3's or pinset's class names.
 - Redirects are never followed here (allow_redirects=False is the callers' rule for the token): see
-  report/github.py, which follows them by hand within the API origin.
+  github/client.py, which follows them by hand within the API origin.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ URL (`https://x-access-token:TOKEN@host/...`, `https://user:pass@host`, `https:/
 `***`, wherever the text came from: pins.yaml's description or URLs, a result file, git's or a server's words.
 Applied in the three places everything passes through: result files (output.write_text), the process's
 stdout and stderr (cli.main wraps them, so rich's consoles, print and progress lines are all covered), and
-the PR comment body (report.github), which is sent, not printed.
+the PR comment body (github.client), which is sent, not printed.
 """
 
 from __future__ import annotations

@@ -32,13 +32,13 @@ from typing import Callable
 from pinset.bump.repo import Foreign, Repository
 from pinset.bump.yaml_edit import set_first_build
 from pinset.config.schema import PinSet, load_pinset
-from pinset.errors import PinsetError, PostError, RuntimeFailure
+from pinset.errors import GitHubError, PinsetError, RuntimeFailure
+from pinset.github.client import MAX_BODY, PULL_NOTE, REDACTED, GitHub, Posted, Repo, Target, describe_dry_run
 from pinset.heal.refresh import prove, refresh_series
 from pinset.heal.series import write_folders
 from pinset.nightly.pick import pick
 from pinset.output import write_json
 from pinset.report import build_report
-from pinset.report.github import MAX_BODY, PULL_NOTE, REDACTED, GitHub, Posted, Repo, Target, describe_dry_run
 from pinset.results import SCHEMAS, Doc
 from pinset.sim.pins import prepare_pins
 from pinset.sim.prs import PrStates
@@ -213,7 +213,7 @@ def _comment_held(github: GitHub, repo: Repo, branch: str, result: BumpResult) -
                 "pinset did not make:\n" + "".join(f"- `{f.sha[:12]}` by {f.author}: {f.subject}\n"
                                                    for f in result.foreign))
         result.pull = github.post(Target(repo.owner, repo.repo, int(pull["number"])), HELD_MARK, body)
-    except PostError as exc:
+    except GitHubError as exc:
         result.note = f"the pull request was not told: {exc}"
     except Exception as exc:  # an answer nobody foresaw: never a traceback that could show headers
         result.note = f"the pull request was not told: {github.unexpected(exc)}"
@@ -310,8 +310,8 @@ def _pr_states(pinset: PinSet, github: GitHub | None, warn: Say) -> PrStates:
     not open); unknown without a token or a network, said once."""
     import os
 
-    from pinset.report.github import DEFAULT_API_URL
-    from pinset.report.pr_query import env_token, pr_states
+    from pinset.github.client import DEFAULT_API_URL
+    from pinset.github.pr_state import env_token, pr_states
 
     api_url = github.api_url if github is not None else os.environ.get("GITHUB_API_URL") or DEFAULT_API_URL
     states = pr_states(pinset, env_token(), api_url)
@@ -332,7 +332,7 @@ def _open_pull(github: GitHub, repo: Repo, repository: Repository, branch: str, 
     try:
         base = repository.current_branch() or github.default_branch(repo)
         return github.open_pull(repo, branch, base, result.title, result.body)
-    except PostError:
+    except GitHubError:
         raise
     except Exception as exc:  # an answer nobody foresaw: never a traceback that could show headers
         raise github.unexpected(exc) from None

@@ -13,8 +13,8 @@ from pinset.bump import BLOCKED, COMMITTED, CURRENT, DEFAULT_BRANCH, DRY_RUN, HE
 from pinset.commands.common import add_cache_arg, check_inputs, pins_read
 from pinset.commands.paths import INPUT_FILE, OUTPUT_FILE, add_path
 from pinset.errors import PinsetError
+from pinset.github.client import DEFAULT_API_URL, TOKEN_SOURCES, GitHub, find_token, parse_api_url, parse_repo
 from pinset.output import console, err_console, remove_stale, write_json
-from pinset.report.github import DEFAULT_API_URL, TOKEN_SOURCES, GitHub, find_token, parse_api_url, parse_repo
 from pinset.store import Store
 
 

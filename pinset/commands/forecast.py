@@ -10,12 +10,12 @@ from rich.table import Table
 from pinset.commands.common import add_config_args, open_config
 from pinset.commands.paths import OUTPUT_FILE, add_path
 from pinset.errors import PinsetError
-from pinset.forecast.github import PullsAPI, parse_repo, repo_of
 from pinset.forecast.markdown import ICON, ORDER, forecast_markdown, rebase_line
 from pinset.forecast.model import BREAKS, CARRIES, ForecastResult
 from pinset.forecast.run import forecast
+from pinset.github.client import DEFAULT_API_URL, find_token, parse_api_url, parse_repo, repo_of
+from pinset.github.pulls import PullsAPI
 from pinset.output import console, write_result
-from pinset.report.github import DEFAULT_API_URL, find_token, parse_api_url
 
 STYLE = {"breaks": "red", "carries": "cyan", "fixes": "green", "moves": "yellow"}
 
@@ -43,7 +43,7 @@ def run(args) -> int:
     token = find_token(api_url)
     pinset, store = open_config(args)
     if args.repo:
-        repo = parse_repo(args.repo)
+        repo = parse_repo(args.repo, example="ggml-org/llama.cpp")
     else:
         found = repo_of(pinset.upstream)
         if found is None:

@@ -1,5 +1,5 @@
 """PR state for the verbs that simulate (sim, bump): asked once per run, before the pins are applied, so a
-`skip-unless-open` pin whose PR is merged or closed is left out (pinset/sim/prs.py, pinset/report/pr_query.py)."""
+`skip-unless-open` pin whose PR is merged or closed is left out (pinset/sim/prs.py, pinset/github/pr_state.py)."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ def ask_pr_states(pinset: PinSet, args) -> PrStates:
     the run, whose failure is one line)."""
     if getattr(args, "no_pr_state", False) or not any(pin.pr is not None for pin in pinset.pins):
         return PrStates([])   # no PR pin: no token asked for (gh), no GitHub client imported
-    from pinset.report.github import DEFAULT_API_URL
-    from pinset.report.pr_query import env_token, pr_states
+    from pinset.github.client import DEFAULT_API_URL
+    from pinset.github.pr_state import env_token, pr_states
 
     return pr_states(pinset, env_token(), os.environ.get("GITHUB_API_URL") or DEFAULT_API_URL)

@@ -8,10 +8,8 @@ import sys
 from pinset.commands.common import add_cache_arg, pins_read_unless
 from pinset.commands.paths import INPUT_FILE, OUTPUT_FILE, add_path
 from pinset.config.schema import load_pinset
-from pinset.errors import PinsetError, PostError
-from pinset.output import write_json, write_text
-from pinset.report import OtherPinSet, build_report, post_report
-from pinset.report.github import (
+from pinset.errors import GitHubError, PinsetError
+from pinset.github.client import (
     DEFAULT_API_URL,
     TOKEN_SOURCES,
     GitHub,
@@ -20,6 +18,8 @@ from pinset.report.github import (
     parse_api_url,
     parse_target,
 )
+from pinset.output import write_json, write_text
+from pinset.report import OtherPinSet, build_report, post_report
 from pinset.store import Store
 
 
@@ -95,7 +95,7 @@ def _post(args, report, target, token: str | None, api_url: str) -> int:
         return 0
     try:
         posted = post_report(github, target, report)
-    except PostError as exc:
+    except GitHubError as exc:
         # plain prints: one unwrapped line each, so CI logs can be grepped
         print(f"pinset report: posting to {target} failed: {exc}", file=sys.stderr)
         try:

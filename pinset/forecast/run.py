@@ -26,8 +26,9 @@ from dataclasses import dataclass, replace
 from pinset.config.schema import PinSet
 from pinset.errors import PinsetError
 from pinset.forecast import heads as git_side
-from pinset.forecast.github import OpenPR, PullsAPI
 from pinset.forecast.model import BREAKS, NONE, STATES, ForecastPR, ForecastResult, PinEffect, effect, rank_key
+from pinset.github.client import Repo
+from pinset.github.pulls import OpenPR, PullsAPI
 from pinset.sim.engine import Simulator
 from pinset.sim.markdown import numbered
 from pinset.sim.model import BuildResult
@@ -54,7 +55,7 @@ def onto_build(pinset: PinSet, onto: str | None, store: Store, mirror: Mirror) -
     return order_oldest_first(resolve_builds(list(pinset.builds), pinset.upstream, base, store, mirror), mirror)[-1]
 
 
-def forecast(pinset: PinSet, store: Store, onto: str | None, repo: tuple[str, str], api: PullsAPI,
+def forecast(pinset: PinSet, store: Store, onto: str | None, repo: Repo | tuple[str, str], api: PullsAPI,
              say: Callable[[str], None] = lambda _: None, whole: bool = False) -> Forecast:
     """`whole`: every BUILD+PR gets a pass of every pin (the tests compare it with the grouped pass)."""
     if pinset.upstream is None:

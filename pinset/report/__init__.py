@@ -38,15 +38,15 @@ class Report:
 
 
 def post_report(github, target, report: Report):
-    """Post or update the report's comment; every failure, one nobody foresaw included, is one PostError line
+    """Post or update the report's comment; every failure, one nobody foresaw included, is one GitHubError line
     with the token redacted (the verb then keeps the report and exits 1)."""
-    from pinset.errors import PostError
+    from pinset.errors import GitHubError
     from pinset.report.markdown import marker
 
     assert report.digest, "the verb refuses --post without a pin set"
     try:
         return github.post(target, marker(report.digest), report.markdown)
-    except PostError:
+    except GitHubError:
         raise
     except Exception as exc:  # an answer nobody foresaw: never a traceback that could show headers
         raise github.unexpected(exc) from None

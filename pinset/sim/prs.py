@@ -1,7 +1,7 @@
 """The state of each PR pin's pull request (issue 43): open, draft, closed without merge, merged; how far the
 pinned commit is behind the PR's head, or off it (force-pushed); the review decision where GitHub gives one.
 
-Asked once per run by pinset/report/pr_query.py (the GitHub client's floor) and carried in sim's JSON under
+Asked once per run by pinset/github/pr_state.py (the GitHub client's floor) and carried in sim's JSON under
 `prs`; read back here by `pinset report`. A pin with `skip-unless-open: true` whose PR is merged or closed is
 left out of the set (`skipped`), and every output says so. Without a token or a network every state is
 `unknown`, said once (`note`), never a failure.

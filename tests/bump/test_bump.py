@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-import pinset.report.github as github_module
+import pinset.github.client as github_module
 from pinset.cli import main
 from tests.testing import GIT_ENV, GitRepo, first_build, git_am_3, series, write_pins
 from tests.testing.fake_github import TOKEN

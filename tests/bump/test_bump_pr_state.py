@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-import pinset.report.github as github_module
+import pinset.github.client as github_module
 from pinset.cli import main
 from tests.testing import first_build, write_pins
 

@@ -10,7 +10,7 @@ from pinset import errors
 from pinset.build.cmake import BuildFailed as CmakeBuildFailed
 from pinset.cli import main
 from pinset.config.patches import SeriesProblem as PatchesSeriesProblem
-from pinset.report.github import PostError as GithubPostError
+from pinset.github.client import GitHubError as GithubPostError
 from tests.testing import ROOT
 
 COMMANDS = ROOT / "pinset" / "commands"

@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-import pinset.report.github as report_github
+import pinset.github.client as report_github
 from pinset.cli import main
 from tests.testing import GIT_ENV, first_build, run_doc, series, write_pins
 from tests.testing.fake_github import TOKEN, FakeGitHub, serving
@@ -274,8 +274,8 @@ def test_the_grouped_pass_gives_the_whole_pin_sets_effects(world, tmp_path, fake
     """forecast simulates on BUILD+PR only the pin groups the PR can reach (run.pin_groups); every PR's effects
     are those of a pass of every pin. Pin d (its own file, conflicting on BUILD) is simulated with every PR."""
     from pinset.config.schema import load_pinset
-    from pinset.forecast.github import PullsAPI
     from pinset.forecast.run import forecast, pin_groups
+    from pinset.github.pulls import PullsAPI
     from pinset.sim.pins import prepare_pins
     from pinset.store import Store
     from pinset.upstream.mirror import Mirror

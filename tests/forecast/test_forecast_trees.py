@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-import pinset.report.github as report_github
+import pinset.github.client as report_github
 from pinset.cli import main
 from tests.testing import GIT_ENV, first_build, local_only, series, write_pins
 from tests.testing.fake_github import TOKEN, FakeGitHub, serving

@@ -11,7 +11,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-import pinset.report.github as github_module
+import pinset.github.client as github_module
 from pinset import http
 from pinset.cli import main
 from pinset.errors import UpstreamError

@@ -13,11 +13,11 @@ import time
 
 import pytest
 
-import pinset.report.github as report_github
+import pinset.github.client as report_github
 from pinset import http
 from pinset.cli import main
 from pinset.errors import PostError
-from pinset.forecast.github import PullsAPI
+from pinset.github.pulls import PullsAPI
 from tests.bump.test_bump import project  # noqa: F401 (the fixture)
 from tests.testing.fake_github import TOKEN, FakeGitHub, serving
 

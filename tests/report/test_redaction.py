@@ -9,7 +9,7 @@ import shutil
 
 import pytest
 
-import pinset.report.github as github_module
+import pinset.github.client as github_module
 from pinset.cli import main
 from pinset.config.schema import load_pinset
 from pinset.redact import redact

@@ -9,10 +9,10 @@ import time
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-import pinset.report.github as github_module
+import pinset.github.client as github_module
 from pinset.cli import main
-from pinset.errors import PinsetError
-from pinset.report.github import GitHub, PostError, Target, clean_token, origin, parse_api_url
+from pinset.errors import PinsetError, PostError
+from pinset.github.client import GitHub, Target, clean_token, origin, parse_api_url
 from tests import regen_report_goldens as goldens
 from tests.testing.fake_github import TOKEN, FakeGitHub, serving
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-import pinset.report.github as github_module
+import pinset.github.client as github_module
 from pinset import runner
 from pinset.cli import main
 from tests.testing import FIXTURES, ROOT, one_patch, write_pins

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from pinset.cli import main
+from pinset.github.client import find_token
 from pinset.redact import redact
-from pinset.report.github import find_token
 from tests.report.test_report_post import RESULTS
 from tests.testing.fake_github import TOKEN
 

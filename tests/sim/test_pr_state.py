@@ -12,7 +12,7 @@ import pytest
 
 from pinset.cli import main
 from pinset.config.schema import load_pinset
-from pinset.report.pr_query import pr_states
+from pinset.github.pr_state import pr_states
 from pinset.results import read_document
 from pinset.sim.model import SimResult
 from tests.testing import GitRepo, without_start, write_pins

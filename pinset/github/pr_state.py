@@ -3,7 +3,7 @@
 One GraphQL request for all pins (one aliased `repository { pullRequest }` per pin: state, draft, merged,
 review decision, head, the last 100 commits); when GraphQL fails as a whole (an error answer, a server without
 it), one REST request per pin (`GET /repos/O/R/pulls/N`: state, draft, merged, head; no review decision, and
-how far behind is known only when the pin is the head). The client is `report --post`'s (report/github.py):
+how far behind is known only when the pin is the head). The client is `report --post`'s (github/client.py):
 the token goes to the API origin only, never printed or written. Nothing here fails a run: without a token,
 with the API host unreachable (checked within a second first, so an offline run is not slowed down) or an
 answer that does not read, the states are `unknown` and one line says why.
@@ -14,14 +14,13 @@ from __future__ import annotations
 import re
 import socket
 import threading
-import time
 from collections.abc import Callable
 from urllib.parse import urlsplit
 
 from pinset import http
 from pinset.config.schema import PinSet, PinSpec
 from pinset.errors import PinsetError
-from pinset.report.github import GitHub
+from pinset.github.client import GitHub
 from pinset.sim.prs import CLOSED, DRAFT, MERGED, OPEN, REVIEWS, UNKNOWN, PrState, PrStates, unknown
 
 REACH_TIMEOUT = 1.0     # s to resolve and connect to the API host before anything is asked
@@ -69,7 +68,7 @@ class PrClient(GitHub):
 
     def __init__(self, token: str | None, api_url: str):
         super().__init__(token, api_url, session=http.session(0))
-        self._ends = time.monotonic() + BUDGET
+        self.restart_deadline(BUDGET)
         request = self.session.request
 
         def short(method, url, **kwargs):
@@ -106,7 +105,7 @@ def pr_states(pinset: PinSet, token: str | None, api_url: str,
     try:
         return PrStates(_graphql(gh, pins), None, "graphql")
     except Exception as exc:  # noqa: BLE001 - any failure of GraphQL falls back to REST, which says its own
-        graphql_failed = gh._clean(getattr(exc, "message", None) or exc, 200)
+        graphql_failed = gh.clean(getattr(exc, "message", None) or exc, 200)
     states = _rest(gh, pins)
     note = None
     if all(s.state == UNKNOWN for s in states):
@@ -178,7 +177,7 @@ def _rest(gh: PrClient, pins: list[PinSpec]) -> list[PrState]:
         try:
             pr = gh.ask("GET", url)
         except Exception as exc:  # noqa: BLE001 - one pin's failure leaves that pin unknown
-            out.append(_unknown(pin, gh._clean(getattr(exc, "message", None) or exc, 200)))
+            out.append(_unknown(pin, gh.clean(getattr(exc, "message", None) or exc, 200)))
             continue
         if not isinstance(pr, dict) or pr.get("state") not in ("open", "closed"):
             out.append(_unknown(pin, "the REST answer is no pull request"))
@@ -207,7 +206,7 @@ def env_token() -> str | None:
     """The token PR state is asked with, from report --post's sources (github.find_token: GITHUB_TOKEN, GH_TOKEN,
     then `gh auth token`); None when none holds one or it cannot go into a header (then the state is unknown, as
     without a token)."""
-    from pinset.report.github import find_token
+    from pinset.github.client import find_token
 
     try:
         return find_token()

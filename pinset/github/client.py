@@ -6,7 +6,7 @@ redirect to anywhere else is refused, since following it would either leak the t
 server decide which comment we edit. Redirects are followed by hand so that this rule is ours: requests
 strips the Authorization header on a host change but keeps it on an http -> https change of the same
 host, and older versions kept it on any change but the host. Every message shows the token redacted and
-every failure - HTTP error, malformed answer, network - is one PostError line (the command exits 1 and
+every failure - HTTP error, malformed answer, network - is one GitHubError line (the command exits 1 and
 keeps the rendered report), never a traceback.
 
 HTTP goes through pinset.http's one session: 5xx/429 answers and dropped connections of GET and PATCH (a whole
@@ -35,11 +35,13 @@ import requests
 import requests.auth
 
 from pinset import http
-from pinset.errors import PinsetError, PostError
+from pinset.errors import GitHubError, PinsetError
 from pinset.redact import redact
 
 DEFAULT_API_URL = "https://api.github.com"
 REPO_RE = re.compile(r"^(?P<owner>[A-Za-z0-9_.-]+)/(?P<repo>[A-Za-z0-9_.-]+)$")
+_GITHUB_URL_RE = re.compile(r"^(?:https?://|ssh://git@|git://|git@)github\.com[/:](?P<owner>[A-Za-z0-9_.-]+)/"
+                            r"(?P<name>[A-Za-z0-9_.-]+?)(?:\.git)?/?$")
 TARGET_RE = re.compile(r"^(?P<owner>[A-Za-z0-9_.-]+)/(?P<repo>[A-Za-z0-9_.-]+)#(?P<number>[1-9][0-9]*)$")
 REDACTED = "***"
 MAX_BODY = 65536  # GitHub refuses longer comment bodies (422)
@@ -83,12 +85,23 @@ class Repo:
     def __str__(self) -> str:
         return f"{self.owner}/{self.repo}"
 
+    def __iter__(self):
+        """owner, name = repo (forecast and the PR-state query unpack it)."""
+        return iter((self.owner, self.repo))
 
-def parse_repo(text: str, flag: str = "--repo") -> Repo:
+
+def parse_repo(text: str, flag: str = "--repo", example: str = "unslothai/llama.cpp") -> Repo:
+    """OWNER/NAME as the user wrote it (the one parser of a repository name); bad input names the flag."""
     m = REPO_RE.match(text.strip())
     if not m or m["repo"] in (".", ".."):
-        raise PinsetError(f"{flag}: {text!r} is not OWNER/NAME (e.g. unslothai/llama.cpp)")
+        raise PinsetError(f"{flag}: {text!r} is not OWNER/NAME (e.g. {example})")
     return Repo(m["owner"], m["repo"])
+
+
+def repo_of(upstream: str | None) -> Repo | None:
+    """OWNER/NAME of a github.com upstream URL; None for a local path, a mirror or another host."""
+    m = _GITHUB_URL_RE.match((upstream or "").strip())
+    return Repo(m["owner"], m["name"]) if m else None
 
 
 def clean_token(raw: str | None, name: str = "GITHUB_TOKEN") -> str | None:
@@ -186,7 +199,7 @@ def _one_line(text: str, limit: int = 300) -> str:
     return flat if len(flat) <= limit else flat[:limit] + "..."
 
 
-def _kind(value) -> str:
+def kind_of(value) -> str:
     """How a JSON value reads in a message ("a list", "a string"...)."""
     if isinstance(value, bool) or value is None:
         return json.dumps(value)
@@ -283,6 +296,11 @@ class GitHub:
         self._ends = time.monotonic() + POST_DEADLINE
         self._login: str | None | EllipsisType = ...  # not asked yet (see whoami)
 
+    def restart_deadline(self, seconds: float = POST_DEADLINE) -> None:
+        """A new total deadline, `seconds` from now, for the calls still to come (forecast restarts it after its
+        git work; the PR-state query keeps to its own short budget)."""
+        self._ends = time.monotonic() + seconds
+
     def comments_url(self, t: Target) -> str:
         return f"{self.api_url}/repos/{t.owner}/{t.repo}/issues/{t.number}/comments"
 
@@ -297,7 +315,7 @@ class GitHub:
         return f"{self.api_url}/repos/{r.owner}/{r.repo}/pulls"
 
     # --- HTTP ---------------------------------------------------------------------------------
-    def _call(self, method: str, url: str, json_body: dict | None = None, params: dict | None = None,
+    def call(self, method: str, url: str, json_body: dict | None = None, params: dict | None = None,
               accept: tuple[int, ...] = ()) -> Answer:
         """An idempotent call (GET, or PATCH of a whole body): the session retries 5xx, 429 and dropped
         connections, this a rate limit that names its reset; an answer with a status in `accept` is returned
@@ -317,19 +335,19 @@ class GitHub:
                 wait = exc.wait if exc.wait is not None else 2.0 ** tries
                 if tries == MAX_TRIES or wait > MAX_WAIT or waited + wait > MAX_TOTAL_WAIT \
                         or time.monotonic() + wait > self._ends:
-                    raise PostError(exc.message + (f" (gave up after {tries} tries)" if tries > 1 else "")) from None
+                    raise GitHubError(exc.message + (f" (gave up after {tries} tries)" if tries > 1 else "")) from None
                 self._sleep(wait)
                 waited += wait
 
     def _once(self, method: str, url: str, json_body: dict | None, params: dict | None,
               accept: tuple[int, ...] = ()) -> Answer:
-        """One request, following redirects by hand within the API origin; raises PostError or _Transient."""
+        """One request, following redirects by hand within the API origin; raises GitHubError or _Transient."""
         for _ in range(MAX_REDIRECTS + 1):
             self._check_origin(method, url, "URL")
-            shown = self._clean(url, 300)  # a next link or redirect came from the server
+            shown = self.clean(url, 300)  # a next link or redirect came from the server
             left = self._ends - time.monotonic()
             if left <= 0:
-                raise PostError(f"{method} {shown}: the post ran past its deadline of {POST_DEADLINE:g} s")
+                raise GitHubError(f"{method} {shown}: the post ran past its deadline of {POST_DEADLINE:g} s")
             try:
                 with http.deadline(min(REQUEST_DEADLINE, left), f"{method} {shown}"), \
                         self.session.request(method, url, params=params, json=json_body, timeout=TIMEOUT,
@@ -340,33 +358,33 @@ class GitHub:
                     sent_url = r.url
                     retries = getattr(getattr(r.raw, "retries", None), "history", ())
             except http.DeadlineExceeded as exc:  # a slow or trickling server: not worth another try
-                raise PostError(self._clean(exc)) from None
+                raise GitHubError(self.clean(exc)) from None
             except (requests.ConnectionError, requests.Timeout, requests.exceptions.ChunkedEncodingError,
                     HTTPException) as exc:
-                said = self._clean(http.failure(exc, url))
+                said = self.clean(http.failure(exc, url))
                 if http.unreachable(exc):   # no network, nothing listening: one line now, never a retry
-                    raise PostError(f"{method} {shown}: {said}") from None
+                    raise GitHubError(f"{method} {shown}: {said}") from None
                 raise _Transient(f"{method} {shown}: {said}") from None
             except (requests.RequestException, OSError, ValueError) as exc:
-                raise PostError(f"{method} {shown}: {self._clean(http.failure(exc, url))}") from None
+                raise GitHubError(f"{method} {shown}: {self.clean(http.failure(exc, url))}") from None
             if status in REDIRECTS:
                 location = reply_headers.get("Location")
                 if not location:
-                    raise PostError(f"{method} {shown}: HTTP {status} redirect without a Location")
+                    raise GitHubError(f"{method} {shown}: HTTP {status} redirect without a Location")
                 url, params = urljoin(sent_url, location), None
                 self._check_origin(method, url, f"HTTP {status} redirect")
                 continue
             if 200 <= status < 300 or (status in accept and not self._rate_limited(
                     status, reply_headers, content[:2000].decode("utf-8", "replace"))):
                 nxt = links.get("next", {}).get("url")
-                return Answer(method, self._clean(sent_url, 300), status, content,
+                return Answer(method, self.clean(sent_url, 300), status, content,
                               urljoin(sent_url, nxt) if nxt else None)
             self._fail(method, shown, status, reply_headers, content, tries=len(retries) + 1)
-        raise PostError(f"{method} {self._clean(url, 300)}: more than {MAX_REDIRECTS} redirects")
+        raise GitHubError(f"{method} {self.clean(url, 300)}: more than {MAX_REDIRECTS} redirects")
 
     def _check_origin(self, method: str, url: str, what: str) -> None:
         if origin(url) != self._origin:
-            raise PostError(f"{method}: {what} {self._clean(url, 200)} is not on the API origin "
+            raise GitHubError(f"{method}: {what} {self.clean(url, 200)} is not on the API origin "
                             f"{self.api_url}; not following it (the token goes to the API only)")
 
     def _read(self, r: requests.Response, method: str, url: str) -> bytes:
@@ -375,14 +393,14 @@ class GitHub:
             chunks.append(chunk)
             size += len(chunk)
             if size > MAX_ANSWER:
-                raise PostError(f"{method} {url}: GitHub's answer is larger than {MAX_ANSWER >> 20} MiB")
+                raise GitHubError(f"{method} {url}: GitHub's answer is larger than {MAX_ANSWER >> 20} MiB")
         return b"".join(chunks)
 
-    def unexpected(self, exc: Exception) -> PostError:
+    def unexpected(self, exc: Exception) -> GitHubError:
         """A failure the client did not foresee, as one redacted line (never a traceback with headers)."""
-        return PostError(f"unexpected {type(exc).__name__}: {self._clean(exc)}")
+        return GitHubError(f"unexpected {type(exc).__name__}: {self.clean(exc)}")
 
-    def _clean(self, text, limit: int = 300) -> str:
+    def clean(self, text, limit: int = 300) -> str:
         """Any text that may reach the user: token redacted, one line, bounded."""
         text = redact(str(text), (self._token,) if self._token else ())
         return _one_line(text, limit)
@@ -394,7 +412,7 @@ class GitHub:
         api_message = data.get("message") if isinstance(data, dict) else None
         if not isinstance(api_message, str):
             api_message = "" if data is not None else content[:200].decode("utf-8", "replace")
-        api_message = self._clean(api_message, 200)
+        api_message = self.clean(api_message, 200)
         where = f"{method} {url}: HTTP {status}"
         if self._rate_limited(status, reply_headers, api_message):
             wait, when = self._rate_limit_wait(reply_headers)
@@ -404,7 +422,7 @@ class GitHub:
             message = f"{where}: GitHub failed" + (f" ({api_message})" if api_message else "")
             if method == "POST":
                 raise _Transient(message, _seconds(reply_headers.get("Retry-After"), self._clock()))
-            raise PostError(message + (f" (gave up after {tries} tries)" if tries > 1 else ""))
+            raise GitHubError(message + (f" (gave up after {tries} tries)" if tries > 1 else ""))
         hint = {
             401: "the token was refused (expired or wrong)",
             403: "the token may not comment on this repository (needs issues/pull-requests: write)",
@@ -412,8 +430,8 @@ class GitHub:
             422: "GitHub rejected the comment",
         }.get(status, "request failed")
         errors = data.get("errors") if isinstance(data, dict) else None
-        details = " " + self._clean(json.dumps(errors), 300) if errors else ""
-        raise PostError(f"{where}: {hint}" + (f" ({api_message})" if api_message else "") + details)
+        details = " " + self.clean(json.dumps(errors), 300) if errors else ""
+        raise GitHubError(f"{where}: {hint}" + (f" ({api_message})" if api_message else "") + details)
 
     @staticmethod
     def _rate_limited(status: int, reply_headers, api_message: str) -> bool:
@@ -438,8 +456,8 @@ class GitHub:
     def _json(self, answer: Answer):
         data = _loads(answer.content)
         if data is None and answer.content.strip() != b"null":
-            shown = self._clean(answer.content[:80].decode("utf-8", "replace"), 80) or "an empty body"
-            raise PostError(f"{answer.method} {answer.url}: HTTP {answer.status} but GitHub's answer is not JSON "
+            shown = self.clean(answer.content[:80].decode("utf-8", "replace"), 80) or "an empty body"
+            raise GitHubError(f"{answer.method} {answer.url}: HTTP {answer.status} but GitHub's answer is not JSON "
                             f"({shown})")
         return data
 
@@ -449,12 +467,12 @@ class GitHub:
         GITHUB_TOKEN and other app installation tokens answer 403, some GitHub Enterprise servers 404): its
         comments are then the ones by a bot."""
         if self._login is ...:
-            answer = self._call("GET", f"{self.api_url}/user", accept=(403, 404))
+            answer = self.call("GET", f"{self.api_url}/user", accept=(403, 404))
             data = self._json(answer) if answer.status == 200 else {}
             login = data.get("login") if isinstance(data, dict) else None
             if answer.status == 200 and not (isinstance(login, str) and login):
-                raise PostError(f"GET {answer.url}: expected the token's user (an object with a login), GitHub "
-                                f"answered {_kind(data)}")
+                raise GitHubError(f"GET {answer.url}: expected the token's user (an object with a login), GitHub "
+                                f"answered {kind_of(data)}")
             self._login = login
         return self._login
 
@@ -468,19 +486,19 @@ class GitHub:
         login = self.whoami()
         return user.get("login") == login if login is not None else user.get("type") == "Bot"
 
-    def _pages(self, url: str, params: dict | None, what: str):
+    def pages(self, url: str, params: dict | None, what: str):
         """The items of a listing, every page (next links followed within the API origin, a loop refused)."""
         next_url: str | None = url
         seen: set[str] = set()
         while next_url:
             if next_url in seen or len(seen) >= MAX_PAGES:
-                raise PostError(f"GET {self._clean(next_url)}: the {what} pages do not end (a next link seen before, "
+                raise GitHubError(f"GET {self.clean(next_url)}: the {what} pages do not end (a next link seen before, "
                                 f"or more than {MAX_PAGES} pages)")
             seen.add(next_url)
-            answer = self._call("GET", next_url, params=params)
+            answer = self.call("GET", next_url, params=params)
             items = self._json(answer)
             if not isinstance(items, list):
-                raise PostError(f"GET {answer.url}: expected a list of {what}s, GitHub answered {_kind(items)}")
+                raise GitHubError(f"GET {answer.url}: expected a list of {what}s, GitHub answered {kind_of(items)}")
             for item in items:
                 yield answer, item
             next_url = answer.next_url
@@ -488,11 +506,11 @@ class GitHub:
 
     def find_comment(self, t: Target, mark: str) -> dict | None:
         """The first comment on the PR by this token's user whose body contains the marker (every page is read)."""
-        for answer, comment in self._pages(self.comments_url(t), {"per_page": 100}, "comment"):
+        for answer, comment in self.pages(self.comments_url(t), {"per_page": 100}, "comment"):
             if not (isinstance(comment, dict) and _is_id(comment.get("id"))
                     and isinstance(comment.get("body") or "", str)):
-                raise PostError(f"GET {answer.url}: expected comments (objects with an id and a body), "
-                                f"GitHub answered {_kind(comment)} in the list")
+                raise GitHubError(f"GET {answer.url}: expected comments (objects with an id and a body), "
+                                f"GitHub answered {kind_of(comment)} in the list")
             if mark in (comment.get("body") or "") and self._ours(comment):
                 return comment
         return None
@@ -510,9 +528,9 @@ class GitHub:
     def post(self, t: Target, mark: str, body: str) -> Posted:
         body = self._body(body)
         if mark not in body:
-            raise PostError("the report has no pin set marker; refusing to post a comment that cannot be updated later")
+            raise GitHubError("the report has no pin set marker; refusing to post a comment that cannot be updated later")
         if len(body) > MAX_BODY:
-            raise PostError(f"the report is {len(body)} characters, more than GitHub's {MAX_BODY} for a comment; "
+            raise GitHubError(f"the report is {len(body)} characters, more than GitHub's {MAX_BODY} for a comment; "
                             "post fewer results at once (e.g. one comment per build)")
         existing = self.find_comment(t, mark)
         if existing:
@@ -533,27 +551,27 @@ class GitHub:
     def _update(self, t: Target, existing: dict, body: str) -> Posted:
         if existing.get("body") == body:
             url = existing.get("html_url")
-            return Posted("unchanged", self._clean(url) if isinstance(url, str) else self.comment_url(t, existing["id"]))
-        return self._posted("updated", self._call("PATCH", self.comment_url(t, existing["id"]), {"body": body}))
+            return Posted("unchanged", self.clean(url) if isinstance(url, str) else self.comment_url(t, existing["id"]))
+        return self._posted("updated", self.call("PATCH", self.comment_url(t, existing["id"]), {"body": body}))
 
     def _posted(self, action: str, answer: Answer) -> Posted:
         data = self._json(answer)
         url = data.get("html_url") or data.get("url") if isinstance(data, dict) else None
         if not (isinstance(data, dict) and _is_id(data.get("id")) and isinstance(url, str)):
-            raise PostError(f"{answer.method} {answer.url}: HTTP {answer.status} but GitHub answered "
-                            f"{_kind(data)} that is no comment (no id or html_url); the comment may have been "
+            raise GitHubError(f"{answer.method} {answer.url}: HTTP {answer.status} but GitHub answered "
+                            f"{kind_of(data)} that is no comment (no id or html_url); the comment may have been "
                             f"{action}, check the PR")
-        return Posted(action, self._clean(url))
+        return Posted(action, self.clean(url))
 
     # --- pull requests (`pinset bump`) -----------------------------------------------------------------
     def find_pull(self, r: Repo, branch: str) -> dict | None:
         """The open pull request whose head is `branch` of `r` (GitHub filters by head; checked here again, so a
         server that ignores the filter cannot make us edit another branch's PR)."""
         params = {"head": f"{r.owner}:{branch}", "state": "open", "per_page": 100}
-        for answer, pull in self._pages(self.pulls_url(r), params, "pull request"):
+        for answer, pull in self.pages(self.pulls_url(r), params, "pull request"):
             if not (isinstance(pull, dict) and _is_id(pull.get("number"))):
-                raise PostError(f"GET {answer.url}: expected pull requests (objects with a number), GitHub answered "
-                                f"{_kind(pull)} in the list")
+                raise GitHubError(f"GET {answer.url}: expected pull requests (objects with a number), GitHub answered "
+                                f"{kind_of(pull)} in the list")
             head = pull.get("head")
             if isinstance(head, dict) and head.get("ref") == branch and pull.get("state", "open") == "open" \
                     and head.get("label", f"{r.owner}:{branch}") == f"{r.owner}:{branch}":
@@ -562,11 +580,11 @@ class GitHub:
 
     def default_branch(self, r: Repo) -> str:
         """The repository's default branch (the base of a bump PR when the checkout is on no branch)."""
-        answer = self._call("GET", f"{self.api_url}/repos/{r.owner}/{r.repo}")
+        answer = self.call("GET", f"{self.api_url}/repos/{r.owner}/{r.repo}")
         data = self._json(answer)
         name = data.get("default_branch") if isinstance(data, dict) else None
         if not (isinstance(name, str) and name):
-            raise PostError(f"GET {answer.url}: expected a repository with a default_branch, GitHub answered {_kind(data)}")
+            raise GitHubError(f"GET {answer.url}: expected a repository with a default_branch, GitHub answered {kind_of(data)}")
         return name
 
     def plan_pull(self, r: Repo, branch: str, base: str, title: str, body: str) -> list[Request]:
@@ -581,7 +599,7 @@ class GitHub:
         (5xx, dropped) is followed by a listing, and the PR found there is updated."""
         title, body = self._body(title), self._body(body)
         if len(body) > MAX_BODY:
-            raise PostError(f"the pull request body is {len(body)} characters, more than GitHub's {MAX_BODY}")
+            raise GitHubError(f"the pull request body is {len(body)} characters, more than GitHub's {MAX_BODY}")
         existing = self.find_pull(r, branch)
         if existing:
             return self._update_pull(r, existing, title, body)
@@ -597,10 +615,10 @@ class GitHub:
                                 None, accept=(422,))
             if answer.status == 422:
                 data = _loads(answer.content)
-                said = self._clean(json.dumps(data) if data is not None else answer.content[:300].decode("utf-8", "replace"))
+                said = self.clean(json.dumps(data) if data is not None else answer.content[:300].decode("utf-8", "replace"))
                 if "already exists" in said.lower() and (found := self.find_pull(r, branch)):
                     return self._update_pull(r, found, title, body)
-                raise PostError(f"POST {answer.url}: HTTP 422: GitHub rejected the pull request ({said})")
+                raise GitHubError(f"POST {answer.url}: HTTP 422: GitHub rejected the pull request ({said})")
             return self._pull_posted("created", answer)
 
         return self._retrying(create)
@@ -608,17 +626,17 @@ class GitHub:
     def _update_pull(self, r: Repo, pull: dict, title: str, body: str) -> Posted:
         if pull.get("title") == title and (pull.get("body") or "") == body:
             url = pull.get("html_url")
-            return Posted("unchanged", self._clean(url) if isinstance(url, str) else f"{self.pulls_url(r)}/{pull['number']}")
-        return self._pull_posted("updated", self._call("PATCH", f"{self.pulls_url(r)}/{pull['number']}",
+            return Posted("unchanged", self.clean(url) if isinstance(url, str) else f"{self.pulls_url(r)}/{pull['number']}")
+        return self._pull_posted("updated", self.call("PATCH", f"{self.pulls_url(r)}/{pull['number']}",
                                                         {"title": title, "body": body}))
 
     def _pull_posted(self, action: str, answer: Answer) -> Posted:
         data = self._json(answer)
         url = data.get("html_url") or data.get("url") if isinstance(data, dict) else None
         if not (isinstance(data, dict) and _is_id(data.get("number")) and isinstance(url, str)):
-            raise PostError(f"{answer.method} {answer.url}: HTTP {answer.status} but GitHub answered {_kind(data)} that "
+            raise GitHubError(f"{answer.method} {answer.url}: HTTP {answer.status} but GitHub answered {kind_of(data)} that "
                             f"is no pull request (no number or html_url); it may have been {action}, check the repository")
-        return Posted(action, self._clean(url))
+        return Posted(action, self.clean(url))
 
 
 def _loads(content: bytes):

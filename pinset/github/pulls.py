@@ -1,7 +1,7 @@
 """Upstream's open PRs from GitHub's REST API: the list pages (every one, by the `Link` header) and, for the
 few PRs that touch a pin's file, their reviews (for the ranking).
 
-The client is `pinset report --post`'s (pinset/report/github.py): the token comes from the caller (read from
+The client is `pinset report --post`'s (pinset/github/client.py): the token comes from the caller (read from
 GITHUB_TOKEN, never printed or written), goes to the API origin only, a 403 rate limit waits for its
 Retry-After or reset, 5xx answers are retried by pinset.http's session; every failure is one line.
 Without a token this is the list pages (100 PRs each) plus one request per PR that touches a pin.
@@ -9,16 +9,10 @@ Without a token this is the list pages (100 PRs each) plus one request per PR th
 
 from __future__ import annotations
 
-import re
-import time
 from dataclasses import dataclass
 
-from pinset.errors import PinsetError, PostError
-from pinset.report.github import POST_DEADLINE, Answer, GitHub, _kind
-
-REPO_RE = re.compile(r"^(?P<owner>[A-Za-z0-9_.-]+)/(?P<name>[A-Za-z0-9_.-]+)$")
-_GITHUB_URL_RE = re.compile(r"^(?:https?://|ssh://git@|git://|git@)github\.com[/:](?P<owner>[A-Za-z0-9_.-]+)/"
-                            r"(?P<name>[A-Za-z0-9_.-]+?)(?:\.git)?/?$")
+from pinset.errors import GitHubError
+from pinset.github.client import Answer, GitHub, kind_of
 
 
 @dataclass(frozen=True)
@@ -32,40 +26,23 @@ class OpenPR:
     author: str | None = None
 
 
-def parse_repo(text: str, flag: str = "--repo") -> tuple[str, str]:
-    m = REPO_RE.match(text.strip())
-    if not m or m["name"] in (".", ".."):
-        raise PinsetError(f"{flag}: {text!r} is not OWNER/NAME (e.g. ggml-org/llama.cpp)")
-    return m["owner"], m["name"]
-
-
-def repo_of(upstream: str | None) -> tuple[str, str] | None:
-    """OWNER/NAME of a github.com upstream URL; None for a local path, a mirror or another host."""
-    m = _GITHUB_URL_RE.match((upstream or "").strip())
-    return (m["owner"], m["name"]) if m else None
-
-
 class PullsAPI(GitHub):
     """GitHub (report --post's client) reading pull requests; `requests` counts what it asked."""
 
     requests_made = 0
 
-    def restart_deadline(self) -> None:
-        """A new total deadline (report's POST_DEADLINE) for the reviews asked after the git work."""
-        self._ends = time.monotonic() + POST_DEADLINE
-
-    def _call(self, method: str, url: str, json_body: dict | None = None, params: dict | None = None,
+    def call(self, method: str, url: str, json_body: dict | None = None, params: dict | None = None,
               accept: tuple[int, ...] = ()) -> Answer:
         self.requests_made += 1   # the figure the forecast reports: list pages and review lists, no more
-        return super()._call(method, url, json_body=json_body, params=params, accept=accept)
+        return super().call(method, url, json_body=json_body, params=params, accept=accept)
 
     def _list_pages(self, url: str, what: str) -> list[dict]:
-        """Every item of a listing (GitHub._pages: every page, loops refused), each an object."""
+        """Every item of a listing (GitHub.pages: every page, loops refused), each an object."""
         items: list[dict] = []
-        for answer, item in self._pages(url, {"per_page": 100}, what):
+        for answer, item in self.pages(url, {"per_page": 100}, what):
             if not isinstance(item, dict):
-                raise PostError(f"GET {answer.url}: expected a list of {what}s, GitHub answered a list holding "
-                                f"{_kind(item)}")
+                raise GitHubError(f"GET {answer.url}: expected a list of {what}s, GitHub answered a list holding "
+                                f"{kind_of(item)}")
             items.append(item)
         return items
 
@@ -78,12 +55,12 @@ class PullsAPI(GitHub):
         for item in self._list_pages(url + "?state=open", "pull request"):
             number = item.get("number")
             if not isinstance(number, int) or isinstance(number, bool) or number <= 0:
-                raise PostError(f"GET {url}: a pull request without a number ({_kind(number)})")
+                raise GitHubError(f"GET {url}: a pull request without a number ({kind_of(number)})")
             head = _obj(item.get("head"))
             sha = head.get("sha") if isinstance(head.get("sha"), str) else None
             user = _obj(item.get("user"))
-            prs[number] = OpenPR(number, self._clean(item.get("title") or "", 200),
-                                 self._clean(item.get("html_url") or f"https://github.com/{owner}/{name}/pull/{number}"),
+            prs[number] = OpenPR(number, self.clean(item.get("title") or "", 200),
+                                 self.clean(item.get("html_url") or f"https://github.com/{owner}/{name}/pull/{number}"),
                                  sha, item.get("draft") is True, str(item.get("updated_at") or ""),
                                  user.get("login") if isinstance(user.get("login"), str) else None)
         return list(prs.values())
