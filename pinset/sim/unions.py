@@ -97,6 +97,14 @@ def _labels(lines: list[str]) -> set[str]:
     return {m.strip() for line in lines if line.startswith("case") for m in _CASE_RE.findall(line)}
 
 
+def _before_labels(lines: list[str]) -> list[str]:
+    """The lines of a run before its first `case X:` line."""
+    for i, line in enumerate(lines):
+        if _labels([line]):
+            return lines[:i]
+    return lines
+
+
 _SCAFFOLD_WORDS = {"break", "continue", "return", "else", "default", "do", "while", "end", "endif", "fi", "done"}
 
 
@@ -119,7 +127,11 @@ def refusal(ours: list[str], base: list[str], theirs: list[str]) -> str | None:
     if up_labels and pin_labels:
         if up_labels & pin_labels:
             return f"both sides add the label case {sorted(up_labels & pin_labels)[0]}:"
-        return None   # two runs of arms with disjoint labels: two constructs, whatever body lines they share
+        # two runs of arms with disjoint labels: two constructs, whatever body lines their arms share; but a
+        # line either side adds before its first label goes to the arm above, and twice there is one change twice
+        shared &= set(_before_labels(up)) | set(_before_labels(pin))
+        if not shared:
+            return None
     if shared:
         return f"both sides add {sorted(shared)[0]!r} (one change made twice)"
     return None

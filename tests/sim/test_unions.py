@@ -47,7 +47,10 @@ def test_two_arms_with_disjoint_labels_are_unioned_upstream_first(tmp_path):
      "only block scaffolding"),
     (_at_default(SWITCH, "    case U:\n        return 1;\n"), _at_default(SWITCH, "    } break;\n    return;\n"), SWITCH,
      "only block scaffolding"),
-], ids=["edit", "same-label", "shared-line", "scaffolding", "scaffolding-break"])
+    # disjoint labels, but both sides first add the same line to the arm above (one change made twice)
+    (_at_default(SWITCH, "        log_it(a);\n    case U:\n        return 1;\n"),
+     _at_default(SWITCH, "        log_it(a);\n    case P:\n        return 1;\n"), SWITCH, "one change made twice"),
+], ids=["edit", "same-label", "shared-line", "scaffolding", "scaffolding-break", "shared-line-before-arms"])
 def test_anything_else_is_refused(tmp_path, ours, theirs, base, why):
     text, hunks, refused = _union(tmp_path, ours, theirs, base)
     assert text is None and hunks == [] and refused is not None and why in refused, refused
